@@ -1,0 +1,82 @@
+"""What a rule concludes about an object: denials, warnings, JSONPatch operations and audit annotations.
+
+Rules build a `Verdict`; the webhook turns it into an AdmissionReview response and the `check` CLI into lines of
+text. Nothing here knows about HTTP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+# Kubernetes advises admission warnings of at most 120 characters (longer ones may be truncated by clients).
+MAX_WARNING_LENGTH = 120
+
+
+def clip(text: str, limit: int = MAX_WARNING_LENGTH) -> str:
+    """Shorten `text` to `limit` characters, marking the cut with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem, located by its field path (`spec.failover.application.purgeMode`)."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of applying rules to one object."""
+
+    denials: tuple[Finding, ...] = ()
+    warnings: tuple[str, ...] = ()
+    patch: tuple[Mapping[str, Any], ...] = ()
+    audit: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def allowed(self) -> bool:
+        return not self.denials
+
+    @property
+    def message(self) -> str:
+        """All denials on one line, the way kubectl prints an admission error."""
+        return "; ".join(str(denial) for denial in self.denials)
+
+    def merged(self, other: "Verdict") -> "Verdict":
+        return Verdict(
+            denials=self.denials + other.denials,
+            warnings=self.warnings + other.warnings,
+            patch=self.patch + other.patch,
+            audit={**self.audit, **other.audit},
+        )
+
+
+ALLOWED = Verdict()
+
+
+class Findings:
+    """Collects denials and warnings while a rule walks an object."""
+
+    def __init__(self) -> None:
+        self._denials: list[Finding] = []
+        self._warnings: list[str] = []
+
+    def deny(self, path: str, message: str) -> None:
+        self._denials.append(Finding(path, message))
+
+    def warn(self, message: str) -> None:
+        warning = clip(message)
+        if warning not in self._warnings:
+            self._warnings.append(warning)
+
+    @property
+    def denied(self) -> bool:
+        return bool(self._denials)
+
+    def verdict(self, patch: tuple[Mapping[str, Any], ...] = ()) -> Verdict:
+        return Verdict(denials=tuple(self._denials), warnings=tuple(self._warnings), patch=patch)
