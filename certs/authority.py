@@ -1,0 +1,235 @@
+"""Certificate authority: make a CA and the webhook's serving certificate.
+
+Pure generation with ``cryptography``: no files, no clock of its own (``now`` is always passed in), so every
+validity window can be tested exactly. Storing, renewing and reloading live in ``certs.store`` and
+``certs.reload``.
+
+Why we generate at all: a webhook whose only TLS source is cert-manager makes cert-manager a hard prerequisite
+(Flink operator chart, spotify/flink-on-k8s-operator #112), and a webhook whose self-made certificate misses the
+Service names fails in-cluster (kopf #785: ``svc.ns.svc`` missing). ``serving_names`` lists every name the
+apiserver may dial.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cached_property
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+# Certificates start this much before `now`: a node whose clock runs a little behind ours (the apiserver's, or a
+# second replica's) would otherwise reject a freshly issued certificate as "not yet valid". Five minutes is the
+# skew Kerberos tolerates by default and what cert-manager-style issuers commonly backdate by.
+CLOCK_SKEW = timedelta(minutes=5)
+
+# Names the server answers to in every mode: the local dev loop (`https://127.0.0.1:9443`, `localhost`) and the
+# readiness self-dial over IPv4 or IPv6.
+LOCAL_DNS_NAMES = ("localhost",)
+LOCAL_IP_ADDRESSES = ("127.0.0.1", "::1")
+
+# Kubernetes Service and Namespace names are RFC 1123 labels (lowercase alphanumerics and '-', at most 63).
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    """A certificate and its private key, both PEM, with the fields we decide on parsed out."""
+
+    certificate_pem: bytes
+    private_key_pem: bytes
+
+    @cached_property
+    def certificate(self) -> x509.Certificate:
+        return x509.load_pem_x509_certificate(self.certificate_pem)
+
+    @cached_property
+    def private_key(self) -> ec.EllipticCurvePrivateKey:
+        key = serialization.load_pem_private_key(self.private_key_pem, password=None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey):
+            raise TypeError(f"a KeyPair holds an ECDSA key, got {type(key).__name__}")
+        return key
+
+    @property
+    def not_before(self) -> datetime:
+        return self.certificate.not_valid_before_utc
+
+    @property
+    def not_after(self) -> datetime:
+        return self.certificate.not_valid_after_utc
+
+    @property
+    def dns_names(self) -> tuple[str, ...]:
+        return tuple(_subject_alternative_names(self.certificate).get_values_for_type(x509.DNSName))
+
+    @property
+    def ip_addresses(self) -> tuple[str, ...]:
+        sans = _subject_alternative_names(self.certificate)
+        return tuple(str(address) for address in sans.get_values_for_type(x509.IPAddress))
+
+
+def serving_names(service: str | None, namespace: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Return the (DNS names, IP addresses) the serving certificate must cover.
+
+    Always the local names; with a Service the four spellings a client may use for it, from the short name to
+    the fully qualified ``NAME.NS.svc.cluster.local``. The apiserver dials ``NAME.NS.svc`` for a ``service:``
+    clientConfig, the one kopf's certificates miss (kopf #785).
+
+    A Service without a namespace (or the reverse) is refused rather than silently ignored: the certificate would
+    lack the names the apiserver dials and every admission call would fail with an x509 error.
+    """
+    if (service is None) != (namespace is None):
+        raise ValueError("service and namespace go together: give both, or neither for local names only")
+    dns_names: list[str] = []
+    if service is not None and namespace is not None:
+        for label, what in ((service, "service"), (namespace, "namespace")):
+            if not _DNS_LABEL.match(label):
+                raise ValueError(f"{what} {label!r} is not a valid Kubernetes name (RFC 1123 label)")
+        dns_names += [
+            service,
+            f"{service}.{namespace}",
+            f"{service}.{namespace}.svc",
+            f"{service}.{namespace}.svc.cluster.local",
+        ]
+    dns_names += LOCAL_DNS_NAMES
+    return tuple(dns_names), LOCAL_IP_ADDRESSES
+
+
+def generate_ca(common_name: str, now: datetime, valid_for: timedelta) -> KeyPair:
+    """Make a self-signed CA that may sign serving certificates and nothing below them.
+
+    ``path_length=0`` keeps a leaked CA key from minting intermediate CAs; the key may only sign certificates
+    and CRLs. Validity runs from ``now - CLOCK_SKEW`` (so the leaves it signs, backdated the same way, start
+    inside it) to ``now + valid_for``.
+    """
+    _require_aware(now)
+    _require_positive(valid_for)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(_serial_number())
+        .not_valid_before(now - CLOCK_SKEW)
+        .not_valid_after(now + valid_for)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=False,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return _key_pair(certificate, key)
+
+
+def generate_serving_certificate(
+    ca: KeyPair,
+    dns_names: Sequence[str],
+    ip_addresses: Sequence[str],
+    now: datetime,
+    valid_for: timedelta,
+) -> KeyPair:
+    """Make a TLS server certificate for the given names, signed by ``ca``.
+
+    Validity runs from ``now - CLOCK_SKEW`` to ``now + valid_for`` but never past the CA's own expiry: a leaf
+    that outlives its issuer fails verification anyway, and the earlier date makes the store renew both together.
+    """
+    _require_aware(now)
+    _require_positive(valid_for)
+    if not dns_names and not ip_addresses:
+        raise ValueError("a serving certificate needs at least one DNS name or IP address")
+    addresses = [ipaddress.ip_address(address) for address in ip_addresses]
+    key = ec.generate_private_key(ec.SECP256R1())
+    ca_certificate = ca.certificate
+    subject_name = dns_names[0] if dns_names else str(addresses[0])
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject_name)]))
+        .issuer_name(ca_certificate.subject)
+        .public_key(key.public_key())
+        .serial_number(_serial_number())
+        .not_valid_before(now - CLOCK_SKEW)
+        .not_valid_after(min(now + valid_for, ca.not_after))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(name) for name in dns_names] + [x509.IPAddress(address) for address in addresses]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.private_key.public_key()),
+            critical=False,
+        )
+        .sign(ca.private_key, hashes.SHA256())
+    )
+    return _key_pair(certificate, key)
+
+
+def _key_pair(certificate: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> KeyPair:
+    return KeyPair(
+        certificate_pem=certificate.public_bytes(serialization.Encoding.PEM),
+        private_key_pem=key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ),
+    )
+
+
+def _subject_alternative_names(certificate: x509.Certificate) -> x509.SubjectAlternativeName:
+    try:
+        return certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return x509.SubjectAlternativeName([])
+
+
+def _serial_number() -> int:
+    # RFC 5280 caps serials at 20 octets and asks for positive numbers; 159 random bits stay inside both.
+    return secrets.randbits(159) | 1
+
+
+def _require_aware(now: datetime) -> None:
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("now must be timezone-aware (certificate times are UTC)")
+
+
+def _require_positive(valid_for: timedelta) -> None:
+    if valid_for <= timedelta(0):
+        raise ValueError("valid_for must be positive")

@@ -1,0 +1,83 @@
+"""A server-side TLS context whose certificate can be replaced while the server runs.
+
+aiohttp binds one `ssl.SSLContext` to the listening socket for its whole life. OpenSSL reads the certificate of a
+context at each handshake, so loading a new chain into the same context object switches every *new* connection to it
+while connections already established keep theirs: no restart, no failed request in flight.
+
+A replacement is first loaded into a scratch context from a private copy of the files, so a half-written file, a key
+that does not match its certificate or a rotation caught between the key and the certificate leaves the live
+context exactly as it was (the error is kept in `last_error` and the old certificate keeps serving).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import ssl
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+from certs.store import CertificateFilesInvalid, load_certificates
+
+# TLS 1.2 suites with forward secrecy and AEAD only (Mozilla "intermediate"); TLS 1.3 suites are fixed by OpenSSL.
+TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
+
+
+def server_context(client_ca_file: Path | None = None) -> ssl.SSLContext:
+    """A hardened server context without a certificate: TLS >= 1.2, AEAD ciphers, optional client verification."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers(TLS12_CIPHERS)
+    context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE | ssl.OP_NO_RENEGOTIATION
+    if client_ca_file is not None:
+        context.load_verify_locations(cafile=str(client_ca_file))
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+class ReloadingSSLContext:
+    """Owns the live server context and reloads `cert_file`/`key_file` into it when their content changes."""
+
+    def __init__(self, cert_file: Path, key_file: Path, client_ca_file: Path | None = None) -> None:
+        self.cert_file = Path(cert_file)
+        self.key_file = Path(key_file)
+        self.context = server_context(client_ca_file)
+        self.last_error: str | None = None
+        self._fingerprint = b""
+        self.not_after: datetime
+        if not self.maybe_reload():
+            raise CertificateFilesInvalid(self.last_error or f"{self.cert_file}: cannot be loaded")
+
+    def maybe_reload(self) -> bool:
+        """Load the files again if their content changed; True when a new certificate is now served."""
+        try:
+            cert_pem, key_pem = self.cert_file.read_bytes(), self.key_file.read_bytes()
+        except OSError as error:
+            self.last_error = f"cannot read certificate files: {error.strerror}"
+            return False
+        fingerprint = hashlib.sha256(cert_pem + b"\0" + key_pem).digest()
+        if fingerprint == self._fingerprint:
+            return False
+        try:
+            not_after = load_certificates(cert_pem, self.cert_file)[0].not_valid_after_utc
+            self._load_verified(cert_pem, key_pem)
+        except (CertificateFilesInvalid, ssl.SSLError, ValueError) as error:
+            self.last_error = str(error) if isinstance(error, CertificateFilesInvalid) else (
+                f"{self.cert_file} / {self.key_file}: certificate and key cannot be loaded together"
+            )
+            return False
+        self._fingerprint = fingerprint
+        self.not_after = not_after
+        self.last_error = None
+        return True
+
+    def _load_verified(self, cert_pem: bytes, key_pem: bytes) -> None:
+        # One private copy, read by both loads: the files may change again between them.
+        with tempfile.TemporaryDirectory(prefix="failover-relay-tls-") as scratch:
+            chain = Path(scratch, "chain.pem")
+            descriptor = os.open(chain, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "wb") as file:
+                file.write(cert_pem + b"\n" + key_pem)
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(chain)
+            self.context.load_cert_chain(chain)

@@ -1,0 +1,320 @@
+"""The certificate directory: which files are there, whose they are, and when they are renewed.
+
+A cert dir holds the names cert-manager and controller-runtime use, so a cert-manager Secret can be mounted as-is:
+
+- ``tls.crt`` / ``tls.key``: the serving certificate and its key;
+- ``ca.crt``: the CA bundle the apiserver needs as ``caBundle``;
+- ``ca.key``: only when we run our own CA. Its presence is what marks the directory as ours: a directory that
+  holds certificate files but no ``ca.key`` came from elsewhere and is used exactly as it is, never written to.
+
+Our own CA rotates with overlap: when it is renewed, the previous CA stays in ``ca.crt`` after the new one until
+it expires, so a caBundle rendered from ``ca.crt`` verifies both the replicas already serving the new leaf and
+those still serving the old one (the ~1 min of x509 errors after rotation in gatekeeper #1045).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tempfile
+from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+
+from certs.authority import KeyPair, generate_ca, generate_serving_certificate, serving_names
+
+CA_CERT_NAME = "ca.crt"
+CA_KEY_NAME = "ca.key"
+CERT_NAME = "tls.crt"
+KEY_NAME = "tls.key"
+
+# Lifetimes. Kyverno, which self-manages the same kind of webhook CA, uses CA 1 y and leaf 150 d renewed 15 d
+# before expiry. We keep its CA year (rotating the CA touches every webhook configuration's caBundle, so it should
+# be rare) but shorten the leaf to cert-manager's default Certificate duration, 90 d, and renew with cert-manager's
+# default margin of a third of it, 30 d: a failing renewal then has a month of daily checks to be noticed before
+# anything expires, instead of Kyverno's 15 days.
+DEFAULT_CA_VALIDITY = timedelta(days=365)
+DEFAULT_CERT_VALIDITY = timedelta(days=90)
+DEFAULT_RENEW_BEFORE = timedelta(days=30)
+
+CA_COMMON_NAME = "failover-relay-ca"
+
+_KEY_MODE = 0o600
+_CERT_MODE = 0o644
+_DIR_MODE = 0o700
+
+
+class CertificateError(Exception):
+    """Base of every certificate problem: the server cannot get a usable certificate from the cert dir.
+
+    Raised as-is when a file cannot be written (read-only mount, full disk).
+    """
+
+
+class CertificateFilesInvalid(CertificateError):
+    """A certificate file exists (or must exist) but cannot be used: missing, unreadable, not PEM, or a key that is
+    not the certificate's. The message names the file, never its content."""
+
+
+@dataclass(frozen=True)
+class CertificateFiles:
+    """Where the serving certificate is, and what ``ensure_certificates`` did to get it.
+
+    ``ca_file`` is None only for external files that come without a ``ca.crt``. ``managed`` says we issued the
+    files (and may rewrite them); ``renewed`` says this call wrote a new serving certificate.
+    """
+
+    ca_file: Path | None
+    cert_file: Path
+    key_file: Path
+    not_after: datetime
+    managed: bool
+    renewed: bool
+
+
+def ensure_certificates(
+    cert_dir: Path,
+    service: str | None,
+    namespace: str | None,
+    now: datetime,
+    ca_valid_for: timedelta = DEFAULT_CA_VALIDITY,
+    cert_valid_for: timedelta = DEFAULT_CERT_VALIDITY,
+    renew_before: timedelta = DEFAULT_RENEW_BEFORE,
+) -> CertificateFiles:
+    """Make sure ``cert_dir`` holds a usable serving certificate for the Service (or only local names).
+
+    - Files from elsewhere (``tls.crt``/``tls.key`` without ``ca.key``, e.g. cert-manager) are checked to be
+      readable and to match, then used as they are: whoever issued them renews them.
+    - Our own files are reused while the leaf is signed by the current CA, is more than ``renew_before`` from
+      expiry and covers every requested name; otherwise a new leaf is issued. The CA is renewed when missing or
+      within ``renew_before`` of its own expiry (and then the leaf with it).
+    - Our own files that do not parse or do not match are reissued rather than refused: the only way to get there
+      is a crash between writing a key and its certificate, and that must not keep the server down.
+    """
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("now must be timezone-aware (certificate times are UTC)")
+    if renew_before >= cert_valid_for or renew_before >= ca_valid_for:
+        # Otherwise every call would find a fresh certificate already inside its renewal window and reissue it.
+        raise ValueError("renew_before must be shorter than both cert_valid_for and ca_valid_for")
+    dns_names, ip_addresses = serving_names(service, namespace)
+    directory = _CertDir(cert_dir)
+    if directory.is_external():
+        return _use_external(directory)
+    return _ensure_managed(directory, dns_names, ip_addresses, now, ca_valid_for, cert_valid_for, renew_before)
+
+
+def read_ca_bundle(cert_dir: Path) -> bytes:
+    """Return the PEM the apiserver should trust for this server: ``ca.crt``, else the chain in ``tls.crt``.
+
+    Without a ``ca.crt`` (a publicly issued or self-signed certificate) the served chain itself is the trust
+    anchor: Go's verifier accepts a certificate that is in the root pool as it is.
+    """
+    directory = _CertDir(cert_dir)
+    for path in (directory.ca_cert, directory.cert):
+        if path.exists():
+            return _pem_of(load_certificates(_read(path), path))
+    raise CertificateFilesInvalid(f"{cert_dir}: holds neither {CA_CERT_NAME} nor {CERT_NAME}")
+
+
+def certificate_expiry(cert_file: Path) -> datetime:
+    """Return when the first (served) certificate in ``cert_file`` expires, in UTC."""
+    return load_certificates(_read(cert_file), cert_file)[0].not_valid_after_utc
+
+
+def load_certificates(data: bytes, source: Path) -> list[x509.Certificate]:
+    """Parse every PEM certificate in ``data``; ``source`` names the file in the error."""
+    try:
+        return x509.load_pem_x509_certificates(data)
+    except ValueError as error:
+        raise CertificateFilesInvalid(f"{source}: not a PEM certificate") from error
+
+
+def load_private_key(data: bytes, source: Path) -> PrivateKeyTypes:
+    """Parse an unencrypted PEM private key; ``source`` names the file in the error.
+
+    The underlying error is not chained: parsers may echo part of their input, and this input is a key.
+    """
+    try:
+        return serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise CertificateFilesInvalid(
+            f"{source}: not an unencrypted PEM private key (PKCS#8, PKCS#1 or SEC1)"
+        ) from None
+
+
+def require_matching_key(
+    certificate: x509.Certificate, key: PrivateKeyTypes, cert_source: Path, key_source: Path
+) -> None:
+    """Refuse a key that is not the certificate's: the TLS server would fail every handshake with it."""
+    if _public_key_bytes(certificate.public_key()) != _public_key_bytes(key.public_key()):
+        raise CertificateFilesInvalid(f"{key_source}: is not the private key of the certificate in {cert_source}")
+
+
+class _CertDir:
+    """The four well-known paths of a cert dir."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.ca_cert = root / CA_CERT_NAME
+        self.ca_key = root / CA_KEY_NAME
+        self.cert = root / CERT_NAME
+        self.key = root / KEY_NAME
+
+    def is_external(self) -> bool:
+        """Files we did not make: there is something here, and no CA key of ours."""
+        return not self.ca_key.exists() and any(p.exists() for p in (self.ca_cert, self.cert, self.key))
+
+
+def _use_external(directory: _CertDir) -> CertificateFiles:
+    for path in (directory.cert, directory.key):
+        if not path.exists():
+            raise CertificateFilesInvalid(
+                f"{path}: missing; {directory.root} holds certificate files but no {CA_KEY_NAME}, so it is "
+                f"managed elsewhere and needs both {CERT_NAME} and {KEY_NAME}"
+            )
+    chain = load_certificates(_read(directory.cert), directory.cert)
+    key = load_private_key(_read(directory.key), directory.key)
+    require_matching_key(chain[0], key, directory.cert, directory.key)
+    if directory.ca_cert.exists():
+        load_certificates(_read(directory.ca_cert), directory.ca_cert)
+    return CertificateFiles(
+        ca_file=directory.ca_cert if directory.ca_cert.exists() else None,
+        cert_file=directory.cert,
+        key_file=directory.key,
+        not_after=chain[0].not_valid_after_utc,
+        managed=False,
+        renewed=False,
+    )
+
+
+def _ensure_managed(
+    directory: _CertDir,
+    dns_names: Sequence[str],
+    ip_addresses: Sequence[str],
+    now: datetime,
+    ca_valid_for: timedelta,
+    cert_valid_for: timedelta,
+    renew_before: timedelta,
+) -> CertificateFiles:
+    if not directory.root.exists():
+        directory.root.mkdir(parents=True, mode=_DIR_MODE)
+        os.chmod(directory.root, _DIR_MODE)  # mkdir's mode is filtered by the umask
+
+    ca_bundle = _read_own_ca_bundle(directory)
+    ca = _read_own_key_pair(directory.ca_cert, directory.ca_key)
+    if ca is None or _renewal_due(ca, now, renew_before):
+        ca = generate_ca(CA_COMMON_NAME, now, ca_valid_for)
+        still_trusted = [previous for previous in ca_bundle if previous.not_valid_after_utc > now]
+        _write(directory.ca_key, ca.private_key_pem, _KEY_MODE)
+        _write(directory.ca_cert, ca.certificate_pem + _pem_of(still_trusted), _CERT_MODE)
+        leaf = None
+    else:
+        leaf = _read_own_key_pair(directory.cert, directory.key)
+
+    renewed = leaf is None or not _reusable(leaf, ca, dns_names, ip_addresses, now, renew_before)
+    if renewed:
+        leaf = generate_serving_certificate(ca, dns_names, ip_addresses, now, cert_valid_for)
+        # Key first: a reader that sees the new certificate must find its key already in place.
+        _write(directory.key, leaf.private_key_pem, _KEY_MODE)
+        _write(directory.cert, leaf.certificate_pem, _CERT_MODE)
+    assert leaf is not None
+    return CertificateFiles(
+        ca_file=directory.ca_cert,
+        cert_file=directory.cert,
+        key_file=directory.key,
+        not_after=leaf.not_after,
+        managed=True,
+        renewed=renewed,
+    )
+
+
+def _read_own_ca_bundle(directory: _CertDir) -> list[x509.Certificate]:
+    if not directory.ca_cert.exists():
+        return []
+    try:
+        return load_certificates(_read(directory.ca_cert), directory.ca_cert)
+    except CertificateFilesInvalid:
+        return []  # ours and unreadable: it is rewritten with a new CA
+
+
+def _read_own_key_pair(cert_path: Path, key_path: Path) -> KeyPair | None:
+    """A key pair we wrote earlier, or None when it is missing, broken or mismatched (so it is reissued)."""
+    if not cert_path.exists() or not key_path.exists():
+        return None
+    certificate_pem, key_pem = _read(cert_path), _read(key_path)
+    try:
+        certificate = load_certificates(certificate_pem, cert_path)[0]
+        require_matching_key(certificate, load_private_key(key_pem, key_path), cert_path, key_path)
+    except CertificateFilesInvalid:
+        return None
+    return KeyPair(certificate_pem=_pem_of([certificate]), private_key_pem=key_pem)
+
+
+def _renewal_due(pair: KeyPair, now: datetime, renew_before: timedelta) -> bool:
+    # A certificate that is not valid yet means the clock went back; reissue rather than serve it.
+    return now < pair.not_before or now >= pair.not_after - renew_before
+
+
+def _reusable(
+    leaf: KeyPair,
+    ca: KeyPair,
+    dns_names: Sequence[str],
+    ip_addresses: Sequence[str],
+    now: datetime,
+    renew_before: timedelta,
+) -> bool:
+    if _renewal_due(leaf, now, renew_before):
+        return False
+    wanted_addresses = {str(ipaddress.ip_address(address)) for address in ip_addresses}
+    if not set(dns_names) <= set(leaf.dns_names) or not wanted_addresses <= set(leaf.ip_addresses):
+        return False
+    try:
+        leaf.certificate.verify_directly_issued_by(ca.certificate)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise CertificateFilesInvalid(f"{path}: cannot read ({error.strerror})") from None
+
+
+def _write(path: Path, data: bytes, mode: int) -> None:
+    """Replace ``path`` atomically: readers (the reloader, a kubelet sync) see the old file or the new, never half."""
+    try:
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise CertificateError(f"{path}: cannot write ({error.strerror})") from None
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            os.fchmod(file.fileno(), mode)
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException as error:
+        with suppress(FileNotFoundError):
+            os.unlink(temporary)
+        if isinstance(error, OSError):
+            raise CertificateError(f"{path}: cannot write ({error.strerror})") from None
+        raise
+
+
+def _pem_of(certificates: Sequence[x509.Certificate]) -> bytes:
+    return b"".join(certificate.public_bytes(serialization.Encoding.PEM) for certificate in certificates)
+
+
+def _public_key_bytes(public_key: object) -> bytes:
+    return public_key.public_bytes(  # type: ignore[attr-defined]
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
