@@ -1,0 +1,47 @@
+"""structlog set-up: one JSON object per line (or console rendering on a terminal), short snake_case events."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import TextIO
+
+import structlog
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+def configure_logging(log_format: str = "auto", level: str = "info", stream: TextIO | None = None) -> None:
+    """`auto` renders for people on a terminal and JSON everywhere else (pods, files, pipes)."""
+    stream = stream or sys.stderr
+    use_json = log_format == "json" or (log_format == "auto" and not stream.isatty())
+    renderer: structlog.typing.Processor
+    if use_json:
+        renderer = structlog.processors.JSONRenderer(serializer=json.dumps)
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=False)
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),
+        logger_factory=structlog.WriteLoggerFactory(file=stream),
+        cache_logger_on_first_use=True,
+    )
+    # Libraries (aiohttp, kubernetes) log through the standard library: render their records the same way.
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        processor=renderer,
+        foreign_pre_chain=[
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+        ],
+    ))
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(max(_LEVELS[level], logging.WARNING))

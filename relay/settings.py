@@ -1,0 +1,156 @@
+"""Settings of `failover-relay serve`: defaults, the YAML config file, then command-line flags, in that order.
+
+The config file is strict: an unknown key or a value of the wrong type stops start-up with a message naming it,
+because a typo in a failure-mode setting should not silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from failover.api import DEFAULT_JOB_ID_LABEL
+
+
+class SettingsError(ValueError):
+    """The config file or a flag is unusable; the message names the setting."""
+
+
+def in_cluster() -> bool:
+    return "KUBERNETES_SERVICE_HOST" in os.environ
+
+
+def default_cert_dir() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "failover-relay" / "certs"
+
+
+@dataclass(frozen=True)
+class SavepointSettings:
+    """Savepoint injection (DESIGN.md "Preserved state and savepoint injection")."""
+
+    checkpoint_root: str | None = None
+    layouts: tuple[str, ...] = ("{root}/{namespace}/{job_id}/checkpoints",)
+    savepoint_layouts: tuple[str, ...] = ()
+    # The mutating webhook is registered with timeoutSeconds 5; 2 s leaves room for TLS, queueing and the reply.
+    lookup_deadline_seconds: float = 2.0
+    failure_mode: str = "open"
+    cache_ttl_seconds: float = 10.0
+    job_id_label: str = DEFAULT_JOB_ID_LABEL
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+    profiles: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 9443
+    cert_dir: Path = field(default_factory=default_cert_dir)
+    service_name: str | None = None
+    namespace: str | None = None
+    max_body_bytes: int = 3 * 1024 * 1024
+    log_format: str = "auto"
+    log_level: str = "info"
+    savepoint: SavepointSettings = field(default_factory=SavepointSettings)
+
+    def with_overrides(self, **overrides: Any) -> "Settings":
+        """Apply command-line flags; a flag left at None keeps the file's (or the default) value."""
+        return replace(self, **{key: value for key, value in overrides.items() if value is not None})
+
+
+# config file key → (Settings attribute, expected type)
+_SERVER_KEYS = {
+    "host": ("host", str),
+    "port": ("port", int),
+    "certDir": ("cert_dir", str),
+    "serviceName": ("service_name", str),
+    "namespace": ("namespace", str),
+    "maxBodyBytes": ("max_body_bytes", int),
+}
+_LOGGING_KEYS = {"format": ("log_format", str), "level": ("log_level", str)}
+_SAVEPOINT_KEYS = {
+    "checkpointRoot": ("checkpoint_root", str),
+    "layouts": ("layouts", list),
+    "savepointLayouts": ("savepoint_layouts", list),
+    "lookupDeadlineSeconds": ("lookup_deadline_seconds", (int, float)),
+    "failureMode": ("failure_mode", str),
+    "cacheTTLSeconds": ("cache_ttl_seconds", (int, float)),
+    "jobIdLabel": ("job_id_label", str),
+    "storageOptions": ("storage_options", dict),
+    "profiles": ("profiles", list),
+}
+LOG_FORMATS = ("auto", "json", "console")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+FAILURE_MODES = ("open", "closed")
+
+
+def load_settings(path: Path | None) -> Settings:
+    """Read the config file (or nothing) into Settings, refusing unknown keys and wrong types."""
+    settings = Settings(host="0.0.0.0" if in_cluster() else "127.0.0.1")
+    if path is None:
+        return settings
+    try:
+        document = yaml.safe_load(path.read_text()) or {}
+    except OSError as error:
+        raise SettingsError(f"cannot read config file {path}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise SettingsError(f"config file {path} is not valid YAML: {error}") from None
+    if not isinstance(document, dict):
+        raise SettingsError(f"config file {path} must be a mapping with server, logging and savepoint sections")
+    unknown = set(document) - {"server", "logging", "savepoint"}
+    if unknown:
+        raise SettingsError(f"config file {path}: unknown section(s) {', '.join(sorted(map(str, unknown)))}")
+    top = _section(document, "server", _SERVER_KEYS) | _section(document, "logging", _LOGGING_KEYS)
+    if "cert_dir" in top:
+        top["cert_dir"] = Path(top["cert_dir"])
+    savepoint = _section(document, "savepoint", _SAVEPOINT_KEYS)
+    for key in ("layouts", "savepoint_layouts", "profiles"):
+        if key in savepoint:
+            savepoint[key] = tuple(savepoint[key])
+    settings = replace(settings, **top, savepoint=replace(settings.savepoint, **savepoint))
+    check_settings(settings)
+    return settings
+
+
+def check_settings(settings: Settings) -> None:
+    """Cross-field checks shared by the file and the flags."""
+    if not 0 <= settings.port < 65536:  # 0: any free port (tests, benchmarks)
+        raise SettingsError(f"port {settings.port} is out of range 0-65535")
+    if settings.max_body_bytes < 1024:
+        raise SettingsError("maxBodyBytes must be at least 1024")
+    if settings.log_format not in LOG_FORMATS:
+        raise SettingsError(f"log format {settings.log_format!r}: use one of {', '.join(LOG_FORMATS)}")
+    if settings.log_level not in LOG_LEVELS:
+        raise SettingsError(f"log level {settings.log_level!r}: use one of {', '.join(LOG_LEVELS)}")
+    if bool(settings.service_name) != bool(settings.namespace):
+        raise SettingsError("serviceName and namespace go together (they make the certificate's Service names)")
+    savepoint = settings.savepoint
+    if savepoint.failure_mode not in FAILURE_MODES:
+        raise SettingsError(f"savepoint.failureMode {savepoint.failure_mode!r}: use open or closed")
+    if not 0 < savepoint.lookup_deadline_seconds < 30:
+        raise SettingsError("savepoint.lookupDeadlineSeconds must be between 0 and 30 (the webhook timeout limit)")
+    if savepoint.cache_ttl_seconds < 0:
+        raise SettingsError("savepoint.cacheTTLSeconds must be 0 or more")
+    if not savepoint.layouts:
+        raise SettingsError("savepoint.layouts needs at least one template")
+
+
+def _section(document: Mapping[str, Any], name: str, keys: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
+    section = document.get(name) or {}
+    if not isinstance(section, dict):
+        raise SettingsError(f"config section {name!r} must be a mapping")
+    values: dict[str, Any] = {}
+    for key, value in section.items():
+        if key not in keys:
+            raise SettingsError(f"{name}.{key}: unknown setting; known: {', '.join(keys)}")
+        attribute, expected = keys[key]
+        if isinstance(value, bool) or not isinstance(value, expected):
+            raise SettingsError(f"{name}.{key}: wrong type {type(value).__name__}")
+        values[attribute] = value
+    return values
+
+
