@@ -1,0 +1,73 @@
+"""Small builders shared by the test modules: AdmissionReviews, TLS client contexts, example policies."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import uuid
+from pathlib import Path
+from typing import Any, Mapping
+
+GVK = {
+    "PropagationPolicy": ("policy.karmada.io", "v1alpha1"),
+    "ClusterPropagationPolicy": ("policy.karmada.io", "v1alpha1"),
+    "WorkloadRebalancer": ("apps.karmada.io", "v1alpha1"),
+    "FlinkDeployment": ("flink.apache.org", "v1beta1"),
+    "Deployment": ("apps", "v1"),
+}
+
+
+def admission_review(obj: Mapping[str, Any], operation: str = "CREATE", *, uid: str | None = None,
+                     old: Mapping[str, Any] | None = None, dry_run: bool = False) -> dict[str, Any]:
+    kind = obj["kind"]
+    group, version = GVK[kind]
+    metadata = obj.get("metadata", {})
+    request: dict[str, Any] = {
+        "uid": uid or str(uuid.uuid4()),
+        "kind": {"group": group, "version": version, "kind": kind},
+        "resource": {"group": group, "version": version, "resource": kind.lower() + "s"},
+        "name": metadata.get("name", ""),
+        "operation": operation,
+        "userInfo": {"username": "test"},
+        "object": obj,
+        "oldObject": old,
+        "dryRun": dry_run,
+    }
+    if metadata.get("namespace"):
+        request["namespace"] = metadata["namespace"]
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def client_tls(ca_file: Path) -> ssl.SSLContext:
+    """What the apiserver does: verify the server against the caBundle, hostname included."""
+    return ssl.create_default_context(cafile=str(ca_file))
+
+
+def decoded_patch(response: Mapping[str, Any]) -> list[dict[str, Any]]:
+    assert response.get("patchType") == "JSONPatch"
+    return json.loads(base64.b64decode(response["patch"]))
+
+
+def flink_policy(**application: Any) -> dict[str, Any]:
+    """The Flink example of Karmada's application failover documentation."""
+    app: dict[str, Any] = {
+        "decisionConditions": {"tolerationSeconds": 60},
+        "purgeMode": "Directly",
+        "statePreservation": {"rules": [
+            {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}]},
+    }
+    app.update(application)
+    return {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": "flink-pp", "namespace": "default"},
+        "spec": {
+            "propagateDeps": True,
+            "resourceSelectors": [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+                                   "name": "basic-example"}],
+            "failover": {"application": app},
+            "placement": {"clusterAffinity": {"clusterNames": ["member1", "member2"]},
+                          "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]},
+        },
+    }
