@@ -1,0 +1,40 @@
+# Two commands for a fresh machine: `make run` and `make test` (see README.md).
+# Everything lives in a project-local virtualenv, so nothing is installed into the system Python.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+ARGS ?=
+
+.PHONY: run test test-unit envtest-binaries bench bench-quick clean
+
+# Stamps record what was installed; pip runs again only when pyproject.toml changes.
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed-run
+
+## Install and start the admission server on https://127.0.0.1:9443 with a generated self-signed certificate.
+run: $(VENV)/.installed-run
+	$(BIN)/failover-relay serve $(ARGS)
+
+## Install the test dependencies, build (once, cached) the kube-apiserver and etcd the e2e tests use, run every test.
+test: $(VENV)/.installed-test envtest-binaries
+	$(BIN)/python -m pytest $(ARGS)
+
+## The fast part: everything that needs no kube-apiserver.
+test-unit: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -m 'not envtest' $(ARGS)
+
+envtest-binaries:
+	@if [ -z "$$KUBEBUILDER_ASSETS" ]; then bash hack/build-envtest.sh >/dev/null; fi
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis
