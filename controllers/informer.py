@@ -1,0 +1,154 @@
+"""List-then-watch of one resource into a local cache, with re-list on `410 Gone` and a periodic resync.
+
+The `kubernetes` client is synchronous, so the list/watch loop runs in a daemon thread and hands every change to the
+event loop with `call_soon_threadsafe`; the cache itself is replaced only from that thread and read from the loop
+as whole-object snapshots (dict assignment is atomic under the GIL).
+
+Why each piece:
+- the watch restarts from the last seen resourceVersion (bookmarks keep it fresh), so a normal timeout costs nothing;
+- `410 Gone` (the version was compacted, e.g. after an apiserver restart or a long partition) means events were lost:
+  re-list, diff against the cache, and report every key that changed or disappeared;
+- other errors (apiserver down) back off and retry without ever giving up;
+- the resync reports every cached key again, so a reconcile that was lost to a bug or a crash is retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+from kubernetes import watch
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+WATCH_TIMEOUT_SECONDS = 290  # the apiserver closes watches after --min-request-timeout (1800 s) at the latest
+RETRY_MIN_SECONDS = 0.5
+RETRY_MAX_SECONDS = 30.0
+
+log = structlog.get_logger("failover_relay.informer")
+
+ListFunction = Callable[..., Mapping[str, Any]]
+ChangeHandler = Callable[[str], None]
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    return f"{namespace}/{metadata.get('name')}" if namespace else str(metadata.get("name"))
+
+
+class Informer:
+    def __init__(
+        self,
+        name: str,
+        list_function: ListFunction,
+        on_change: ChangeHandler,
+        loop: asyncio.AbstractEventLoop,
+        resync_seconds: float = 300.0,
+    ) -> None:
+        self.name = name
+        self._list = list_function
+        self._on_change = on_change
+        self._loop = loop
+        self._resync_seconds = resync_seconds
+        self.cache: dict[str, Mapping[str, Any]] = {}
+        self.synced = threading.Event()
+        self.relists = 0
+        self._stopping = threading.Event()
+        self._watch: watch.Watch | None = None
+        self._thread = threading.Thread(target=self._run, name=f"informer-{name}", daemon=True)
+
+    def get(self, key: str) -> Mapping[str, Any] | None:
+        return self.cache.get(key)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._watch is not None:
+            self._watch.stop()
+
+    async def wait_synced(self, timeout: float) -> bool:
+        return await asyncio.to_thread(self.synced.wait, timeout)
+
+    def _run(self) -> None:
+        delay = RETRY_MIN_SECONDS
+        resource_version: str | None = None
+        next_resync = time.monotonic() + self._resync_seconds
+        while not self._stopping.is_set():
+            try:
+                if resource_version is None:
+                    resource_version = self._relist()
+                resource_version = self._watch_from(resource_version, next_resync)
+                delay = RETRY_MIN_SECONDS
+            except ApiException as error:
+                if error.status == 410:
+                    log.info("watch_expired", resource=self.name)
+                    resource_version = None
+                    continue
+                log.warning("watch_failed", resource=self.name, status=error.status, reason=error.reason)
+                self._stopping.wait(delay)
+                delay = min(delay * 2, RETRY_MAX_SECONDS)
+            except (HTTPError, OSError, ValueError) as error:
+                log.warning("watch_failed", resource=self.name, error=type(error).__name__)
+                self._stopping.wait(delay)
+                delay = min(delay * 2, RETRY_MAX_SECONDS)
+            if time.monotonic() >= next_resync:
+                next_resync = time.monotonic() + self._resync_seconds
+                for key in list(self.cache):
+                    self._notify(key)
+
+    def _relist(self) -> str:
+        listing = self._list()
+        fresh = {object_key(item): item for item in listing.get("items") or ()}
+        gone = set(self.cache) - set(fresh)
+        changed = [key for key, item in fresh.items() if _version(self.cache.get(key)) != _version(item)]
+        self.cache = {**fresh}
+        self.relists += 1
+        self.synced.set()
+        for key in [*changed, *gone]:
+            self._notify(key)
+        return str((listing.get("metadata") or {}).get("resourceVersion") or "")
+
+    def _watch_from(self, resource_version: str, until: float) -> str:
+        timeout = max(1, min(WATCH_TIMEOUT_SECONDS, int(until - time.monotonic()) + 1))
+        self._watch = watch.Watch()
+        try:
+            for event in self._watch.stream(self._list, resource_version=resource_version,
+                                            allow_watch_bookmarks=True, timeout_seconds=timeout,
+                                            _request_timeout=timeout + 10):
+                if self._stopping.is_set():
+                    break
+                kind, obj = event["type"], event["object"]
+                if kind == "ERROR":
+                    code = obj.get("code") if isinstance(obj, Mapping) else None
+                    raise ApiException(status=code or 500, reason=str(obj.get("message", ""))[:200])
+                version = (obj.get("metadata") or {}).get("resourceVersion")
+                if version:
+                    resource_version = str(version)
+                if kind == "BOOKMARK":
+                    continue
+                key = object_key(obj)
+                if kind == "DELETED":
+                    self.cache.pop(key, None)
+                else:
+                    self.cache[key] = obj
+                self._notify(key)
+        finally:
+            self._watch = None
+        return resource_version
+
+    def _notify(self, key: str) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._on_change, key)
+        except RuntimeError:  # the loop is closed: we are shutting down
+            self._stopping.set()
+
+
+def _version(obj: Mapping[str, Any] | None) -> str | None:
+    return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
