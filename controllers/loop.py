@@ -1,0 +1,89 @@
+"""One controller: an informer feeding a work queue, and workers that reconcile one key at a time.
+
+A reconcile function gets a key and returns when to look again (or None). Raising requeues the key with backoff;
+`Conflict` (409: someone wrote the object since we read it) retries at once with fresh data, which is how optimistic
+concurrency is meant to be used. Metrics record every outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import structlog
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from controllers.informer import Informer, ListFunction
+from controllers.queue import ShutDown, WorkQueue
+
+Reconcile = Callable[[str], Awaitable[timedelta | None]]
+
+log = structlog.get_logger("failover_relay.controller")
+
+
+class ControllerMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.reconciles = Counter("failover_relay_reconcile_total", "Reconciles, by controller and result.",
+                                  ("controller", "result"), registry=registry)
+        self.latency = Histogram("failover_relay_reconcile_duration_seconds", "Time spent in one reconcile.",
+                                 ("controller",), registry=registry,
+                                 buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+        self.depth = Gauge("failover_relay_queue_depth", "Keys waiting in the work queue (ready and delayed).",
+                           ("controller",), registry=registry)
+
+
+class Controller:
+    def __init__(self, name: str, list_function: ListFunction, reconcile: Reconcile, metrics: ControllerMetrics,
+                 workers: int = 2, resync_seconds: float = 300.0) -> None:
+        self.name = name
+        self.reconcile = reconcile
+        self.metrics = metrics
+        self.workers = workers
+        self.queue = WorkQueue()
+        self.informer = Informer(name, list_function, self.queue.add, asyncio.get_running_loop(), resync_seconds)
+
+    async def run(self) -> None:
+        """Until cancelled: watch, and reconcile every key that changes."""
+        self.informer.start()
+        try:
+            tasks = [asyncio.create_task(self._work(), name=f"{self.name}-worker-{index}")
+                     for index in range(self.workers)]
+            await asyncio.gather(*tasks)
+        finally:
+            self.informer.stop()
+            await self.queue.shut_down()
+
+    async def _work(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            self.metrics.depth.labels(self.name).set(len(self.queue) + self.queue.waiting)
+            started = time.perf_counter()
+            try:
+                requeue_after = await self.reconcile(str(key))
+            except ApiException as error:
+                result = "conflict" if error.status == 409 else "api-error"
+                if error.status == 409:
+                    self.queue.add_after(key, 0.05)
+                else:
+                    log.warning("reconcile_failed", controller=self.name, key=key, status=error.status,
+                                reason=error.reason, retries=self.queue.retries(key))
+                    self.queue.add_rate_limited(key)
+            except Exception as error:  # a bug must not stop the loop; the key is retried with backoff
+                result = "error"
+                log.exception("reconcile_crashed", controller=self.name, key=key, error=repr(error))
+                self.queue.add_rate_limited(key)
+            else:
+                result = "ok"
+                self.queue.forget(key)
+                if requeue_after is not None:
+                    self.queue.add_after(key, max(requeue_after.total_seconds(), 0.001))
+            finally:
+                self.queue.done(key)
+            self.metrics.reconciles.labels(self.name, result).inc()
+            self.metrics.latency.labels(self.name).observe(time.perf_counter() - started)
