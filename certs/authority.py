@@ -22,7 +22,7 @@ from functools import cached_property
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 # Certificates start this much before `now`: a node whose clock runs a little behind ours (the apiserver's, or a
@@ -34,6 +34,9 @@ CLOCK_SKEW = timedelta(minutes=5)
 # readiness self-dial over IPv4 or IPv6.
 LOCAL_DNS_NAMES = ("localhost",)
 LOCAL_IP_ADDRESSES = ("127.0.0.1", "::1")
+
+SigningKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey | ed448.Ed448PrivateKey
+SIGNING_KEY_TYPES = (rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey, ed25519.Ed25519PrivateKey, ed448.Ed448PrivateKey)
 
 # Kubernetes Service and Namespace names are RFC 1123 labels (lowercase alphanumerics and '-', at most 63).
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -51,10 +54,12 @@ class KeyPair:
         return x509.load_pem_x509_certificate(self.certificate_pem)
 
     @cached_property
-    def private_key(self) -> ec.EllipticCurvePrivateKey:
+    def private_key(self) -> SigningKey:
+        """The key, of a type that can sign certificates (we make ECDSA keys; a CA placed in the cert dir by an
+        operator may hold RSA or EdDSA)."""
         key = serialization.load_pem_private_key(self.private_key_pem, password=None)
-        if not isinstance(key, ec.EllipticCurvePrivateKey):
-            raise TypeError(f"a KeyPair holds an ECDSA key, got {type(key).__name__}")
+        if not isinstance(key, SIGNING_KEY_TYPES):
+            raise TypeError(f"a KeyPair holds an RSA, ECDSA or EdDSA key, got {type(key).__name__}")
         return key
 
     @property
@@ -197,9 +202,14 @@ def generate_serving_certificate(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.private_key.public_key()),
             critical=False,
         )
-        .sign(ca.private_key, hashes.SHA256())
+        .sign(ca.private_key, _signature_hash(ca.private_key))
     )
     return _key_pair(certificate, key)
+
+
+def _signature_hash(key: SigningKey) -> hashes.SHA256 | None:
+    # EdDSA signs the message itself and takes no separate digest; RSA and ECDSA sign its SHA-256.
+    return None if isinstance(key, (ed25519.Ed25519PrivateKey, ed448.Ed448PrivateKey)) else hashes.SHA256()
 
 
 def _key_pair(certificate: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> KeyPair:

@@ -54,10 +54,12 @@ class ReloadingSSLContext:
         try:
             cert_pem, key_pem = self.cert_file.read_bytes(), self.key_file.read_bytes()
         except OSError as error:
-            self.last_error = f"cannot read certificate files: {error.strerror}"
+            self.last_error = f"{error.filename}: cannot read ({error.strerror})"
             return False
         fingerprint = hashlib.sha256(cert_pem + b"\0" + key_pem).digest()
         if fingerprint == self._fingerprint:
+            # The files are what is served (again): an error seen while they were broken no longer applies.
+            self.last_error = None
             return False
         try:
             not_after = load_certificates(cert_pem, self.cert_file)[0].not_valid_after_utc

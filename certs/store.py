@@ -204,8 +204,11 @@ def _ensure_managed(
     renew_before: timedelta,
 ) -> CertificateFiles:
     if not directory.root.exists():
-        directory.root.mkdir(parents=True, mode=_DIR_MODE)
-        os.chmod(directory.root, _DIR_MODE)  # mkdir's mode is filtered by the umask
+        try:
+            directory.root.mkdir(parents=True, mode=_DIR_MODE)
+            os.chmod(directory.root, _DIR_MODE)  # mkdir's mode is filtered by the umask
+        except OSError as error:
+            raise CertificateError(f"{directory.root}: cannot create ({error.strerror})") from None
 
     ca_bundle = _read_own_ca_bundle(directory)
     ca = _read_own_key_pair(directory.ca_cert, directory.ca_key)

@@ -9,7 +9,7 @@ import base64
 import json
 from typing import Any, Mapping, Sequence
 
-from failover.verdict import Verdict
+from failover.verdict import Verdict, clip
 from webhook.review import API_VERSION, KIND, AdmissionResponseWire, AdmissionReviewWire
 
 FORBIDDEN = 403
@@ -41,7 +41,9 @@ def patched(uid: str, patch: Sequence[Mapping[str, Any]], warnings: Sequence[str
     response = allowed(uid, warnings, audit)
     if patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(json.dumps(list(patch), separators=(",", ":")).encode()).decode()
+        # allow_nan=False: a non-finite number would make the patch invalid JSON for the apiserver; fail here instead.
+        encoded = json.dumps(list(patch), separators=(",", ":"), allow_nan=False)
+        response["patch"] = base64.b64encode(encoded.encode()).decode()
     return response
 
 
@@ -60,7 +62,8 @@ def from_verdict(uid: str, verdict: Verdict) -> AdmissionResponseWire:
 def _decorate(response: AdmissionResponseWire, warnings: Sequence[str],
               audit: Mapping[str, str] | None) -> AdmissionResponseWire:
     if warnings:
-        response["warnings"] = list(warnings)
+        # Clipped here too, not only by the rules: every warning on the wire stays within the advised length.
+        response["warnings"] = [clip(warning) for warning in warnings]
     if audit:
         response["auditAnnotations"] = dict(audit)
     return response

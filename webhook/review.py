@@ -10,6 +10,7 @@ Two kinds of failure, as in kopf's `WebhookError` / `AdmissionError` split:
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, NotRequired, TypedDict
 
@@ -88,6 +89,10 @@ class UnsupportedVersion(ReviewError):
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 # A uid is a Kubernetes UID (36 chars); anything much longer is not from an apiserver and is not echoed back.
 MAX_UID_LENGTH = 128
+# The objects we admit (Karmada policies, workloads with a pod template, their managedFields) nest a few dozen
+# levels at most. 100 leaves room for any of them and keeps every recursive consumer of the object (deepcopy at two
+# frames a level, the JSON encoder, jsonpatch) far inside Python's recursion limit of 1000 frames.
+MAX_NESTING_DEPTH = 100
 
 
 @dataclass(frozen=True)
@@ -119,11 +124,7 @@ def parse_review(body: bytes) -> AdmissionRequest:
     """Decode and check an AdmissionReview request body; raise a `ReviewError` naming the first problem."""
     if not body:
         raise EmptyBody("request body is empty; expected an AdmissionReview")
-    try:
-        review = json.loads(body)
-    except (ValueError, RecursionError) as error:
-        # RecursionError: json.loads on pathological nesting; a 400 like any other undecodable body.
-        raise MalformedReview(f"request body is not JSON: {_short(error)}") from None
+    review = _decode(body)
     if not isinstance(review, dict):
         raise MalformedReview("request body is not a JSON object; expected an AdmissionReview")
     kind = review.get("kind")
@@ -137,11 +138,14 @@ def parse_review(body: bytes) -> AdmissionRequest:
     if not isinstance(request, dict):
         raise MalformedReview("request is missing or not an object")
     uid = request.get("uid")
-    if not isinstance(uid, str) or not uid or len(uid) > MAX_UID_LENGTH:
-        raise MalformedReview("request.uid is missing or not a short string")
+    if not _is_uid(uid):
+        raise MalformedReview("request.uid is missing or not a short string of visible characters")
     gvk = request.get("kind")
-    if not isinstance(gvk, dict) or not all(isinstance(gvk.get(key), str) for key in ("group", "version", "kind")):
-        raise MalformedReview("request.kind must be an object with string group, version and kind")
+    if (not isinstance(gvk, dict) or not all(isinstance(gvk.get(key), str) for key in ("group", "version", "kind"))
+            or not gvk["version"] or not gvk["kind"]):
+        # group is empty for the core API group; version and kind never are.
+        raise MalformedReview("request.kind must be an object with string group, version and kind "
+                              "(version and kind not empty)")
     operation = request.get("operation")
     if operation not in OPERATIONS:
         raise MalformedReview(f"request.operation is {_short(operation)}; expected one of "
@@ -154,9 +158,10 @@ def parse_review(body: bytes) -> AdmissionRequest:
         raise MalformedReview("request.object must be an object or null")
     if old is not None and not isinstance(old, dict):
         raise MalformedReview("request.oldObject must be an object or null")
-    namespace = request.get("namespace") or ""
-    name = request.get("name") or ""
-    dry_run = request.get("dryRun") or False
+    # The apiserver omits empty fields; null is read the same way, any other type is refused (not coerced).
+    namespace = _or_default(request.get("namespace"), "")
+    name = _or_default(request.get("name"), "")
+    dry_run = _or_default(request.get("dryRun"), False)
     if not isinstance(namespace, str) or not isinstance(name, str) or not isinstance(dry_run, bool):
         raise MalformedReview("request.namespace and request.name must be strings, request.dryRun a boolean")
     return AdmissionRequest(
@@ -174,6 +179,87 @@ def parse_review(body: bytes) -> AdmissionRequest:
     )
 
 
+def _decode(body: bytes) -> Any:
+    """JSON as the apiserver sends it: UTF-8, finite numbers, unique keys, bounded nesting."""
+    try:
+        # RFC 8259: JSON between systems is UTF-8. json.loads(bytes) would also guess UTF-16/32 from null bytes.
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise MalformedReview(f"request body is not UTF-8 (invalid byte at offset {error.start})") from None
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite)
+    except _Unacceptable as error:
+        raise MalformedReview(f"request body is not acceptable JSON: {error}") from None
+    except RecursionError:
+        # json.loads recurses once per level and gives up near Python's recursion limit (about 990 levels).
+        raise MalformedReview(f"request body nests deeper than {MAX_NESTING_DEPTH} levels") from None
+    except ValueError as error:
+        raise MalformedReview(f"request body is not JSON: {_short(error)}") from None
+    if _nesting_exceeds(value, MAX_NESTING_DEPTH):
+        raise MalformedReview(f"request body nests deeper than {MAX_NESTING_DEPTH} levels")
+    return value
+
+
+class _Unacceptable(ValueError):
+    """Valid for Python's json module, but not JSON an apiserver sends; the message says what and is one line."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Which of two equal keys wins differs between decoders; the apiserver never sends both, so refuse the guess.
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Unacceptable(f"key {_short(key)} appears twice in one object")
+            seen.add(key)
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise _Unacceptable(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise _Unacceptable(f"number {_short(text)} is out of range")
+    return number
+
+
+def _nesting_exceeds(value: Any, limit: int) -> bool:
+    """True when arrays/objects nest more than ``limit`` deep; level by level, so the check itself cannot recurse."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        deeper: list[Any] = []
+        for container in level:
+            children = container.values() if isinstance(container, dict) else container
+            deeper += [child for child in children if isinstance(child, (dict, list))]
+        level = deeper
+    return False
+
+
+def _is_uid(value: Any) -> bool:
+    # Echoed into the response and the logs: control characters, spaces and lone surrogates would let a caller
+    # forge log lines; an apiserver's uid is a UUID and has none of them.
+    return (isinstance(value, str) and 0 < len(value) <= MAX_UID_LENGTH and value.isprintable()
+            and " " not in value)
+
+
+def _or_default(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
 def _short(value: Any, limit: int = 60) -> str:
+    """A one-line, bounded rendering of a value for an error message; containers are named, not printed."""
+    if isinstance(value, dict):
+        return "a JSON object"
+    if isinstance(value, list):
+        return "a JSON array"
     text = repr(value) if not isinstance(value, BaseException) else str(value)
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -137,7 +137,7 @@ async def test_rebalancer_with_duplicate_workloads_is_denied(client: aiohttp.Cli
         (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                      "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}}}).encode(),
          "application/json", 400, "request.uid"),
-        (b"[" * 30_000 + b"]" * 30_000, "application/json", 400, "not JSON"),
+        (b"[" * 30_000 + b"]" * 30_000, "application/json", 400, "nests deeper"),
         (b"{}", "text/plain", 415, "application/json"),
     ],
 )

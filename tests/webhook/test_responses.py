@@ -1,0 +1,134 @@
+"""The response constructors: the AdmissionReview v1 response shapes the apiserver accepts."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from failover.verdict import MAX_WARNING_LENGTH, Finding, Verdict
+from tests.support import decoded_patch
+from webhook import responses
+from webhook.serialize import dumps
+
+UID = "705ab4f5-6393-11e8-b7cc-42010a800002"
+DEFAULT_PURGE = [{"op": "add", "path": "/spec/failover/application/purgeMode", "value": "Gracefully"}]
+
+
+def test_allowed_is_the_minimal_answer():
+    assert responses.allowed(UID) == {"uid": UID, "allowed": True}
+
+
+def test_allowed_carries_warnings_and_audit_annotations():
+    response = responses.allowed(UID, ["legacy purge mode"], {"failover-relay/rule": "purge-mode"})
+
+    assert response == {"uid": UID, "allowed": True, "warnings": ["legacy purge mode"],
+                        "auditAnnotations": {"failover-relay/rule": "purge-mode"}}
+
+
+def test_denied_is_forbidden_with_the_message():
+    response = responses.denied(UID, "spec.propagateDeps: must be true; set spec.propagateDeps: true")
+
+    assert response == {"uid": UID, "allowed": False, "status": {
+        "code": 403, "message": "spec.propagateDeps: must be true; set spec.propagateDeps: true",
+        "reason": "Forbidden"}}
+
+
+def test_denied_with_another_code_is_invalid():
+    assert responses.denied(UID, "bad", code=422)["status"] == {"code": 422, "message": "bad", "reason": "Invalid"}
+
+
+def test_patched_carries_a_base64_json_patch():
+    response = responses.patched(UID, DEFAULT_PURGE, ["defaulted purgeMode"])
+
+    assert response["allowed"] is True and response["patchType"] == "JSONPatch"
+    assert json.loads(base64.b64decode(response["patch"], validate=True)) == DEFAULT_PURGE
+    assert decoded_patch(response) == DEFAULT_PURGE
+    assert response["warnings"] == ["defaulted purgeMode"]
+
+
+def test_empty_patch_yields_no_patch_fields():
+    response = responses.patched(UID, [])
+
+    assert response == {"uid": UID, "allowed": True}
+
+
+def test_patch_with_a_non_finite_number_is_refused_rather_than_sent_as_invalid_json():
+    with pytest.raises(ValueError):
+        responses.patched(UID, [{"op": "add", "path": "/spec/x", "value": float("nan")}])
+
+
+def test_patch_keeps_non_ascii_values_intact():
+    patch = [{"op": "add", "path": "/metadata/labels/é", "value": "✓"}]
+
+    assert decoded_patch(responses.patched(UID, patch)) == patch
+
+
+def test_long_warnings_are_clipped_to_the_advised_length():
+    response = responses.allowed(UID, ["w" * 500, "short"])
+
+    first, second = response["warnings"]
+    assert len(first) == MAX_WARNING_LENGTH and first.endswith("…")
+    assert second == "short"
+
+
+def test_warnings_of_a_denial_and_a_patch_are_clipped_too():
+    long = "x" * 121
+
+    assert len(responses.denied(UID, "no", [long])["warnings"][0]) == MAX_WARNING_LENGTH
+    assert len(responses.patched(UID, DEFAULT_PURGE, [long])["warnings"][0]) == MAX_WARNING_LENGTH
+
+
+def test_no_warnings_means_no_warnings_field():
+    assert "warnings" not in responses.allowed(UID, [])
+    assert "auditAnnotations" not in responses.allowed(UID, [], {})
+
+
+def test_errored_is_a_500_inside_the_review():
+    response = responses.errored(UID, "failover-relay could not evaluate PropagationPolicy: KeyError")
+
+    assert response == {"uid": UID, "allowed": False, "status": {
+        "code": 500, "message": "failover-relay could not evaluate PropagationPolicy: KeyError",
+        "reason": "InternalError"}}
+
+
+def test_review_wraps_a_response_with_the_requests_api_version():
+    assert responses.review("admission.k8s.io/v1", responses.allowed(UID)) == {
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": UID, "allowed": True}}
+
+
+def test_review_without_an_api_version_answers_v1():
+    assert responses.review("", responses.allowed(UID))["apiVersion"] == "admission.k8s.io/v1"
+
+
+def test_denying_verdict_becomes_a_denial_with_every_finding():
+    verdict = Verdict(denials=(Finding("spec.propagateDeps", "must be true"),
+                               Finding("spec.failover.application.decisionConditions.tolerationSeconds",
+                                       "must not be negative")),
+                      warnings=("legacy purge mode",), patch=tuple(DEFAULT_PURGE))
+
+    response = responses.from_verdict(UID, verdict)
+
+    assert response["allowed"] is False and "patch" not in response
+    assert response["status"]["message"] == (
+        "spec.propagateDeps: must be true; "
+        "spec.failover.application.decisionConditions.tolerationSeconds: must not be negative")
+    assert response["warnings"] == ["legacy purge mode"]
+
+
+def test_allowing_verdict_with_defaults_becomes_a_patch():
+    response = responses.from_verdict(UID, Verdict(patch=tuple(DEFAULT_PURGE)))
+
+    assert decoded_patch(response) == DEFAULT_PURGE
+
+
+def test_allowing_verdict_without_defaults_has_no_patch():
+    assert responses.from_verdict(UID, Verdict()) == {"uid": UID, "allowed": True}
+
+
+def test_serialized_review_is_ascii_json_even_with_a_lone_surrogate():
+    body = dumps(responses.review("admission.k8s.io/v1", responses.denied(UID, "bad label \ud800")))
+
+    body.decode("ascii")
+    assert json.loads(body)["response"]["status"]["message"] == "bad label \ud800"
