@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from failover.verdict import Findings
 
 INT32_MAX = 2**31 - 1
+INT32_MIN = -(2**31)
 
 
 def _type_name(value: Any) -> str:
@@ -70,8 +71,9 @@ def int32_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str)
     if isinstance(value, bool) or not isinstance(value, int):
         findings.deny(path, f"must be an integer, got {_type_name(value)}")
         return None
-    if not -INT32_MAX - 1 <= value <= INT32_MAX:
-        findings.deny(path, f"must fit in a 32-bit integer, got {value}")
+    if not INT32_MIN <= value <= INT32_MAX:
+        # The value itself is not echoed: a Python int of more than 4300 digits cannot even be formatted.
+        findings.deny(path, f"must be between {INT32_MIN} and {INT32_MAX} (a 32-bit integer)")
         return None
     return value
 

@@ -20,6 +20,9 @@ def label_key_problems(key: str) -> list[str]:
     """Why `key` is not a valid label key (`[prefix/]name`); empty when it is."""
     if not isinstance(key, str) or not key:
         return ["must be a non-empty string"]
+    if key.count("/") > 1:
+        # Checked first: with two slashes the prefix/name split itself is meaningless (IsQualifiedName does the same).
+        return ["must contain at most one '/', as in example.com/name"]
     prefix, slash, name = key.rpartition("/")
     problems: list[str] = []
     if slash:
@@ -29,8 +32,6 @@ def label_key_problems(key: str) -> list[str]:
             problems.append(f"prefix must be at most {MAX_PREFIX_LENGTH} characters")
         elif not all(_DNS_LABEL.match(part) for part in prefix.split(".")):
             problems.append("prefix must be a lowercase DNS subdomain such as example.com")
-        if "/" in prefix:
-            problems.append("must contain at most one '/'")
     if not name:
         problems.append("name part must not be empty")
     elif len(name) > MAX_NAME_LENGTH:

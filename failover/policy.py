@@ -37,6 +37,9 @@ FLINK_JOB_ID_TYPO = "jobID"
 def validate_policy(policy: Mapping[str, Any]) -> Verdict:
     """Every deny and warning of DESIGN.md "Policy validation" for one (Cluster)PropagationPolicy."""
     findings = Findings()
+    if not isinstance(policy, Mapping):
+        findings.deny("(object)", "must be a PropagationPolicy or ClusterPropagationPolicy object")
+        return findings.verdict()
     spec = mapping_at(findings, policy, "spec", "spec")
     if spec is None:
         if not findings.denied:
@@ -63,7 +66,7 @@ def default_policy(policy: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     mutating webhook (`SetDefaultGracePeriodSeconds`). Fields of the wrong type are left alone for validation to
     refuse.
     """
-    spec = policy.get("spec")
+    spec = policy.get("spec") if isinstance(policy, Mapping) else None
     failover = spec.get("failover") if isinstance(spec, Mapping) else None
     application = failover.get("application") if isinstance(failover, Mapping) else None
     if not isinstance(application, Mapping):
@@ -102,9 +105,12 @@ def _read_purge_mode(
         return None
     mode = _parse_purge_mode(value)
     choices = allowed if allowed is not None else frozenset(PurgeMode)
-    if mode is None or mode not in choices:
-        names = ", ".join(m.value for m in PurgeMode if m in choices and not m.is_legacy)
+    names = ", ".join(m.value for m in PurgeMode if m in choices and not m.is_legacy)
+    if mode is None:
         findings.deny(f"{path}.purgeMode", f"unknown purge mode {value[:40]!r}; use one of {names}")
+        return None
+    if mode not in choices:
+        findings.deny(f"{path}.purgeMode", f"{mode.value} is not a purge mode of this section; use one of {names}")
         return None
     if mode.is_legacy:
         findings.warn(f"{path}.purgeMode: {mode.value} is a legacy name removed in Karmada v1.19; "
@@ -181,7 +187,7 @@ def _validate_state_preservation(
         findings.deny(f"{sp_path}.rules", "needs at least one rule of aliasLabelName and jsonPath")
         return
     if not single_cluster:
-        findings.warn(f"{sp_path}: placement can span several clusters; state is injected only for a single target")
+        findings.warn(f"{sp_path}: placement may pick >1 cluster; injection needs one: set maxGroups: 1")
     seen: set[str] = set()
     for index, rule in enumerate(rules):
         rule_path = f"{sp_path}.rules[{index}]"
@@ -216,7 +222,7 @@ def _validate_rule(
         findings.deny(f"{rule_path}.jsonPath", f"does not parse: {error}")
         return
     if targets_flink and FLINK_JOB_ID_TYPO in template.field_names():
-        findings.warn(f"{rule_path}.jsonPath: FlinkDeployment reports jobId, not jobID; use '{{ .jobStatus.jobId }}'")
+        findings.warn(f"{rule_path}.jsonPath: use jobId: FlinkDeployment status has no jobID")
 
 
 def _selects_flink(findings: Findings, spec: Mapping[str, Any]) -> bool:
@@ -236,18 +242,21 @@ def _placement_is_single_cluster(placement: Any) -> bool:
     """Whether the scheduler can only ever pick one cluster, which Karmada's state injection requires.
 
     True for a cluster spread constraint with maxGroups 1 (the documented Flink example), or when every cluster
-    affinity names exactly one cluster.
+    affinity names exactly one cluster. A constraint with neither spreadByField nor spreadByLabel spreads by cluster:
+    Karmada's mutating webhook fills in `spreadByField: cluster` (`SetDefaultSpreadConstraints`).
     """
     if not isinstance(placement, Mapping):
         return False
     constraints = placement.get("spreadConstraints")
     if isinstance(constraints, list):
         for constraint in constraints:
-            if (
-                isinstance(constraint, Mapping)
-                and constraint.get("spreadByField") == "cluster"
-                and constraint.get("maxGroups") == 1
-            ):
+            if not isinstance(constraint, Mapping):
+                continue
+            by_field = constraint.get("spreadByField")
+            by_cluster = by_field == "cluster" or (not by_field and not constraint.get("spreadByLabel"))
+            max_groups = constraint.get("maxGroups")
+            # `type(...) is int`: JSON true must not pass for 1.
+            if by_cluster and type(max_groups) is int and max_groups == 1:
                 return True
     affinities = []
     if isinstance(placement.get("clusterAffinity"), Mapping):

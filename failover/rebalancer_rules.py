@@ -13,10 +13,14 @@ from failover.fields import int32_at, list_at, mapping_at, str_at
 from failover.verdict import Findings, Verdict
 
 REQUIRED_WORKLOAD_FIELDS = ("apiVersion", "kind", "name")
+_EXAMPLE = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx"}
 
 
 def validate_rebalancer(rebalancer: Mapping[str, Any]) -> Verdict:
     findings = Findings()
+    if not isinstance(rebalancer, Mapping):
+        findings.deny("(object)", "must be a WorkloadRebalancer object")
+        return findings.verdict()
     spec = mapping_at(findings, rebalancer, "spec", "spec")
     if spec is None:
         if not findings.denied:
@@ -52,7 +56,7 @@ def _workload_key(findings: Findings, workload: Mapping[str, Any], path: str) ->
         value = str_at(findings, workload, field, f"{path}.{field}")
         if not value:
             if workload.get(field) is None or value == "":
-                findings.deny(f"{path}.{field}", "is required")
+                findings.deny(f"{path}.{field}", f"is required; set the workload's {field}, e.g. {_EXAMPLE[field]}")
             complete = False
             continue
         values.append(value)
