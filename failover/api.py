@@ -95,3 +95,15 @@ EXECUTION_NAMESPACE_PREFIX = "karmada-es-"
 # Eviction task reasons and producers (pkg/apis/work/v1alpha2/well_known_constants.go).
 REASON_APPLICATION_FAILURE = "ApplicationFailure"
 REASON_TAINT_UNTOLERATED = "TaintUntolerated"
+PRODUCER_RB_APPLICATION_FAILOVER = "resource-binding-application-failover-controller"
+PRODUCER_CRB_APPLICATION_FAILOVER = "cluster-resource-binding-application-failover-controller"
+
+# Annotations Karmada puts on bindings naming the policy that made them (policy.karmada.io/v1alpha1 constants).
+PROPAGATION_POLICY_NAME_ANNOTATION = "propagationpolicy.karmada.io/name"
+PROPAGATION_POLICY_NAMESPACE_ANNOTATION = "propagationpolicy.karmada.io/namespace"
+CLUSTER_PROPAGATION_POLICY_NAME_ANNOTATION = "clusterpropagationpolicy.karmada.io/name"
+
+# WorkloadRebalancer (apps.karmada.io/v1alpha1) results and the only failure reason Karmada writes.
+REBALANCE_SUCCESSFUL = "Successful"
+REBALANCE_FAILED = "Failed"
+REBALANCE_REFERENCED_BINDING_NOT_FOUND = "ReferencedBindingNotFound"

@@ -1,0 +1,111 @@
+"""What every reconcile decision shares: its settings, the events it asks for, merge patches and API timestamps.
+
+A decision is a plain function of (objects as the Kubernetes API returns them, `DecisionSettings`, `now`) that
+returns a frozen result: a JSON merge patch (RFC 7386) to write, the events to record and when to look again. The
+controllers apply the patch, record the events and requeue; they decide nothing themselves.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal, Mapping
+
+from failover.api import PurgeMode
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+# Kubernetes truncates event messages at 1024 bytes; eviction task messages have the same limit in the CRD.
+MAX_MESSAGE_LENGTH = 1024
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Which object an event is about or a patch is for. `namespace` is "" for cluster-scoped objects."""
+
+    kind: str
+    name: str
+    namespace: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class Event:
+    """A Kubernetes Event to record. `regarding` None means the object the decision was made for."""
+
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+    regarding: ObjectRef | None = None
+
+
+@dataclass(frozen=True)
+class DecisionSettings:
+    """Knobs of the reconcile decisions; the defaults are Karmada's where Karmada has one."""
+
+    # Spelling of purgeMode in written eviction tasks: "new" (Directly/Gracefully/Never, v1.15+; the only one the
+    # v1.19 CRD accepts) or "legacy" (Immediately/Graciously/Never, what the v1.12-v1.14 CRD accepts).
+    purge_mode_spelling: Literal["new", "legacy"] = "new"
+    # Karmada's --graceful-eviction-timeout default: a task without gracePeriodSeconds ends after this.
+    graceful_eviction_timeout: timedelta = timedelta(minutes=10)
+    # How long past tolerationSeconds an eviction waits for a statePreservation JSONPath that finds nothing.
+    # Karmada waits forever (the eviction itself is blocked, reference section 8). One minute covers a status
+    # collection round (the work status controller re-syncs within seconds) while bounding the extra downtime.
+    state_wait: timedelta = timedelta(minutes=1)
+    # Failback is opt-in: globally here, or per policy with the FAILBACK_ANNOTATION.
+    failback_enabled: bool = False
+    # A recovered cluster must stay Ready and free of NoExecute taints this long before workloads move back;
+    # 5 minutes is Karmada's default toleration, so a cluster that flaps within it is not trusted yet.
+    failback_settle: timedelta = timedelta(minutes=5)
+    # ttlSecondsAfterFinished of the WorkloadRebalancer a failback creates (None keeps it for inspection).
+    failback_rebalancer_ttl_seconds: int | None = 3600
+    # When a referenced binding could not be read (other than NotFound), look at the rebalancer again after this.
+    rebalancer_retry: timedelta = timedelta(seconds=10)
+
+    def spell(self, mode: PurgeMode) -> str:
+        """`mode` in the spelling eviction tasks are written with."""
+        return mode.legacy.value if self.purge_mode_spelling == "legacy" else mode.canonical.value
+
+
+def format_time(moment: datetime) -> str:
+    """RFC 3339 in UTC with second precision, as metav1.Time serializes."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An API timestamp as an aware datetime; None for anything absent or malformed."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def earliest(*delays: timedelta | None) -> timedelta | None:
+    """The shortest of the given requeue delays (None ignored), never negative."""
+    present = [delay for delay in delays if delay is not None]
+    return max(min(present), timedelta(0)) if present else None
+
+
+def merge_patch(obj: Mapping[str, Any], patch: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Apply a JSON merge patch (RFC 7386) to a copy of `obj`: what the apiserver stores after PATCH."""
+    result = copy.deepcopy(dict(obj))
+    for key, value in (patch or {}).items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, Mapping):
+            current = result.get(key)
+            result[key] = merge_patch(current if isinstance(current, Mapping) else {}, value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def clip_message(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE_LENGTH else text[: MAX_MESSAGE_LENGTH - 1] + "…"
