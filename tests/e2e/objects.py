@@ -1,0 +1,104 @@
+"""Objects the end-to-end tests send to the apiserver, and small readers of kubectl's answers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+from failover.api import DEFAULT_JOB_ID_LABEL
+from tests.envtest import ControlPlane
+
+VALIDATE_POLICIES = "policies.validate.failover-relay.io"
+VALIDATE_REBALANCERS = "rebalancers.validate.failover-relay.io"
+MUTATE_POLICIES = "policies.mutate.failover-relay.io"
+# A Flink JobID: 32 lowercase hex digits.
+JOB_ID = "00000000000000000000000000000001"
+
+
+def good_policy(name: str, namespace: str, **application: Any) -> dict[str, Any]:
+    """A PropagationPolicy with application failover that every rule admits, without the defaulted fields."""
+    return {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "propagateDeps": True,
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+            "placement": {"clusterAffinity": {"clusterNames": ["member1", "member2"]}},
+            "failover": {"application": {"decisionConditions": {}, **application}},
+        },
+    }
+
+
+def flink_policy(name: str, namespace: str, **application: Any) -> dict[str, Any]:
+    """The Flink example of Karmada's application failover documentation (single-cluster placement)."""
+    policy = good_policy(name, namespace, **{
+        "purgeMode": "Directly",
+        "statePreservation": {"rules": [{"aliasLabelName": DEFAULT_JOB_ID_LABEL,
+                                         "jsonPath": "{ .jobStatus.jobId }"}]},
+        **application,
+    })
+    policy["spec"]["resourceSelectors"] = [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+                                            "name": "basic-example"}]
+    policy["spec"]["placement"]["spreadConstraints"] = [{"spreadByField": "cluster", "maxGroups": 1,
+                                                         "minGroups": 1}]
+    return policy
+
+
+def rebalancer(name: str, *workloads: dict[str, str], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer", "metadata": {"name": name},
+            "spec": {"workloads": list(workloads), **spec}}
+
+
+def deployment_ref(name: str, namespace: str) -> dict[str, str]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": namespace}
+
+
+def flink_deployment(name: str, namespace: str, labels: dict[str, str] | None = None,
+                     **job: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": {
+            "image": "flink:1.20",
+            "flinkVersion": "v1_20",
+            "serviceAccount": "flink",
+            "jobManager": {"resource": {"memory": "2048m", "cpu": 1}},
+            "taskManager": {"resource": {"memory": "2048m", "cpu": 1}},
+            "job": {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar", "parallelism": 2,
+                    "upgradeMode": "stateless", **job},
+        },
+    }
+
+
+def work(name: str, namespace: str, *manifests: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"workload": {"manifests": list(manifests)}}}
+
+
+def denial(result: subprocess.CompletedProcess[str], webhook: str) -> str:
+    """The message after kubectl's 'admission webhook "<webhook>" denied the request: ', failing if absent."""
+    marker = f'admission webhook "{webhook}" denied the request: '
+    assert result.returncode != 0, f"expected a denial by {webhook}, kubectl succeeded: {result.stdout}"
+    assert marker in result.stderr, f"expected a denial by {webhook}, got: {result.stderr}"
+    return result.stderr.split(marker, 1)[1].strip()
+
+
+def warnings_of(result: subprocess.CompletedProcess[str]) -> list[str]:
+    """The admission warnings kubectl printed (one 'Warning: ...' line each)."""
+    return [line.removeprefix("Warning: ") for line in result.stderr.splitlines() if line.startswith("Warning: ")]
+
+
+def apply(plane: ControlPlane, obj: dict[str, Any], *flags: str) -> subprocess.CompletedProcess[str]:
+    """`kubectl apply -f -` of one object; the result is returned whatever kubectl's exit code."""
+    return plane.kubectl("apply", *flags, "-f", "-", input=json.dumps(obj), check=False)
+
+
+def get(plane: ControlPlane, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+    """The stored object, or None when the apiserver has none by that name."""
+    scope = ("-n", namespace) if namespace else ()
+    result = plane.kubectl("get", resource, name, *scope, "-o", "json", "--ignore-not-found")
+    return json.loads(result.stdout) if result.stdout.strip() else None

@@ -1,0 +1,138 @@
+"""The relay as a real `failover-relay serve` process, and its registration in the test control plane."""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from tests.e2e.objects import good_policy
+from tests.envtest import REPO_ROOT, ControlPlane, free_port
+
+# The relay imports aiohttp, cryptography and structlog and may generate a CA and a key: about a second on a
+# small machine. Ten leaves room for a loaded CI runner.
+RELAY_STARTUP_SECONDS = 10.0
+# The apiserver picks up a changed webhook configuration through an informer, normally within a second.
+WEBHOOK_REGISTRATION_SECONDS = 15.0
+POLL_SECONDS = 0.1
+REQUESTS_METRIC = "failover_relay_admission_requests_total"
+ENDPOINTS = ("validate", "mutate")
+
+
+class RelayProcess:
+    """`failover-relay serve` as a child process on a free port, with its own cert dir and log file."""
+
+    def __init__(self, directory: Path, kubeconfig: Path, serve_args: Sequence[str]) -> None:
+        self.directory = directory
+        self.cert_dir = directory / "certs"
+        self.log = directory / "relay.log"
+        self.port = free_port()
+        self.serve_args = tuple(serve_args)
+        self.kubeconfig = kubeconfig
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.cert_dir / "ca.crt"
+
+    def start(self) -> None:
+        command = [sys.executable, "-m", "relay.cli", "serve", "--port", str(self.port),
+                   "--cert-dir", str(self.cert_dir), "--log-format", "json", *self.serve_args]
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "NO_PROXY": "127.0.0.1,localhost",
+               "no_proxy": "127.0.0.1,localhost"}
+        env.pop("KUBERNETES_SERVICE_HOST", None)  # never mistake the test machine for a pod
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL,
+                                            stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + RELAY_STARTUP_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"failover-relay serve exited with {self.process.returncode}:\n{self.log_text()}")
+            if self.ca_file.exists() and self._get("/readyz")[0] == 200:
+                return
+            time.sleep(POLL_SECONDS)
+        self.stop()
+        raise RuntimeError(f"failover-relay serve not ready after {RELAY_STARTUP_SECONDS} s:\n{self.log_text()}")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else "(no log)"
+
+    def reviews_answered(self, endpoint: str | None = None) -> float:
+        """How many AdmissionReviews this relay has answered (on ``/validate`` or ``/mutate`` only, if given), from
+        its own /metrics."""
+        status, body = self._get("/metrics")
+        if status != 200:
+            return 0.0
+        prefix = REQUESTS_METRIC + "{"
+        selector = f'endpoint="{endpoint}"' if endpoint else ""
+        return sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
+                   if line.startswith(prefix) and selector in line)
+
+    def manifests(self, *extra_args: str) -> str:
+        """The webhook configurations for this relay, rendered by the real CLI."""
+        result = subprocess.run(
+            [sys.executable, "-m", "relay.cli", "manifests", "webhook", "--url", self.url,
+             "--cert-dir", str(self.cert_dir), *extra_args],
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+        if result.returncode != 0:
+            raise RuntimeError(f"failover-relay manifests webhook exited {result.returncode}: {result.stderr}")
+        return result.stdout
+
+    def _get(self, path: str) -> tuple[int, str]:
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                             urllib.request.HTTPSHandler(context=context))
+        try:
+            with opener.open(self.url + path, timeout=2) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, ""
+        except (OSError, ssl.SSLError):
+            return 0, ""
+
+
+class WebhookRegistration:
+    """Points the cluster's webhook configurations at one relay, and proves the apiserver calls it."""
+
+    def __init__(self, control_plane: ControlPlane) -> None:
+        self.control_plane = control_plane
+        self.current: RelayProcess | None = None
+
+    def register(self, relay: RelayProcess, *manifest_args: str) -> None:
+        """Apply `failover-relay manifests webhook --url <relay>` and wait until the apiserver calls that relay."""
+        self.control_plane.kubectl("apply", "-f", "-", input=relay.manifests(*manifest_args))
+        self.current = relay
+        # The two configurations reach the apiserver's webhook manager through separate informers: wait until the
+        # relay has answered on both endpoints, so no test runs while one of them still calls the previous relay.
+        before = {endpoint: relay.reviews_answered(endpoint) for endpoint in ENDPOINTS}
+        probe = json.dumps(good_policy(f"registration-probe-{uuid.uuid4().hex[:8]}", "default"))
+        deadline = time.monotonic() + WEBHOOK_REGISTRATION_SECONDS
+        while time.monotonic() < deadline:
+            self.control_plane.kubectl("create", "--dry-run=server", "-f", "-", input=probe, check=False)
+            if all(relay.reviews_answered(endpoint) > count for endpoint, count in before.items()):
+                return
+            time.sleep(POLL_SECONDS)
+        raise RuntimeError(f"the apiserver did not call the relay at {relay.url} on {' and '.join(ENDPOINTS)} "
+                           f"within {WEBHOOK_REGISTRATION_SECONDS} s of registering it:\n{relay.log_text()}")
