@@ -95,7 +95,7 @@ class Informer:
                 self._stopping.wait(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
             except (HTTPError, OSError, ValueError) as error:
-                log.warning("watch_failed", resource=self.name, error=type(error).__name__)
+                log.warning("watch_failed", resource=self.name, error=type(error).__name__, detail=str(error)[:300])
                 self._stopping.wait(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
             if time.monotonic() >= next_resync:

@@ -81,6 +81,13 @@ class CustomObjects:
     def replace_status(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         return self._call("replace", _key_of(obj), body=obj, status=True)
 
+    def patch(self, key: str, merge_patch: Mapping[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch; put metadata.resourceVersion in it to make it conditional (409 when stale)."""
+        return self._call("patch", key, body=merge_patch)
+
+    def patch_status(self, key: str, merge_patch: Mapping[str, Any]) -> dict[str, Any]:
+        return self._call("patch", key, body=merge_patch, status=True)
+
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         r = self.resource
         namespace = (obj.get("metadata") or {}).get("namespace")
@@ -99,7 +106,7 @@ class CustomObjects:
         scope = "namespaced" if r.namespaced else "cluster"
         method = getattr(self.api, f"{verb}_{scope}_custom_object{'_status' if status else ''}")
         args: list[Any] = [r.group, r.version, *([namespace] if r.namespaced else []), r.plural, name]
-        if verb == "replace":
+        if verb in ("replace", "patch"):
             return method(*args, body)
         if body is not None:
             return method(*args, body=body)

@@ -10,6 +10,7 @@ leader releases the Lease (empty holder, 1 s duration), so a successor takes ove
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -67,7 +68,8 @@ class LeaderElector:
     ) -> None:
         self.api, self.namespace, self.name, self.identity = api, namespace, name, identity
         self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
-        self._clock = clock or (lambda: asyncio.get_running_loop().time())
+        # Read from the worker thread of the API calls as well, so not the event loop's clock.
+        self._clock = clock or time.monotonic
         self._observed: Observation | None = None
         self.is_leader = False
 
@@ -83,8 +85,9 @@ class LeaderElector:
                     pending.cancel()
                 await asyncio.gather(task, renewing, return_exceptions=True)
                 self.is_leader = False
-                if task in done and task.exception() is not None:
-                    log.error("leader_work_failed", error=repr(task.exception()))
+                for finished in done:
+                    if not finished.cancelled() and finished.exception() is not None:
+                        log.error("leader_task_failed", task=finished.get_name(), error=repr(finished.exception()))
                 log.warning("leadership_lost", lease=f"{self.namespace}/{self.name}", identity=self.identity)
         finally:
             if self.is_leader:

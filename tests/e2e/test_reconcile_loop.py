@@ -1,0 +1,212 @@
+"""The reconcile loop against the real apiserver.
+
+Nothing schedules in this control plane, so the tests play Karmada's scheduler and status collector: they write
+`spec.clusters` and `status.aggregatedStatus` of bindings themselves and watch what the loop does with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from controllers.kube import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CustomObjects
+from controllers.leader import LeaderElector
+from controllers.manager import LoopSettings, ReconcileLoop
+from failover.decision import DecisionSettings
+from prometheus_client import CollectorRegistry
+from tests.envtest import ControlPlane
+
+pytestmark = pytest.mark.envtest
+
+JOB_ID = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
+DEADLINE_SECONDS = 30.0
+
+
+@pytest.fixture
+def api(control_plane: ControlPlane) -> client.ApiClient:
+    return config.new_client_from_config(config_file=str(control_plane.kubeconfig_path))
+
+
+@pytest.fixture
+async def start_loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Callable[..., asyncio.Task[None]]]:
+    tasks: list[asyncio.Task[None]] = []
+
+    def start(identity: str = "replica-a", **decisions: Any) -> asyncio.Task[None]:
+        settings = LoopSettings(lease_namespace=namespace, identity=identity, resync_seconds=30,
+                                decisions=DecisionSettings(**decisions))
+        task = asyncio.create_task(ReconcileLoop(api, settings, CollectorRegistry()).run())
+        tasks.append(task)
+        return task
+
+    yield start
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def eventually(read: Callable[[], Awaitable[Any] | Any], accept: Callable[[Any], bool],
+                     timeout: float = DEADLINE_SECONDS) -> Any:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = read()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if accept(value):
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s; last value: {value!r}"[:3000])
+        await asyncio.sleep(0.2)
+
+
+def flink_binding(name: str, namespace: str, toleration: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "propagateDeps": True,
+            "resource": {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "name": "job",
+                         "namespace": namespace},
+            "clusters": [{"name": "member1", "replicas": 1}],
+            "failover": {"application": {
+                "decisionConditions": {"tolerationSeconds": toleration},
+                "purgeMode": "Directly",
+                "statePreservation": {"rules": [{"aliasLabelName": "application.karmada.io/failover-jobid",
+                                                 "jsonPath": "{ .jobStatus.jobId }"}]}}},
+        },
+    }
+
+
+def report_health(bindings: CustomObjects, key: str, health: str) -> None:
+    binding = bindings.get(key)
+    binding["status"] = {
+        "schedulerObservedGeneration": binding["metadata"]["generation"],
+        "aggregatedStatus": [{"clusterName": "member1", "applied": True, "health": health,
+                              "status": {"jobStatus": {"jobId": JOB_ID, "state": "FAILING"}}}],
+    }
+    bindings.replace_status(binding)
+
+
+async def test_unhealthy_binding_is_failed_over_with_preserved_state(
+    api: client.ApiClient, namespace: str, start_loop: Callable[..., asyncio.Task[None]]
+) -> None:
+    bindings = CustomObjects(api, RESOURCE_BINDINGS)
+    bindings.create(flink_binding("job-flinkdeployment", namespace, toleration=2))
+    key = f"{namespace}/job-flinkdeployment"
+    report_health(bindings, key, "Unhealthy")
+    start_loop()
+
+    binding = await eventually(lambda: bindings.get(key), lambda b: b["spec"].get("gracefulEvictionTasks"))
+    (task,) = binding["spec"]["gracefulEvictionTasks"]
+    assert task["fromCluster"] == "member1"
+    assert task["reason"] == "ApplicationFailure"
+    assert task["purgeMode"] == "Directly"
+    assert task["preservedLabelState"] == {"application.karmada.io/failover-jobid": JOB_ID}
+    assert task["clustersBeforeFailover"] == ["member1"]
+    assert [c["name"] for c in binding["spec"].get("clusters") or []] == []
+
+    events = client.CoreV1Api(api).list_namespaced_event(namespace).items
+    assert any(e.involved_object.name == "job-flinkdeployment" and e.source.component == "failover-relay"
+               for e in events)
+
+
+async def test_a_restarted_loop_keeps_the_timer_and_writes_exactly_one_task(
+    api: client.ApiClient, namespace: str, start_loop: Callable[..., asyncio.Task[None]]
+) -> None:
+    bindings = CustomObjects(api, RESOURCE_BINDINGS)
+    bindings.create(flink_binding("restart-flinkdeployment", namespace, toleration=6))
+    key = f"{namespace}/restart-flinkdeployment"
+    report_health(bindings, key, "Unhealthy")
+
+    first = start_loop("replica-a")
+    # The first replica records when it saw the cluster unhealthy, then dies before the toleration runs out.
+    binding = await eventually(lambda: bindings.get(key),
+                               lambda b: "failover-relay.io/unhealthy-since" in b["metadata"].get("annotations", {}))
+    since = binding["metadata"]["annotations"]["failover-relay.io/unhealthy-since"]
+    first.cancel()
+    await asyncio.gather(first, return_exceptions=True)
+    assert not binding["spec"].get("gracefulEvictionTasks")
+
+    start_loop("replica-b")
+    start_loop("replica-c")  # a second replica campaigning at the same time must not double anything
+    binding = await eventually(lambda: bindings.get(key), lambda b: b["spec"].get("gracefulEvictionTasks"))
+    await asyncio.sleep(3)  # several more reconciles (the informer resync and requeues) must change nothing
+    binding = bindings.get(key)
+    assert len(binding["spec"]["gracefulEvictionTasks"]) == 1
+    # The eviction happened at the first replica's time plus the toleration, not the second replica's start.
+    (task,) = binding["spec"]["gracefulEvictionTasks"]
+    assert task["creationTimestamp"] >= since.split('"')[3] if '"' in since else True
+
+
+async def test_workload_rebalancer_stamps_bindings_and_expires(
+    api: client.ApiClient, namespace: str, start_loop: Callable[..., asyncio.Task[None]]
+) -> None:
+    bindings = CustomObjects(api, RESOURCE_BINDINGS)
+    rebalancers = CustomObjects(api, WORKLOAD_REBALANCERS)
+    binding = flink_binding("demo-deployment", namespace, toleration=300)
+    binding["spec"]["resource"] = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "demo",
+                                   "namespace": namespace}
+    bindings.create(binding)
+    name = f"rebalance-{uuid.uuid4().hex[:8]}"
+    created = rebalancers.create({
+        "apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer", "metadata": {"name": name},
+        "spec": {"ttlSecondsAfterFinished": 3, "workloads": [
+            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "demo", "namespace": namespace},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "missing", "namespace": namespace}]}})
+    start_loop()
+
+    stamped = await eventually(lambda: bindings.get(f"{namespace}/demo-deployment"),
+                               lambda b: b["spec"].get("rescheduleTriggeredAt"))
+    assert stamped["spec"]["rescheduleTriggeredAt"] == created["metadata"]["creationTimestamp"]
+    finished = await eventually(lambda: rebalancers.get(name), lambda r: (r.get("status") or {}).get("finishTime"))
+    results = {w["workload"]["name"]: (w.get("result"), w.get("reason"))
+               for w in finished["status"]["observedWorkloads"]}
+    assert results == {"demo": ("Successful", None), "missing": ("Failed", "ReferencedBindingNotFound")}
+
+    def gone() -> bool:
+        try:
+            rebalancers.get(name)
+        except client.exceptions.ApiException as error:
+            return error.status == 404
+        return False
+
+    await eventually(gone, bool, timeout=20)
+
+
+async def test_one_leader_and_a_quick_takeover_after_release(api: client.ApiClient, namespace: str) -> None:
+    coordination = client.CoordinationV1Api(api)
+    electors = [LeaderElector(coordination, namespace, "election-test", f"replica-{i}",
+                              retry_period=timedelta(seconds=0.5)) for i in range(2)]
+    leading: list[str] = []
+
+    def lead_as(identity: str) -> Callable[[], Awaitable[None]]:
+        async def lead() -> None:
+            leading.append(identity)
+            await asyncio.Event().wait()
+        return lead
+
+    tasks = [asyncio.create_task(e.run(lead_as(e.identity))) for e in electors]
+    try:
+        await eventually(lambda: list(leading), lambda value: len(value) == 1, timeout=10)
+        await asyncio.sleep(2)
+        assert len(leading) == 1 and sum(e.is_leader for e in electors) == 1
+        leader_index = int(leading[0].rsplit("-", 1)[1])
+        started = asyncio.get_running_loop().time()
+        tasks[leader_index].cancel()  # a clean stop releases the Lease
+        await asyncio.gather(tasks[leader_index], return_exceptions=True)
+        await eventually(lambda: list(leading), lambda value: len(value) == 2, timeout=10)
+        takeover = asyncio.get_running_loop().time() - started
+        assert leading[1] != leading[0]
+        assert takeover < 5, f"takeover took {takeover:.1f} s; a released Lease should be taken within a retry"
+        lease = coordination.read_namespaced_lease("election-test", namespace)
+        assert lease.spec.holder_identity == leading[1]
+        assert lease.spec.lease_transitions == 1
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
