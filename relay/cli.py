@@ -29,9 +29,48 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-format", choices=("auto", "json", "console"),
                        help="auto: console on a terminal, JSON otherwise")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    serve.add_argument("--checkpoint-root", metavar="URL",
+                       help="shared checkpoint storage (path, file://, s3://, any fsspec URL); enables savepoint "
+                            "injection into FlinkDeployments carrying the job-id label")
+    serve.add_argument("--savepoint-failure-mode", choices=("open", "closed"),
+                       help="no checkpoint, timeout or storage error: admit unchanged with a warning (open, "
+                            "default) or deny (closed)")
+
+    inject = commands.add_parser(
+        "inject", help="show what savepoint injection does to one object: the mutated object, or why not")
+    inject.add_argument("file", type=Path, metavar="FILE", help="YAML file holding one object (a FlinkDeployment)")
+    inject.add_argument("--job-id", help="Flink JobID to inject as the job-id label (default: the object's label)")
+    inject.add_argument("--checkpoint-root", metavar="URL", help="shared checkpoint storage URL")
+    inject.add_argument("--config", type=Path, help="YAML config file (its savepoint section)")
+    inject.add_argument("--namespace", help="namespace the object is created in (default: its own, or default)")
+    inject.add_argument("--failure-mode", choices=("open", "closed"), help="as serve --savepoint-failure-mode")
+    inject.add_argument("--patch", action="store_true", help="print the JSONPatch instead of the object")
 
     check = commands.add_parser("check", help="validate policy manifests offline; exit 1 on a deny, 2 on bad files")
     check.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="YAML files or directories")
+
+    manifests = commands.add_parser("manifests", help="render Kubernetes manifests for the relay")
+    manifest_kinds = manifests.add_subparsers(dest="manifest", required=True, metavar="MANIFEST")
+    webhook = manifest_kinds.add_parser(
+        "webhook", help="the Validating- and MutatingWebhookConfiguration, as YAML for kubectl apply -f -")
+    where = webhook.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="base URL of a relay outside the cluster, e.g. https://127.0.0.1:9443")
+    where.add_argument("--service", help="name of the relay's Service (in-cluster)")
+    webhook.add_argument("--namespace", help="the relay's namespace (required with --service; default "
+                                             "failover-relay); excluded from admission with kube-system")
+    webhook.add_argument("--service-port", type=int, default=443, help="port of that Service (default 443)")
+    ca = webhook.add_mutually_exclusive_group()
+    ca.add_argument("--ca-file", type=Path, help="PEM bundle the apiserver should trust")
+    ca.add_argument("--cert-dir", type=Path, help="the relay's cert dir, as given to serve (its default when "
+                                                  "no CA source is given)")
+    ca.add_argument("--cert-manager-certificate", metavar="NAMESPACE/NAME",
+                    help="leave caBundle to cert-manager's CA injector, from this Certificate")
+    webhook.add_argument("--savepoint-failure-policy", choices=("Ignore", "Fail"), default="Ignore",
+                         help="failurePolicy of the FlinkDeployment and Work mutation (default Ignore: fail open)")
+    webhook.add_argument("--job-id-label", default=None,
+                         help="label that marks FlinkDeployments for savepoint mutation "
+                              "(default application.karmada.io/failover-jobid)")
+    webhook.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
     return parser
 
 
@@ -43,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         return run_check(args.paths, sys.stdout, sys.stderr)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "inject":
+        return _inject(args)
+    if args.command == "manifests":
+        from relay.manifests import run_webhook_manifests
+
+        return run_webhook_manifests(args, sys.stdout, sys.stderr)
     raise AssertionError(f"unhandled command {args.command}")
 
 
@@ -55,7 +100,8 @@ def _serve(args: argparse.Namespace) -> int:
         settings = load_settings(args.config).with_overrides(
             host=args.host, port=args.port, cert_dir=args.cert_dir, service_name=args.service_name,
             namespace=args.namespace, max_body_bytes=args.max_body_bytes, log_format=args.log_format,
-            log_level=args.log_level)
+            log_level=args.log_level).with_savepoint_overrides(
+            checkpoint_root=args.checkpoint_root, failure_mode=args.savepoint_failure_mode)
         check_settings(settings)
     except SettingsError as error:
         print(f"failover-relay: {error}", file=sys.stderr)
@@ -63,13 +109,28 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_format, settings.log_level)
     try:
         asyncio.run(serve(settings))
-    except CertificateError as error:
+    except (CertificateError, SettingsError) as error:
         print(f"failover-relay: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # the port is taken, the address does not exist
         print(f"failover-relay: cannot listen on {settings.host}:{settings.port}: {error.strerror}", file=sys.stderr)
         return 2
     return 0
+
+
+def _inject(args: argparse.Namespace) -> int:
+    from relay.inject import run_inject
+    from relay.logs import configure_logging
+
+    configure_logging("console", "warning")  # stdout carries the object; only problems go to stderr
+    try:
+        settings = load_settings(args.config).with_savepoint_overrides(
+            checkpoint_root=args.checkpoint_root, failure_mode=args.failure_mode)
+        check_settings(settings)
+    except SettingsError as error:
+        print(f"failover-relay: {error}", file=sys.stderr)
+        return 2
+    return run_inject(args.file, settings.savepoint, args.job_id, args.patch, args.namespace, sys.stdout, sys.stderr)
 
 
 if __name__ == "__main__":

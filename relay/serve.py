@@ -12,11 +12,15 @@ from aiohttp import web
 
 from certs.reload import ReloadingSSLContext
 from certs.store import ensure_certificates
-from relay.settings import Settings
-from webhook.handlers import AdmissionHandlers
+from failover.api import GroupKind
+from failover.checkpoints import LayoutError, open_store
+from failover.profiles import ProfileError, load_profiles
+from relay.settings import Settings, SettingsError, in_cluster
+from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
 from webhook.metrics import AdmissionMetrics
-from webhook.server import AdmissionServer
+from webhook.mutators import LookupPool, lookup_executor, savepoint_mutators
+from webhook.server import AdmissionServer, connection_options
 
 # How often the certificate files are re-checked: renewal happens days before expiry, and files mounted from a
 # Secret are updated by the kubelet within about a minute, so a minute is fine-grained enough.
@@ -24,6 +28,11 @@ CERTIFICATE_CHECK_SECONDS = 60.0
 # In-flight reviews get this long to finish on shutdown; the apiserver's own webhook timeout is at most 30 s and
 # ours are 3-5 s.
 SHUTDOWN_GRACE_SECONDS = 10.0
+# Between turning unready and closing the listener: once a pod is terminating it leaves the Service's endpoints, but
+# kube-proxy on the apiserver's node (or the apiserver's own endpoint cache) learns of it a moment later and may
+# still send us reviews. 5 s is the customary preStop pause; with the grace above it fits in the default
+# terminationGracePeriodSeconds of 30. Outside a cluster nothing routes through endpoints, so there is no pause.
+IN_CLUSTER_DRAIN_SECONDS = 5.0
 
 log = structlog.get_logger("failover_relay")
 
@@ -35,19 +44,45 @@ def now_utc() -> datetime:
 class RelayServer:
     """The running admission server and the tasks that keep its certificate fresh."""
 
-    def __init__(self, settings: Settings, handlers: AdmissionHandlers | None = None) -> None:
+    def __init__(self, settings: Settings, handlers: AdmissionHandlers | None = None, *,
+                 drain_seconds: float | None = None, grace_seconds: float = SHUTDOWN_GRACE_SECONDS) -> None:
         self.settings = settings
+        self.drain_seconds = (IN_CLUSTER_DRAIN_SECONDS if in_cluster() else 0.0) if drain_seconds is None \
+            else drain_seconds
+        self.grace_seconds = grace_seconds
         self.metrics = AdmissionMetrics()
         self.files = ensure_certificates(settings.cert_dir, settings.service_name, settings.namespace, now_utc())
         self.tls = ReloadingSSLContext(self.files.cert_file, self.files.key_file)
         self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
+        self.lookup_pool: LookupPool | None = None
+        if handlers is None:
+            handlers = AdmissionHandlers(mutators=self._savepoint_mutators())
         self.readiness = Readiness(
             host=settings.host, port=settings.port, ca_file=self.files.ca_file,
             certificate_not_after=lambda: self.tls.not_after)
-        self.server = AdmissionServer(handlers or AdmissionHandlers(), self.readiness, self.metrics,
+        self.server = AdmissionServer(handlers, self.readiness, self.metrics,
                                       settings.max_body_bytes)
         self.runner: web.AppRunner | None = None
         self.port = settings.port
+
+    def _savepoint_mutators(self) -> dict[GroupKind, Mutator]:
+        """Savepoint injection, when a checkpoint root is configured (`--checkpoint-root` or the config file)."""
+        savepoint = self.settings.savepoint
+        if not savepoint.checkpoint_root:
+            return {}
+        try:
+            profiles = load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
+                                     savepoint_layouts=savepoint.savepoint_layouts)
+            store = open_store(savepoint.checkpoint_root, savepoint.storage_options)
+        except (ProfileError, LayoutError) as error:
+            raise SettingsError(str(error)) from None
+        self.lookup_pool = lookup_executor()
+        log.info("savepoint_injection", checkpoint_root=without_credentials(store.url_root),
+                 kinds=sorted(map(str, profiles)), failure_mode=savepoint.failure_mode,
+                 deadline_seconds=savepoint.lookup_deadline_seconds)
+        return savepoint_mutators(profiles, store, executor=self.lookup_pool,
+                                  deadline=savepoint.lookup_deadline_seconds, failure_mode=savepoint.failure_mode,
+                                  cache_ttl=savepoint.cache_ttl_seconds, metrics=self.metrics)
 
     @property
     def url(self) -> str:
@@ -55,8 +90,11 @@ class RelayServer:
         return f"https://{'[' + host + ']' if ':' in host else host}:{self.port}"
 
     async def start(self) -> None:
+        # aiohttp waits shutdown_timeout for a request in flight, then as long again for its task before cancelling
+        # it; the request may finish in either half, so half the grace each keeps the whole wait within the grace.
         self.runner = web.AppRunner(self.server.application(), access_log=None,
-                                    shutdown_timeout=SHUTDOWN_GRACE_SECONDS, handle_signals=False)
+                                    shutdown_timeout=self.grace_seconds / 2, handle_signals=False,
+                                    **connection_options())
         await self.runner.setup()
         site = web.TCPSite(self.runner, self.settings.host, self.settings.port, ssl_context=self.tls.context)
         await site.start()
@@ -84,9 +122,15 @@ class RelayServer:
         self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
 
     async def stop(self) -> None:
+        """Drain, in order: report unready, keep serving for `drain_seconds` while endpoints catch up, then close
+        the listener (new connections are refused) and give in-flight reviews up to `grace_seconds` to finish."""
         self.readiness.shutting_down = True
         if self.runner is not None:
+            log.info("draining", drain_seconds=self.drain_seconds, grace_seconds=self.grace_seconds)
+            await asyncio.sleep(self.drain_seconds)
             await self.runner.cleanup()
+        if self.lookup_pool is not None:  # a lookup stuck on a hung storage must not hold the exit
+            self.lookup_pool.shutdown()
         log.info("stopped")
 
 
@@ -107,3 +151,12 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
     finally:
         upkeep.cancel()
         await relay.stop()
+
+
+def without_credentials(url: str) -> str:
+    """`url` for a log line: fsspec URLs may carry `user:password@` (sftp, ftp, http), which must not be logged."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return url
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}" if "@" in authority else url

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import yaml
 
 from failover.api import DEFAULT_JOB_ID_LABEL
+from failover.profiles import ProfileError, load_profiles
 
 
 class SettingsError(ValueError):
@@ -60,6 +61,11 @@ class Settings:
     def with_overrides(self, **overrides: Any) -> "Settings":
         """Apply command-line flags; a flag left at None keeps the file's (or the default) value."""
         return replace(self, **{key: value for key, value in overrides.items() if value is not None})
+
+    def with_savepoint_overrides(self, **overrides: Any) -> "Settings":
+        """Apply `savepoint` flags (`--checkpoint-root`, `--savepoint-failure-mode`); None keeps the file's value."""
+        chosen = {key: value for key, value in overrides.items() if value is not None}
+        return replace(self, savepoint=replace(self.savepoint, **chosen)) if chosen else self
 
 
 # config file key → (Settings attribute, expected type)
@@ -137,6 +143,13 @@ def check_settings(settings: Settings) -> None:
         raise SettingsError("savepoint.cacheTTLSeconds must be 0 or more")
     if not savepoint.layouts:
         raise SettingsError("savepoint.layouts needs at least one template")
+    if savepoint.checkpoint_root is not None and not savepoint.checkpoint_root.strip():
+        raise SettingsError("savepoint.checkpointRoot must be a path or URL such as s3://bucket/checkpoints")
+    try:  # a profile or layout that cannot work stops start-up here, not at the first failover
+        load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
+                      savepoint_layouts=savepoint.savepoint_layouts)
+    except ProfileError as error:
+        raise SettingsError(str(error)) from None
 
 
 def _section(document: Mapping[str, Any], name: str, keys: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:

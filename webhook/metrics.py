@@ -34,7 +34,8 @@ class AdmissionMetrics:
             ("endpoint", "reason"), registry=self.registry)
         self.savepoint_lookups = Counter(
             "failover_relay_savepoint_lookups_total",
-            "Checkpoint lookups for savepoint injection, by outcome (found, missing, timeout, storage-error, ...).",
+            "Savepoint injections by outcome: found, not-found, timeout, storage-error, invalid-job-id, "
+            "carried-forward (UPDATE keeping the path set at CREATE).",
             ("outcome",), registry=self.registry)
         self.certificate_expiry = Gauge(
             "failover_relay_certificate_expiry_timestamp_seconds",

@@ -1,32 +1,69 @@
 """The aiohttp application: `/validate`, `/mutate`, `/healthz`, `/readyz`, `/metrics`.
 
 Request handling reads as a straight line of guard clauses (after controller-runtime's `admission/http.go`):
-wrong content type → 415, too large → 413, empty or undecodable or not an AdmissionReview v1 → 400, each answered
-with a one-line reason and logged once. Only a well-formed review reaches the handlers, and whatever they raise is
-turned into an AdmissionReview error response, never a 500 from the server.
+wrong content type or encoding → 415, too large → 413, body too slow → 408, empty or undecodable or not an
+AdmissionReview v1 → 400, each answered with a one-line reason and logged once. Only a well-formed review reaches
+the handlers, and whatever they raise is turned into an AdmissionReview error response, never a 500 from the server.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, Awaitable, Callable
 
 import structlog
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from failover.verdict import clip
 from webhook import responses
 from webhook.handlers import AdmissionHandlers, Outcome
 from webhook.health import Readiness
 from webhook.metrics import AdmissionMetrics
-from webhook.review import AdmissionRequest, BodyTooLarge, ReviewError, UnsupportedMediaType, parse_review
+from webhook.review import (AdmissionRequest, BodyTooLarge, MalformedReview, ReviewError, UnsupportedMediaType,
+                            parse_review)
 from webhook.serialize import dumps
 
 # An AdmissionReview carries the object and, on UPDATE, the old object. etcd refuses requests over 1.5 MiB by
 # default, so one object is at most that; two of them plus the envelope stay under 3 MiB.
 DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024
+# Slow clients. The apiserver writes a review in one go and stops waiting for us after the webhook's timeoutSeconds
+# (at most 30 s), so a body still arriving after 10 s comes from something else: answer 408 and free the connection.
+BODY_READ_TIMEOUT_SECONDS = 10.0
+# aiohttp's keep-alive timer starts when a connection is accepted and restarts after every response; it closes a
+# connection on which no complete request head has arrived by then. So this one number is both the idle timeout and
+# the header timeout that cuts off a client trickling its request line and headers (slowloris). Closing an idle
+# connection costs the apiserver one new handshake at its next call; 15 s keeps a busy apiserver's connections open.
+HEADER_AND_IDLE_TIMEOUT_SECONDS = 15.0
+# Header limits: Kubernetes sends a dozen short headers; these are aiohttp's defaults, restated so they are deliberate.
+MAX_REQUEST_LINE_BYTES = 8190
+MAX_HEADER_BYTES = 8190
+MAX_HEADERS = 128
+# After an early answer (413, 415) aiohttp reads and discards the rest of the body so the client sees the answer
+# rather than a reset; 2 s is plenty for the 3 MiB we accept, and a slow sender cannot hold the connection longer.
+LINGERING_SECONDS = 2.0
 
 Handler = Callable[[AdmissionRequest], Awaitable[Outcome]]
+
+
+class BodyReadTimeout(ReviewError):
+    """The request body did not arrive within `body_timeout` seconds."""
+
+    status = 408
+
+
+class UnreadableBody(ReviewError):
+    """The body breaks HTTP framing (a bad chunk, fewer bytes than Content-Length announced)."""
+
+
+def connection_options(header_and_idle_timeout: float = HEADER_AND_IDLE_TIMEOUT_SECONDS) -> dict[str, Any]:
+    """aiohttp `AppRunner` keyword arguments that bound what one connection may hold (see the constants above)."""
+    # auto_decompress off: the apiserver never compresses a review, and a compressed body is a decompression bomb
+    # we need not defuse; it is refused with 415 before it is read.
+    return {"keepalive_timeout": header_and_idle_timeout, "max_line_size": MAX_REQUEST_LINE_BYTES,
+            "max_field_size": MAX_HEADER_BYTES, "max_headers": MAX_HEADERS, "lingering_time": LINGERING_SECONDS,
+            "auto_decompress": False}
 
 
 class AdmissionServer:
@@ -37,11 +74,13 @@ class AdmissionServer:
         metrics: AdmissionMetrics | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         logger: Any = None,
+        body_timeout: float = BODY_READ_TIMEOUT_SECONDS,
     ) -> None:
         self.handlers = handlers
         self.readiness = readiness
         self.metrics = metrics or AdmissionMetrics()
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
         self.log = logger or structlog.get_logger("failover_relay.webhook")
 
     def application(self) -> web.Application:
@@ -66,7 +105,7 @@ class AdmissionServer:
         metrics.in_flight.inc()
         try:
             try:
-                admission = parse_review(await self._read_body(http))
+                admission = self._parse(endpoint, await self._read_body(http))
             except ReviewError as error:
                 return self._bad_request(endpoint, error, started)
             try:
@@ -92,17 +131,35 @@ class AdmissionServer:
         finally:
             metrics.in_flight.dec()
 
+    def _parse(self, endpoint: str, body: bytes) -> AdmissionRequest:
+        try:
+            return parse_review(body)
+        except ReviewError:
+            raise
+        except Exception as error:  # a gap in parse_review's checks is still a bad request: 400, never a 500
+            self.log.exception("review_unparsable", endpoint=endpoint)
+            raise MalformedReview(f"request is not a well-formed AdmissionReview ({type(error).__name__})") from None
+
     async def _read_body(self, http: web.Request) -> bytes:
         if http.content_type != "application/json":
             raise UnsupportedMediaType(f"content type {clip(http.content_type, 60)!r} is not supported; "
                                        "send application/json")
+        encoding = http.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding != "identity":
+            raise UnsupportedMediaType(f"content encoding {clip(encoding, 60)!r} is not supported; send the review "
+                                       "uncompressed")
         if http.content_length is not None and http.content_length > self.max_body_bytes:
             raise BodyTooLarge(f"request body of {http.content_length} bytes exceeds the limit of "
                                f"{self.max_body_bytes}")
         try:
-            return await http.read()
+            async with asyncio.timeout(self.body_timeout):
+                return await http.read()
         except web.HTTPRequestEntityTooLarge:
             raise BodyTooLarge(f"request body exceeds the limit of {self.max_body_bytes} bytes") from None
+        except RequestPayloadError as error:
+            raise UnreadableBody(f"request body cannot be read: {clip(' '.join(str(error).split()), 100)}") from None
+        except TimeoutError:
+            raise BodyReadTimeout(f"request body did not arrive within {self.body_timeout:g} s") from None
 
     def _bad_request(self, endpoint: str, error: ReviewError, started: float) -> web.Response:
         reason = type(error).__name__

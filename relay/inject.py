@@ -1,0 +1,104 @@
+"""`failover-relay inject FILE`: what the mutating webhook would do to one object, offline.
+
+The object goes through the same mutator the server uses (label check, lookup under the deadline, patch), so an
+operator sees the exact patch, warnings or denial. Exit codes: 0 admitted (patched or not), 1 denied, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+import jsonpatch
+import yaml
+
+from failover.checkpoints import LayoutError, open_store
+from failover.jobid import job_id_problem
+from failover.profiles import ProfileError, load_profiles
+from failover.rules import group_kind_of
+from failover.verdict import Verdict
+from relay.settings import SavepointSettings
+from webhook.mutators import SavepointMutator, lookup_executor
+from webhook.review import AdmissionRequest
+
+
+def run_inject(path: Path, settings: SavepointSettings, job_id: str | None, show_patch: bool, namespace: str | None,
+               out: TextIO, err: TextIO) -> int:
+    obj = _read_object(path, err)
+    if obj is None:
+        return 2
+    if not settings.checkpoint_root:
+        print("failover-relay: inject needs --checkpoint-root (or savepoint.checkpointRoot in --config)", file=err)
+        return 2
+    if job_id is not None and job_id_problem(job_id):
+        print(f"failover-relay: --job-id: {job_id_problem(job_id)}", file=err)
+        return 2
+    try:
+        profiles = load_profiles(settings.profiles, label=settings.job_id_label, layouts=settings.layouts,
+                                 savepoint_layouts=settings.savepoint_layouts)
+        store = open_store(settings.checkpoint_root, settings.storage_options)
+    except (ProfileError, LayoutError) as error:
+        print(f"failover-relay: {error}", file=err)
+        return 2
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        print(f"failover-relay: {path}: apiVersion and kind must be strings", file=err)
+        return 2
+    profile = profiles.get(group_kind_of(api_version, kind))
+    if profile is None:
+        kinds = ", ".join(sorted(map(str, profiles)))
+        print(f"failover-relay: {path}: no injection profile for {kind} ({api_version}); profiles: {kinds}", file=err)
+        return 2
+    if job_id is not None:
+        metadata = obj.setdefault("metadata", {})
+        if not isinstance(metadata, dict):
+            print(f"failover-relay: {path}: metadata must be a mapping", file=err)
+            return 2
+        labels = metadata.get("labels")
+        metadata["labels"] = {**(labels if isinstance(labels, dict) else {}), profile.label: job_id}
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    request = AdmissionRequest(
+        api_version="admission.k8s.io/v1", uid="inject", group=profile.group,
+        version=api_version.rpartition("/")[2], kind=kind, operation="CREATE",
+        namespace=namespace or str(metadata.get("namespace") or "default"),
+        name=str(metadata.get("name") or ""), object=obj, old_object=None, dry_run=True)
+    pool = lookup_executor()
+    mutator = SavepointMutator(profile, store, executor=pool, deadline=settings.lookup_deadline_seconds,
+                               failure_mode=settings.failure_mode)
+    try:
+        verdict = asyncio.run(mutator(request))
+    finally:
+        pool.shutdown()
+    return _report(obj, verdict, show_patch, out, err)
+
+
+def _report(obj: dict[str, Any], verdict: Verdict, show_patch: bool, out: TextIO, err: TextIO) -> int:
+    for warning in verdict.warnings:
+        print(f"warning: {warning}", file=err)
+    if not verdict.allowed:
+        print(f"denied: {verdict.message}", file=err)
+        return 1
+    if show_patch:
+        print(json.dumps(list(verdict.patch), indent=2), file=out)
+    else:
+        yaml.safe_dump(jsonpatch.apply_patch(obj, list(verdict.patch)), out, sort_keys=False)
+    if not verdict.patch:
+        print("unchanged: " + (verdict.audit.get("savepoint-outcome") or "no job-id label"), file=err)
+    return 0
+
+
+def _read_object(path: Path, err: TextIO) -> dict[str, Any] | None:
+    try:
+        documents = [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+    except OSError as error:
+        print(f"failover-relay: cannot read {path}: {error.strerror}", file=err)
+        return None
+    except yaml.YAMLError as error:
+        print(f"failover-relay: {path} is not valid YAML: {str(error).splitlines()[0]}", file=err)
+        return None
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        print(f"failover-relay: {path} must hold exactly one object", file=err)
+        return None
+    return documents[0]

@@ -1,0 +1,103 @@
+"""`failover-relay inject` and the savepoint settings it shares with `serve`."""
+
+import io
+import json
+
+import pytest
+import yaml
+
+from relay.inject import run_inject
+from relay.settings import SavepointSettings, SettingsError, load_settings
+
+JOB = "0123456789abcdef0123456789abcdef"
+FLINK = """apiVersion: flink.apache.org/v1beta1
+kind: FlinkDeployment
+metadata: {name: basic-example, namespace: flink}
+spec: {image: "flink:1.17", job: {jarURI: "local:///x.jar", upgradeMode: stateless}}
+"""
+
+
+@pytest.fixture
+def tree(tmp_path):
+    directory = tmp_path / "ckpt" / "flink" / JOB / "checkpoints"
+    (directory / "chk-3").mkdir(parents=True)
+    (directory / "chk-3" / "_metadata").write_bytes(b"m")
+    (directory / "chk-4").mkdir()
+    manifest = tmp_path / "flink.yaml"
+    manifest.write_text(FLINK)
+    return tmp_path / "ckpt", manifest, directory
+
+
+def inject(manifest, root, job_id=JOB, patch=False, **settings):
+    out, err = io.StringIO(), io.StringIO()
+    code = run_inject(manifest, SavepointSettings(checkpoint_root=str(root) if root else None, **settings),
+                      job_id, patch, None, out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_prints_the_mutated_object(tree):
+    root, manifest, directory = tree
+    code, out, _ = inject(manifest, root)
+    assert code == 0
+    job = yaml.safe_load(out)["spec"]["job"]
+    assert job == {"jarURI": "local:///x.jar", "upgradeMode": "savepoint",
+                   "initialSavepointPath": f"{directory}/chk-3", "state": "running"}
+
+
+def test_prints_the_patch(tree):
+    root, manifest, directory = tree
+    code, out, _ = inject(manifest, root, patch=True)
+    assert code == 0
+    assert json.loads(out)[0] == {"op": "add", "path": "/spec/job/initialSavepointPath",
+                                  "value": f"{directory}/chk-3"}
+
+
+def test_missing_checkpoint_is_a_warning_or_a_denial(tree):
+    root, manifest, _ = tree
+    code, out, err = inject(manifest, root, job_id="f" * 32)
+    assert code == 0 and "warning: no savepoint set: no completed checkpoint" in err
+    assert "initialSavepointPath" not in out
+    code, _, err = inject(manifest, root, job_id="f" * 32, failure_mode="closed")
+    assert code == 1 and "denied: spec.job.initialSavepointPath" in err
+
+
+def test_hostile_job_id_is_refused(tree):
+    root, manifest, _ = tree
+    code, out, err = inject(manifest, root, job_id="../../etc")
+    assert code == 2 and out == "" and "not a Flink JobID" in err
+
+
+def test_needs_a_checkpoint_root(tree):
+    _, manifest, _ = tree
+    assert inject(manifest, None)[0] == 2
+
+
+def test_unknown_kind_is_refused(tree, tmp_path):
+    root, _, _ = tree
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
+    code, _, err = inject(manifest, root)
+    assert code == 2 and "no injection profile for Deployment" in err
+
+
+def test_config_file_with_a_profile_that_cannot_work_stops_start_up(tmp_path):
+    config = tmp_path / "relay.yaml"
+    config.write_text(yaml.safe_dump({"savepoint": {"checkpointRoot": "/data", "profiles": [
+        {"kind": "FlinkSessionJob", "group": "flink.apache.org", "version": "v1beta1",
+         "targets": [{"field": "spec.job[0].path", "value": "{path}"}]}]}}))
+    with pytest.raises(SettingsError, match=r"savepoint.profiles\[0\].targets\[0\].field"):
+        load_settings(config)
+
+
+def test_config_file_with_a_bad_layout_stops_start_up(tmp_path):
+    config = tmp_path / "relay.yaml"
+    config.write_text(yaml.safe_dump({"savepoint": {"layouts": ["{root}/{jobID}"]}}))
+    with pytest.raises(SettingsError, match="unknown field {jobID}"):
+        load_settings(config)
+
+
+def test_flags_override_the_savepoint_section(tmp_path):
+    config = tmp_path / "relay.yaml"
+    config.write_text(yaml.safe_dump({"savepoint": {"checkpointRoot": "/data", "failureMode": "closed"}}))
+    settings = load_settings(config).with_savepoint_overrides(checkpoint_root="s3://b/c", failure_mode=None)
+    assert (settings.savepoint.checkpoint_root, settings.savepoint.failure_mode) == ("s3://b/c", "closed")

@@ -1,0 +1,179 @@
+"""Savepoint injection on `/mutate`: the async adapter between an AdmissionRequest and `failover.savepoint`.
+
+The storage lookup blocks (fsspec), so it runs on a small thread pool under a hard deadline below the webhook's
+timeout: the apiserver must get our answer, not its own timeout. A lookup that overruns is abandoned, not cancelled
+(a thread cannot be), so concurrent admissions of the same job share one lookup instead of piling up threads on a
+hung storage, and a bounded pool keeps a hung storage from taking more than `LOOKUP_THREADS` threads. The pool's
+threads are daemons: `concurrent.futures` joins its workers at interpreter exit, which would let a hung storage
+hold up a shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+from typing import Any, Callable, Mapping
+
+import structlog
+
+from failover.api import GroupKind
+from failover.checkpoints import CheckpointStore, LookupCache, LookupResult, Outcome, find_restore_point
+from failover.jobid import JobId
+from failover.profiles import InjectionProfile
+from failover.savepoint import CARRIED_FORWARD, FAIL_OPEN, injection_verdict, plan_lookup
+from failover.verdict import ALLOWED, Verdict
+from webhook.handlers import Mutator
+from webhook.metrics import AdmissionMetrics
+from webhook.review import AdmissionRequest
+
+# A lookup is a listing and one or two stats; four threads serve far more admissions than failovers produce, and
+# bound what a hung storage can hold.
+LOOKUP_THREADS = 4
+DEFAULT_DEADLINE_SECONDS = 2.0
+
+log = structlog.get_logger("failover_relay.savepoint")
+
+
+class LookupPool:
+    """A fixed set of daemon threads running blocking lookups; results are delivered to the caller's event loop."""
+
+    def __init__(self, threads: int = LOOKUP_THREADS) -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"checkpoint-lookup-{i}", daemon=True)
+                         for i in range(threads)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._jobs.put((loop, future, function, args))
+        return future
+
+    def shutdown(self) -> None:
+        """Stop idle threads; one stuck in a lookup ends with the process."""
+        for _ in self._threads:
+            self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            loop, future, function, args = job
+            try:
+                outcome, error = function(*args), None
+            except BaseException as raised:  # delivered to the awaiting coroutine, not lost in this thread
+                outcome, error = None, raised
+            try:
+                loop.call_soon_threadsafe(_settle, future, outcome, error)
+            except RuntimeError:  # the loop closed while we were looking
+                pass
+
+
+def _settle(future: asyncio.Future[Any], outcome: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(outcome)
+
+
+class SavepointMutator:
+    """Injects the newest completed checkpoint into objects of one profile's kind."""
+
+    def __init__(self, profile: InjectionProfile, store: CheckpointStore, *, executor: LookupPool,
+                 deadline: float = DEFAULT_DEADLINE_SECONDS, failure_mode: str = FAIL_OPEN,
+                 cache: LookupCache | None = None, metrics: AdmissionMetrics | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.profile = profile
+        self.store = store
+        self.executor = executor
+        self.deadline = deadline
+        self.failure_mode = failure_mode
+        self.cache = cache if cache is not None else LookupCache(ttl=0)
+        self.metrics = metrics
+        self.clock = clock
+        self._in_flight: dict[tuple[str, str], asyncio.Future[LookupResult]] = {}
+
+    async def __call__(self, request: AdmissionRequest) -> Verdict:
+        obj = request.object
+        if obj is None or request.version != self.profile.version:
+            return ALLOWED
+        plan = plan_lookup(self.profile, obj, request.operation, request.old_object)
+        if plan.skip:
+            return ALLOWED
+        namespace = request.namespace or _namespace_of(obj)
+        started = time.perf_counter()
+        cached = False
+        if plan.result is not None:
+            result = plan.result
+        else:
+            assert plan.job_id is not None
+            result, cached = await self.lookup(namespace, plan.job_id)
+        outcome = CARRIED_FORWARD if result.source == CARRIED_FORWARD else result.outcome.value
+        if self.metrics is not None:
+            self.metrics.savepoint_lookups.labels(outcome).inc()
+        verdict = injection_verdict(self.profile, obj, result, self.failure_mode, namespace)
+        log.info("savepoint_lookup", kind=request.kind, object=request.display_name, operation=request.operation,
+                 dry_run=request.dry_run, outcome=outcome, path=result.path, reason=result.reason or None,
+                 cached=cached, failure_mode=self.failure_mode, patched=bool(verdict.patch),
+                 denied=not verdict.allowed, latency_ms=round((time.perf_counter() - started) * 1000, 3))
+        return verdict
+
+    async def lookup(self, namespace: str, job_id: JobId) -> tuple[LookupResult, bool]:
+        """The lookup result and whether it came from the cache; a timeout is a result too, never an exception."""
+        key = (namespace, job_id.value)
+        cached = self.cache.get(key, self.clock())
+        if cached is not None:
+            return cached, True
+        future = self._in_flight.get(key)
+        if future is None:
+            future = self._start(key, namespace, job_id)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.deadline), False
+        except TimeoutError:
+            return LookupResult(Outcome.TIMEOUT, reason=f"checkpoint lookup timed out after {self.deadline:g}s"), False
+
+    def _start(self, key: tuple[str, str], namespace: str, job_id: JobId) -> asyncio.Future[LookupResult]:
+        future = self.executor.submit(self._find, namespace, job_id)
+        self._in_flight[key] = future
+
+        def finished(done: asyncio.Future[LookupResult]) -> None:
+            self._in_flight.pop(key, None)
+            if not done.cancelled() and done.exception() is None:
+                self.cache.put(key, done.result(), self.clock())
+
+        future.add_done_callback(finished)
+        return future
+
+    def _find(self, namespace: str, job_id: JobId) -> LookupResult:
+        try:
+            return find_restore_point(self.store, self.profile.layouts, self.profile.savepoint_layouts,
+                                      namespace, job_id)
+        except Exception as error:  # a backend raising something unforeseen is a storage error, not a 500
+            log.exception("savepoint_lookup_failed", job_id=job_id.value)
+            return LookupResult(Outcome.STORAGE_ERROR, reason=f"storage error: {type(error).__name__}")
+
+
+def savepoint_mutators(profiles: Mapping[GroupKind, InjectionProfile], store: CheckpointStore, *,
+                       executor: LookupPool | None = None, deadline: float = DEFAULT_DEADLINE_SECONDS,
+                       failure_mode: str = FAIL_OPEN, cache_ttl: float = 10.0,
+                       metrics: AdmissionMetrics | None = None) -> dict[GroupKind, Mutator]:
+    """One mutator per profile, for `AdmissionHandlers(mutators=...)`; they share the thread pool."""
+    pool = executor or lookup_executor()
+    return {
+        group_kind: SavepointMutator(profile, store, executor=pool, deadline=deadline, failure_mode=failure_mode,
+                                     cache=LookupCache(cache_ttl), metrics=metrics)
+        for group_kind, profile in profiles.items()
+    }
+
+
+def lookup_executor() -> LookupPool:
+    return LookupPool(LOOKUP_THREADS)
+
+
+def _namespace_of(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata")
+    namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    return namespace if isinstance(namespace, str) else ""
