@@ -35,6 +35,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--savepoint-failure-mode", choices=("open", "closed"),
                        help="no checkpoint, timeout or storage error: admit unchanged with a warning (open, "
                             "default) or deny (closed)")
+    _add_controller_flags(serve)
+    serve.add_argument("--no-controllers", action="store_true",
+                       help="serve the webhook only, even when a kubeconfig or in-cluster config is found")
+
+    controllers = commands.add_parser(
+        "controllers", help="run the reconcile loop alone (no webhook), with /metrics and /healthz over plain HTTP")
+    controllers.add_argument("--config", type=Path, help="YAML config file (flags override it)")
+    _add_controller_flags(controllers)
+    controllers.add_argument("--metrics-address", default="127.0.0.1:9090", metavar="HOST:PORT",
+                             help="where /metrics and /healthz answer (default 127.0.0.1:9090)")
+    controllers.add_argument("--log-format", choices=("auto", "json", "console"))
+    controllers.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
 
     inject = commands.add_parser(
         "inject", help="show what savepoint injection does to one object: the mutated object, or why not")
@@ -82,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_check(args.paths, sys.stdout, sys.stderr)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "controllers":
+        return _controllers(args)
     if args.command == "inject":
         return _inject(args)
     if args.command == "manifests":
@@ -91,8 +105,49 @@ def main(argv: list[str] | None = None) -> int:
     raise AssertionError(f"unhandled command {args.command}")
 
 
+def _add_controller_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", type=Path,
+                        help="cluster of the reconcile loop (default: in-cluster config, $KUBECONFIG, ~/.kube/config)")
+    parser.add_argument("--lease-namespace", help="namespace of the leader-election Lease (default: the Pod's)")
+    parser.add_argument("--failback", action="store_true", default=None,
+                        help="move workloads back to a recovered cluster (off by default; or per policy annotation)")
+
+
+def _controller_overrides(args: argparse.Namespace, mode: str | None) -> dict[str, object]:
+    return {"mode": mode, "kubeconfig": str(args.kubeconfig) if args.kubeconfig else None,
+            "lease_namespace": args.lease_namespace, "failback": args.failback}
+
+
+def _controllers(args: argparse.Namespace) -> int:
+    from controllers.kube import NoClusterConfig
+    from relay.logs import configure_logging
+    from relay.standalone import run_controllers
+
+    try:
+        settings = load_settings(args.config).with_overrides(
+            log_format=args.log_format, log_level=args.log_level).with_controller_overrides(
+            **_controller_overrides(args, "on"))
+        check_settings(settings)
+        host, _, port = args.metrics_address.rpartition(":")
+        metrics_address = (host.strip("[]") or "127.0.0.1", int(port))
+    except (SettingsError, ValueError) as error:
+        print(f"failover-relay: {error}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_format, settings.log_level)
+    try:
+        asyncio.run(run_controllers(settings, metrics_address))
+    except NoClusterConfig as error:
+        print(f"failover-relay: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"failover-relay: cannot listen on {args.metrics_address}: {error.strerror}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _serve(args: argparse.Namespace) -> int:
     from certs.store import CertificateError
+    from controllers.kube import NoClusterConfig
     from relay.logs import configure_logging
     from relay.serve import serve
 
@@ -101,7 +156,8 @@ def _serve(args: argparse.Namespace) -> int:
             host=args.host, port=args.port, cert_dir=args.cert_dir, service_name=args.service_name,
             namespace=args.namespace, max_body_bytes=args.max_body_bytes, log_format=args.log_format,
             log_level=args.log_level).with_savepoint_overrides(
-            checkpoint_root=args.checkpoint_root, failure_mode=args.savepoint_failure_mode)
+            checkpoint_root=args.checkpoint_root, failure_mode=args.savepoint_failure_mode).with_controller_overrides(
+            **_controller_overrides(args, "off" if args.no_controllers else None))
         check_settings(settings)
     except SettingsError as error:
         print(f"failover-relay: {error}", file=sys.stderr)
@@ -109,7 +165,7 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_format, settings.log_level)
     try:
         asyncio.run(serve(settings))
-    except (CertificateError, SettingsError) as error:
+    except (CertificateError, SettingsError, NoClusterConfig) as error:
         print(f"failover-relay: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # the port is taken, the address does not exist

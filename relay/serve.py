@@ -15,6 +15,7 @@ from certs.store import ensure_certificates
 from failover.api import GroupKind
 from failover.checkpoints import LayoutError, open_store
 from failover.profiles import ProfileError, load_profiles
+from relay.loop import start_reconcile_loop
 from relay.settings import Settings, SettingsError, in_cluster
 from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
@@ -145,12 +146,18 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     upkeep = asyncio.create_task(relay.keep_certificate_fresh())
+    reconcile = start_reconcile_loop(settings.controllers, relay.metrics.registry)
     try:
         await stop.wait()
         log.info("shutting_down")
     finally:
         upkeep.cancel()
+        # Unready and drained first (the webhook is what the apiserver waits on), then the Lease is released so a
+        # standby replica takes over the loop at once rather than after the lease duration.
         await relay.stop()
+        if reconcile is not None:
+            reconcile.cancel()
+            await asyncio.gather(reconcile, return_exceptions=True)
 
 
 def without_credentials(url: str) -> str:

@@ -47,6 +47,24 @@ class SavepointSettings:
 
 
 @dataclass(frozen=True)
+class ControllerSettings:
+    """The reconcile loop (DESIGN.md "Reconcile loop"); the defaults are Karmada's where it has one."""
+
+    # auto: run when a kubeconfig or in-cluster config is found; on: refuse to start without one; off: webhook only.
+    mode: str = "auto"
+    kubeconfig: str | None = None
+    lease_namespace: str | None = None  # None: the Pod's namespace, else "default"
+    lease_name: str = "failover-relay"
+    workers: int = 2
+    # Spelling of purgeMode in written eviction tasks: "new" for Karmada v1.15+, "legacy" for v1.12-v1.14 CRDs.
+    purge_mode_spelling: str = "new"
+    graceful_eviction_timeout_seconds: float = 600.0  # karmada-controller-manager --graceful-eviction-timeout
+    state_wait_seconds: float = 60.0
+    failback: bool = False
+    failback_settle_seconds: float = 300.0
+
+
+@dataclass(frozen=True)
 class Settings:
     host: str = "127.0.0.1"
     port: int = 9443
@@ -57,6 +75,11 @@ class Settings:
     log_format: str = "auto"
     log_level: str = "info"
     savepoint: SavepointSettings = field(default_factory=SavepointSettings)
+    controllers: ControllerSettings = field(default_factory=ControllerSettings)
+
+    def with_controller_overrides(self, **overrides: Any) -> "Settings":
+        present = {key: value for key, value in overrides.items() if value is not None}
+        return replace(self, controllers=replace(self.controllers, **present))
 
     def with_overrides(self, **overrides: Any) -> "Settings":
         """Apply command-line flags; a flag left at None keeps the file's (or the default) value."""
@@ -78,6 +101,20 @@ _SERVER_KEYS = {
     "maxBodyBytes": ("max_body_bytes", int),
 }
 _LOGGING_KEYS = {"format": ("log_format", str), "level": ("log_level", str)}
+_CONTROLLER_KEYS = {
+    "mode": ("mode", str),
+    "kubeconfig": ("kubeconfig", str),
+    "leaseNamespace": ("lease_namespace", str),
+    "leaseName": ("lease_name", str),
+    "workers": ("workers", int),
+    "purgeModeSpelling": ("purge_mode_spelling", str),
+    "gracefulEvictionTimeoutSeconds": ("graceful_eviction_timeout_seconds", (int, float)),
+    "stateWaitSeconds": ("state_wait_seconds", (int, float)),
+    "failback": ("failback", bool),
+    "failbackSettleSeconds": ("failback_settle_seconds", (int, float)),
+}
+CONTROLLER_MODES = ("auto", "on", "off")
+PURGE_MODE_SPELLINGS = ("new", "legacy")
 _SAVEPOINT_KEYS = {
     "checkpointRoot": ("checkpoint_root", str),
     "layouts": ("layouts", list),
@@ -106,8 +143,9 @@ def load_settings(path: Path | None) -> Settings:
     except yaml.YAMLError as error:
         raise SettingsError(f"config file {path} is not valid YAML: {error}") from None
     if not isinstance(document, dict):
-        raise SettingsError(f"config file {path} must be a mapping with server, logging and savepoint sections")
-    unknown = set(document) - {"server", "logging", "savepoint"}
+        raise SettingsError(f"config file {path} must be a mapping with server, logging, savepoint "
+                            "and controllers sections")
+    unknown = set(document) - {"server", "logging", "savepoint", "controllers"}
     if unknown:
         raise SettingsError(f"config file {path}: unknown section(s) {', '.join(sorted(map(str, unknown)))}")
     top = _section(document, "server", _SERVER_KEYS) | _section(document, "logging", _LOGGING_KEYS)
@@ -117,13 +155,16 @@ def load_settings(path: Path | None) -> Settings:
     for key in ("layouts", "savepoint_layouts", "profiles"):
         if key in savepoint:
             savepoint[key] = tuple(savepoint[key])
-    settings = replace(settings, **top, savepoint=replace(settings.savepoint, **savepoint))
+    controllers = _section(document, "controllers", _CONTROLLER_KEYS)
+    settings = replace(settings, **top, savepoint=replace(settings.savepoint, **savepoint),
+                       controllers=replace(settings.controllers, **controllers))
     check_settings(settings)
     return settings
 
 
 def check_settings(settings: Settings) -> None:
     """Cross-field checks shared by the file and the flags."""
+    _check_controller_settings(settings.controllers)
     if not 0 <= settings.port < 65536:  # 0: any free port (tests, benchmarks)
         raise SettingsError(f"port {settings.port} is out of range 0-65535")
     if settings.max_body_bytes < 1024:
@@ -161,9 +202,26 @@ def _section(document: Mapping[str, Any], name: str, keys: Mapping[str, tuple[st
         if key not in keys:
             raise SettingsError(f"{name}.{key}: unknown setting; known: {', '.join(keys)}")
         attribute, expected = keys[key]
-        if isinstance(value, bool) or not isinstance(value, expected):
-            raise SettingsError(f"{name}.{key}: wrong type {type(value).__name__}")
+        # bool is an int in Python; it is accepted only where a bool is expected.
+        if (isinstance(value, bool) and expected is not bool) or not isinstance(value, expected):
+            hint = " (quote it: YAML reads on/off/yes/no as booleans)" if isinstance(value, bool) else ""
+            raise SettingsError(f"{name}.{key}: wrong type {type(value).__name__}{hint}")
         values[attribute] = value
     return values
 
 
+
+
+def _check_controller_settings(controllers: ControllerSettings) -> None:
+    if controllers.mode not in CONTROLLER_MODES:
+        raise SettingsError(f"controllers.mode {controllers.mode!r}: use one of {', '.join(CONTROLLER_MODES)}")
+    if controllers.purge_mode_spelling not in PURGE_MODE_SPELLINGS:
+        raise SettingsError(f"controllers.purgeModeSpelling {controllers.purge_mode_spelling!r}: use new "
+                            "(Karmada v1.15+) or legacy (v1.12-v1.14)")
+    if not 1 <= controllers.workers <= 64:
+        raise SettingsError("controllers.workers must be between 1 and 64")
+    for name, value in (("gracefulEvictionTimeoutSeconds", controllers.graceful_eviction_timeout_seconds),
+                        ("stateWaitSeconds", controllers.state_wait_seconds),
+                        ("failbackSettleSeconds", controllers.failback_settle_seconds)):
+        if value < 0:
+            raise SettingsError(f"controllers.{name} must be 0 or more")

@@ -48,8 +48,12 @@ class RelayProcess:
         return self.cert_dir / "ca.crt"
 
     def start(self) -> None:
+        # The admission tests want the webhook alone: a reconcile loop in every relay would act on the bindings of
+        # the loop's own tests. Pass "--controllers-on" to keep it.
+        loop_flags = [] if "--controllers-on" in self.serve_args else ["--no-controllers"]
+        serve_args = [arg for arg in self.serve_args if arg != "--controllers-on"]
         command = [sys.executable, "-m", "relay.cli", "serve", "--port", str(self.port),
-                   "--cert-dir", str(self.cert_dir), "--log-format", "json", *self.serve_args]
+                   "--cert-dir", str(self.cert_dir), "--log-format", "json", *loop_flags, *serve_args]
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "NO_PROXY": "127.0.0.1,localhost",
                "no_proxy": "127.0.0.1,localhost"}
         env.pop("KUBERNETES_SERVICE_HOST", None)  # never mistake the test machine for a pod

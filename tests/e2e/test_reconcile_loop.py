@@ -210,3 +210,23 @@ async def test_one_leader_and_a_quick_takeover_after_release(api: client.ApiClie
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_serve_runs_the_loop_and_releases_its_lease_on_sigterm(
+    api: client.ApiClient, namespace: str, start_relay: Callable[..., Any]
+) -> None:
+    relay = start_relay("--controllers-on", "--lease-namespace", namespace)
+    bindings = CustomObjects(api, RESOURCE_BINDINGS)
+    bindings.create(flink_binding("served-flinkdeployment", namespace, toleration=1))
+    key = f"{namespace}/served-flinkdeployment"
+    report_health(bindings, key, "Unhealthy")
+
+    binding = await eventually(lambda: bindings.get(key), lambda b: b["spec"].get("gracefulEvictionTasks"))
+    assert binding["spec"]["gracefulEvictionTasks"][0]["fromCluster"] == "member1"
+    coordination = client.CoordinationV1Api(api)
+    assert coordination.read_namespaced_lease("failover-relay", namespace).spec.holder_identity
+
+    relay.stop()
+    assert relay.process.returncode == 0
+    lease = coordination.read_namespaced_lease("failover-relay", namespace)
+    assert lease.spec.holder_identity is None  # released: a standby takes over at once
