@@ -230,3 +230,23 @@ async def test_serve_runs_the_loop_and_releases_its_lease_on_sigterm(
     assert relay.process.returncode == 0
     lease = coordination.read_namespaced_lease("failover-relay", namespace)
     assert lease.spec.holder_identity is None  # released: a standby takes over at once
+
+
+async def test_the_loop_survives_an_apiserver_restart(
+    api: client.ApiClient, namespace: str, control_plane: ControlPlane,
+    start_loop: Callable[..., asyncio.Task[None]]
+) -> None:
+    bindings = CustomObjects(api, RESOURCE_BINDINGS)
+    start_loop()
+    bindings.create(flink_binding("before-flinkdeployment", namespace, toleration=1))
+    report_health(bindings, f"{namespace}/before-flinkdeployment", "Unhealthy")
+    await eventually(lambda: bindings.get(f"{namespace}/before-flinkdeployment"),
+                     lambda b: b["spec"].get("gracefulEvictionTasks"))
+
+    await asyncio.to_thread(control_plane.restart_apiserver)  # every watch breaks; the Lease renewals fail a while
+
+    bindings.create(flink_binding("after-flinkdeployment", namespace, toleration=1))
+    report_health(bindings, f"{namespace}/after-flinkdeployment", "Unhealthy")
+    binding = await eventually(lambda: bindings.get(f"{namespace}/after-flinkdeployment"),
+                               lambda b: b["spec"].get("gracefulEvictionTasks"), timeout=60)
+    assert len(binding["spec"]["gracefulEvictionTasks"]) == 1
