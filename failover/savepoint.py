@@ -118,7 +118,8 @@ def patch_fields(obj: Mapping[str, Any],
             if depth == len(parts) - 1:
                 if key not in node:
                     ops.append(_op("add", prefix, value))
-                elif node[key] != value and node[key] not in keep:
+                # keep holds strings; a hostile list or mapping here is simply replaced.
+                elif node[key] != value and not (isinstance(node[key], str) and node[key] in keep):
                     ops.append(_op("replace", prefix, value))
                 break
             child = node.get(key)

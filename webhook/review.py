@@ -147,7 +147,7 @@ def parse_review(body: bytes) -> AdmissionRequest:
         raise MalformedReview("request.kind must be an object with string group, version and kind "
                               "(version and kind not empty)")
     operation = request.get("operation")
-    if operation not in OPERATIONS:
+    if not isinstance(operation, str) or operation not in OPERATIONS:
         raise MalformedReview(f"request.operation is {_short(operation)}; expected one of "
                               + ", ".join(sorted(OPERATIONS)))
     obj = request.get("object")
