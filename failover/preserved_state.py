@@ -1,0 +1,289 @@
+"""Preserved-state labels on Karmada `Work` objects: the copy sent to the new cluster carries the failed copy's state.
+
+Reference behaviour: Karmada's binding controller, behind the alpha gate StatefulFailoverInjection (reference
+section 3.3, step 3): when the binding's only target is the Work's cluster and the binding's last eviction task
+holds `preservedLabelState`, and the cluster is not in that task's `clustersBeforeFailover`, every preserved
+key/value is merged into the workload manifest's `metadata.labels`. We decide the same from the admitted Work and
+its binding, without the gate, with these differences:
+
+- A label key or value that is not valid label syntax is never written (Karmada writes it and the member apply
+  fails); it is skipped with a warning.
+- Of the tasks that qualify, the newest is used (a second failover in a row: the decision layer already copies the
+  first task's state into the newest one, Karmada issue #6232). Karmada looks at the last task only, and
+  injects nothing when that one has no state.
+- The purge mode is not consulted: policy validation already refuses statePreservation with a purge mode other
+  than Directly, the only one Karmada injects for.
+- A task whose `fromCluster` is the Work's cluster never injects there: that state was read from this cluster.
+
+The savepoint path can be set in the same Work (`manifest_injection`): the FlinkDeployment decision of
+`failover.savepoint` is made on the manifest, as it will look with the labels, and its patch is moved under the
+manifest's place in the Work, so the member cluster needs no webhook of its own.
+
+Everything here is pure: the adapter reads the binding and does the storage lookup (webhook/work_mutator.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from failover import binding as b
+from failover.api import (
+    CLUSTER_RESOURCE_BINDING,
+    CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION,
+    EXECUTION_NAMESPACE_PREFIX,
+    RESOURCE_BINDING,
+    RESOURCE_BINDING_NAME_ANNOTATION,
+    RESOURCE_BINDING_NAMESPACE_ANNOTATION,
+    GroupKind,
+)
+from failover.decision import parse_time
+from failover.labels import escape_json_pointer, label_key_problems, label_value_problems
+from failover.verdict import Verdict, clip
+
+MANIFESTS_POINTER = "/spec/workload/manifests"
+# Audit annotation keys; the apiserver prefixes them with the webhook's name.
+AUDIT_OUTCOME = "preserved-state-outcome"
+AUDIT_FROM = "preserved-state-from"
+AUDIT_REASON = "preserved-state-reason"
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
+# A task not yet stamped by the graceful eviction pass was appended last: it counts as the newest.
+_UNSTAMPED = datetime.max.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class BindingRef:
+    """The binding a Work belongs to, from the annotations Karmada puts on every Work it renders."""
+
+    kind: GroupKind
+    name: str
+    namespace: str = ""  # empty for a ClusterResourceBinding
+
+    def __str__(self) -> str:
+        return f"{self.kind.kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
+
+
+@dataclass(frozen=True)
+class LabelPlan:
+    """What the preserved state does to one Work.
+
+    `labels` are the (valid) labels every manifest must carry, empty when nothing applies; `patch` puts them there
+    (empty when they already are); `source` is the cluster the state was preserved from; `reason` says why
+    nothing applies when a task with state exists but cannot be used here.
+    """
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    patch: tuple[Mapping[str, Any], ...] = ()
+    warnings: tuple[str, ...] = ()
+    source: str = ""
+    reason: str = ""
+
+    def verdict(self) -> Verdict:
+        if self.labels:
+            audit = {AUDIT_OUTCOME: "injected" if self.patch else "already-set", AUDIT_FROM: self.source}
+        elif self.reason:
+            audit = {AUDIT_OUTCOME: "skipped", AUDIT_REASON: self.reason}
+        else:
+            audit = {}
+        return Verdict(patch=self.patch, warnings=self.warnings, audit=audit)
+
+
+NOTHING = LabelPlan()
+
+
+def execution_cluster(namespace: Any) -> str | None:
+    """The member cluster of an execution namespace `karmada-es-<cluster>`; None for any other namespace."""
+    if not isinstance(namespace, str) or not namespace.startswith(EXECUTION_NAMESPACE_PREFIX):
+        return None
+    cluster = namespace[len(EXECUTION_NAMESPACE_PREFIX):]
+    return cluster or None
+
+
+def owning_binding(work: Mapping[str, Any]) -> tuple[BindingRef | None, str]:
+    """The Work's binding from its annotations, or None; the second value says why an annotation is unusable.
+
+    The names are checked as Kubernetes names before anyone builds a request from them.
+    """
+    annotations = b.annotations(work)
+    name = annotations.get(RESOURCE_BINDING_NAME_ANNOTATION)
+    namespace = annotations.get(RESOURCE_BINDING_NAMESPACE_ANNOTATION)
+    if name is not None or namespace is not None:
+        if not (isinstance(namespace, str) and _DNS_LABEL.match(namespace)):
+            return None, f"annotation {RESOURCE_BINDING_NAMESPACE_ANNOTATION} is not a namespace name"
+        if not (isinstance(name, str) and _DNS_SUBDOMAIN.match(name)):
+            return None, f"annotation {RESOURCE_BINDING_NAME_ANNOTATION} is not an object name"
+        return BindingRef(RESOURCE_BINDING, name, namespace), ""
+    cluster_name = annotations.get(CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION)
+    if cluster_name is not None:
+        if not (isinstance(cluster_name, str) and _DNS_SUBDOMAIN.match(cluster_name)):
+            return None, f"annotation {CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION} is not an object name"
+        return BindingRef(CLUSTER_RESOURCE_BINDING, cluster_name), ""
+    return None, ""
+
+
+def binding_targets(binding: Mapping[str, Any]) -> set[str]:
+    """Every cluster the binding sends the workload to: spec.clusters and the clusters of spec.requiredBy (a
+    dependency's binding inherits its dependants' clusters), as Karmada counts them for injection."""
+    clusters = {target.name for target in b.target_clusters(binding)}
+    required_by = b.spec(binding).get("requiredBy")
+    for snapshot in required_by if isinstance(required_by, list) else []:
+        entries = snapshot.get("clusters") if isinstance(snapshot, Mapping) else None
+        for entry in entries if isinstance(entries, list) else []:
+            name = entry.get("name") if isinstance(entry, Mapping) else None
+            if isinstance(name, str) and name:
+                clusters.add(name)
+    return clusters
+
+
+def newest_state_task(binding: Mapping[str, Any], cluster: str) -> tuple[Mapping[str, Any] | None, str]:
+    """The newest eviction task whose preserved state belongs on `cluster`, or None and why not.
+
+    A task qualifies when it holds a non-empty preservedLabelState, did not evict from `cluster` itself, and
+    `cluster` is not in its clustersBeforeFailover (the workload ran there before that failover, so its own state
+    there is current). Newest: latest creationTimestamp; an unstamped task was appended last; ties go to list order.
+    """
+    candidates = []
+    with_state = 0
+    for index, task in enumerate(b.eviction_tasks(binding)):
+        state = task.get("preservedLabelState")
+        if not isinstance(state, Mapping) or not state:
+            continue
+        with_state += 1
+        before = task.get("clustersBeforeFailover")
+        if task["fromCluster"] == cluster or (isinstance(before, list) and cluster in before):
+            continue
+        created = parse_time(task.get("creationTimestamp")) or _UNSTAMPED
+        candidates.append((created, index, task))
+    if candidates:
+        return max(candidates, key=lambda candidate: candidate[:2])[2], ""
+    if with_state:
+        return None, f"the preserved state is not for {cluster}: it ran the workload before that failover"
+    return None, ""
+
+
+def plan_work_labels(work: Mapping[str, Any], binding: Mapping[str, Any], namespace: str = "") -> LabelPlan:
+    """The preserved labels of `binding` for the manifests of `work`, and the JSONPatch that puts them there."""
+    cluster = execution_cluster(namespace or b.metadata(work).get("namespace"))
+    if cluster is None:
+        return NOTHING
+    task, reason = newest_state_task(binding, cluster)
+    if task is None:
+        return LabelPlan(reason=reason)
+    targets = binding_targets(binding)
+    if targets != {cluster}:
+        return LabelPlan(reason=f"binding targets {len(targets)} clusters ({', '.join(sorted(targets)[:3])}); "
+                                "preserved state goes to a single-cluster placement only")
+    labels, warnings = valid_labels(task["preservedLabelState"], task["fromCluster"])
+    if not labels:
+        return LabelPlan(warnings=warnings, reason="no preserved label is valid label syntax")
+    ops: list[dict[str, Any]] = []
+    for index, manifest in enumerate(manifests(work)):
+        manifest_ops, problem = label_ops(f"{MANIFESTS_POINTER}/{index}", manifest, labels)
+        ops.extend(manifest_ops)
+        if problem:
+            warnings += (clip(f"preserved labels not set on manifest {index}: {problem}"),)
+    return LabelPlan(labels=labels, patch=tuple(ops), warnings=warnings, source=task["fromCluster"])
+
+
+def valid_labels(state: Mapping[Any, Any], source: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The entries of a preservedLabelState that are valid labels; a warning for each one left out.
+
+    Preserved values were read from another cluster's status, so they are untrusted: an invalid one is never
+    written, not even cleaned up, because a changed job id would restore the wrong job.
+    """
+    labels: dict[str, str] = {}
+    warnings: list[str] = []
+    for key, value in sorted(state.items(), key=lambda item: str(item[0])):
+        problems = label_key_problems(key) if isinstance(key, str) else ["must be a string"]
+        if problems:
+            warnings.append(clip(f"preserved label key {str(key)[:40]!r} from {source} skipped: {problems[0]}"))
+            continue
+        problems = label_value_problems(value)
+        if problems:
+            warnings.append(clip(f"preserved label {key} from {source} skipped: value {problems[0]}"))
+            continue
+        labels[key] = value
+    return labels, tuple(warnings)
+
+
+def manifests(work: Mapping[str, Any]) -> list[Any]:
+    workload = b.spec(work).get("workload")
+    items = workload.get("manifests") if isinstance(workload, Mapping) else None
+    return items if isinstance(items, list) else []
+
+
+def label_ops(pointer: str, manifest: Any, labels: Mapping[str, str]) -> tuple[list[dict[str, Any]], str]:
+    """RFC 6902 operations giving the object at `pointer` every label of `labels`; none for labels already equal.
+
+    A missing metadata or labels map is added whole; one of the wrong type is left alone and reported.
+    """
+    if not isinstance(manifest, Mapping):
+        return [], "not an object"
+    metadata = manifest.get("metadata")
+    if metadata is None:
+        return [{"op": "add", "path": f"{pointer}/metadata", "value": {"labels": dict(labels)}}], ""
+    if not isinstance(metadata, Mapping):
+        return [], "metadata is not an object"
+    current = metadata.get("labels")
+    if current is None:
+        op = "replace" if "labels" in metadata else "add"
+        return [{"op": op, "path": f"{pointer}/metadata/labels", "value": dict(labels)}], ""
+    if not isinstance(current, Mapping):
+        return [], "metadata.labels is not an object"
+    ops = []
+    for key, value in labels.items():
+        if current.get(key) == value:
+            continue
+        ops.append({"op": "replace" if key in current else "add",
+                    "path": f"{pointer}/metadata/labels/{escape_json_pointer(key)}", "value": value})
+    return ops, ""
+
+
+def with_labels(manifest: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, Any]:
+    """A copy of `manifest` as it will be once the labels are set (for deciding the savepoint on it)."""
+    metadata = manifest.get("metadata")
+    metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
+    current = metadata.get("labels")
+    metadata["labels"] = {**(current if isinstance(current, Mapping) else {}), **labels}
+    return {**manifest, "metadata": metadata}
+
+
+def manifest_group_kind(manifest: Any) -> tuple[GroupKind, str] | None:
+    """(group and kind, version) of a manifest; None when apiVersion or kind is missing."""
+    if not isinstance(manifest, Mapping):
+        return None
+    api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str) or not api_version or not kind:
+        return None
+    group, _, version = api_version.rpartition("/")
+    return GroupKind(group, kind), version
+
+
+def same_manifest(work: Mapping[str, Any] | None, manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The manifest of `work` (an old Work) for the same object as `manifest`: apiVersion, kind, namespace, name."""
+    identity = _identity(manifest)
+    for candidate in manifests(work or {}):
+        if isinstance(candidate, Mapping) and _identity(candidate) == identity:
+            return candidate
+    return None
+
+
+def _identity(manifest: Mapping[str, Any]) -> tuple[Any, ...]:
+    metadata = b.metadata(manifest)
+    return manifest.get("apiVersion"), manifest.get("kind"), metadata.get("namespace"), metadata.get("name")
+
+
+def manifest_namespace(manifest: Mapping[str, Any]) -> str:
+    namespace = b.metadata(manifest).get("namespace")
+    return namespace if isinstance(namespace, str) else ""
+
+
+def under_manifest(index: int, verdict: Verdict) -> Verdict:
+    """A verdict about one manifest, its patch moved to that manifest's place in the Work."""
+    prefix = f"{MANIFESTS_POINTER}/{index}"
+    patch = tuple({**op, "path": prefix + op["path"]} for op in verdict.patch)
+    return replace(verdict, patch=patch)
