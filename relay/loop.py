@@ -9,10 +9,11 @@ from pathlib import Path
 import structlog
 from prometheus_client import CollectorRegistry
 
+from controllers.cabundle import CaBundleInjector
 from controllers.kube import NoClusterConfig, load_api_client
 from controllers.manager import LoopSettings, ReconcileLoop, default_lease_namespace
 from failover.decision import DecisionSettings
-from relay.settings import ControllerSettings
+from relay.settings import ControllerSettings, Settings
 
 log = structlog.get_logger("failover_relay")
 
@@ -27,6 +28,21 @@ def loop_settings(settings: ControllerSettings) -> LoopSettings:
     )
     return LoopSettings(lease_namespace=settings.lease_namespace or default_lease_namespace(),
                         lease_name=settings.lease_name, workers=settings.workers, decisions=decisions)
+
+
+def start_cabundle_sync(settings: Settings, registry: CollectorRegistry) -> asyncio.Task[None] | None:
+    """The caBundle updater as a task on every replica (also with --no-controllers, e.g. in member clusters), or
+    None when it is off or there is no cluster access."""
+    if not settings.cabundle_sync:
+        return None
+    kubeconfig = settings.controllers.kubeconfig
+    try:
+        api_client = load_api_client(Path(kubeconfig) if kubeconfig else None)
+    except NoClusterConfig as error:
+        log.info("cabundle_sync_disabled", reason=str(error))
+        return None
+    injector = CaBundleInjector(api_client, settings.cert_dir, registry)
+    return asyncio.create_task(injector.run(), name="cabundle-sync")
 
 
 def start_reconcile_loop(settings: ControllerSettings, registry: CollectorRegistry) -> asyncio.Task[None] | None:

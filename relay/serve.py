@@ -15,8 +15,9 @@ from certs.store import ensure_certificates
 from failover.api import GroupKind
 from failover.checkpoints import LayoutError, open_store
 from failover.profiles import ProfileError, load_profiles
-from relay.loop import start_reconcile_loop
+from relay.loop import start_cabundle_sync, start_reconcile_loop
 from relay.settings import Settings, SettingsError, in_cluster
+from relay.work_labels import work_mutators
 from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
 from webhook.metrics import AdmissionMetrics
@@ -56,8 +57,12 @@ class RelayServer:
         self.tls = ReloadingSSLContext(self.files.cert_file, self.files.key_file)
         self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
         self.lookup_pool: LookupPool | None = None
+        self.binding_pool: LookupPool | None = None
         if handlers is None:
-            handlers = AdmissionHandlers(mutators=self._savepoint_mutators())
+            savepoints = self._savepoint_mutators()
+            # Preserved-state labels on Works (relay/work_labels.py): on when the Karmada apiserver is reachable.
+            works, self.binding_pool = work_mutators(settings, savepoints, self.metrics)
+            handlers = AdmissionHandlers(mutators={**savepoints, **works})
         self.readiness = Readiness(
             host=settings.host, port=settings.port, ca_file=self.files.ca_file,
             certificate_not_after=lambda: self.tls.not_after)
@@ -132,6 +137,8 @@ class RelayServer:
             await self.runner.cleanup()
         if self.lookup_pool is not None:  # a lookup stuck on a hung storage must not hold the exit
             self.lookup_pool.shutdown()
+        if self.binding_pool is not None:
+            self.binding_pool.shutdown()
         log.info("stopped")
 
 
@@ -147,6 +154,7 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
         loop.add_signal_handler(signum, stop.set)
     upkeep = asyncio.create_task(relay.keep_certificate_fresh())
     reconcile = start_reconcile_loop(settings.controllers, relay.metrics.registry)
+    cabundle = start_cabundle_sync(settings, relay.metrics.registry)
     try:
         await stop.wait()
         log.info("shutting_down")
@@ -155,9 +163,10 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
         # Unready and drained first (the webhook is what the apiserver waits on), then the Lease is released so a
         # standby replica takes over the loop at once rather than after the lease duration.
         await relay.stop()
-        if reconcile is not None:
-            reconcile.cancel()
-            await asyncio.gather(reconcile, return_exceptions=True)
+        for task in (reconcile, cabundle):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
 
 
 def without_credentials(url: str) -> str:

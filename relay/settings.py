@@ -44,6 +44,12 @@ class SavepointSettings:
     job_id_label: str = DEFAULT_JOB_ID_LABEL
     storage_options: Mapping[str, Any] = field(default_factory=dict)
     profiles: tuple[Mapping[str, Any], ...] = ()
+    # Preserved-state labels on Karmada Works (control-plane mode). None: on when cluster access (the kubeconfig of
+    # the reconcile loop) is found, as the loop itself; True: refuse to start without it; False: off.
+    work_labels: bool | None = None
+    # Also set the restore path inside Works, so member clusters need no webhook. Needs checkpointRoot, checked at
+    # start-up (relay/work_labels.py) because the root may come from a flag.
+    work_savepoints: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,9 @@ class Settings:
     max_body_bytes: int = 3 * 1024 * 1024
     log_format: str = "auto"
     log_level: str = "info"
+    # Keep the caBundle of the webhook configurations named failover-relay in step with our CA (controllers/
+    # cabundle.py) whenever cluster access is found; turn off where something else (cert-manager, GitOps) owns it.
+    cabundle_sync: bool = True
     savepoint: SavepointSettings = field(default_factory=SavepointSettings)
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
 
@@ -99,6 +108,7 @@ _SERVER_KEYS = {
     "serviceName": ("service_name", str),
     "namespace": ("namespace", str),
     "maxBodyBytes": ("max_body_bytes", int),
+    "caBundleSync": ("cabundle_sync", bool),
 }
 _LOGGING_KEYS = {"format": ("log_format", str), "level": ("log_level", str)}
 _CONTROLLER_KEYS = {
@@ -125,6 +135,8 @@ _SAVEPOINT_KEYS = {
     "jobIdLabel": ("job_id_label", str),
     "storageOptions": ("storage_options", dict),
     "profiles": ("profiles", list),
+    "workLabels": ("work_labels", bool),
+    "workSavepoints": ("work_savepoints", bool),
 }
 LOG_FORMATS = ("auto", "json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error")

@@ -50,7 +50,8 @@ class RelayProcess:
     def start(self) -> None:
         # The admission tests want the webhook alone: a reconcile loop in every relay would act on the bindings of
         # the loop's own tests. Pass "--controllers-on" to keep it.
-        loop_flags = [] if "--controllers-on" in self.serve_args else ["--no-controllers"]
+        # The same for the caBundle updater: the tests register the webhooks with the caBundle they want.
+        loop_flags = ["--no-cabundle-sync"] + ([] if "--controllers-on" in self.serve_args else ["--no-controllers"])
         serve_args = [arg for arg in self.serve_args if arg != "--controllers-on"]
         command = [sys.executable, "-m", "relay.cli", "serve", "--port", str(self.port),
                    "--cert-dir", str(self.cert_dir), "--log-format", "json", *loop_flags, *serve_args]
