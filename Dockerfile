@@ -1,4 +1,4 @@
-# failover-relay: the admission webhook (and, later, the reconcile loop) as a small non-root image.
+# failover-relay: the admission webhook and the reconcile loop as a small non-root image.
 # Build: docker build -t failover-relay .
 FROM python:3.11-slim AS build
 WORKDIR /src
@@ -13,7 +13,10 @@ RUN python -m pip install --no-cache-dir --prefix=/install '.[s3]'
 FROM python:3.11-slim
 COPY --from=build /install /usr/local
 # A fixed numeric user, so `runAsNonRoot: true` can verify it without a passwd lookup.
-RUN useradd --uid 65532 --no-create-home --shell /usr/sbin/nologin relay
+# The state dir belongs to that user, so `docker run` without a volume can still create its cert dir there; in a
+# cluster an emptyDir is mounted over the cert dir and the root filesystem is read-only.
+RUN useradd --uid 65532 --no-create-home --shell /usr/sbin/nologin relay \
+    && install -d -o 65532 -g 65532 -m 0700 /var/run/failover-relay
 USER 65532:65532
 # The root filesystem may be read-only: certificates go to a mounted volume (an emptyDir or a Secret).
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 XDG_STATE_HOME=/var/run/failover-relay

@@ -1,0 +1,188 @@
+"""The install of manifests/: consistent with the code, accepted whole by a real apiserver (server-side dry run),
+and its RBAC grants the relay's service account exactly what the relay calls, checked by the real authorizer."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controllers.cabundle import DEFAULT_CONFIGURATION_NAME
+from controllers.manager import LoopSettings
+from relay.manifests import (
+    CONFIGURATION_NAME,
+    WebhookOptions,
+    render_webhook_configurations,
+    service_endpoint,
+)
+from tests.envtest import REPO_ROOT, ControlPlane
+
+MANIFESTS = REPO_ROOT / "manifests"
+DEPLOY = MANIFESTS / "deploy"
+NAMESPACE = "failover-relay"
+SERVICE_ACCOUNT = f"system:serviceaccount:{NAMESPACE}:failover-relay"
+
+
+def _documents(path: Path) -> list[dict[str, Any]]:
+    return [document for document in yaml.safe_load_all(path.read_text()) if document]
+
+
+def _install() -> list[dict[str, Any]]:
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    return [document for name in kustomization["resources"] for document in _documents(DEPLOY / name)]
+
+
+def _one(kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [d for d in _install() if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def _flags(container: dict[str, Any]) -> dict[str, str]:
+    return dict(arg[2:].split("=", 1) for arg in container["args"] if arg.startswith("--") and "=" in arg)
+
+
+def test_kustomization_lists_every_file_of_deploy() -> None:
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    files = sorted(path.name for path in DEPLOY.glob("*.yaml") if path.name != "kustomization.yaml")
+
+    assert sorted(kustomization["resources"]) == files
+    assert yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())["resources"] == ["deploy"]
+
+
+def test_webhook_configurations_are_the_rendered_ones_without_ca_bundle() -> None:
+    rendered = render_webhook_configurations(
+        WebhookOptions(service_endpoint("failover-relay", NAMESPACE), ca_bundle=None))
+
+    assert _documents(DEPLOY / "webhooks.yaml") == [d for d in yaml.safe_load_all(rendered) if d], (
+        "manifests/deploy/webhooks.yaml drifted from relay/manifests.py; re-render it (command in its header)")
+
+
+def test_names_agree_across_files_and_code() -> None:
+    deployment = _one("Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    flags = _flags(container)
+    service = _one("Service")
+    port = next(p for p in container["ports"] if p["name"] == "https")
+
+    # The certificate names what the apiserver dials: the Service the webhooks point at.
+    for configuration in (_one("ValidatingWebhookConfiguration"), _one("MutatingWebhookConfiguration")):
+        assert configuration["metadata"]["name"] == CONFIGURATION_NAME == DEFAULT_CONFIGURATION_NAME
+        for webhook in configuration["webhooks"]:
+            reference = webhook["clientConfig"]["service"]
+            assert (reference["name"], reference["namespace"], reference["port"]) == (
+                flags["service-name"], flags["namespace"], service["spec"]["ports"][0]["port"])
+            assert "caBundle" not in webhook["clientConfig"]
+    assert (service["metadata"]["name"], service["metadata"]["namespace"]) == (flags["service-name"], NAMESPACE)
+    assert service["spec"]["ports"][0]["targetPort"] == "https" and port["containerPort"] == int(flags["port"])
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert _one("PodDisruptionBudget")["spec"]["selector"] == deployment["spec"]["selector"]
+    # The cert dir is a writable volume (the root filesystem is read-only).
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    assert flags["cert-dir"] in mounts
+    # The Lease the loop takes is the one the Role names, in the pod's namespace.
+    lease_rule = next(r for r in _one("Role")["rules"] if r.get("resourceNames"))
+    assert lease_rule["resourceNames"] == [LoopSettings().lease_name]
+    assert any(e["name"] == "POD_NAMESPACE" and e["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+               for e in container["env"])
+
+
+def test_pod_is_hardened() -> None:
+    deployment = _one("Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+
+    assert deployment["spec"]["replicas"] == 2
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 65532
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert {container["readinessProbe"]["httpGet"]["scheme"], container["livenessProbe"]["httpGet"]["scheme"]} == {
+        "HTTPS"}
+    assert container["resources"]["requests"] and container["resources"]["limits"]
+    dockerfile = (REPO_ROOT / "Dockerfile").read_text()
+    assert re.search(r"^USER 65532(:65532)?$", dockerfile, re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def own_namespace(control_plane: ControlPlane) -> str:
+    """The relay's namespace, created for real: a dry run of the Namespace does not make the namespaced objects'
+    namespace exist, and the apiserver refuses objects in a namespace that does not."""
+    control_plane.kubectl("apply", "-f", str(DEPLOY / "namespace.yaml"))
+    return NAMESPACE
+
+
+@pytest.mark.envtest
+@pytest.mark.parametrize("mode", ["client-side", "server-side"])
+def test_whole_kustomization_is_accepted_by_the_apiserver(control_plane: ControlPlane, own_namespace: str,
+                                                          mode: str) -> None:
+    flags = ["--server-side", "--field-manager=failover-relay-install"] if mode == "server-side" else []
+    result = control_plane.kubectl("apply", *flags, "--dry-run=server", "-o", "name", "-k", str(MANIFESTS),
+                                   check=False)
+
+    assert result.returncode == 0, result.stderr
+    expected = {f"{d['kind'].lower()}/{d['metadata']['name']}" for d in _install()}
+    accepted = {re.sub(r"^([a-z]+)\.[^/]*/", r"\1/", line) for line in result.stdout.split()}
+    assert accepted == expected
+    # The namespace warns on anything below the "restricted" Pod Security Standard: the Deployment must not.
+    assert "Warning" not in result.stderr, result.stderr
+
+
+# (verb, resource, namespace or None) the relay calls: controllers/reconcilers.py, informer.py, leader.py,
+# events.py and cabundle.py.
+ALLOWED = [
+    *((verb, resource, None) for resource in ("resourcebindings.work.karmada.io",
+                                              "clusterresourcebindings.work.karmada.io")
+      for verb in ("get", "list", "watch", "patch")),
+    *((verb, "workloadrebalancers.apps.karmada.io", None)
+      for verb in ("get", "list", "watch", "create", "patch", "delete")),
+    ("patch", "workloadrebalancers.apps.karmada.io/status", None),
+    *((verb, "clusters.cluster.karmada.io", None) for verb in ("get", "list", "watch", "patch")),
+    *((verb, resource, None) for resource in ("propagationpolicies.policy.karmada.io",
+                                              "clusterpropagationpolicies.policy.karmada.io")
+      for verb in ("list", "watch")),
+    ("create", "events", "some-app"),
+    ("create", "events", "default"),
+    ("get", "validatingwebhookconfigurations/failover-relay", None),
+    ("patch", "mutatingwebhookconfigurations/failover-relay", None),
+    ("create", "leases.coordination.k8s.io", NAMESPACE),
+    ("get", "leases.coordination.k8s.io/failover-relay", NAMESPACE),
+    ("update", "leases.coordination.k8s.io/failover-relay", NAMESPACE),
+]
+DENIED = [
+    ("update", "resourcebindings.work.karmada.io", None),
+    ("delete", "resourcebindings.work.karmada.io", None),
+    ("delete", "clusters.cluster.karmada.io", None),
+    ("update", "workloadrebalancers.apps.karmada.io", None),
+    ("create", "propagationpolicies.policy.karmada.io", None),
+    ("get", "propagationpolicies.policy.karmada.io", None),
+    ("get", "secrets", NAMESPACE),
+    ("list", "pods", None),
+    ("patch", "validatingwebhookconfigurations/some-other-webhook", None),
+    ("delete", "validatingwebhookconfigurations/failover-relay", None),
+    ("update", "leases.coordination.k8s.io/kube-controller-manager", NAMESPACE),
+    ("create", "leases.coordination.k8s.io", "kube-system"),
+    ("patch", "events", "default"),
+]
+
+
+@pytest.mark.envtest
+def test_rbac_grants_what_the_relay_calls_and_nothing_more(control_plane: ControlPlane, own_namespace: str) -> None:
+    for name in ("serviceaccount.yaml", "rbac.yaml"):
+        control_plane.kubectl("apply", "-f", str(DEPLOY / name))
+
+    def can(verb: str, resource: str, namespace: str | None) -> bool:
+        scope = ["-n", namespace] if namespace else ["--all-namespaces"]
+        result = control_plane.kubectl("auth", "can-i", verb, resource, *scope, f"--as={SERVICE_ACCOUNT}",
+                                       check=False)
+        return result.stdout.strip() == "yes"
+
+    assert [call for call in ALLOWED if not can(*call)] == []
+    assert [call for call in DENIED if can(*call)] == []
