@@ -33,6 +33,14 @@ test: $(VENV)/.installed-test envtest-binaries
 test-unit: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -m 'not envtest' $(ARGS)
 
+## Benchmark us against kopf and a bare aiohttp ceiling (docs/benchmarks.md); installs wrk, h2load and kopf if missing.
+bench: $(VENV)/.installed-run
+	$(BIN)/python bench/run.py $(ARGS)
+
+## The same in under two minutes, as a smoke test: never fails on numbers.
+bench-quick: $(VENV)/.installed-run
+	$(BIN)/python bench/run.py --quick $(ARGS)
+
 envtest-binaries:
 	@if [ -z "$$KUBEBUILDER_ASSETS" ]; then bash hack/build-envtest.sh >/dev/null; fi
 
