@@ -32,7 +32,9 @@ def server_context(client_ca_file: Path | None = None) -> ssl.SSLContext:
     context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE | ssl.OP_NO_RENEGOTIATION
     if client_ca_file is not None:
         context.load_verify_locations(cafile=str(client_ca_file))
-        context.verify_mode = ssl.CERT_REQUIRED
+        # Optional at the TLS layer: a certificate that is presented must verify, and the HTTP layer refuses
+        # admissions that came without one (probes and the readiness self-dial carry none).
+        context.verify_mode = ssl.CERT_OPTIONAL
     return context
 
 

@@ -25,13 +25,16 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
 from certs.authority import KeyPair, generate_ca, generate_serving_certificate, serving_names
 
 CA_CERT_NAME = "ca.crt"
 CA_KEY_NAME = "ca.key"
+# The successor CA, staged in ca.crt one renewal window before it signs anything.
+NEXT_CA_CERT_NAME = "next-ca.crt"
+NEXT_CA_KEY_NAME = "next-ca.key"
 CERT_NAME = "tls.crt"
 KEY_NAME = "tls.key"
 
@@ -164,6 +167,8 @@ class _CertDir:
         self.root = root
         self.ca_cert = root / CA_CERT_NAME
         self.ca_key = root / CA_KEY_NAME
+        self.next_ca_cert = root / NEXT_CA_CERT_NAME
+        self.next_ca_key = root / NEXT_CA_KEY_NAME
         self.cert = root / CERT_NAME
         self.key = root / KEY_NAME
 
@@ -213,12 +218,28 @@ def _ensure_managed(
     ca_bundle = _read_own_ca_bundle(directory)
     ca = _read_own_key_pair(directory.ca_cert, directory.ca_key)
     if ca is None or _renewal_due(ca, now, renew_before):
-        ca = generate_ca(CA_COMMON_NAME, now, ca_valid_for)
-        still_trusted = [previous for previous in ca_bundle if previous.not_valid_after_utc > now]
+        # The staged next CA has been in ca.crt (and so in every caBundle) since it was made, a whole renewal window
+        # ago: switching the leaf to it fails no handshake. Without one (first start, or a server that was down
+        # for the whole window) a fresh CA is the only choice.
+        staged = _read_own_key_pair(directory.next_ca_cert, directory.next_ca_key)
+        ca = staged if staged is not None and not _renewal_due(staged, now, renew_before) else \
+            generate_ca(CA_COMMON_NAME, now, ca_valid_for)
+        # Key, bundle, then the staged files: a crash between any two leaves a mismatch that the next call repairs
+        # by promoting the still-present staged CA again.
         _write(directory.ca_key, ca.private_key_pem, _KEY_MODE)
-        _write(directory.ca_cert, ca.certificate_pem + _pem_of(still_trusted), _CERT_MODE)
+        _write_ca_bundle(directory, ca, ca_bundle, now)
+        _remove(directory.next_ca_cert, directory.next_ca_key)
         leaf = None
     else:
+        if now >= ca.not_after - 2 * renew_before and _read_own_key_pair(
+                directory.next_ca_cert, directory.next_ca_key) is None:
+            # Stage the successor one renewal window before it is needed, trusted but not yet used to sign, so the
+            # caBundle sync has long published it when the serving certificate moves to it (issue of gatekeeper
+            # #1045: x509 errors while the bundle lags behind the certificate).
+            successor = generate_ca(CA_COMMON_NAME, now, ca_valid_for)
+            _write(directory.next_ca_key, successor.private_key_pem, _KEY_MODE)
+            _write(directory.next_ca_cert, successor.certificate_pem, _CERT_MODE)
+            _write_ca_bundle(directory, ca, [*ca_bundle, successor.certificate], now)
         leaf = _read_own_key_pair(directory.cert, directory.key)
 
     renewed = leaf is None or not _reusable(leaf, ca, dns_names, ip_addresses, now, renew_before)
@@ -236,6 +257,20 @@ def _ensure_managed(
         managed=True,
         renewed=renewed,
     )
+
+
+def _write_ca_bundle(directory: _CertDir, ca: KeyPair, others: Sequence[x509.Certificate], now: datetime) -> None:
+    """ca.crt: the signing CA first (it is read back as the CA), then every other unexpired one, each once."""
+    current = ca.certificate
+    rest = [certificate for certificate in others if certificate.not_valid_after_utc > now and certificate != current]
+    unique = list({certificate.fingerprint(hashes.SHA256()): certificate for certificate in rest}.values())
+    _write(directory.ca_cert, ca.certificate_pem + _pem_of(unique), _CERT_MODE)
+
+
+def _remove(*paths: Path) -> None:
+    for path in paths:
+        with suppress(FileNotFoundError):
+            path.unlink()
 
 
 def _read_own_ca_bundle(directory: _CertDir) -> list[x509.Certificate]:

@@ -54,7 +54,7 @@ class RelayServer:
         self.grace_seconds = grace_seconds
         self.metrics = AdmissionMetrics()
         self.files = ensure_certificates(settings.cert_dir, settings.service_name, settings.namespace, now_utc())
-        self.tls = ReloadingSSLContext(self.files.cert_file, self.files.key_file)
+        self.tls = ReloadingSSLContext(self.files.cert_file, self.files.key_file, settings.client_ca_file)
         self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
         self.lookup_pool: LookupPool | None = None
         self.binding_pool: LookupPool | None = None
@@ -66,8 +66,8 @@ class RelayServer:
         self.readiness = Readiness(
             host=settings.host, port=settings.port, ca_file=self.files.ca_file,
             certificate_not_after=lambda: self.tls.not_after)
-        self.server = AdmissionServer(handlers, self.readiness, self.metrics,
-                                      settings.max_body_bytes)
+        self.server = AdmissionServer(handlers, self.readiness, self.metrics, settings.max_body_bytes,
+                                      require_client_certificate=settings.client_ca_file is not None)
         self.runner: web.AppRunner | None = None
         self.port = settings.port
 

@@ -83,6 +83,9 @@ class Settings:
     # Keep the caBundle of the webhook configurations named failover-relay in step with our CA (controllers/
     # cabundle.py) whenever cluster access is found; turn off where something else (cert-manager, GitOps) owns it.
     cabundle_sync: bool = True
+    # mTLS: verify the apiserver's client certificate against this CA (its --admission-control-config-file
+    # kubeConfigFile gives it one); admissions without a valid one get 401.
+    client_ca_file: Path | None = None
     savepoint: SavepointSettings = field(default_factory=SavepointSettings)
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
 
@@ -109,6 +112,7 @@ _SERVER_KEYS = {
     "namespace": ("namespace", str),
     "maxBodyBytes": ("max_body_bytes", int),
     "caBundleSync": ("cabundle_sync", bool),
+    "clientCAFile": ("client_ca_file", str),
 }
 _LOGGING_KEYS = {"format": ("log_format", str), "level": ("log_level", str)}
 _CONTROLLER_KEYS = {
@@ -161,8 +165,9 @@ def load_settings(path: Path | None) -> Settings:
     if unknown:
         raise SettingsError(f"config file {path}: unknown section(s) {', '.join(sorted(map(str, unknown)))}")
     top = _section(document, "server", _SERVER_KEYS) | _section(document, "logging", _LOGGING_KEYS)
-    if "cert_dir" in top:
-        top["cert_dir"] = Path(top["cert_dir"])
+    for key in ("cert_dir", "client_ca_file"):
+        if key in top:
+            top[key] = Path(top[key])
     savepoint = _section(document, "savepoint", _SAVEPOINT_KEYS)
     for key in ("layouts", "savepoint_layouts", "profiles"):
         if key in savepoint:

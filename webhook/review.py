@@ -70,6 +70,12 @@ class EmptyBody(ReviewError):
     pass
 
 
+class ClientCertificateRequired(ReviewError):
+    """mTLS is on and the caller presented no verified client certificate."""
+
+    status = 401
+
+
 class BodyTooLarge(ReviewError):
     status = 413
 

@@ -21,7 +21,7 @@ from webhook import responses
 from webhook.handlers import AdmissionHandlers, Outcome
 from webhook.health import Readiness
 from webhook.metrics import AdmissionMetrics
-from webhook.review import (AdmissionRequest, BodyTooLarge, MalformedReview, ReviewError, UnsupportedMediaType,
+from webhook.review import (AdmissionRequest, ClientCertificateRequired, BodyTooLarge, MalformedReview, ReviewError, UnsupportedMediaType,
                             parse_review)
 from webhook.serialize import dumps
 
@@ -75,12 +75,16 @@ class AdmissionServer:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         logger: Any = None,
         body_timeout: float = BODY_READ_TIMEOUT_SECONDS,
+        require_client_certificate: bool = False,
     ) -> None:
         self.handlers = handlers
         self.readiness = readiness
         self.metrics = metrics or AdmissionMetrics()
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
+        # mTLS: the TLS layer verifies any client certificate against the client CA (CERT_OPTIONAL, so the kubelet's
+        # probes and our own readiness dial need none); admissions without one are refused here.
+        self.require_client_certificate = require_client_certificate
         self.log = logger or structlog.get_logger("failover_relay.webhook")
 
     def application(self) -> web.Application:
@@ -104,6 +108,9 @@ class AdmissionServer:
         metrics = self.metrics
         metrics.in_flight.inc()
         try:
+            if self.require_client_certificate and not http.transport.get_extra_info("peercert"):
+                return self._bad_request(endpoint, ClientCertificateRequired(
+                    "a client certificate signed by the configured client CA is required"), started)
             try:
                 admission = self._parse(endpoint, await self._read_body(http))
             except ReviewError as error:

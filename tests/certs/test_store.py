@@ -388,3 +388,39 @@ def test_certificate_expiry_is_the_served_certificates(tmp_path):
 def test_certificate_expiry_of_a_missing_file_names_it(tmp_path):
     with pytest.raises(CertificateFilesInvalid, match="tls.crt: cannot read"):
         certificate_expiry(tmp_path / "tls.crt")
+
+
+def test_the_next_ca_is_trusted_a_renewal_window_before_it_signs(tmp_path):
+    """Issue 7: the new CA reaches the caBundle before the server switches to a certificate it signed."""
+    from datetime import datetime, timedelta, timezone
+
+    from cryptography import x509 as _x509
+
+    from certs.store import DEFAULT_CA_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
+
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    first = ensure_certificates(tmp_path, None, None, start)
+    first_ca = _x509.load_pem_x509_certificates((tmp_path / "ca.crt").read_bytes())[0]
+
+    staging = start + DEFAULT_CA_VALIDITY - 2 * DEFAULT_RENEW_BEFORE + timedelta(days=1)
+    staged = ensure_certificates(tmp_path, None, None, staging)
+    bundle = _x509.load_pem_x509_certificates((tmp_path / "ca.crt").read_bytes())
+    assert len(bundle) == 2 and bundle[0] == first_ca  # the old CA still signs; the successor is only trusted
+    successor = bundle[1]
+    assert (tmp_path / "next-ca.key").stat().st_mode & 0o077 == 0
+    leaf = _x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    assert leaf.issuer == first_ca.subject and staged.cert_file == first.cert_file
+    leaf.verify_directly_issued_by(first_ca)
+
+    # Staging again changes nothing.
+    before = (tmp_path / "ca.crt").read_bytes()
+    ensure_certificates(tmp_path, None, None, staging + timedelta(days=1))
+    assert (tmp_path / "ca.crt").read_bytes() == before
+
+    switch = start + DEFAULT_CA_VALIDITY - DEFAULT_RENEW_BEFORE + timedelta(hours=1)
+    renewed = ensure_certificates(tmp_path, None, None, switch)
+    assert renewed.renewed
+    bundle = _x509.load_pem_x509_certificates((tmp_path / "ca.crt").read_bytes())
+    assert bundle[0] == successor and first_ca in bundle  # the staged CA now signs; the old one stays trusted
+    _x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes()).verify_directly_issued_by(successor)
+    assert not (tmp_path / "next-ca.crt").exists() and not (tmp_path / "next-ca.key").exists()

@@ -213,3 +213,49 @@ async def test_certificate_names_cover_loopback_addresses(relay: RelayServer) ->
         _, writer = await asyncio.open_connection("127.0.0.1", relay.port, ssl=context,
                                                   server_hostname=server_hostname)
         writer.close()
+
+
+async def test_mtls_refuses_admissions_without_a_client_certificate(tmp_path: Path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    from certs.authority import generate_ca
+
+    now = datetime.now(timezone.utc)
+    client_ca = generate_ca("apiserver-client-ca", now, timedelta(days=1))
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")])
+    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(client_ca.certificate.subject)
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - timedelta(minutes=1)).not_valid_after(now + timedelta(hours=1))
+                   .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+                   .sign(client_ca.private_key, hashes.SHA256()))
+    (tmp_path / "client-ca.crt").write_bytes(client_ca.certificate_pem)
+    (tmp_path / "client.pem").write_bytes(
+        certificate.public_bytes(serialization.Encoding.PEM)
+        + key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()))
+    relay = RelayServer(Settings(port=0, cert_dir=tmp_path / "certs", client_ca_file=tmp_path / "client-ca.crt"))
+    await relay.start()
+    try:
+        review = admission_review(flink_policy())
+        anonymous = client_tls(relay.files.ca_file)  # type: ignore[arg-type]
+        with_certificate = client_tls(relay.files.ca_file)  # type: ignore[arg-type]
+        with_certificate.load_cert_chain(tmp_path / "client.pem")
+        url = relay.url.replace("127.0.0.1", "localhost")
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=anonymous)) as session:
+            async with session.post(f"{url}/validate", json=review) as response:
+                assert response.status == 401
+                assert "client certificate" in await response.text()
+            async with session.get(f"{url}/readyz") as response:
+                assert response.status == 200  # probes need no certificate
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=with_certificate)) as session:
+            async with session.post(f"{url}/validate", json=review) as response:
+                assert response.status == 200
+                assert (await response.json())["response"]["allowed"] is True
+    finally:
+        await relay.stop()
