@@ -2,13 +2,13 @@
 # Build: docker build -t failover-relay .
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY failover failover
 COPY webhook webhook
 COPY controllers controllers
 COPY certs certs
 COPY relay relay
-RUN python -m pip install --no-cache-dir --prefix=/install '.[s3]'
+RUN python -m pip install --no-cache-dir --prefix=/install -c constraints.txt '.[s3]'
 
 FROM python:3.11-slim
 COPY --from=build /install /usr/local

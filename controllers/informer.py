@@ -95,6 +95,8 @@ class Informer:
                 self._stopping.wait(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
             except (HTTPError, OSError, ValueError) as error:
+                if self._stopping.is_set():  # stop() cut the watch short: not a failure
+                    return
                 log.warning("watch_failed", resource=self.name, error=type(error).__name__, detail=str(error)[:300])
                 self._stopping.wait(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
@@ -105,7 +107,7 @@ class Informer:
 
     def _relist(self) -> str:
         listing = self._list()
-        fresh = {object_key(item): item for item in listing.get("items") or ()}
+        fresh = {object_key(item): _cached_form(item) for item in listing.get("items") or ()}
         gone = set(self.cache) - set(fresh)
         changed = [key for key, item in fresh.items() if _version(self.cache.get(key)) != _version(item)]
         self.cache = {**fresh}
@@ -137,7 +139,7 @@ class Informer:
                 if kind == "DELETED":
                     self.cache.pop(key, None)
                 else:
-                    self.cache[key] = obj
+                    self.cache[key] = _cached_form(obj)
                 self._notify(key)
         finally:
             self._watch = None
@@ -148,6 +150,14 @@ class Informer:
             self._loop.call_soon_threadsafe(self._on_change, key)
         except RuntimeError:  # the loop is closed: we are shutting down
             self._stopping.set()
+
+
+def _cached_form(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The object without metadata.managedFields: no decision reads them, and they are often half its size."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping) or "managedFields" not in metadata:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
 
 
 def _version(obj: Mapping[str, Any] | None) -> str | None:

@@ -72,6 +72,9 @@ class ReconcileLoop:
         self.settings = settings
         self.controller_metrics = ControllerMetrics(registry)
         self.reconcile_metrics = ReconcileMetrics(registry)
+        # Built before campaigning: the first CoreV1Api loads the client's large core module (about 1.3 s), which
+        # must not delay a new leader's first reconcile.
+        self.recorder = Recorder(EventRecorder(api_client, settings.identity))
         self.elector = LeaderElector(client.CoordinationV1Api(api_client), settings.lease_namespace,
                                      settings.lease_name, settings.identity)
 
@@ -83,7 +86,7 @@ class ReconcileLoop:
         settings, api = self.settings, self.api_client
         objects = {resource.kind: CustomObjects(api, resource) for resource in (
             RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS)}
-        recorder = Recorder(EventRecorder(api, settings.identity))
+        recorder = self.recorder
         decisions = settings.decisions
         loop = asyncio.get_running_loop()
 

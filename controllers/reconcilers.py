@@ -129,8 +129,9 @@ class BindingReconciler:
         if failover.patch:
             binding = with_identity(await asyncio.to_thread(
                 self.objects.patch, key, conditional(failover.patch, binding)), resource)
-            self.metrics.evictions.inc(len(failover.evicted))
-            log.info("clusters_evicted", kind=resource.kind, binding=key, clusters=list(failover.evicted))
+            if failover.evicted:  # most patches only start a cluster's unhealthy timer
+                self.metrics.evictions.inc(len(failover.evicted))
+                log.info("clusters_evicted", kind=resource.kind, binding=key, clusters=list(failover.evicted))
         await self.recorder.record(binding, failover.events)
 
         eviction = decide_graceful_eviction(binding, self.settings, now)

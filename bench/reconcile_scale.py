@@ -1,0 +1,435 @@
+"""Reconcile loop at scale: N ResourceBindings in a real kube-apiserver, the real `failover-relay controllers` process.
+
+    python bench/reconcile_scale.py                      # 10,000 bindings, 100 of them Unhealthy
+    python bench/reconcile_scale.py --quick              # 1,000 / 20, a few minutes
+    python bench/reconcile_scale.py --bindings 5000 --unhealthy 50 --toleration 30
+
+What it measures (issue 5, "a scale benchmark"):
+- creation: N bindings created, then their status written through the status subresource (Healthy, or Unhealthy for
+  M of them spread evenly over the names), by a thread pool sharing one `kubernetes` client;
+- the floor of the first pass: one LIST of all N bindings with the same client call the informer makes (best of 3);
+- time to first full reconcile: from spawning the controller process until `failover_relay_reconcile_total` of the
+  resourcebindings controller reaches N and every Unhealthy binding carries its unhealthy-since annotation (seen by a
+  watch in this process); the `caches_synced` log line and the Lease are timed on the way;
+- the delay between toleration expiry (annotation time + tolerationSeconds) and the eviction task: as written (the
+  task's creationTimestamp; both ends have one-second precision) and as observed by the watch;
+- steady CPU and RSS of the controller process over a quiet window once every eviction is written (utime+stime from
+  /proc/PID/stat; VmRSS and VmHWM from /proc/PID/status).
+
+Exit status is non-zero only when the harness fails (the control plane, the process, or a deadline), never because of
+a number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kubernetes import client, config, watch  # noqa: E402
+
+from controllers.kube import RESOURCE_BINDINGS  # noqa: E402
+from failover.application_failover import UNHEALTHY_SINCE_ANNOTATION  # noqa: E402
+from failover.decision import parse_time  # noqa: E402
+from tests.envtest import REPO_ROOT, ControlPlane, ensure_binaries, free_port  # noqa: E402
+
+NAMESPACE = "bench"
+CLUSTER = "member1"
+HEALTHY_TOLERATION_SECONDS = 300
+JOB_ID = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
+METRIC = "failover_relay_reconcile_total"
+CONTROLLER = RESOURCE_BINDINGS.plural
+POLL_SECONDS = 0.2
+FIRST_PASS_DEADLINE_SECONDS = 900.0
+# Evictions are due `toleration` after the stamp; allow generous slack on a loaded 2-core machine before giving up.
+EVICTION_SLACK_SECONDS = 180.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def binding(name: str, toleration: int) -> dict[str, Any]:
+    """The Flink binding of tests/e2e/test_reconcile_loop.py: one member cluster, statePreservation on the job id."""
+    return {
+        "apiVersion": RESOURCE_BINDINGS.api_version, "kind": RESOURCE_BINDINGS.kind,
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "propagateDeps": True,
+            "resource": {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "name": name,
+                         "namespace": NAMESPACE},
+            "clusters": [{"name": CLUSTER, "replicas": 1}],
+            "failover": {"application": {
+                "decisionConditions": {"tolerationSeconds": toleration},
+                "purgeMode": "Directly",
+                "statePreservation": {"rules": [{"aliasLabelName": "application.karmada.io/failover-jobid",
+                                                 "jsonPath": "{ .jobStatus.jobId }"}]}}},
+        },
+    }
+
+
+def status(health: str) -> dict[str, Any]:
+    return {"status": {"schedulerObservedGeneration": 1, "aggregatedStatus": [
+        {"clusterName": CLUSTER, "applied": True, "health": health,
+         "status": {"jobStatus": {"jobId": JOB_ID, "state": "FAILING" if health == "Unhealthy" else "RUNNING"}}}]}}
+
+
+def api_client(kubeconfig: Path, pool: int) -> client.ApiClient:
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    configuration.connection_pool_maxsize = pool  # one connection per creating thread
+    return client.ApiClient(configuration)
+
+
+def create_bindings(api: client.ApiClient, count: int, unhealthy: set[int], toleration: int,
+                    threads: int) -> float:
+    objects = client.CustomObjectsApi(api)
+    r = RESOURCE_BINDINGS
+
+    def create(index: int) -> None:
+        name = f"job-{index:05d}"
+        bad = index in unhealthy
+        objects.create_namespaced_custom_object(r.group, r.version, NAMESPACE, r.plural,
+                                                binding(name, toleration if bad else HEALTHY_TOLERATION_SECONDS))
+        objects.patch_namespaced_custom_object_status(r.group, r.version, NAMESPACE, r.plural, name,
+                                                      status("Unhealthy" if bad else "Healthy"))
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(threads) as pool:
+        for done, _ in enumerate(pool.map(create, range(count)), 1):
+            if done % 1000 == 0:
+                print(f"  created {done}/{count} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+    return time.monotonic() - started
+
+
+def list_floor(api: client.ApiClient, expected: int) -> tuple[float, str]:
+    """Best of three LISTs of every binding, as the informer's first list; and the last list's resourceVersion."""
+    objects = CustomObjectsList(api)
+    best, version = float("inf"), ""
+    for _ in range(3):
+        started = time.perf_counter()
+        listing = objects()
+        best = min(best, time.perf_counter() - started)
+        if len(listing["items"]) != expected:
+            raise RuntimeError(f"LIST returned {len(listing['items'])} bindings, expected {expected}")
+        version = listing["metadata"]["resourceVersion"]
+    return best, version
+
+
+class CustomObjectsList:
+    def __init__(self, api: client.ApiClient) -> None:
+        self.api = client.CustomObjectsApi(api)
+
+    def __call__(self, **kwargs: Any) -> Any:
+        r = RESOURCE_BINDINGS
+        return self.api.list_cluster_custom_object(r.group, r.version, r.plural, **kwargs)
+
+
+class BindingWatch:
+    """Watches the bindings from a resourceVersion and notes, per Unhealthy binding, when the stamp and the eviction
+    task were first seen (wall clock) and what they said."""
+
+    def __init__(self, api: client.ApiClient, resource_version: str, watched: set[str]) -> None:
+        self.list = CustomObjectsList(api)
+        self.resource_version = resource_version
+        self.watched = watched
+        self.stamp: dict[str, tuple[float, str]] = {}  # name -> (seen at, annotation value)
+        self.eviction: dict[str, tuple[float, dict[str, Any]]] = {}  # name -> (seen at, task)
+        self.unexpected: list[str] = []  # evictions of bindings that were Healthy
+        self.error: BaseException | None = None
+        self._watch = watch.Watch()
+        self._thread = threading.Thread(target=self._run, name="bench-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._watch.stop()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                for event in self._watch.stream(self.list, resource_version=self.resource_version,
+                                                timeout_seconds=600, allow_watch_bookmarks=True):
+                    self._seen(event["object"], time.time())
+                if self._watch._stop:  # stopped by us, not by the server's timeout
+                    return
+        except BaseException as error:  # surfaced by the main thread
+            self.error = error
+
+    def _seen(self, obj: dict[str, Any], at: float) -> None:
+        metadata = obj.get("metadata") or {}
+        self.resource_version = metadata.get("resourceVersion") or self.resource_version
+        name = metadata.get("name", "")
+        since = (metadata.get("annotations") or {}).get(UNHEALTHY_SINCE_ANNOTATION)
+        tasks = (obj.get("spec") or {}).get("gracefulEvictionTasks") or []
+        if since and name not in self.stamp:
+            self.stamp[name] = (at, since)
+        if tasks and name not in self.eviction:
+            if name not in self.watched:
+                self.unexpected.append(name)
+            self.eviction[name] = (at, tasks[0])
+
+
+class ControllerProcess:
+    def __init__(self, kubeconfig: Path, log: Path) -> None:
+        self.port = free_port()
+        self.log = log
+        command = [sys.executable, "-m", "relay.cli", "controllers", "--kubeconfig", str(kubeconfig),
+                   "--lease-namespace", "default", "--metrics-address", f"127.0.0.1:{self.port}",
+                   "--log-format", "json"]
+        env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+        self.started = time.monotonic()
+        with log.open("ab") as out:
+            self.process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                            stderr=subprocess.STDOUT)
+
+    def alive(self) -> None:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"controllers exited with {self.process.returncode}; log tail:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def reconciles(self) -> float:
+        """Sum over results of the resourcebindings reconciles; 0 while /metrics does not answer yet."""
+        try:
+            with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
+                    f"http://127.0.0.1:{self.port}/metrics", timeout=5) as response:
+                text = response.read().decode()
+        except OSError:
+            return 0.0
+        pattern = re.compile(rf'^{METRIC}{{controller="{CONTROLLER}",result="[^"]+"}} ([0-9.e+]+)$', re.M)
+        return sum(float(value) for value in pattern.findall(text))
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14, 15 of stat)
+
+    def memory_mib(self) -> dict[str, float]:
+        values = {}
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                values[key] = int(rest.split()[0]) / 1024
+        return values
+
+    def log_has(self, event: str) -> bool:
+        return f'"event": "{event}"' in self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered) + 0.5) - 1))]
+
+
+def distribution(values: list[float]) -> str:
+    if not values:
+        return "n/a | n/a | n/a"
+    return " | ".join(f"{v:.2f}" for v in (percentile(values, 0.5), percentile(values, 0.95), max(values)))
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    memory = int(Path("/proc/meminfo").read_text().split()[1]) / 1024 / 1024
+    return (f"{os.cpu_count()} CPU {cpu}, {memory:.1f} GiB, kernel {platform.release()}, "
+            f"CPython {platform.python_version()}")
+
+
+def run(args: argparse.Namespace) -> int:
+    count, bad_count, toleration = args.bindings, args.unhealthy, args.toleration
+    if not 0 <= bad_count <= count:
+        print("--unhealthy must be between 0 and --bindings", file=sys.stderr)
+        return 2
+    step = count / bad_count if bad_count else 0
+    unhealthy = {int(i * step) for i in range(bad_count)}
+    unhealthy_names = {f"job-{index:05d}" for index in unhealthy}
+    results: dict[str, Any] = {"bindings": count, "unhealthy": bad_count, "toleration_seconds": toleration,
+                               "machine": machine()}
+    workdir = Path(tempfile.mkdtemp(prefix="reconcile-scale-"))
+    print(f"work directory: {workdir}", file=sys.stderr)
+
+    with ControlPlane(ensure_binaries()) as plane:
+        plane.apply_crds(REPO_ROOT / "manifests" / "crds")
+        api = api_client(plane.kubeconfig_path, args.threads)
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
+        print(f"creating {count} bindings ({bad_count} Unhealthy) with {args.threads} threads", file=sys.stderr)
+        results["create_seconds"] = create_bindings(api, count, unhealthy, toleration, args.threads)
+        results["list_floor_seconds"], version = list_floor(api, count)
+
+        observer = BindingWatch(api, version, unhealthy_names)
+        observer.start()
+        controller = ControllerProcess(plane.kubeconfig_path, workdir / "controllers.log")
+        try:
+            measure(controller, observer, results, count, unhealthy_names, toleration, args.steady_seconds)
+        finally:
+            controller.stop()
+            observer.stop()
+            results["controller_log"] = str(controller.log)
+    report(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def measure(controller: ControllerProcess, observer: BindingWatch, results: dict[str, Any], count: int,
+            unhealthy: set[str], toleration: int, steady_seconds: float) -> None:
+    started = controller.started
+    marks: dict[str, float] = {}
+    deadline = started + FIRST_PASS_DEADLINE_SECONDS
+    while True:
+        controller.alive()
+        if observer.error is not None:
+            raise RuntimeError(f"watch failed: {observer.error!r}")
+        now = time.monotonic()
+        if "baseline_mib" not in results and controller.log_has("controllers_serving_metrics"):
+            results["baseline_mib"] = controller.memory_mib()  # imports done, no informer started yet
+        if "lease" not in marks and controller.log_has("controllers_starting"):
+            marks["lease"] = now
+        if "synced" not in marks and controller.log_has("caches_synced"):
+            marks["synced"] = now
+        reconciles = controller.reconciles()
+        if "reconciled" not in marks and reconciles >= count:
+            marks["reconciled"] = now
+        if "stamped" not in marks and unhealthy <= set(observer.stamp):
+            marks["stamped"] = now
+        if "reconciled" in marks and "stamped" in marks:
+            break
+        if now > deadline:
+            raise RuntimeError(f"first pass incomplete after {FIRST_PASS_DEADLINE_SECONDS:.0f} s: {reconciles:.0f} "
+                               f"reconciles, {len(observer.stamp)}/{len(unhealthy)} stamped")
+        time.sleep(POLL_SECONDS)
+    first_pass_done = max(marks["reconciled"], marks["stamped"])
+    results["first_pass"] = {name: at - started for name, at in marks.items()}
+    results["first_pass_seconds"] = first_pass_done - started
+    results["first_pass_cpu_seconds"] = controller.cpu_seconds()
+    results["after_first_pass_mib"] = controller.memory_mib()
+    print(f"first full reconcile after {results['first_pass_seconds']:.1f} s", file=sys.stderr)
+
+    # Evictions: due `toleration` after each stamp.
+    deadline = time.monotonic() + toleration + EVICTION_SLACK_SECONDS
+    while not unhealthy <= set(observer.eviction):
+        controller.alive()
+        if observer.error is not None:
+            raise RuntimeError(f"watch failed: {observer.error!r}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {len(observer.eviction)}/{len(unhealthy)} evictions after the toleration "
+                               f"plus {EVICTION_SLACK_SECONDS:.0f} s")
+        time.sleep(POLL_SECONDS)
+    results["evictions_done_seconds"] = time.monotonic() - started
+    results["unexpected_evictions"] = list(observer.unexpected)
+    results["delays"] = delays(observer, unhealthy, toleration)
+
+    # Steady state: 30 s without changes, every binding cached, the evicted ones waiting for their task's end.
+    time.sleep(2)  # let the events and the last reconciles of the eviction writes finish
+    cpu_before, wall_before = controller.cpu_seconds(), time.monotonic()
+    time.sleep(steady_seconds)
+    cpu = controller.cpu_seconds() - cpu_before
+    wall = time.monotonic() - wall_before
+    results["steady"] = {"seconds": wall, "cpu_seconds": cpu, "cpu_percent": 100 * cpu / wall,
+                         **controller.memory_mib(), "reconciles_total": controller.reconciles()}
+
+
+def delays(observer: BindingWatch, unhealthy: set[str], toleration: int) -> dict[str, list[float]]:
+    written, observed, stamp_to_eviction = [], [], []
+    for name in sorted(unhealthy):
+        stamp_seen, since_raw = observer.stamp[name]
+        eviction_seen, task = observer.eviction[name]
+        since = parse_time(json.loads(since_raw)[CLUSTER])
+        created = parse_time(task.get("creationTimestamp"))
+        if since is None or created is None:
+            raise RuntimeError(f"{name}: unreadable stamp {since_raw!r} or task {task!r}")
+        expiry = since + timedelta(seconds=toleration)
+        written.append((created - expiry).total_seconds())
+        observed.append(eviction_seen - expiry.timestamp())
+        stamp_to_eviction.append(eviction_seen - stamp_seen - toleration)
+    return {"written": written, "observed": observed, "stamp_to_eviction": stamp_to_eviction}
+
+
+def report(results: dict[str, Any]) -> None:
+    first = results["first_pass"]
+    floor = results["list_floor_seconds"]
+    steady = results["steady"]
+    after = results["after_first_pass_mib"]
+    d = results["delays"]
+    count = results["bindings"]
+    print(f"\nMachine: {results['machine']}")
+    print(f"{count} bindings ({results['unhealthy']} Unhealthy with tolerationSeconds "
+          f"{results['toleration_seconds']}, the rest Healthy with {HEALTHY_TOLERATION_SECONDS})\n")
+    print("| step | seconds |")
+    print("|---|---|")
+    print(f"| create {count} bindings + their status (2 requests each) | {results['create_seconds']:.1f} "
+          f"({2 * count / results['create_seconds']:.0f} requests/s) |")
+    print(f"| floor: one LIST of all {count} with the client (best of 3) | {floor:.2f} |")
+    print(f"| controller start → Lease held (`controllers_starting`) | {first.get('lease', float('nan')):.2f} |")
+    print(f"| controller start → `caches_synced` | {first.get('synced', float('nan')):.2f} |")
+    print(f"| controller start → {count} reconciles | {first['reconciled']:.2f} |")
+    print(f"| controller start → every Unhealthy binding stamped | {first['stamped']:.2f} |")
+    print(f"| **first full reconcile** (both of the above) | **{results['first_pass_seconds']:.2f}** "
+          f"({results['first_pass_seconds'] / floor:.1f}× the LIST floor) |")
+    print(f"| CPU used by the controller until then | {results['first_pass_cpu_seconds']:.2f} |")
+    print(f"| controller start → every eviction observed | {results['evictions_done_seconds']:.2f} |\n")
+    print("| controller process | value |")
+    print("|---|---|")
+    print(f"| RSS before the informers start (`controllers_serving_metrics`) | "
+          f"{results.get('baseline_mib', {}).get('VmRSS', 0):.0f} MiB |")
+    print(f"| RSS after the first pass | {after.get('VmRSS', 0):.0f} MiB |")
+    print(f"| steady CPU over {steady['seconds']:.0f} s after the evictions | {steady['cpu_percent']:.2f} % of one "
+          f"core ({steady['cpu_seconds']:.2f} s) |")
+    print(f"| steady RSS / peak RSS (VmHWM) | {steady.get('VmRSS', 0):.0f} MiB / {steady.get('VmHWM', 0):.0f} MiB |")
+    per_binding = 1024 * (steady.get("VmRSS", 0) - results.get("baseline_mib", {}).get("VmRSS", 0)) / count
+    print(f"| RSS per cached binding ((steady − before informers) / N) | {per_binding:.1f} KiB |\n")
+    print(f"Delay from toleration expiry to the eviction ({results['unhealthy']} bindings), seconds:\n")
+    print("| measure | p50 | p95 | max | bound |")
+    print("|---|---|---|---|---|")
+    print(f"| task creationTimestamp − (annotation + toleration) | {distribution(d['written'])} | 1 s timestamp "
+          f"precision (both ends truncated) |")
+    print(f"| observed by a watch − (annotation + toleration) | {distribution(d['observed'])} | < 1 s annotation "
+          f"truncation + write + watch latency |")
+    print(f"| (eviction seen − stamp seen) − toleration | {distribution(d['stamp_to_eviction'])} | > −1 s: the "
+          f"timer counts from the truncated annotation |")
+    if results["unexpected_evictions"]:
+        print(f"\nUNEXPECTED: Healthy bindings evicted: {results['unexpected_evictions'][:10]}")
+    print(f"\ncontroller log: {results['controller_log']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bindings", type=int, default=10_000, help="ResourceBindings to create (default 10000)")
+    parser.add_argument("--unhealthy", type=int, default=100, help="how many of them are Unhealthy (default 100)")
+    parser.add_argument("--toleration", type=int, default=30, help="tolerationSeconds of the Unhealthy ones")
+    parser.add_argument("--steady-seconds", type=float, default=30.0, help="quiet window for CPU (default 30)")
+    parser.add_argument("--threads", type=int, default=12, help="creating threads (default 12)")
+    parser.add_argument("--quick", action="store_true", help="1,000 bindings, 20 Unhealthy")
+    parser.add_argument("--json", type=Path, help="also write the raw results here")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.bindings, args.unhealthy = 1_000, 20
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
