@@ -7,7 +7,7 @@
 # etcd comes from Debian's etcd-server package (3.4.23 is known to work with kube-apiserver v1.36); without apt it is
 # built from go.etcd.io/etcd/server/v3 instead.
 #
-# Usage: bash hack/build-envtest.sh [--with-controller-manager]
+# Usage: bash hack/build-envtest.sh [--with-controller-manager] [--with-kubectl]
 # Output: the binaries in ${XDG_CACHE_HOME:-$HOME/.cache}/failover-relay/envtest/<k8s-version>/; that directory is
 # printed as the last line of stdout. Point KUBEBUILDER_ASSETS at it, or let tests/envtest.py find it.
 #
@@ -23,9 +23,11 @@ STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 ETCD_FALLBACK_VERSION="v3.5.35"
 
 with_controller_manager=false
+with_kubectl=false
 for arg in "$@"; do
   case "$arg" in
     --with-controller-manager) with_controller_manager=true ;;
+    --with-kubectl) with_kubectl=true ;;
     -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
@@ -35,6 +37,10 @@ cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/failover-relay/envtest/${K8S_VERSION}
 wanted=(etcd kube-apiserver)
 if [[ "$with_controller_manager" == true ]]; then
   wanted+=(kube-controller-manager)
+fi
+# For machines without kubectl: the end-to-end tests apply objects with it (.ci/run asks for it when it is missing).
+if [[ "$with_kubectl" == true ]]; then
+  wanted+=(kubectl)
 fi
 
 find_missing() {
@@ -137,6 +143,9 @@ build_kubernetes() {
   if need kube-controller-manager; then
     commands+=(k8s.io/kubernetes/cmd/kube-controller-manager)
   fi
+  if need kubectl; then
+    commands+=(k8s.io/kubernetes/cmd/kubectl)
+  fi
   log "downloading the module graph"
   go get "${commands[@]/%/@$K8S_VERSION}" >&2
 
@@ -191,7 +200,7 @@ started=$SECONDS
 if need etcd; then
   install_etcd
 fi
-if need kube-apiserver || need kube-controller-manager; then
+if need kube-apiserver || need kube-controller-manager || need kubectl; then
   build_kubernetes
 fi
 log "done in $((SECONDS - started)) s"
