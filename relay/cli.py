@@ -40,6 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="serve the webhook only, even when a kubeconfig or in-cluster config is found")
     serve.add_argument("--client-ca-file", type=Path,
                        help="mTLS: admissions must present a client certificate signed by this CA (the apiserver's)")
+    serve.add_argument("--drain-seconds", type=float,
+                       help="on SIGTERM, keep serving this long after turning unready (default 5 in a cluster, 0 outside)")
+    serve.add_argument("--grace-seconds", type=float,
+                       help="then give in-flight reviews up to this long to finish (default 10)")
     serve.add_argument("--no-cabundle-sync", action="store_true",
                        help="never write the caBundle of the webhook configurations (cert-manager or GitOps owns it)")
 
@@ -160,7 +164,8 @@ def _serve(args: argparse.Namespace) -> int:
             host=args.host, port=args.port, cert_dir=args.cert_dir, service_name=args.service_name,
             namespace=args.namespace, max_body_bytes=args.max_body_bytes, log_format=args.log_format,
             log_level=args.log_level, cabundle_sync=False if args.no_cabundle_sync else None,
-            client_ca_file=args.client_ca_file).with_savepoint_overrides(
+            client_ca_file=args.client_ca_file, drain_seconds=args.drain_seconds,
+            grace_seconds=args.grace_seconds).with_savepoint_overrides(
             checkpoint_root=args.checkpoint_root, failure_mode=args.savepoint_failure_mode).with_controller_overrides(
             **_controller_overrides(args, "off" if args.no_controllers else None))
         check_settings(settings)

@@ -143,7 +143,8 @@ class RelayServer:
 
 
 async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -> None:
-    relay = RelayServer(settings, handlers)
+    relay = RelayServer(settings, handlers, drain_seconds=settings.drain_seconds,
+                        grace_seconds=settings.grace_seconds)
     await relay.start()
     # Everything allocated at start-up (modules, settings, the SSL context) is long-lived: move it out of the
     # cyclic GC's generations so full collections stay short on the request path.

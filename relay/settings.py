@@ -86,6 +86,10 @@ class Settings:
     # mTLS: verify the apiserver's client certificate against this CA (its --admission-control-config-file
     # kubeConfigFile gives it one); admissions without a valid one get 401.
     client_ca_file: Path | None = None
+    # Shutdown: keep serving this long after turning unready (None: 5 s in a cluster, 0 outside), then give
+    # in-flight reviews up to grace_seconds. Their sum must fit in the Pod's terminationGracePeriodSeconds.
+    drain_seconds: float | None = None
+    grace_seconds: float = 10.0
     savepoint: SavepointSettings = field(default_factory=SavepointSettings)
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
 
@@ -113,6 +117,8 @@ _SERVER_KEYS = {
     "maxBodyBytes": ("max_body_bytes", int),
     "caBundleSync": ("cabundle_sync", bool),
     "clientCAFile": ("client_ca_file", str),
+    "drainSeconds": ("drain_seconds", (int, float)),
+    "graceSeconds": ("grace_seconds", (int, float)),
 }
 _LOGGING_KEYS = {"format": ("log_format", str), "level": ("log_level", str)}
 _CONTROLLER_KEYS = {
@@ -182,6 +188,10 @@ def load_settings(path: Path | None) -> Settings:
 def check_settings(settings: Settings) -> None:
     """Cross-field checks shared by the file and the flags."""
     _check_controller_settings(settings.controllers)
+    if settings.drain_seconds is not None and not 0 <= settings.drain_seconds <= 60:
+        raise SettingsError("drainSeconds must be between 0 and 60")
+    if not 0 < settings.grace_seconds <= 60:
+        raise SettingsError("graceSeconds must be more than 0 and at most 60")
     if not 0 <= settings.port < 65536:  # 0: any free port (tests, benchmarks)
         raise SettingsError(f"port {settings.port} is out of range 0-65535")
     if settings.max_body_bytes < 1024:

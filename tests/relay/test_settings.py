@@ -1,0 +1,111 @@
+"""The config file: every section read, unknown keys and wrong types refused with the key's name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from relay.settings import Settings, SettingsError, check_settings, load_settings
+
+FULL = """\
+server:
+  host: 0.0.0.0
+  port: 8443
+  certDir: /var/run/failover-relay/certs
+  serviceName: failover-relay
+  namespace: failover-relay
+  maxBodyBytes: 2097152
+  caBundleSync: false
+  clientCAFile: /etc/failover-relay/client-ca.crt
+  drainSeconds: 2
+  graceSeconds: 4.5
+logging:
+  format: json
+  level: debug
+savepoint:
+  checkpointRoot: s3://flink/checkpoints
+  failureMode: closed
+  lookupDeadlineSeconds: 1.5
+controllers:
+  mode: "on"
+  kubeconfig: /etc/karmada/kubeconfig
+  leaseNamespace: karmada-system
+  workers: 4
+  purgeModeSpelling: legacy
+  gracefulEvictionTimeoutSeconds: 120
+  stateWaitSeconds: 30
+  failback: true
+  failbackSettleSeconds: 60
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "relay.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_no_file_gives_the_defaults() -> None:
+    settings = load_settings(None)
+    assert (settings.port, settings.log_format, settings.cabundle_sync) == (9443, "auto", True)
+    assert settings.controllers.mode == "auto" and settings.controllers.failback is False
+    assert settings.drain_seconds is None and settings.grace_seconds == 10.0
+
+
+def test_every_section_is_read(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, FULL))
+    assert settings.host == "0.0.0.0" and settings.port == 8443
+    assert settings.cert_dir == Path("/var/run/failover-relay/certs")
+    assert settings.client_ca_file == Path("/etc/failover-relay/client-ca.crt")
+    assert settings.cabundle_sync is False
+    assert (settings.drain_seconds, settings.grace_seconds) == (2, 4.5)
+    assert (settings.log_format, settings.log_level) == ("json", "debug")
+    assert settings.savepoint.checkpoint_root == "s3://flink/checkpoints"
+    assert settings.savepoint.failure_mode == "closed"
+    controllers = settings.controllers
+    assert (controllers.mode, controllers.kubeconfig, controllers.lease_namespace) == (
+        "on", "/etc/karmada/kubeconfig", "karmada-system")
+    assert (controllers.workers, controllers.purge_mode_spelling, controllers.failback) == (4, "legacy", True)
+    assert (controllers.graceful_eviction_timeout_seconds, controllers.state_wait_seconds,
+            controllers.failback_settle_seconds) == (120, 30, 60)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("server:\n  prot: 1\n", "server.prot: unknown setting"),
+        ("server:\n  port: seventy\n", "server.port: wrong type str"),
+        ("server:\n  port: 70000\n", "port 70000 is out of range"),
+        ("server:\n  graceSeconds: 0\n", "graceSeconds must be more than 0"),
+        ("server:\n  drainSeconds: 600\n", "drainSeconds must be between 0 and 60"),
+        ("controllers:\n  mode: off\n", "quote it"),
+        ("controllers:\n  mode: sometimes\n", "controllers.mode 'sometimes'"),
+        ("controllers:\n  failback: 1\n", "controllers.failback: wrong type int"),
+        ("controllers:\n  workers: 0\n", "workers must be between 1 and 64"),
+        ("controllers:\n  purgeModeSpelling: old\n", "use new (Karmada v1.15+) or legacy"),
+        ("controllers:\n  stateWaitSeconds: -1\n", "stateWaitSeconds must be 0 or more"),
+        ("webhooks: {}\n", "unknown section(s) webhooks"),
+        ("- a list\n", "must be a mapping"),
+        ("server: [\n", "is not valid YAML"),
+        ("server:\n  serviceName: relay\n", "serviceName and namespace go together"),
+    ],
+)
+def test_bad_settings_name_the_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_settings(write(tmp_path, text))
+    assert message in str(raised.value)
+
+
+def test_flags_override_the_file_and_are_checked_again(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, FULL)).with_overrides(port=9000, grace_seconds=None)
+    assert settings.port == 9000 and settings.grace_seconds == 4.5
+    settings = settings.with_controller_overrides(mode="off", kubeconfig=None)
+    assert settings.controllers.mode == "off" and settings.controllers.kubeconfig == "/etc/karmada/kubeconfig"
+    with pytest.raises(SettingsError):
+        check_settings(Settings(grace_seconds=-1))
+
+
+def test_a_missing_file_is_a_settings_error(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="cannot read config file"):
+        load_settings(tmp_path / "absent.yaml")
