@@ -37,6 +37,10 @@ class AdmissionMetrics:
             "Savepoint injections by outcome: found, not-found, timeout, storage-error, invalid-job-id, "
             "carried-forward (UPDATE keeping the path set at CREATE).",
             ("outcome",), registry=self.registry)
+        self.work_labels = Counter(
+            "failover_relay_work_labels_total",
+            "Work admissions of the preserved-state mutation, by outcome (labelled, unchanged, not-applicable, "
+            "binding-unreadable).", ("outcome",), registry=self.registry)
         self.certificate_expiry = Gauge(
             "failover_relay_certificate_expiry_timestamp_seconds",
             "Unix time at which the serving certificate expires.", registry=self.registry)

@@ -75,21 +75,22 @@ class WorkMutator:
             return ALLOWED
         ref, problem = owning_binding(work)
         if ref is None:
-            return _fail_open(request, problem) if problem else ALLOWED
+            return self._fail_open(request, problem) if problem else ALLOWED
         started = time.perf_counter()
         try:
             binding = await asyncio.wait_for(
                 asyncio.shield(self.executor.submit(self.read_binding, ref, self.deadline)), self.deadline)
         except TimeoutError:
-            return _fail_open(request, f"reading {ref} timed out after {self.deadline:g}s")
+            return self._fail_open(request, f"reading {ref} timed out after {self.deadline:g}s")
         except Exception as error:  # any client failure: connection, permission, a bad answer
-            return _fail_open(request, f"cannot read {ref}: {_describe(error)}")
+            return self._fail_open(request, f"cannot read {ref}: {_describe(error)}")
         if not isinstance(binding, Mapping):
-            return _fail_open(request, f"{ref} not found")
+            return self._fail_open(request, f"{ref} not found")
         plan = plan_work_labels(work, binding, namespace)
         verdict = plan.verdict()
         if plan.labels and self.savepoints:
             verdict = verdict.merged(await self._savepoints(request, work, plan.labels))
+        self._count("labelled" if verdict.patch else "unchanged" if plan.labels else "not-applicable")
         log.info("preserved_state", object=request.display_name, operation=request.operation,
                  dry_run=request.dry_run, binding=str(ref), source=plan.source or None,
                  labels=sorted(plan.labels), reason=plan.reason or None, patched=bool(verdict.patch),
@@ -133,6 +134,15 @@ class WorkMutator:
             log.info("savepoint_lookup", object=request.display_name, manifest=index, outcome=outcome,
                      path=result.path, reason=result.reason or None, failure_mode=mutator.failure_mode)
         return verdict
+
+
+    def _count(self, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.work_labels.labels(outcome).inc()
+
+    def _fail_open(self, request: AdmissionRequest, reason: str) -> Verdict:
+        self._count("binding-unreadable")
+        return _fail_open(request, reason)
 
 
 def _fail_open(request: AdmissionRequest, reason: str) -> Verdict:

@@ -95,6 +95,12 @@ class RelayProcess:
         return sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
                    if line.startswith(prefix) and selector in line)
 
+    def metric(self, sample: str) -> float:
+        """The value of one sample of this relay's /metrics (`name{labels}` exactly as exposed), 0 when absent."""
+        status, body = self._get("/metrics")
+        values = [float(line.rsplit(" ", 1)[1]) for line in body.splitlines() if line.startswith(sample + " ")]
+        return values[0] if status == 200 and values else 0.0
+
     def manifests(self, *extra_args: str) -> str:
         """The webhook configurations for this relay, rendered by the real CLI."""
         result = subprocess.run(

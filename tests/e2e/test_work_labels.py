@@ -62,8 +62,10 @@ def stored_manifest(control_plane: ControlPlane, name: str, cluster: str) -> dic
 
 @pytest.mark.usefixtures("webhooks")
 def test_work_for_the_single_new_cluster_gets_the_preserved_labels(
-    control_plane: ControlPlane, namespace: str, cluster: str
+    control_plane: ControlPlane, namespace: str, cluster: str, relay: RelayProcess
 ) -> None:
+    labelled = 'failover_relay_work_labels_total{outcome="labelled"}'
+    before = relay.metric(labelled)
     assert apply(control_plane, failed_over_binding("job", namespace, cluster)).returncode == 0
 
     result = apply(control_plane, rendered_work("job", namespace, cluster))
@@ -72,6 +74,7 @@ def test_work_for_the_single_new_cluster_gets_the_preserved_labels(
     assert warnings_of(result) == []
     labels = stored_manifest(control_plane, "job", cluster)["metadata"]["labels"]
     assert labels == {"app": "job", DEFAULT_JOB_ID_LABEL: JOB_ID}
+    assert relay.metric(labelled) == before + 1
 
 
 @pytest.mark.usefixtures("webhooks")
