@@ -21,7 +21,6 @@ preserved state, clustersBeforeFailover). Where this differs from Karmada:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Mapping
@@ -45,7 +44,8 @@ from failover.decision import (
     clip_message,
     earliest,
     format_time,
-    parse_time,
+    read_time_annotation,
+    write_time_annotation,
 )
 from failover.jsonpath import JSONPathNotFound, JSONPathSyntaxError, parse_template
 from failover.labels import label_key_problems, label_value_problems
@@ -110,7 +110,7 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
         return _forget_timers(old_timers_raw, events)
 
     toleration = timedelta(seconds=_toleration_seconds(application))
-    timers = _read_timers(old_timers_raw)
+    timers = read_time_annotation(old_timers_raw)
     health = b.aggregated_status(binding)
     targets = b.target_clusters(binding)
     tasks = b.eviction_tasks(binding)
@@ -174,27 +174,6 @@ def _purge_mode(application: Mapping[str, Any]) -> PurgeMode:
         return PurgeMode(application.get("purgeMode"))
     except (ValueError, TypeError):  # absent, unknown or not even a string: Karmada's default
         return DEFAULT_PURGE_MODE
-
-
-def _read_timers(raw: Any) -> dict[str, datetime]:
-    """The annotation's {cluster: first-unhealthy time}; unreadable content restarts the timers (never raises)."""
-    try:
-        data = json.loads(raw) if isinstance(raw, str) else {}
-    except ValueError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    timers = {}
-    for cluster, value in data.items():
-        moment = parse_time(value)
-        if isinstance(cluster, str) and moment is not None:
-            timers[cluster] = moment
-    return timers
-
-
-def _write_timers(timers: Mapping[str, datetime]) -> str:
-    return json.dumps({cluster: format_time(moment) for cluster, moment in sorted(timers.items())},
-                      separators=(",", ":"))
 
 
 def _forget_timers(old_raw: Any, events: tuple[Event, ...]) -> FailoverDecision:
@@ -317,7 +296,7 @@ def _patch(binding: Mapping[str, Any], old_timers_raw: Any, timers: Mapping[str,
            evicted: tuple[str, ...], new_tasks: list[dict[str, Any]]) -> dict[str, Any] | None:
     patch: dict[str, Any] = {}
     annotations: dict[str, Any] = {}
-    new_raw = _write_timers(timers) if timers else None
+    new_raw = write_time_annotation(timers)
     if new_raw != old_timers_raw:
         annotations[UNHEALTHY_SINCE_ANNOTATION] = new_raw  # None deletes it
     if evicted:

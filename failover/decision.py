@@ -8,6 +8,7 @@ controllers apply the patch, record the events and requeue; they decide nothing 
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal, Mapping
@@ -85,6 +86,31 @@ def parse_time(value: Any) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def read_time_annotation(raw: Any) -> dict[str, datetime]:
+    """A `{cluster: RFC 3339 time}` annotation as written by `write_time_annotation`; entries that do not read are
+    dropped and unreadable content gives {} (never raises: the annotation is ours, but anyone can edit it)."""
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else {}
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    times = {}
+    for cluster, value in data.items():
+        moment = parse_time(value)
+        if isinstance(cluster, str) and moment is not None:
+            times[cluster] = moment
+    return times
+
+
+def write_time_annotation(times: Mapping[str, datetime]) -> str | None:
+    """The annotation value for `times`, sorted and compact; None (delete the annotation) when it is empty."""
+    if not times:
+        return None
+    return json.dumps({cluster: format_time(moment) for cluster, moment in sorted(times.items())},
+                      separators=(",", ":"))
 
 
 def earliest(*delays: timedelta | None) -> timedelta | None:

@@ -39,8 +39,16 @@ from failover.api import (
     PROPAGATION_POLICY_NAMESPACE_ANNOTATION,
     WORKLOAD_REBALANCER,
 )
-from failover.decision import NORMAL, DecisionSettings, Event, ObjectRef, format_time, parse_time
-from failover.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from, write_evicted_from
+from failover.decision import (
+    NORMAL,
+    DecisionSettings,
+    Event,
+    ObjectRef,
+    format_time,
+    parse_time,
+    write_time_annotation,
+)
+from failover.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
 from failover.labels import label_value_problems
 
 FAILBACK_ANNOTATION = "failover-relay.io/failback"
@@ -129,7 +137,7 @@ def decide_failback(cluster: Mapping[str, Any], bindings: Iterable[Mapping[str, 
         record_of_binding = evicted_from(binding)
         if record_of_binding.pop(name, None) is not None:
             binding_patches.append(BindingPatch(b.object_ref(binding), {"metadata": {"annotations": {
-                EVICTED_FROM_ANNOTATION: write_evicted_from(record_of_binding)}}}))
+                EVICTED_FROM_ANNOTATION: write_time_annotation(record_of_binding)}}}))
     event = Event(NORMAL, EVENT_FAILBACK, f"cluster {name} recovered at {format_time(recovered)}; WorkloadRebalancer"
                   f" {rebalancer_name} spreads {len(workloads)} workload(s) back")
     return FailbackDecision(rebalancer=rebalancer, binding_patches=tuple(binding_patches),

@@ -20,13 +20,21 @@ creationTimestamp>"}`), so failback can later tell which workloads left a cluste
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Mapping
 
 from failover import binding as b
-from failover.decision import NORMAL, DecisionSettings, Event, earliest, format_time, parse_time
+from failover.decision import (
+    NORMAL,
+    DecisionSettings,
+    Event,
+    earliest,
+    format_time,
+    parse_time,
+    read_time_annotation,
+    write_time_annotation,
+)
 
 EVICTED_FROM_ANNOTATION = "failover-relay.io/evicted-from"
 EVENT_TASK_REMOVED = "EvictionTaskRemoved"
@@ -99,7 +107,7 @@ def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSetti
         record = evicted_from(binding)
         for task in ended:
             record[task.from_cluster] = max(task.started, record.get(task.from_cluster, task.started))
-        patch["metadata"] = {"annotations": {EVICTED_FROM_ANNOTATION: write_evicted_from(record)}}
+        patch["metadata"] = {"annotations": {EVICTED_FROM_ANNOTATION: write_time_annotation(record)}}
     return EvictionDecision(patch=patch, ended=tuple(ended), events=events,
                             requeue_after=earliest(*delays))
 
@@ -140,24 +148,4 @@ def _task_end(task: Mapping[str, Any], created: datetime, targets_healthy: bool,
 
 def evicted_from(binding: Mapping[str, Any]) -> dict[str, datetime]:
     """EVICTED_FROM_ANNOTATION: cluster -> when the (last) finished eviction from it started; {} when unreadable."""
-    raw = b.annotations(binding).get(EVICTED_FROM_ANNOTATION)
-    try:
-        data = json.loads(raw) if isinstance(raw, str) else {}
-    except ValueError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    record = {}
-    for cluster, value in data.items():
-        moment = parse_time(value)
-        if isinstance(cluster, str) and moment is not None:
-            record[cluster] = moment
-    return record
-
-
-def write_evicted_from(record: Mapping[str, datetime]) -> str | None:
-    """The annotation value for `record`; None (delete the annotation) when it is empty."""
-    if not record:
-        return None
-    return json.dumps({cluster: format_time(moment) for cluster, moment in sorted(record.items())},
-                      separators=(",", ":"))
+    return read_time_annotation(b.annotations(binding).get(EVICTED_FROM_ANNOTATION))
