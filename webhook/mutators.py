@@ -14,7 +14,7 @@ import asyncio
 import queue
 import threading
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 import structlog
 
@@ -79,6 +79,15 @@ def _settle(future: asyncio.Future[Any], outcome: Any, error: BaseException | No
         future.set_result(outcome)
 
 
+class Injection(NamedTuple):
+    """What `SavepointMutator.decide` concluded for one object."""
+
+    verdict: Verdict
+    result: LookupResult
+    outcome: str
+    cached: bool
+
+
 class SavepointMutator:
     """Injects the newest completed checkpoint into objects of one profile's kind."""
 
@@ -100,11 +109,26 @@ class SavepointMutator:
         obj = request.object
         if obj is None or request.version != self.profile.version:
             return ALLOWED
-        plan = plan_lookup(self.profile, obj, request.operation, request.old_object)
-        if plan.skip:
-            return ALLOWED
         namespace = request.namespace or _namespace_of(obj)
         started = time.perf_counter()
+        decided = await self.decide(obj, request.operation, request.old_object, namespace)
+        if decided is None:
+            return ALLOWED
+        verdict = decided.verdict
+        log.info("savepoint_lookup", kind=request.kind, object=request.display_name, operation=request.operation,
+                 dry_run=request.dry_run, outcome=decided.outcome, path=decided.result.path,
+                 reason=decided.result.reason or None, cached=decided.cached, failure_mode=self.failure_mode,
+                 patched=bool(verdict.patch), denied=not verdict.allowed,
+                 latency_ms=round((time.perf_counter() - started) * 1000, 3))
+        return verdict
+
+    async def decide(self, obj: Mapping[str, Any], operation: str, old_object: Mapping[str, Any] | None,
+                     namespace: str) -> "Injection | None":
+        """Plan, look up (or carry forward) and decide for one object of this profile, counting the outcome; None
+        when the object is not for injection. Shared by this mutator and the Work mutator's manifests."""
+        plan = plan_lookup(self.profile, obj, operation, old_object)
+        if plan.skip:
+            return None
         cached = False
         if plan.result is not None:
             result = plan.result
@@ -115,11 +139,7 @@ class SavepointMutator:
         if self.metrics is not None:
             self.metrics.savepoint_lookups.labels(outcome).inc()
         verdict = injection_verdict(self.profile, obj, result, self.failure_mode, namespace)
-        log.info("savepoint_lookup", kind=request.kind, object=request.display_name, operation=request.operation,
-                 dry_run=request.dry_run, outcome=outcome, path=result.path, reason=result.reason or None,
-                 cached=cached, failure_mode=self.failure_mode, patched=bool(verdict.patch),
-                 denied=not verdict.allowed, latency_ms=round((time.perf_counter() - started) * 1000, 3))
-        return verdict
+        return Injection(verdict, result, outcome, cached)
 
     async def lookup(self, namespace: str, job_id: JobId) -> tuple[LookupResult, bool]:
         """The lookup result and whether it came from the cache; a timeout is a result too, never an exception."""

@@ -17,7 +17,6 @@ from typing import Any, Callable, Mapping
 import structlog
 
 from failover.api import GroupKind
-from failover.checkpoints import LookupResult
 from failover.preserved_state import (
     AUDIT_OUTCOME,
     AUDIT_REASON,
@@ -32,7 +31,7 @@ from failover.preserved_state import (
     under_manifest,
     with_labels,
 )
-from failover.savepoint import CARRIED_FORWARD, MAX_AUDIT_VALUE, injection_verdict, plan_lookup
+from failover.savepoint import MAX_AUDIT_VALUE
 from failover.verdict import ALLOWED, Verdict, clip
 from webhook.metrics import AdmissionMetrics
 from webhook.mutators import LookupPool, SavepointMutator
@@ -112,29 +111,18 @@ class WorkMutator:
             if mutator is None or identity is None or identity[1] != mutator.profile.version:
                 continue
             labelled = with_labels(manifest, labels)
-            old = same_manifest(request.old_object, manifest)
-            plan = plan_lookup(mutator.profile, labelled, request.operation, old)
-            if plan.skip:
+            decided = await mutator.decide(labelled, request.operation, same_manifest(request.old_object, manifest),
+                                           manifest_namespace(manifest))
+            if decided is None:
                 continue
-            namespace = manifest_namespace(manifest)
-            result: LookupResult
-            if plan.result is not None:
-                result = plan.result
-            else:
-                assert plan.job_id is not None
-                result, _ = await mutator.lookup(namespace, plan.job_id)
-            outcome = CARRIED_FORWARD if result.source == CARRIED_FORWARD else result.outcome.value
-            if self.metrics is not None:
-                self.metrics.savepoint_lookups.labels(outcome).inc()
-            decided = injection_verdict(mutator.profile, labelled, result, mutator.failure_mode, namespace)
             # One Work may hold several such manifests: each one's audit keys are told apart by its index.
-            audit = {f"{key}-{index}": value for key, value in decided.audit.items()}
-            verdict = verdict.merged(Verdict(denials=decided.denials, warnings=decided.warnings,
-                                             patch=under_manifest(index, decided).patch, audit=audit))
-            log.info("savepoint_lookup", object=request.display_name, manifest=index, outcome=outcome,
-                     path=result.path, reason=result.reason or None, failure_mode=mutator.failure_mode)
+            audit = {f"{key}-{index}": value for key, value in decided.verdict.audit.items()}
+            verdict = verdict.merged(Verdict(denials=decided.verdict.denials, warnings=decided.verdict.warnings,
+                                             patch=under_manifest(index, decided.verdict).patch, audit=audit))
+            log.info("savepoint_lookup", object=request.display_name, manifest=index, outcome=decided.outcome,
+                     path=decided.result.path, reason=decided.result.reason or None,
+                     failure_mode=mutator.failure_mode)
         return verdict
-
 
     def _count(self, outcome: str) -> None:
         if self.metrics is not None:
