@@ -110,6 +110,10 @@ async def connection_refused(relay: RelayServer) -> bool:
         _, writer = await asyncio.open_connection("127.0.0.1", relay.port)
     except ConnectionRefusedError:
         return True
+    except ConnectionResetError:
+        # The kernel had queued our handshake when the listener closed: it is closing right now, and the next
+        # attempt gets the refusal we wait for.
+        return False
     writer.close()
     return False
 
