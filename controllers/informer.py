@@ -128,7 +128,7 @@ class Informer:
                     break
                 kind, obj = event["type"], event["object"]
                 if kind == "ERROR":
-                    code = obj.get("code") if isinstance(obj, Mapping) else None
+                    code = obj.get("code") if isinstance(obj, dict) else None
                     raise ApiException(status=code or 500, reason=str(obj.get("message", ""))[:200])
                 version = (obj.get("metadata") or {}).get("resourceVersion")
                 if version:
@@ -155,7 +155,7 @@ class Informer:
 def _cached_form(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """The object without metadata.managedFields: no decision reads them, and they are often half its size."""
     metadata = obj.get("metadata")
-    if not isinstance(metadata, Mapping) or "managedFields" not in metadata:
+    if not isinstance(metadata, dict) or "managedFields" not in metadata:
         return obj
     return {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
 

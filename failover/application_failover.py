@@ -93,7 +93,7 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
     producer and whether propagateDeps is required). The policy's `failover.application` is read from the
     binding's `spec.failover`, where Karmada copies it.
     """
-    if not isinstance(binding, Mapping) or b.is_deleting(binding):
+    if not isinstance(binding, dict) or b.is_deleting(binding):
         return FailoverDecision()
     old_timers_raw = b.annotations(binding).get(UNHEALTHY_SINCE_ANNOTATION)
     application = b.application_failover(binding)
@@ -163,7 +163,7 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
 
 def _toleration_seconds(application: Mapping[str, Any]) -> int:
     conditions = application.get("decisionConditions")
-    value = conditions.get("tolerationSeconds") if isinstance(conditions, Mapping) else None
+    value = conditions.get("tolerationSeconds") if isinstance(conditions, dict) else None
     if isinstance(value, bool) or not isinstance(value, int):
         return DEFAULT_TOLERATION_SECONDS
     return max(value, 0)
@@ -185,8 +185,8 @@ def _preserved_state(binding: Mapping[str, Any], application: Mapping[str, Any],
                      cluster: str, deadline: datetime, settings: DecisionSettings, now: datetime) -> _StateOutcome:
     """The preservedLabelState for evicting `cluster`, or None with how long to wait for it."""
     preservation = application.get("statePreservation")
-    rules = preservation.get("rules") if isinstance(preservation, Mapping) else None
-    rules = [rule for rule in rules if isinstance(rule, Mapping)] if isinstance(rules, list) else []
+    rules = preservation.get("rules") if isinstance(preservation, dict) else None
+    rules = [rule for rule in rules if isinstance(rule, dict)] if isinstance(rules, list) else []
     if not rules:
         return _StateOutcome(state={}, events=())
     inherited = _inherited_state(tasks, cluster)
@@ -208,7 +208,7 @@ def _preserved_state(binding: Mapping[str, Any], application: Mapping[str, Any],
                 f"statePreservation aliasLabelName {str(alias)[:80]!r} {key_problems[0]}; rule skipped")))
             continue
         try:
-            if not isinstance(reflected, Mapping) or not reflected:
+            if not isinstance(reflected, dict) or not reflected:
                 raise JSONPathNotFound("no reflected status")
             value = parse_template(path).render(reflected)
         except JSONPathNotFound:
@@ -256,7 +256,7 @@ def _inherited_state(tasks: list[dict[str, Any]], cluster: str) -> tuple[str, di
         state = task.get("preservedLabelState")
         before = task.get("clustersBeforeFailover")
         if (task["fromCluster"] == cluster or task.get("suppressDeletion") is True
-                or not isinstance(state, Mapping) or not state):
+                or not isinstance(state, dict) or not state):
             continue
         if isinstance(before, list) and cluster in before:
             continue  # the cluster ran the workload before that failover: its own state is current
@@ -305,7 +305,7 @@ def _patch(binding: Mapping[str, Any], old_timers_raw: Any, timers: Mapping[str,
         tasks = spec.get("gracefulEvictionTasks") if isinstance(spec.get("gracefulEvictionTasks"), list) else []
         patch["spec"] = {
             "clusters": [entry for entry in clusters
-                         if not (isinstance(entry, Mapping) and entry.get("name") in evicted)],
+                         if not (isinstance(entry, dict) and entry.get("name") in evicted)],
             "gracefulEvictionTasks": [*tasks, *new_tasks],
         }
     if annotations:

@@ -18,7 +18,7 @@ UNKNOWN = "Unknown"
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, dict) else {}
 
 
 def _list(value: Any) -> list[Any]:
@@ -97,7 +97,7 @@ def health_of(item: Mapping[str, Any] | None) -> str:
 def eviction_tasks(binding: Mapping[str, Any]) -> list[dict[str, Any]]:
     """spec.gracefulEvictionTasks, each a mapping with a string fromCluster (others are dropped from view)."""
     return [dict(task) for task in _list(spec(binding).get("gracefulEvictionTasks"))
-            if isinstance(task, Mapping) and isinstance(task.get("fromCluster"), str)]
+            if isinstance(task, dict) and isinstance(task.get("fromCluster"), str)]
 
 
 def scheduled_for_generation(binding: Mapping[str, Any]) -> bool:
@@ -110,7 +110,7 @@ def scheduled_for_generation(binding: Mapping[str, Any]) -> bool:
 def application_failover(binding: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """spec.failover.application, which Karmada copies from the policy into the binding; None when absent."""
     application = _mapping(spec(binding).get("failover")).get("application")
-    return application if isinstance(application, Mapping) else None
+    return application if isinstance(application, dict) else None
 
 
 def workload_reference(binding: Mapping[str, Any]) -> dict[str, str] | None:

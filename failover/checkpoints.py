@@ -211,7 +211,7 @@ def _entry_names(fs: FileSystem, directory: str) -> list[str]:
         raise StorageError(_describe(error, directory)) from None
     names = []
     for entry in entries:
-        path = entry.get("name", "") if isinstance(entry, Mapping) else entry
+        path = entry.get("name", "") if isinstance(entry, dict) else entry
         name = str(path).rstrip("/").rpartition("/")[2]
         if name:
             names.append(name)

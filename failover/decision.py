@@ -125,9 +125,9 @@ def merge_patch(obj: Mapping[str, Any], patch: Mapping[str, Any] | None) -> dict
     for key, value in (patch or {}).items():
         if value is None:
             result.pop(key, None)
-        elif isinstance(value, Mapping):
+        elif isinstance(value, dict):
             current = result.get(key)
-            result[key] = merge_patch(current if isinstance(current, Mapping) else {}, value)
+            result[key] = merge_patch(current if isinstance(current, dict) else {}, value)
         else:
             result[key] = copy.deepcopy(value)
     return result

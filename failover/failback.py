@@ -86,7 +86,7 @@ def decide_failback(cluster: Mapping[str, Any], bindings: Iterable[Mapping[str, 
                     now: datetime) -> FailbackDecision:
     """Decide failback for `cluster` (a cluster.karmada.io/v1alpha1 Cluster) over all ResourceBindings and
     ClusterResourceBindings, with the PropagationPolicies and ClusterPropagationPolicies that made them."""
-    if not isinstance(cluster, Mapping):
+    if not isinstance(cluster, dict):
         return FailbackDecision()
     name = b.metadata(cluster).get("name")
     if not isinstance(name, str) or not name:
@@ -108,7 +108,7 @@ def decide_failback(cluster: Mapping[str, Any], bindings: Iterable[Mapping[str, 
     policy_index = _index_policies(policies)
     affected: list[tuple[Mapping[str, Any], dict[str, str]]] = []
     for binding in bindings:
-        if isinstance(binding, Mapping) and _affected(binding, name, recovered) and _opted_in(
+        if isinstance(binding, dict) and _affected(binding, name, recovered) and _opted_in(
                 binding, policy_index, settings):
             workload = b.workload_reference(binding)
             if workload is not None:
@@ -148,7 +148,7 @@ def _ready_since(cluster: Mapping[str, Any]) -> datetime | None:
     """When the Ready condition last turned True; None when the cluster is not Ready."""
     conditions = b.status(cluster).get("conditions")
     for condition in conditions if isinstance(conditions, list) else ():
-        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
             if condition.get("status") != "True":
                 return None
             # A Ready condition without a transition time counts as ready since the epoch: it is ready, and no
@@ -159,7 +159,7 @@ def _ready_since(cluster: Mapping[str, Any]) -> datetime | None:
 
 def _has_no_execute_taint(cluster: Mapping[str, Any]) -> bool:
     taints = b.spec(cluster).get("taints")
-    return any(isinstance(taint, Mapping) and taint.get("effect") == NO_EXECUTE
+    return any(isinstance(taint, dict) and taint.get("effect") == NO_EXECUTE
                for taint in (taints if isinstance(taints, list) else ()))
 
 
@@ -181,7 +181,7 @@ def _affected(binding: Mapping[str, Any], cluster: str, recovered: datetime) -> 
 def _index_policies(policies: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], Mapping[str, Any]]:
     index = {}
     for policy in policies:
-        if isinstance(policy, Mapping):
+        if isinstance(policy, dict):
             ref = b.object_ref(policy)
             index[(ref.kind, ref.namespace, ref.name)] = policy
     return index

@@ -3,6 +3,10 @@
 Admission objects arrive as parsed JSON of any shape. Each reader returns the value when it has the expected type,
 `None` when it is absent (or null), and records a denial naming the field path when it has the wrong type, so a
 rule never raises on a malformed object.
+
+Parsed JSON objects are dicts, so objects are recognised with `isinstance(value, dict)`: a check against
+`typing.Mapping` goes through the ABC machinery and cost a tenth of a policy's validation time in the admission
+profile (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ def _type_name(value: Any) -> str:
 
 def mapping_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any] | None:
     value = parent.get(key)
-    if value is None or isinstance(value, Mapping):
+    if value is None or isinstance(value, dict):
         return value
     findings.deny(path, f"must be an object, got {_type_name(value)}")
     return None
@@ -81,7 +85,7 @@ def int32_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str)
 def object_name(obj: Mapping[str, Any]) -> str:
     """`namespace/name` (or `name`) of an object, for messages; tolerant of malformed metadata."""
     metadata = obj.get("metadata")
-    if not isinstance(metadata, Mapping):
+    if not isinstance(metadata, dict):
         return ""
     name = metadata.get("name") or metadata.get("generateName") or ""
     namespace = metadata.get("namespace") or ""

@@ -69,7 +69,7 @@ class EvictionDecision:
 def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSettings,
                              now: datetime) -> EvictionDecision:
     """Stamp new tasks, drop the ones that are over and say when to look again."""
-    if not isinstance(binding, Mapping) or b.is_deleting(binding):
+    if not isinstance(binding, dict) or b.is_deleting(binding):
         return EvictionDecision()
     raw_tasks = b.spec(binding).get("gracefulEvictionTasks")
     if not isinstance(raw_tasks, list) or not raw_tasks:
@@ -80,7 +80,7 @@ def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSetti
     delays: list[timedelta | None] = []
     changed = False
     for task in raw_tasks:
-        if not isinstance(task, Mapping) or not isinstance(task.get("fromCluster"), str):
+        if not isinstance(task, dict) or not isinstance(task.get("fromCluster"), str):
             kept.append(task)  # not ours to judge; leave it exactly as stored
             continue
         created = parse_time(task.get("creationTimestamp"))

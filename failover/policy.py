@@ -37,7 +37,7 @@ FLINK_JOB_ID_TYPO = "jobID"
 def validate_policy(policy: Mapping[str, Any]) -> Verdict:
     """Every deny and warning of DESIGN.md "Policy validation" for one (Cluster)PropagationPolicy."""
     findings = Findings()
-    if not isinstance(policy, Mapping):
+    if not isinstance(policy, dict):
         findings.deny("(object)", "must be a PropagationPolicy or ClusterPropagationPolicy object")
         return findings.verdict()
     spec = mapping_at(findings, policy, "spec", "spec")
@@ -66,10 +66,10 @@ def default_policy(policy: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     mutating webhook (`SetDefaultGracePeriodSeconds`). Fields of the wrong type are left alone for validation to
     refuse.
     """
-    spec = policy.get("spec") if isinstance(policy, Mapping) else None
-    failover = spec.get("failover") if isinstance(spec, Mapping) else None
-    application = failover.get("application") if isinstance(failover, Mapping) else None
-    if not isinstance(application, Mapping):
+    spec = policy.get("spec") if isinstance(policy, dict) else None
+    failover = spec.get("failover") if isinstance(spec, dict) else None
+    application = failover.get("application") if isinstance(failover, dict) else None
+    if not isinstance(application, dict):
         return ()
     base = "/spec/failover/application"
     ops: list[dict[str, Any]] = []
@@ -77,7 +77,7 @@ def default_policy(policy: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     if conditions is None:
         ops.append({"op": "add", "path": f"{base}/decisionConditions",
                     "value": {"tolerationSeconds": DEFAULT_TOLERATION_SECONDS}})
-    elif isinstance(conditions, Mapping) and conditions.get("tolerationSeconds") is None:
+    elif isinstance(conditions, dict) and conditions.get("tolerationSeconds") is None:
         ops.append({"op": "add", "path": f"{base}/decisionConditions/tolerationSeconds",
                     "value": DEFAULT_TOLERATION_SECONDS})
     purge_mode = application.get("purgeMode")
@@ -95,6 +95,13 @@ def _parse_purge_mode(value: Any) -> PurgeMode | None:
     return PurgeMode(value) if isinstance(value, str) and value in PURGE_MODE_NAMES else None
 
 
+ALL_PURGE_MODES = frozenset(PurgeMode)
+
+
+def _names(choices: frozenset[PurgeMode]) -> str:
+    return ", ".join(m.value for m in PurgeMode if m in choices and not m.is_legacy)
+
+
 def _read_purge_mode(
     findings: Findings, section: Mapping[str, Any], path: str, allowed: frozenset[PurgeMode] | None = None
 ) -> PurgeMode | None:
@@ -104,13 +111,13 @@ def _read_purge_mode(
     if value is None:
         return None
     mode = _parse_purge_mode(value)
-    choices = allowed if allowed is not None else frozenset(PurgeMode)
-    names = ", ".join(m.value for m in PurgeMode if m in choices and not m.is_legacy)
+    choices = allowed if allowed is not None else ALL_PURGE_MODES
     if mode is None:
-        findings.deny(f"{path}.purgeMode", f"unknown purge mode {value[:40]!r}; use one of {names}")
+        findings.deny(f"{path}.purgeMode", f"unknown purge mode {value[:40]!r}; use one of {_names(choices)}")
         return None
     if mode not in choices:
-        findings.deny(f"{path}.purgeMode", f"{mode.value} is not a purge mode of this section; use one of {names}")
+        findings.deny(f"{path}.purgeMode",
+                      f"{mode.value} is not a purge mode of this section; use one of {_names(choices)}")
         return None
     if mode.is_legacy:
         findings.warn(f"{path}.purgeMode: {mode.value} is a legacy name removed in Karmada v1.19; "
@@ -191,7 +198,7 @@ def _validate_state_preservation(
     seen: set[str] = set()
     for index, rule in enumerate(rules):
         rule_path = f"{sp_path}.rules[{index}]"
-        if not isinstance(rule, Mapping):
+        if not isinstance(rule, dict):
             findings.deny(rule_path, "must be an object with aliasLabelName and jsonPath")
             continue
         _validate_rule(findings, rule, rule_path, seen, targets_flink)
@@ -228,7 +235,7 @@ def _validate_rule(
 def _selects_flink(findings: Findings, spec: Mapping[str, Any]) -> bool:
     selectors = list_at(findings, spec, "resourceSelectors", "spec.resourceSelectors")
     for selector in selectors or ():
-        if not isinstance(selector, Mapping):
+        if not isinstance(selector, dict):
             continue
         api_version = selector.get("apiVersion")
         if selector.get("kind") == "FlinkDeployment" and isinstance(api_version, str) and (
@@ -245,12 +252,12 @@ def _placement_is_single_cluster(placement: Any) -> bool:
     affinity names exactly one cluster. A constraint with neither spreadByField nor spreadByLabel spreads by cluster:
     Karmada's mutating webhook fills in `spreadByField: cluster` (`SetDefaultSpreadConstraints`).
     """
-    if not isinstance(placement, Mapping):
+    if not isinstance(placement, dict):
         return False
     constraints = placement.get("spreadConstraints")
     if isinstance(constraints, list):
         for constraint in constraints:
-            if not isinstance(constraint, Mapping):
+            if not isinstance(constraint, dict):
                 continue
             by_field = constraint.get("spreadByField")
             by_cluster = by_field == "cluster" or (not by_field and not constraint.get("spreadByLabel"))
@@ -264,7 +271,7 @@ def _placement_is_single_cluster(placement: Any) -> bool:
     if isinstance(placement.get("clusterAffinities"), list):
         affinities.extend(placement["clusterAffinities"])
     return bool(affinities) and all(
-        isinstance(affinity, Mapping)
+        isinstance(affinity, dict)
         and isinstance(affinity.get("clusterNames"), list)
         and len(affinity["clusterNames"]) == 1
         for affinity in affinities

@@ -131,9 +131,9 @@ def binding_targets(binding: Mapping[str, Any]) -> set[str]:
     clusters = {target.name for target in b.target_clusters(binding)}
     required_by = b.spec(binding).get("requiredBy")
     for snapshot in required_by if isinstance(required_by, list) else []:
-        entries = snapshot.get("clusters") if isinstance(snapshot, Mapping) else None
+        entries = snapshot.get("clusters") if isinstance(snapshot, dict) else None
         for entry in entries if isinstance(entries, list) else []:
-            name = entry.get("name") if isinstance(entry, Mapping) else None
+            name = entry.get("name") if isinstance(entry, dict) else None
             if isinstance(name, str) and name:
                 clusters.add(name)
     return clusters
@@ -150,7 +150,7 @@ def newest_state_task(binding: Mapping[str, Any], cluster: str) -> tuple[Mapping
     with_state = 0
     for index, task in enumerate(b.eviction_tasks(binding)):
         state = task.get("preservedLabelState")
-        if not isinstance(state, Mapping) or not state:
+        if not isinstance(state, dict) or not state:
             continue
         with_state += 1
         before = task.get("clustersBeforeFailover")
@@ -212,7 +212,7 @@ def valid_labels(state: Mapping[Any, Any], source: str) -> tuple[dict[str, str],
 
 def manifests(work: Mapping[str, Any]) -> list[Any]:
     workload = b.spec(work).get("workload")
-    items = workload.get("manifests") if isinstance(workload, Mapping) else None
+    items = workload.get("manifests") if isinstance(workload, dict) else None
     return items if isinstance(items, list) else []
 
 
@@ -221,18 +221,18 @@ def label_ops(pointer: str, manifest: Any, labels: Mapping[str, str]) -> tuple[l
 
     A missing metadata or labels map is added whole; one of the wrong type is left alone and reported.
     """
-    if not isinstance(manifest, Mapping):
+    if not isinstance(manifest, dict):
         return [], "not an object"
     metadata = manifest.get("metadata")
     if metadata is None:
         return [{"op": "add", "path": f"{pointer}/metadata", "value": {"labels": dict(labels)}}], ""
-    if not isinstance(metadata, Mapping):
+    if not isinstance(metadata, dict):
         return [], "metadata is not an object"
     current = metadata.get("labels")
     if current is None:
         op = "replace" if "labels" in metadata else "add"
         return [{"op": op, "path": f"{pointer}/metadata/labels", "value": dict(labels)}], ""
-    if not isinstance(current, Mapping):
+    if not isinstance(current, dict):
         return [], "metadata.labels is not an object"
     ops = []
     for key, value in labels.items():
@@ -246,15 +246,15 @@ def label_ops(pointer: str, manifest: Any, labels: Mapping[str, str]) -> tuple[l
 def with_labels(manifest: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, Any]:
     """A copy of `manifest` as it will be once the labels are set (for deciding the savepoint on it)."""
     metadata = manifest.get("metadata")
-    metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
+    metadata = dict(metadata) if isinstance(metadata, dict) else {}
     current = metadata.get("labels")
-    metadata["labels"] = {**(current if isinstance(current, Mapping) else {}), **labels}
+    metadata["labels"] = {**(current if isinstance(current, dict) else {}), **labels}
     return {**manifest, "metadata": metadata}
 
 
 def manifest_group_kind(manifest: Any) -> tuple[GroupKind, str] | None:
     """(group and kind, version) of a manifest; None when apiVersion or kind is missing."""
-    if not isinstance(manifest, Mapping):
+    if not isinstance(manifest, dict):
         return None
     api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str) or not api_version or not kind:
@@ -267,7 +267,7 @@ def same_manifest(work: Mapping[str, Any] | None, manifest: Mapping[str, Any]) -
     """The manifest of `work` (an old Work) for the same object as `manifest`: apiVersion, kind, namespace, name."""
     identity = _identity(manifest)
     for candidate in manifests(work or {}):
-        if isinstance(candidate, Mapping) and _identity(candidate) == identity:
+        if isinstance(candidate, dict) and _identity(candidate) == identity:
             return candidate
     return None
 

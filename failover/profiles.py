@@ -120,7 +120,7 @@ def load_profiles(configs: Sequence[Any], *, label: str, layouts: Sequence[str],
 def parse_profile(config: Any, index: int, *, label: str, layouts: tuple[Layout, ...],
                   savepoint_layouts: tuple[Layout, ...]) -> InjectionProfile:
     where = f"savepoint.profiles[{index}]"
-    if not isinstance(config, Mapping):
+    if not isinstance(config, dict):
         raise ProfileError(f"{where}: must be a mapping with group, version, kind and targets")
     unknown = set(config) - _PROFILE_KEYS
     if unknown:
@@ -155,7 +155,7 @@ def parse_profile(config: Any, index: int, *, label: str, layouts: tuple[Layout,
 
 
 def _target(config: Any, where: str) -> TargetField:
-    if not isinstance(config, Mapping):
+    if not isinstance(config, dict):
         raise ProfileError(f"{where}: must be a mapping with field and value")
     unknown = set(config) - _TARGET_KEYS
     if unknown:

@@ -101,7 +101,7 @@ def decide_rebalance(rebalancer: Mapping[str, Any], bindings: Mapping[ObjectRef,
     status), writes `status_patch` through the status subresource, and deletes the rebalancer when `delete`.
     Deciding again after the stamps succeeded yields the same status and no stamps, so a crash in between is safe.
     """
-    if not isinstance(rebalancer, Mapping) or b.is_deleting(rebalancer):
+    if not isinstance(rebalancer, dict) or b.is_deleting(rebalancer):
         return RebalanceDecision()
     meta = b.metadata(rebalancer)
     created_raw = meta.get("creationTimestamp")
@@ -167,12 +167,12 @@ def _observed_after_spec_change(rebalancer: Mapping[str, Any]) -> list[dict[str,
     """observedWorkloads brought in line with spec.workloads (Karmada's syncWorkloadsFromSpecToStatus)."""
     spec_workloads: dict[tuple[str, ...], dict[str, str]] = {}
     for workload in _list(b.spec(rebalancer).get("workloads")):
-        if isinstance(workload, Mapping):
+        if isinstance(workload, dict):
             normalized = _workload(workload)
             spec_workloads.setdefault(_key(normalized), normalized)
     observed: list[dict[str, Any]] = []
     for item in _list(b.status(rebalancer).get("observedWorkloads")):
-        if not isinstance(item, Mapping) or not isinstance(item.get("workload"), Mapping):
+        if not isinstance(item, dict) or not isinstance(item.get("workload"), Mapping):
             continue
         entry = _normalized(item)
         key = _key(entry["workload"])

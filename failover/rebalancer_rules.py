@@ -18,7 +18,7 @@ _EXAMPLE = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx"}
 
 def validate_rebalancer(rebalancer: Mapping[str, Any]) -> Verdict:
     findings = Findings()
-    if not isinstance(rebalancer, Mapping):
+    if not isinstance(rebalancer, dict):
         findings.deny("(object)", "must be a WorkloadRebalancer object")
         return findings.verdict()
     spec = mapping_at(findings, rebalancer, "spec", "spec")
@@ -32,7 +32,7 @@ def validate_rebalancer(rebalancer: Mapping[str, Any]) -> Verdict:
     seen: dict[tuple[str, ...], int] = {}
     for index, workload in enumerate(workloads or ()):
         path = f"spec.workloads[{index}]"
-        if not isinstance(workload, Mapping):
+        if not isinstance(workload, dict):
             findings.deny(path, "must be an object with apiVersion, kind, name and namespace")
             continue
         key = _workload_key(findings, workload, path)

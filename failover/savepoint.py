@@ -129,7 +129,7 @@ def patch_fields(obj: Mapping[str, Any],
                 created[prefix] = subtree
                 ops.append(_op("replace" if key in node else "add", prefix, subtree))
                 break
-            if not isinstance(child, Mapping):
+            if not isinstance(child, dict):
                 problems.append(Finding(".".join(prefix), f"must be an object, got {type(child).__name__}"))
                 break
             node = child
@@ -148,9 +148,9 @@ def _op(op: str, parts: tuple[str, ...], value: Any) -> dict[str, Any]:
 
 
 def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
-    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
-    return labels if isinstance(labels, Mapping) else {}
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    return labels if isinstance(labels, dict) else {}
 
 
 def _carried_path(profile: InjectionProfile, old_object: Mapping[str, Any]) -> str | None:
@@ -159,7 +159,7 @@ def _carried_path(profile: InjectionProfile, old_object: Mapping[str, Any]) -> s
             continue
         node: Any = old_object
         for key in target.parts:
-            node = node.get(key) if isinstance(node, Mapping) else None
+            node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, str) and node:
             return node
     return None

@@ -47,11 +47,11 @@ def documents(path: Path) -> Iterator[Mapping[str, Any] | Unreadable]:
         for document in yaml.safe_load_all(text):
             if document is None:
                 continue
-            if isinstance(document, Mapping) and document.get("kind") == "List" and isinstance(
+            if isinstance(document, dict) and document.get("kind") == "List" and isinstance(
                 document.get("items"), list
             ):
-                yield from (item for item in document["items"] if isinstance(item, Mapping))
-            elif isinstance(document, Mapping):
+                yield from (item for item in document["items"] if isinstance(item, dict))
+            elif isinstance(document, dict):
                 yield document
             else:
                 yield Unreadable(str(path), f"a document is a {type(document).__name__}, not a Kubernetes object")

@@ -9,6 +9,19 @@ from typing import TextIO
 
 import structlog
 
+def _fallback(value: object) -> str:
+    """A value JSON has no type for (an exception, a path) is logged as its repr."""
+    return repr(value)
+
+
+# One encoder for every line: `json.dumps` with structlog's `default=` builds a new encoder per call.
+_LINE_ENCODER = json.JSONEncoder(default=_fallback)
+
+
+def render_json(event_dict: dict, **_: object) -> str:
+    return _LINE_ENCODER.encode(event_dict)
+
+
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
@@ -18,7 +31,7 @@ def configure_logging(log_format: str = "auto", level: str = "info", stream: Tex
     use_json = log_format == "json" or (log_format == "auto" and not stream.isatty())
     renderer: structlog.typing.Processor
     if use_json:
-        renderer = structlog.processors.JSONRenderer(serializer=json.dumps)
+        renderer = structlog.processors.JSONRenderer(serializer=render_json)
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=False)
     structlog.configure(

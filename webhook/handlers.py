@@ -41,6 +41,12 @@ class AdmissionHandlers:
 
     mutators: Mapping[GroupKind, Mutator] = field(default_factory=dict)
 
+    # (group, kind) of every kind a rule or a mutator serves.
+    kinds: frozenset[tuple[str, str]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.kinds = frozenset((gk.group, gk.kind) for gk in (*VALIDATORS, *DEFAULTERS, *self.mutators))
+
     async def validate(self, request: AdmissionRequest) -> Outcome:
         validator = VALIDATORS.get(GroupKind(request.group, request.kind))
         if validator is None or request.operation not in ADMITTED_OPERATIONS or request.object is None:

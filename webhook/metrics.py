@@ -26,8 +26,12 @@ class AdmissionMetrics:
             "failover_relay_admission_latency_seconds",
             "Time from reading the request to writing the answer.",
             ("endpoint",), buckets=LATENCY_BUCKETS, registry=self.registry)
+        # A plain count read at scrape time: requests are served on one event loop, so it needs no lock.
+        self.requests_in_flight = 0
         self.in_flight = Gauge(
             "failover_relay_admission_requests_in_flight", "Requests being served now.", registry=self.registry)
+        self.in_flight.set_function(lambda: self.requests_in_flight)
+        self._answered: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
         self.errors = Counter(
             "failover_relay_admission_errors_total",
             "Requests answered with a 4xx (bad request) or an internal error, by endpoint and reason.",
@@ -44,6 +48,16 @@ class AdmissionMetrics:
         self.certificate_expiry = Gauge(
             "failover_relay_certificate_expiry_timestamp_seconds",
             "Unix time at which the serving certificate expires.", registry=self.registry)
+
+    def count_answer(self, endpoint: str, kind: str, verdict: str, seconds: float) -> None:
+        """One answered review. The labelled children are looked up once per label set: `labels()` validates and
+        locks on every call, a measurable share of a review's CPU (docs/benchmarks.md)."""
+        key = (endpoint, kind, verdict)
+        children = self._answered.get(key)
+        if children is None:
+            children = self._answered[key] = (self.requests.labels(*key), self.latency.labels(endpoint))
+        children[0].inc()
+        children[1].observe(seconds)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -115,6 +115,8 @@ class SavepointMutator:
         if decided is None:
             return ALLOWED
         verdict = decided.verdict
+        if decided.cached:  # the review's own `admission_review` line carries outcome and path (its audit)
+            return verdict
         log.info("savepoint_lookup", kind=request.kind, object=request.display_name, operation=request.operation,
                  dry_run=request.dry_run, outcome=decided.outcome, path=decided.result.path,
                  reason=decided.result.reason or None, cached=decided.cached, failure_mode=self.failure_mode,
@@ -195,5 +197,5 @@ def lookup_executor() -> LookupPool:
 
 def _namespace_of(obj: Mapping[str, Any]) -> str:
     metadata = obj.get("metadata")
-    namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
     return namespace if isinstance(namespace, str) else ""

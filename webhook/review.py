@@ -201,7 +201,9 @@ def _decode(body: bytes) -> Any:
         raise MalformedReview(f"request body nests deeper than {MAX_NESTING_DEPTH} levels") from None
     except ValueError as error:
         raise MalformedReview(f"request body is not JSON: {_short(error)}") from None
-    if _nesting_exceeds(value, MAX_NESTING_DEPTH):
+    # Nesting needs as many opening brackets as levels, and counting them (strings included) costs a fraction of a
+    # walk; a typical review has a few dozen, so only bodies that could nest too deep are walked.
+    if text.count("{") + text.count("[") > MAX_NESTING_DEPTH and _nesting_exceeds(value, MAX_NESTING_DEPTH):
         raise MalformedReview(f"request body nests deeper than {MAX_NESTING_DEPTH} levels")
     return value
 

@@ -83,7 +83,7 @@ class WorkMutator:
             return self._fail_open(request, f"reading {ref} timed out after {self.deadline:g}s")
         except Exception as error:  # any client failure: connection, permission, a bad answer
             return self._fail_open(request, f"cannot read {ref}: {_describe(error)}")
-        if not isinstance(binding, Mapping):
+        if not isinstance(binding, dict):
             return self._fail_open(request, f"{ref} not found")
         plan = plan_work_labels(work, binding, namespace)
         verdict = plan.verdict()
@@ -119,9 +119,10 @@ class WorkMutator:
             audit = {f"{key}-{index}": value for key, value in decided.verdict.audit.items()}
             verdict = verdict.merged(Verdict(denials=decided.verdict.denials, warnings=decided.verdict.warnings,
                                              patch=under_manifest(index, decided.verdict).patch, audit=audit))
-            log.info("savepoint_lookup", object=request.display_name, manifest=index, outcome=decided.outcome,
-                     path=decided.result.path, reason=decided.result.reason or None,
-                     failure_mode=mutator.failure_mode)
+            if not decided.cached:
+                log.info("savepoint_lookup", object=request.display_name, manifest=index, outcome=decided.outcome,
+                         path=decided.result.path, reason=decided.result.reason or None,
+                         failure_mode=mutator.failure_mode)
         return verdict
 
     def _count(self, outcome: str) -> None:
@@ -146,5 +147,5 @@ def _describe(error: BaseException) -> str:
 
 def _namespace_of(obj: Mapping[str, Any]) -> str:
     metadata = obj.get("metadata")
-    namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
     return namespace if isinstance(namespace, str) else ""

@@ -294,6 +294,13 @@ def test_nesting_just_past_the_limit_inside_the_object_is_refused():
     assert "nests deeper than" in str(refusal(encoded(review_with(object={"spec": deep}))))
 
 
+def test_many_brackets_side_by_side_or_inside_strings_are_not_nesting():
+    # Over the limit in count, so the body is walked, but three levels deep.
+    spec = {"text": "[{" * 300, "items": [[{}] for _ in range(200)]}
+
+    assert parse_review(encoded(review_with(object={"spec": spec}))).object == {"spec": spec}
+
+
 @pytest.mark.parametrize("body", [
     b'{"kind": "AdmissionReview\xff"}',
     b'{"kind": "\xc3"}',

@@ -8,6 +8,7 @@ import time
 import aiohttp
 import jsonpatch
 import pytest
+import structlog
 
 from failover.api import FLINK_DEPLOYMENT
 from failover.checkpoints import DEFAULT_LAYOUT, CheckpointStore, open_store
@@ -198,11 +199,14 @@ async def test_repeated_admissions_are_served_from_the_cache_until_it_expires(tm
                                executor=pool, cache=__import__("failover.checkpoints").checkpoints.LookupCache(10),
                                clock=lambda: now[0])
     handlers = AdmissionHandlers(mutators={FLINK_DEPLOYMENT: mutator})
-    first = await mutate(handlers, flink_deployment())
-    calls = fs.calls
-    assert await mutate(handlers, flink_deployment(name="x")) is not None
-    second = await mutate(handlers, flink_deployment())
+    with structlog.testing.capture_logs() as logs:
+        first = await mutate(handlers, flink_deployment())
+        calls = fs.calls
+        assert await mutate(handlers, flink_deployment(name="x")) is not None
+        second = await mutate(handlers, flink_deployment())
     assert fs.calls == calls and decoded_patch(second) == decoded_patch(first)
+    # Only the lookup that reached the storage has its own line; the review's line carries the cached outcome.
+    assert [(log["event"], log["cached"]) for log in logs] == [("savepoint_lookup", False)]
     now[0] += 10
     await mutate(handlers, flink_deployment())
     assert fs.calls > calls

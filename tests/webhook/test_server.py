@@ -187,6 +187,22 @@ async def test_health_readiness_and_metrics(client: aiohttp.ClientSession, relay
         assert "shutting down" in await response.text()
 
 
+async def test_metrics_name_only_served_kinds_and_count_requests_in_flight(
+        client: aiohttp.ClientSession, relay: RelayServer) -> None:
+    for kind in ("MadeUpKind1", "MadeUpKind2"):
+        review = admission_review({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}})
+        review["request"]["kind"]["kind"] = kind
+        assert (await post_review(client, "/validate", review))["allowed"] is True
+    relay.metrics.requests_in_flight += 3  # as if three reviews were being served during the scrape
+    async with client.get("/metrics") as response:
+        exposition = await response.text()
+    relay.metrics.requests_in_flight -= 3
+    assert ('failover_relay_admission_requests_total{endpoint="validate",kind="other",'
+            'verdict="allowed"} 2.0') in exposition
+    assert "MadeUpKind" not in exposition
+    assert "failover_relay_admission_requests_in_flight 3.0" in exposition
+
+
 async def test_readiness_fails_when_the_listener_is_gone(relay: RelayServer, tmp_path: Path) -> None:
     assert await relay.readiness.problems() == ()
     await relay.stop()
