@@ -41,6 +41,7 @@ class AdmissionMetrics:
             "Savepoint injections by outcome: found, not-found, timeout, storage-error, invalid-job-id, "
             "carried-forward (UPDATE keeping the path set at CREATE).",
             ("outcome",), registry=self.registry)
+        self._lookups: dict[str, Counter] = {}
         self.work_labels = Counter(
             "failover_relay_work_labels_total",
             "Work admissions of the preserved-state mutation, by outcome (labelled, unchanged, not-applicable, "
@@ -58,6 +59,12 @@ class AdmissionMetrics:
             children = self._answered[key] = (self.requests.labels(*key), self.latency.labels(endpoint))
         children[0].inc()
         children[1].observe(seconds)
+
+    def count_savepoint_lookup(self, outcome: str) -> None:
+        child = self._lookups.get(outcome)
+        if child is None:
+            child = self._lookups[outcome] = self.savepoint_lookups.labels(outcome)
+        child.inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

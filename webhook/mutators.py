@@ -139,7 +139,7 @@ class SavepointMutator:
             result, cached = await self.lookup(namespace, plan.job_id)
         outcome = CARRIED_FORWARD if result.source == CARRIED_FORWARD else result.outcome.value
         if self.metrics is not None:
-            self.metrics.savepoint_lookups.labels(outcome).inc()
+            self.metrics.count_savepoint_lookup(outcome)
         verdict = injection_verdict(self.profile, obj, result, self.failure_mode, namespace)
         return Injection(verdict, result, outcome, cached)
 
