@@ -1,0 +1,62 @@
+"""The JSON log lines `configure_logging` sets up: one object per line, with level and UTC time, any value rendered."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import structlog
+
+from relay.logs import configure_logging
+
+
+@pytest.fixture
+def json_lines() -> Iterator[io.StringIO]:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    stream = io.StringIO()
+    configure_logging("json", stream=stream)
+    try:
+        yield stream
+    finally:
+        structlog.reset_defaults()
+        root.handlers, root.level = handlers, level
+
+
+def records(stream: io.StringIO) -> list[dict]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_a_line_is_one_json_object_with_level_and_utc_time(json_lines: io.StringIO) -> None:
+    structlog.get_logger("t").info("admission_review", uid="u-1", reason=None, audit={"savepoint-path": "/x"})
+
+    [record] = records(json_lines)
+    assert record["event"] == "admission_review" and record["level"] == "info"
+    assert record["uid"] == "u-1" and record["reason"] is None and record["audit"] == {"savepoint-path": "/x"}
+    assert record["timestamp"].endswith("Z")
+
+
+def test_values_json_has_no_type_for_are_logged_as_their_repr(json_lines: io.StringIO) -> None:
+    structlog.get_logger("t").info("event", path=Path("/a"), error=ValueError("bad"), raw=b"\xff")
+
+    [record] = records(json_lines)
+    assert record["path"] == repr(Path("/a")) and record["error"] == "ValueError('bad')"
+    assert record["raw"] == repr(b"\xff")
+
+
+def test_a_forged_line_break_stays_inside_one_line(json_lines: io.StringIO) -> None:
+    structlog.get_logger("t").warning("bad_request", message='x\n{"event": "forged"}')
+
+    assert len(json_lines.getvalue().splitlines()) == 1
+    assert records(json_lines)[0]["message"] == 'x\n{"event": "forged"}'
+
+
+def test_library_records_are_rendered_the_same_way(json_lines: io.StringIO) -> None:
+    logging.getLogger("aiohttp.server").error("Error handling request")
+
+    [record] = records(json_lines)
+    assert record == {**record, "event": "Error handling request", "level": "error", "logger": "aiohttp.server"}
