@@ -9,6 +9,7 @@ from typing import TextIO
 
 import structlog
 
+
 def _fallback(value: object) -> str:
     """A value JSON has no type for (an exception, a path) is logged as its repr."""
     return repr(value)
