@@ -83,7 +83,7 @@ class RelayServer:
         except (ProfileError, LayoutError) as error:
             raise SettingsError(str(error)) from None
         self.lookup_pool = lookup_executor()
-        log.info("savepoint_injection", checkpoint_root=without_credentials(store.url_root),
+        log.info("savepoint_injection", checkpoint_root=store.url_root,
                  kinds=sorted(map(str, profiles)), failure_mode=savepoint.failure_mode,
                  deadline_seconds=savepoint.lookup_deadline_seconds)
         return savepoint_mutators(profiles, store, executor=self.lookup_pool,
@@ -169,11 +169,3 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
 
-
-def without_credentials(url: str) -> str:
-    """`url` for a log line: fsspec URLs may carry `user:password@` (sftp, ftp, http), which must not be logged."""
-    scheme, separator, rest = url.partition("://")
-    if not separator:
-        return url
-    authority, slash, path = rest.partition("/")
-    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}" if "@" in authority else url

@@ -185,6 +185,15 @@ def load_settings(path: Path | None) -> Settings:
     return settings
 
 
+def has_password(url: str) -> bool:
+    """True for `scheme://user:password@host/...`; plain paths and URLs without a password are False."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return False
+    userinfo, at, _ = rest.partition("/")[0].rpartition("@")
+    return bool(at) and ":" in userinfo
+
+
 def check_settings(settings: Settings) -> None:
     """Cross-field checks shared by the file and the flags."""
     _check_controller_settings(settings.controllers)
@@ -213,6 +222,10 @@ def check_settings(settings: Settings) -> None:
         raise SettingsError("savepoint.layouts needs at least one template")
     if savepoint.checkpoint_root is not None and not savepoint.checkpoint_root.strip():
         raise SettingsError("savepoint.checkpointRoot must be a path or URL such as s3://bucket/checkpoints")
+    if savepoint.checkpoint_root is not None and has_password(savepoint.checkpoint_root):
+        # The root is the prefix of every injected initialSavepointPath, audit annotation and log line.
+        raise SettingsError("savepoint.checkpointRoot must not carry a password (user:password@host): it would be "
+                            "written into every injected path; give credentials in savepoint.storageOptions")
     try:  # a profile or layout that cannot work stops start-up here, not at the first failover
         load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
                       savepoint_layouts=savepoint.savepoint_layouts)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from relay.settings import Settings, SettingsError, check_settings, load_settings
+from relay.settings import Settings, SettingsError, check_settings, has_password, load_settings
 
 FULL = """\
 server:
@@ -89,6 +89,7 @@ def test_every_section_is_read(tmp_path: Path) -> None:
         ("- a list\n", "must be a mapping"),
         ("server: [\n", "is not valid YAML"),
         ("server:\n  serviceName: relay\n", "serviceName and namespace go together"),
+        ("savepoint:\n  checkpointRoot: sftp://flink:s3cret@store/ckpt\n", "must not carry a password"),
     ],
 )
 def test_bad_settings_name_the_key(tmp_path: Path, text: str, message: str) -> None:
@@ -109,3 +110,17 @@ def test_flags_override_the_file_and_are_checked_again(tmp_path: Path) -> None:
 def test_a_missing_file_is_a_settings_error(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="cannot read config file"):
         load_settings(tmp_path / "absent.yaml")
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("sftp://flink:s3cret@store/ckpt", True),
+    ("https://user:pw@host:8443/a@b", True),
+    ("ftp://:pw@host/", True),
+    ("sftp://flink@store/ckpt", False),  # a user name alone is no secret
+    ("s3://bucket/checkpoints", False),
+    ("hdfs://namenode:8020/flink", False),  # host:port is not user:password
+    ("s3://bucket/dir/user:pw@x", False),  # an @ in the path is not userinfo
+    ("/mnt/checkpoints/a:b@c", False),
+])
+def test_a_password_in_the_checkpoint_root_is_recognised(url: str, expected: bool) -> None:
+    assert has_password(url) is expected
