@@ -59,12 +59,13 @@ def validate_policy(policy: Mapping[str, Any]) -> Verdict:
     return findings.verdict()
 
 
-def default_policy(policy: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+def default_policy(policy: Mapping[str, Any], legacy_purge_modes: bool = False) -> tuple[dict[str, Any], ...]:
     """JSONPatch operations that fill Karmada's defaults into `spec.failover.application`; none when nothing is missing.
 
     tolerationSeconds 300 and purgeMode Gracefully are Karmada's CRD defaults, gracePeriodSeconds 600 comes from its
-    mutating webhook (`SetDefaultGracePeriodSeconds`). Fields of the wrong type are left alone for validation to
-    refuse.
+    mutating webhook (`SetDefaultGracePeriodSeconds`). With `legacy_purge_modes` the purge mode is written as
+    Graciously, the only spelling the v1.12-v1.14 CRD enum accepts. Fields of the wrong type are left alone for
+    validation to refuse.
     """
     spec = policy.get("spec") if isinstance(policy, dict) else None
     failover = spec.get("failover") if isinstance(spec, dict) else None
@@ -82,8 +83,8 @@ def default_policy(policy: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
                     "value": DEFAULT_TOLERATION_SECONDS})
     purge_mode = application.get("purgeMode")
     if purge_mode is None:
-        ops.append({"op": "add", "path": f"{base}/purgeMode", "value": DEFAULT_PURGE_MODE.value})
-        purge_mode = DEFAULT_PURGE_MODE.value
+        purge_mode = (DEFAULT_PURGE_MODE.legacy if legacy_purge_modes else DEFAULT_PURGE_MODE).value
+        ops.append({"op": "add", "path": f"{base}/purgeMode", "value": purge_mode})
     if _parse_purge_mode(purge_mode) in (PurgeMode.GRACEFULLY, PurgeMode.GRACIOUSLY) and application.get(
         "gracePeriodSeconds"
     ) is None:

@@ -24,6 +24,22 @@ DEFAULTERS: Mapping[GroupKind, Defaulter] = {
 }
 
 
+def _default_policy_legacy(policy: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    return default_policy(policy, legacy_purge_modes=True)
+
+
+# For Karmada v1.12-v1.14, whose CRDs know only the legacy purge-mode names (`purgeModeSpelling: legacy`).
+LEGACY_DEFAULTERS: Mapping[GroupKind, Defaulter] = {
+    PROPAGATION_POLICY: _default_policy_legacy,
+    CLUSTER_PROPAGATION_POLICY: _default_policy_legacy,
+}
+
+
+def defaulters_for(purge_mode_spelling: str) -> Mapping[GroupKind, Defaulter]:
+    """The defaulters that write purge modes in `purge_mode_spelling` ("new" or "legacy")."""
+    return LEGACY_DEFAULTERS if purge_mode_spelling == "legacy" else DEFAULTERS
+
+
 def group_kind_of(api_version: str, kind: str) -> GroupKind:
     group = api_version.rpartition("/")[0] if "/" in api_version else ""
     return GroupKind(group, kind)

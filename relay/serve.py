@@ -15,6 +15,7 @@ from certs.store import ensure_certificates
 from failover.api import GroupKind
 from failover.checkpoints import LayoutError, open_store
 from failover.profiles import ProfileError, load_profiles
+from failover.rules import defaulters_for
 from relay.loop import start_cabundle_sync, start_reconcile_loop
 from relay.settings import Settings, SettingsError, in_cluster
 from relay.work_labels import work_mutators
@@ -62,7 +63,9 @@ class RelayServer:
             savepoints = self._savepoint_mutators()
             # Preserved-state labels on Works (relay/work_labels.py): on when the Karmada apiserver is reachable.
             works, self.binding_pool = work_mutators(settings, savepoints, self.metrics)
-            handlers = AdmissionHandlers(mutators={**savepoints, **works})
+            # The spelling the Karmada CRDs accept also decides how a missing policy purgeMode is defaulted.
+            handlers = AdmissionHandlers(mutators={**savepoints, **works},
+                                         defaulters=defaulters_for(settings.controllers.purge_mode_spelling))
         self.readiness = Readiness(
             host=settings.host, port=settings.port, ca_file=self.files.ca_file,
             certificate_not_after=lambda: self.tls.not_after)

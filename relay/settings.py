@@ -62,7 +62,8 @@ class ControllerSettings:
     lease_namespace: str | None = None  # None: the Pod's namespace, else "default"
     lease_name: str = "failover-relay"
     workers: int = 2
-    # Spelling of purgeMode in written eviction tasks: "new" for Karmada v1.15+, "legacy" for v1.12-v1.14 CRDs.
+    # Spelling of purgeMode in written eviction tasks and in policy defaults: "new" for Karmada v1.15+, "legacy"
+    # for v1.12-v1.14 CRDs.
     purge_mode_spelling: str = "new"
     graceful_eviction_timeout_seconds: float = 600.0  # karmada-controller-manager --graceful-eviction-timeout
     state_wait_seconds: float = 60.0

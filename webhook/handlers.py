@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Mapping
 
 from failover.api import GroupKind
-from failover.rules import DEFAULTERS, VALIDATORS
+from failover.rules import DEFAULTERS, VALIDATORS, Defaulter
 from failover.verdict import Verdict
 from webhook import responses
 from webhook.review import AdmissionRequest, AdmissionResponseWire
@@ -40,12 +40,13 @@ class AdmissionHandlers:
     """The decisions behind `/validate` and `/mutate`. `mutators` adds kinds whose mutation needs I/O."""
 
     mutators: Mapping[GroupKind, Mutator] = field(default_factory=dict)
+    defaulters: Mapping[GroupKind, Defaulter] = field(default_factory=lambda: DEFAULTERS)
 
     # (group, kind) of every kind a rule or a mutator serves.
     kinds: frozenset[tuple[str, str]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.kinds = frozenset((gk.group, gk.kind) for gk in (*VALIDATORS, *DEFAULTERS, *self.mutators))
+        self.kinds = frozenset((gk.group, gk.kind) for gk in (*VALIDATORS, *self.defaulters, *self.mutators))
 
     async def validate(self, request: AdmissionRequest) -> Outcome:
         validator = VALIDATORS.get(GroupKind(request.group, request.kind))
@@ -57,7 +58,7 @@ class AdmissionHandlers:
         group_kind = GroupKind(request.group, request.kind)
         if request.operation not in ADMITTED_OPERATIONS or request.object is None:
             return Outcome(responses.allowed(request.uid), "allowed", "not-handled")
-        defaulter = DEFAULTERS.get(group_kind)
+        defaulter = self.defaulters.get(group_kind)
         if defaulter is not None:
             return outcome_of(request.uid, Verdict(patch=defaulter(request.object)))
         mutator = self.mutators.get(group_kind)

@@ -85,6 +85,19 @@ def test_defaults(application: dict[str, Any], ops: list[dict[str, Any]]) -> Non
     assert list(default_policy(nginx_with_application(application))) == ops
 
 
+def test_legacy_spelling_defaults_the_purge_mode_as_graciously() -> None:
+    # The v1.12-v1.14 CRD enum is Immediately|Graciously|Never: Gracefully would be refused by the apiserver.
+    policy = nginx_with_application({})
+
+    ops = default_policy(policy, legacy_purge_modes=True)
+
+    assert {"op": "add", "path": f"{BASE}/purgeMode", "value": "Graciously"} in ops
+    assert {"op": "add", "path": f"{BASE}/gracePeriodSeconds", "value": 600} in ops
+    assert default_policy(apply(policy, ops), legacy_purge_modes=True) == ()
+    assert default_policy(nginx_with_application({"decisionConditions": {"tolerationSeconds": 60},
+                                                  "purgeMode": "Never"}), legacy_purge_modes=True) == ()
+
+
 @pytest.mark.parametrize(
     "example",
     [DOC_NGINX_EXAMPLE, DOC_PURGE_GRACIOUSLY, DOC_PURGE_NEVER, DOC_FLINK_STATE_PRESERVATION, RELEASE_NOTES_FLINK,

@@ -96,6 +96,24 @@ async def test_mutate_returns_karmada_defaults_as_json_patch(client: aiohttp.Cli
     ]
 
 
+async def test_mutate_defaults_in_the_legacy_spelling_when_configured(tmp_path: Path) -> None:
+    settings = Settings(port=0, cert_dir=tmp_path / "certs").with_controller_overrides(purge_mode_spelling="legacy")
+    relay = RelayServer(settings)
+    await relay.start()
+    try:
+        assert relay.files.ca_file is not None
+        connector = aiohttp.TCPConnector(ssl=client_tls(relay.files.ca_file))
+        async with aiohttp.ClientSession(base_url=relay.url.replace("127.0.0.1", "localhost"),
+                                         connector=connector) as client:
+            policy = flink_policy()
+            del policy["spec"]["failover"]["application"]["purgeMode"]
+            response = await post_review(client, "/mutate", admission_review(policy))
+    finally:
+        await relay.stop()
+    assert {"op": "add", "path": "/spec/failover/application/purgeMode", "value": "Graciously"} in \
+        decoded_patch(response)
+
+
 async def test_mutate_of_a_complete_policy_carries_no_patch(client: aiohttp.ClientSession) -> None:
     response = await post_review(client, "/mutate", admission_review(flink_policy()))
     assert "patch" not in response and "patchType" not in response
