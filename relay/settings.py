@@ -191,7 +191,8 @@ def has_password(url: str) -> bool:
     scheme, separator, rest = url.partition("://")
     if not separator:
         return False
-    userinfo, at, _ = rest.partition("/")[0].rpartition("@")
+    authority = rest.partition("/")[0].partition("?")[0].partition("#")[0]
+    userinfo, at, _ = authority.rpartition("@")
     return bool(at) and ":" in userinfo
 
 

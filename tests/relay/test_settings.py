@@ -121,6 +121,7 @@ def test_a_missing_file_is_a_settings_error(tmp_path: Path) -> None:
     ("hdfs://namenode:8020/flink", False),  # host:port is not user:password
     ("s3://bucket/dir/user:pw@x", False),  # an @ in the path is not userinfo
     ("/mnt/checkpoints/a:b@c", False),
+    ("https://host?sig=a:b@c", False),  # nor is one in the query
 ])
 def test_a_password_in_the_checkpoint_root_is_recognised(url: str, expected: bool) -> None:
     assert has_password(url) is expected
