@@ -35,6 +35,14 @@ class ObjectRef:
 
 
 @dataclass(frozen=True)
+class BindingPatch:
+    """A merge patch for one (Cluster)ResourceBinding, written by a decision about another object."""
+
+    binding: ObjectRef
+    patch: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class Event:
     """A Kubernetes Event to record. `regarding` None means the object the decision was made for."""
 
@@ -88,17 +96,21 @@ def parse_time(value: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def read_time_annotation(raw: Any) -> dict[str, datetime]:
-    """A `{cluster: RFC 3339 time}` annotation as written by `write_time_annotation`; entries that do not read are
-    dropped and unreadable content gives {} (never raises: the annotation is ours, but anyone can edit it)."""
+def read_json_annotation(raw: Any) -> dict[Any, Any]:
+    """The JSON object one of our annotations holds, or {} when it is absent or is not a JSON object (never raises:
+    the annotation is ours, but anyone can edit it)."""
     try:
         data = json.loads(raw) if isinstance(raw, str) else {}
     except ValueError:
         return {}
-    if not isinstance(data, dict):
-        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def read_time_annotation(raw: Any) -> dict[str, datetime]:
+    """A `{cluster: RFC 3339 time}` annotation as written by `write_time_annotation`; entries that do not read are
+    dropped and unreadable content gives {}."""
     times = {}
-    for cluster, value in data.items():
+    for cluster, value in read_json_annotation(raw).items():
         moment = parse_time(value)
         if isinstance(cluster, str) and moment is not None:
             times[cluster] = moment

@@ -41,11 +41,13 @@ from failover.api import (
 )
 from failover.decision import (
     NORMAL,
+    BindingPatch,
     DecisionSettings,
     Event,
     ObjectRef,
     format_time,
     parse_time,
+    read_json_annotation,
     write_time_annotation,
 )
 from failover.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
@@ -57,12 +59,6 @@ FAILBACK_CLUSTER_LABEL = "failover-relay.io/failback-cluster"
 EVENT_FAILBACK = "FailbackTriggered"
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 NO_EXECUTE = "NoExecute"
-
-
-@dataclass(frozen=True)
-class BindingPatch:
-    binding: ObjectRef
-    patch: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -214,13 +210,7 @@ def _rebalancer_name(cluster: str, recovered: datetime, bindings: list[ObjectRef
 
 
 def _read_record(raw: Any) -> dict[str, str]:
-    try:
-        data = json.loads(raw) if isinstance(raw, str) else {}
-    except ValueError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {key: value for key, value in data.items()
+    return {key: value for key, value in read_json_annotation(raw).items()
             if key in ("downSeenAt", "recoveredSince", "rebalancer") and isinstance(value, str)}
 
 

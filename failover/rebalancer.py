@@ -32,20 +32,13 @@ from failover.api import (
     REBALANCE_SUCCESSFUL,
     RESOURCE_BINDING,
 )
-from failover.decision import NORMAL, WARNING, DecisionSettings, Event, ObjectRef, earliest, format_time, parse_time
+from failover.decision import (NORMAL, WARNING, BindingPatch, DecisionSettings, Event, ObjectRef, earliest,
+                               format_time, parse_time)
 
 WORKLOAD_FIELDS = ("apiVersion", "kind", "namespace", "name")
 
 EVENT_RESCHEDULE_TRIGGERED = "RescheduleTriggered"
 EVENT_BINDING_NOT_FOUND = REBALANCE_REFERENCED_BINDING_NOT_FOUND
-
-
-@dataclass(frozen=True)
-class BindingStamp:
-    """A merge patch setting `spec.rescheduleTriggeredAt` on one binding."""
-
-    binding: ObjectRef
-    patch: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -58,7 +51,7 @@ class RebalanceDecision:
     passed in (a read failed for another reason than NotFound) and are retried after `requeue_after`.
     """
 
-    stamps: tuple[BindingStamp, ...] = ()
+    stamps: tuple[BindingPatch, ...] = ()
     status_patch: Mapping[str, Any] | None = None
     delete: bool = False
     pending: tuple[ObjectRef, ...] = ()
@@ -110,7 +103,7 @@ def decide_rebalance(rebalancer: Mapping[str, Any], bindings: Mapping[ObjectRef,
         return RebalanceDecision(events=(Event(WARNING, "MissingCreationTimestamp",
                                                "rebalancer has no creationTimestamp to stamp bindings with"),))
     observed = _observed_after_spec_change(rebalancer)
-    stamps: list[BindingStamp] = []
+    stamps: list[BindingPatch] = []
     pending: list[ObjectRef] = []
     events: list[Event] = []
     name = meta.get("name") if isinstance(meta.get("name"), str) else ""
@@ -128,7 +121,7 @@ def decide_rebalance(rebalancer: Mapping[str, Any], bindings: Mapping[ObjectRef,
             continue
         triggered = parse_time(b.spec(bindings[ref]).get("rescheduleTriggeredAt"))
         if triggered is None or created > triggered:
-            stamps.append(BindingStamp(ref, {"spec": {"rescheduleTriggeredAt": created_raw}}))
+            stamps.append(BindingPatch(ref, {"spec": {"rescheduleTriggeredAt": created_raw}}))
             events.append(Event(NORMAL, EVENT_RESCHEDULE_TRIGGERED,
                                 f"WorkloadRebalancer {name} asked the scheduler to place the workload afresh",
                                 regarding=ref))
