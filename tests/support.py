@@ -71,3 +71,13 @@ def flink_policy(**application: Any) -> dict[str, Any]:
                           "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]},
         },
     }
+
+
+def report(request: Any, tag: str, line: str) -> None:
+    """Put a measured number into the test output even under -q, as `[tag] line` (the numbers go into the notes)."""
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            reporter.ensure_newline()
+            reporter.write_line(f"[{tag}] {line}")

@@ -9,7 +9,6 @@ import asyncio
 import json
 import ssl
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -23,7 +22,7 @@ from cryptography import x509
 from certs.store import DEFAULT_CERT_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
 from relay.serve import RelayServer
 from relay.settings import Settings
-from tests.support import admission_review, client_tls, flink_policy
+from tests.support import admission_review, client_tls, flink_policy, report
 
 NEW_CONNECTION_CLIENTS = 4
 LOAD_SECONDS_EACH_SIDE = 1.0
@@ -157,10 +156,5 @@ async def test_renewal_under_load_fails_no_request_and_new_handshakes_get_the_ne
     line = (f"{total} requests, 0 failed ({fresh.ok} on new TLS connections, {reused.ok} on one keep-alive "
             f"connection; {during_rotation} while the files were rewritten; {new_handshakes_after} handshakes after "
             f"the swap, all with the new serial)")
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if reporter is not None and capture is not None:
-        with capture.global_and_fixture_disabled():
-            reporter.ensure_newline()
-            reporter.write_line(f"[rotation under load] {line}")
+    report(request, "rotation under load", line)
     assert total > 100

@@ -27,7 +27,7 @@ from failover.api import GroupKind
 from failover.verdict import ALLOWED, Verdict
 from relay.serve import RelayServer
 from relay.settings import Settings
-from tests.support import admission_review, client_tls, flink_policy
+from tests.support import admission_review, client_tls, flink_policy, report
 from webhook.handlers import AdmissionHandlers
 from webhook.review import AdmissionRequest
 
@@ -62,16 +62,6 @@ def slow_review() -> dict[str, Any]:
         "uid": str(uuid.uuid4()), "kind": {"group": SLOW_KIND.group, "version": "v1", "kind": SLOW_KIND.kind},
         "operation": "CREATE", "object": {"apiVersion": f"{SLOW_KIND.group}/v1", "kind": SLOW_KIND.kind,
                                           "metadata": {"name": "slow", "namespace": "default"}}}}
-
-
-def report(request: pytest.FixtureRequest, line: str) -> None:
-    """Put a measured number into the test output even under -q (the issue asks for the numbers in the notes)."""
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if reporter is not None and capture is not None:
-        with capture.global_and_fixture_disabled():
-            reporter.ensure_newline()
-            reporter.write_line(f"[{request.node.name}] {line}")
 
 
 @pytest.fixture
@@ -161,7 +151,7 @@ async def test_stop_turns_unready_serves_through_the_drain_then_refuses_and_fini
     await asyncio.wait_for(stopping, GRACE_SECONDS + SLACK_SECONDS)
     stopped_after = time.monotonic() - started
     assert not blocking.cancelled
-    report(request, f"unready after {unready_after * 1000:.0f} ms, new connections refused after "
+    report(request, request.node.name, f"unready after {unready_after * 1000:.0f} ms, new connections refused after "
                     f"{refused_after * 1000:.0f} ms (drain {DRAIN_SECONDS} s), in-flight review answered 200 and "
                     f"stop done after {stopped_after * 1000:.0f} ms")
 
@@ -180,7 +170,7 @@ async def test_stop_is_bounded_by_the_grace_when_a_review_never_finishes(
     with pytest.raises(aiohttp.ClientError):
         await asyncio.wait_for(in_flight, 5)
     assert await connection_refused(relay)
-    report(request, f"review that never finishes: stop returned after {stopped_after * 1000:.0f} ms "
+    report(request, request.node.name, f"review that never finishes: stop returned after {stopped_after * 1000:.0f} ms "
                     f"(drain {DRAIN_SECONDS} s + grace {GRACE_SECONDS} s)")
 
 
@@ -272,7 +262,7 @@ def test_sigterm_in_a_cluster_drains_then_exits_0(tmp_path: Path, request: pytes
     draining = records[events.index("draining")]
     assert draining["drain_seconds"] == 5.0
     assert exited_after >= draining["drain_seconds"]
-    report(request, f"real process: unready and still serving {served_within * 1000:.0f} ms after SIGTERM, "
+    report(request, request.node.name, f"real process: unready and still serving {served_within * 1000:.0f} ms after SIGTERM, "
                     f"exit 0 after {exited_after:.2f} s (drain {draining['drain_seconds']} s)")
 
 
@@ -294,4 +284,4 @@ def test_sigterm_outside_a_cluster_exits_0_at_once(tmp_path: Path, request: pyte
             process.kill()
             process.wait()
     assert exited_after < 3.0
-    report(request, f"real process outside a cluster: exit 0 after {exited_after * 1000:.0f} ms")
+    report(request, request.node.name, f"real process outside a cluster: exit 0 after {exited_after * 1000:.0f} ms")

@@ -9,7 +9,6 @@ import jsonpatch
 import pytest
 import s3fs
 
-from failover.api import FLINK_DEPLOYMENT
 from failover.checkpoints import DEFAULT_LAYOUT, FLINK_NATIVE_LAYOUT, Outcome, find_restore_point, open_store, \
     parse_layout
 from failover.jobid import JobId

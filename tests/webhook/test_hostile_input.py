@@ -31,7 +31,7 @@ from failover.checkpoints import DEFAULT_LAYOUT, open_store
 from failover.profiles import load_profiles
 from relay.serve import RelayServer
 from relay.settings import Settings
-from tests.support import admission_review, client_tls, flink_policy
+from tests.support import admission_review, client_tls, flink_policy, report
 from webhook import responses
 from webhook.handlers import AdmissionHandlers
 from webhook.health import Readiness
@@ -247,13 +247,9 @@ CASES: Counter[str] = Counter()
 @pytest.fixture(scope="module", autouse=True)
 def report_cases(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if reporter is not None and capture is not None and CASES:
+    if CASES:
         detail = ", ".join(f"{name} {count}" for name, count in CASES.items())
-        with capture.global_and_fixture_disabled():
-            reporter.ensure_newline()
-            reporter.write_line(f"[hostile input] {sum(CASES.values())} cases run ({detail})")
+        report(request, "hostile input", f"{sum(CASES.values())} cases run ({detail})")
 
 
 @pytest.fixture(scope="module")
