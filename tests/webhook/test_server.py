@@ -32,12 +32,19 @@ async def relay(tmp_path: Path) -> AsyncIterator[RelayServer]:
     await server.stop()
 
 
-@pytest.fixture
-async def client(relay: RelayServer) -> AsyncIterator[aiohttp.ClientSession]:
+@contextlib.asynccontextmanager
+async def session_for(relay: RelayServer) -> AsyncIterator[aiohttp.ClientSession]:
+    """A client that verifies the relay's certificate by name, as the apiserver does."""
     assert relay.files.ca_file is not None
     connector = aiohttp.TCPConnector(ssl=client_tls(relay.files.ca_file))
     async with aiohttp.ClientSession(base_url=relay.url.replace("127.0.0.1", "localhost"),
                                      connector=connector) as session:
+        yield session
+
+
+@pytest.fixture
+async def client(relay: RelayServer) -> AsyncIterator[aiohttp.ClientSession]:
+    async with session_for(relay) as session:
         yield session
 
 
@@ -101,10 +108,7 @@ async def test_mutate_defaults_in_the_legacy_spelling_when_configured(tmp_path: 
     relay = RelayServer(settings)
     await relay.start()
     try:
-        assert relay.files.ca_file is not None
-        connector = aiohttp.TCPConnector(ssl=client_tls(relay.files.ca_file))
-        async with aiohttp.ClientSession(base_url=relay.url.replace("127.0.0.1", "localhost"),
-                                         connector=connector) as client:
+        async with session_for(relay) as client:
             policy = flink_policy()
             del policy["spec"]["failover"]["application"]["purgeMode"]
             response = await post_review(client, "/mutate", admission_review(policy))
