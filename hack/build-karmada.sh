@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Build the Karmada binaries the real-Karmada test tier (tests/karmada) runs, and unpack the source tree their CRDs,
+# webhook configurations and FlinkDeployment CRD are taken from.
+#
+# Source, first found wins:
+#   1. $KARMADA_SRC, a Karmada checkout (with vendor/, or with a Go module proxy that serves its dependencies);
+#   2. the tarball shipped beside the project (../shared/karmada/karmada-*.tar.gz, or $KARMADA_TARBALL): Karmada's own
+#      tree with vendor/, unpacked into the cache, built offline with -mod=vendor;
+#   3. a clone of $KARMADA_REF from GitHub, when the machine can reach it.
+# (The Go module proxy reachable from CI does not serve github.com/karmada-io/karmada, hence the tarball.)
+#
+# Usage: bash hack/build-karmada.sh
+# Output: ${XDG_CACHE_HOME:-$HOME/.cache}/failover-relay/karmada/<commit>/ with bin/ (the four binaries) and src/ (the
+# tree); that directory is printed as the last line of stdout. tests/karmada_env.py finds it the same way.
+#
+# Idempotent: a warm cache costs nothing. Binaries are written under a temporary name and renamed, so an interrupted
+# run never leaves a half-written binary.
+set -euo pipefail
+
+# Pinned release used only when neither $KARMADA_SRC nor the tarball is there.
+KARMADA_REF="${KARMADA_REF:-v1.19.0}"
+BINARIES=(controller-manager scheduler aggregated-apiserver webhook)
+
+log() { echo "build-karmada: $*" >&2; }
+here="$(cd "$(dirname "$0")/.." && pwd)"
+cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/failover-relay/karmada"
+mkdir -p "$cache_root"
+
+# The cache key: the commit the source is at. A tarball names its commit (karmada-<describe>-g<sha>.tar.gz).
+find_tarball() {
+  if [[ -n "${KARMADA_TARBALL:-}" ]]; then echo "$KARMADA_TARBALL"; return; fi
+  local found
+  found="$(ls "$here"/../shared/karmada/karmada-*.tar.gz 2>/dev/null | head -n1 || true)"
+  echo "$found"
+}
+
+source_kind=""
+tarball=""
+if [[ -n "${KARMADA_SRC:-}" ]]; then
+  [[ -d "$KARMADA_SRC/cmd/controller-manager" ]] || { log "KARMADA_SRC=$KARMADA_SRC is not a Karmada source tree"; exit 1; }
+  source_kind=checkout
+  key="$(git -C "$KARMADA_SRC" rev-parse --short=9 HEAD 2>/dev/null || echo local)"
+else
+  tarball="$(find_tarball)"
+  if [[ -n "$tarball" && -f "$tarball" ]]; then
+    source_kind=tarball
+    key="$(basename "$tarball" .tar.gz)"
+    key="${key#karmada-}"
+  else
+    source_kind=clone
+    key="$KARMADA_REF"
+  fi
+fi
+cache_dir="$cache_root/$key"
+
+complete() {
+  [[ -f "$cache_dir/src/charts/karmada/_crds/kustomization.yaml" ]] || return 1
+  for name in "${BINARIES[@]}"; do
+    [[ -x "$cache_dir/bin/karmada-$name" ]] || return 1
+  done
+}
+if complete; then
+  echo "$cache_dir"
+  exit 0
+fi
+
+mkdir -p "$cache_dir/bin"
+# One build per cache directory at a time: a parallel run waits for the first and then finds its binaries.
+exec 9>"$cache_dir/.build.lock"
+if command -v flock >/dev/null; then
+  if ! flock --nonblock 9; then
+    log "another build holds $cache_dir/.build.lock; waiting for it"
+    flock 9
+  fi
+  if complete; then
+    echo "$cache_dir"
+    exit 0
+  fi
+fi
+trap 'rm -f "$cache_dir"/bin/.*.partial; rm -rf "$cache_dir/.src.partial"' EXIT
+
+started=$SECONDS
+if [[ ! -f "$cache_dir/src/charts/karmada/_crds/kustomization.yaml" ]]; then
+  rm -rf "$cache_dir/.src.partial" "$cache_dir/src"
+  mkdir -p "$cache_dir/.src.partial"
+  case "$source_kind" in
+    checkout)
+      log "copying $KARMADA_SRC"
+      cp -a "$KARMADA_SRC/." "$cache_dir/.src.partial/"
+      ;;
+    tarball)
+      log "unpacking $(basename "$tarball")"
+      tar -xzf "$tarball" -C "$cache_dir/.src.partial" --strip-components=1
+      ;;
+    clone)
+      command -v git >/dev/null || { log "no Karmada source: set KARMADA_SRC, or provide the tarball"; exit 1; }
+      log "cloning karmada $KARMADA_REF"
+      git clone --quiet --depth 1 --branch "$KARMADA_REF" https://github.com/karmada-io/karmada.git \
+        "$cache_dir/.src.partial" >&2 || { log "no Karmada source: clone failed; set KARMADA_SRC or provide the tarball"; exit 1; }
+      ;;
+  esac
+  mv "$cache_dir/.src.partial" "$cache_dir/src"
+fi
+
+command -v go >/dev/null || { log "go is not on PATH; install Go $(cat "$cache_dir/src/.go-version" 2>/dev/null || echo 1.26) to build Karmada"; exit 1; }
+mod_flag="-mod=mod"
+[[ -d "$cache_dir/src/vendor" ]] && mod_flag="-mod=vendor"
+export GOWORK=off CGO_ENABLED=0 GOFLAGS="$mod_flag"
+# Karmada's own version stamp, so the binaries report what they are (pkg/version, as hack/util.sh sets it).
+ldflags="-s -w -X github.com/karmada-io/karmada/pkg/version.gitVersion=$key"
+cd "$cache_dir/src"
+# One binary at a time: on two cores parallel links run out of memory sooner than they save time.
+for name in "${BINARIES[@]}"; do
+  [[ -x "$cache_dir/bin/karmada-$name" ]] && continue
+  log "compiling karmada-$name ($mod_flag)"
+  go build -trimpath -ldflags="$ldflags" -o "$cache_dir/bin/.karmada-$name.partial" "./cmd/$name"
+  mv -f "$cache_dir/bin/.karmada-$name.partial" "$cache_dir/bin/karmada-$name"
+done
+log "done in $((SECONDS - started)) s"
+echo "$cache_dir"
