@@ -9,7 +9,8 @@
 #   3. a clone of $KARMADA_REF from GitHub, when the machine can reach it.
 # (The Go module proxy reachable from CI does not serve github.com/karmada-io/karmada, hence the tarball.)
 #
-# Usage: bash hack/build-karmada.sh
+# Usage: bash hack/build-karmada.sh [--source-only]
+#   --source-only: unpack (or copy) the source tree and stop; enough for tests that only need Karmada's CRDs.
 # Output: ${XDG_CACHE_HOME:-$HOME/.cache}/failover-relay/karmada/<commit>/ with bin/ (the four binaries) and src/ (the
 # tree); that directory is printed as the last line of stdout. tests/karmada_env.py finds it the same way.
 #
@@ -20,6 +21,15 @@ set -euo pipefail
 # Pinned release used only when neither $KARMADA_SRC nor the tarball is there.
 KARMADA_REF="${KARMADA_REF:-v1.19.0}"
 BINARIES=(controller-manager scheduler aggregated-apiserver webhook)
+
+source_only=false
+for arg in "$@"; do
+  case "$arg" in
+    --source-only) source_only=true ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown argument: $arg" >&2; exit 2 ;;
+  esac
+done
 
 log() { echo "build-karmada: $*" >&2; }
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -55,6 +65,7 @@ cache_dir="$cache_root/$key"
 
 complete() {
   [[ -f "$cache_dir/src/charts/karmada/_crds/kustomization.yaml" ]] || return 1
+  [[ "$source_only" == true ]] && return 0
   for name in "${BINARIES[@]}"; do
     [[ -x "$cache_dir/bin/karmada-$name" ]] || return 1
   done
@@ -102,6 +113,10 @@ if [[ ! -f "$cache_dir/src/charts/karmada/_crds/kustomization.yaml" ]]; then
   mv "$cache_dir/.src.partial" "$cache_dir/src"
 fi
 
+if [[ "$source_only" == true ]]; then
+  echo "$cache_dir"
+  exit 0
+fi
 command -v go >/dev/null || { log "go is not on PATH; install Go $(cat "$cache_dir/src/.go-version" 2>/dev/null || echo 1.26) to build Karmada"; exit 1; }
 mod_flag="-mod=mod"
 [[ -d "$cache_dir/src/vendor" ]] && mod_flag="-mod=vendor"
