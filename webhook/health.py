@@ -1,8 +1,13 @@
 """Readiness that means something: the TLS listener answers a real handshake with a valid certificate.
 
 controller-runtime learnt this the hard way (#723): a webhook reported ready before it served, and the apiserver's
-first calls failed. `/readyz` here dials our own listener over TLS, verifying against our CA when we have one, and
-fails when the certificate has expired or the server is shutting down.
+first calls failed. `/readyz` here dials our own listener over TLS and verifies the served chain and its validity
+period against our CA when we have one; it fails when the chain does not verify, the certificate has expired, the CA
+file is missing or unusable, or the server is shutting down.
+
+The name in the certificate is not checked: the certificate names what the apiserver dials (the Service, e.g. the
+only name in a cert-manager Certificate), never the address we dial ourselves (loopback, or a pod IP given to
+--host), so a hostname check here would keep such a pod unready forever while it serves fine.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from typing import Callable
 PROBE_CACHE_SECONDS = 2.0
 # A handshake on loopback takes ~1-3 ms; 2 s only trips when the event loop or the listener is wedged.
 DIAL_TIMEOUT_SECONDS = 2.0
+
+# A CA bundle holds a few certificates of ~1 KB; anything far larger is not one and is not read whole.
+MAX_CA_BUNDLE_BYTES = 1024 * 1024
 
 LOOPBACK_FOR_WILDCARD = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 
@@ -55,18 +63,36 @@ class Readiness:
         self._cached = (now, tuple(found))
         return self._cached[1]
 
-    async def _dial(self) -> str | None:
+    def _client_context(self) -> ssl.SSLContext | str:
+        """The context of the self-dial, or why there is none (the CA file is missing or unusable)."""
         context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
-        if self.ca_file is not None and self.ca_file.exists():
-            context.load_verify_locations(cafile=str(self.ca_file))
-        else:
+        context.check_hostname = False  # chain and validity only (module docstring)
+        if self.ca_file is None:
             # Certificates from elsewhere without a CA file: still require a completed handshake.
-            context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
+            return context
+        try:
+            with self.ca_file.open("rb") as file:
+                data = file.read(MAX_CA_BUNDLE_BYTES + 1)
+            if len(data) > MAX_CA_BUNDLE_BYTES:
+                return f"{self.ca_file}: larger than {MAX_CA_BUNDLE_BYTES} bytes, not a CA bundle"
+            context.load_verify_locations(cadata=data.decode("ascii"))
+        except FileNotFoundError:
+            return f"{self.ca_file}: missing"
+        except (ValueError, ssl.SSLError):  # empty, not PEM, not ASCII (UnicodeDecodeError is a ValueError)
+            return f"{self.ca_file}: not a PEM CA bundle"
+        except OSError as error:  # after ssl.SSLError, which is one
+            return f"{self.ca_file}: cannot read ({error.strerror})"
+        return context
+
+    async def _dial(self) -> str | None:
+        context = self._client_context()
+        if isinstance(context, str):
+            return context
         host = self.dial_host()
         try:
             _, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, self.port, ssl=context, server_hostname=host),
+                asyncio.open_connection(host, self.port, ssl=context, server_hostname=None),
                 DIAL_TIMEOUT_SECONDS)
         except (OSError, ssl.SSLError, asyncio.TimeoutError) as error:
             return f"TLS listener on {host}:{self.port} does not answer: {type(error).__name__}: {error}"[:200]

@@ -188,7 +188,11 @@ class AdmissionServer:
         return web.Response(text="ok\n")
 
     async def _readyz(self, _: web.Request) -> web.Response:
-        problems = await self.readiness.problems()
+        try:
+            problems = await self.readiness.problems()
+        except Exception as error:  # a probe answers 503 with a reason, never 500
+            self.log.exception("readiness_check_failed")
+            problems = (f"readiness check failed: {type(error).__name__}",)
         if problems:
             return web.Response(status=503, text="not ready: " + "; ".join(problems) + "\n")
         return web.Response(text="ok\n")
