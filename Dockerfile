@@ -1,6 +1,8 @@
 # failover-relay: the admission webhook and the reconcile loop as a small non-root image.
 # Build: docker build -t failover-relay .
-FROM python:3.11-slim AS build
+# The Python is pinned to a patch release: 3.11.0-3.11.7 leak the memory of failed TLS handshakes (CPython
+# gh-109534, relay/runtime.py), and a floating tag would let a rebuild pick anything. Bump it deliberately.
+FROM python:3.11.11-slim-bookworm AS build
 WORKDIR /src
 COPY pyproject.toml README.md constraints.txt ./
 COPY failover failover
@@ -10,7 +12,7 @@ COPY certs certs
 COPY relay relay
 RUN python -m pip install --no-cache-dir --prefix=/install -c constraints.txt '.[s3]'
 
-FROM python:3.11-slim
+FROM python:3.11.11-slim-bookworm
 COPY --from=build /install /usr/local
 # A fixed numeric user, so `runAsNonRoot: true` can verify it without a passwd lookup.
 # The state dir belongs to that user, so `docker run` without a volume can still create its cert dir there; in a

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ _LOGGING_FLAGS = ("logging.format", "logging.level")
 SERVE_FLAGS = ("server.host", "server.port", "server.certDir", "server.serviceName", "server.namespace",
                "server.maxBodyBytes", *_LOGGING_FLAGS, "savepoint.checkpointRoot", "savepoint.failureMode",
                *_CONTROLLER_FLAGS, "controllers.mode", "server.clientCAFile", "server.drainSeconds",
-               "server.graceSeconds", "server.caBundleSync")
+               "server.graceSeconds", "server.caBundleSync", "server.maxConnections", "server.maxConnectionsPerPeer")
 CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS)
 INJECT_FLAGS = ("savepoint.checkpointRoot", "savepoint.failureMode")
 
@@ -128,15 +129,25 @@ def _controllers(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from certs.store import CertificateError
     from controllers.kube import NoClusterConfig
+    import structlog
+
     from relay.logs import configure_logging
+    from relay.runtime import ALLOW_ENV, ssl_leak_problem
     from relay.serve import serve
+    from relay.settings import in_cluster
 
     try:
         settings = _settings(args)
     except SettingsError as error:
         print(f"failover-relay: {error}", file=sys.stderr)
         return 2
+    leak = ssl_leak_problem()
+    if leak and in_cluster() and os.environ.get(ALLOW_ENV) != "1":
+        print(f"failover-relay: {leak}", file=sys.stderr)
+        return 2
     configure_logging(settings.log_format, settings.log_level)
+    if leak:
+        structlog.get_logger("failover_relay.runtime").error("python_leaks_tls_memory", problem=leak)
     try:
         asyncio.run(serve(settings))
     except (CertificateError, SettingsError, NoClusterConfig) as error:

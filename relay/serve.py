@@ -21,6 +21,7 @@ from relay.settings import Settings, SettingsError, in_cluster
 from relay.work_labels import work_mutators
 from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
+from webhook.listener import CappedTLSSite, ConnectionLimits
 from webhook.metrics import AdmissionMetrics
 from webhook.mutators import LookupPool, lookup_executor, savepoint_mutators
 from webhook.server import AdmissionServer, connection_options
@@ -101,8 +102,14 @@ class RelayServer:
                                     shutdown_timeout=self.grace_seconds / 2, handle_signals=False,
                                     **connection_options())
         await self.runner.setup()
-        site = web.TCPSite(self.runner, self.settings.host, self.settings.port, ssl_context=self.tls.context)
+        settings = self.settings
+        site = CappedTLSSite(self.runner, settings.host, settings.port, ssl_context=self.tls.context,
+                             limits=ConnectionLimits(settings.max_connections, settings.max_connections_per_peer,
+                                                     settings.handshake_seconds),
+                             on_refused=self.metrics.count_refused_connection)
         await site.start()
+        listener = site.listener
+        self.metrics.connections_open.set_function(lambda: listener.open)
         # With --port 0 the kernel picks the port; readiness must dial the one actually bound.
         self.readiness.port = self.port = self.runner.addresses[0][1]
         log.info("serving", url=self.url, cert_dir=str(self.settings.cert_dir), ca_file=str(self.files.ca_file),

@@ -194,6 +194,18 @@ class Settings:
     # default, so one object is at most that; two of them plus the envelope stay under 3 MiB.
     max_body_bytes: int = setting("server.maxBodyBytes", 3 * 1024 * 1024, ge=1024, flag="--max-body-bytes",
                                   help="largest AdmissionReview accepted in bytes (default {default})")
+    # Connection caps (webhook/listener.py). Each open connection costs about 50 KB; 512 of them stay far below the
+    # Deployment's 512 Mi limit. The apiserver opens one connection per concurrent review (HTTP/1.1) and a few
+    # apiservers may share an address behind a proxy, so one peer may hold half of them.
+    max_connections: int = setting("server.maxConnections", 512, ge=1, le=65536, flag="--max-connections",
+                                   help="connections open at once, beyond which new ones are closed (default "
+                                        "{default})")
+    max_connections_per_peer: int = setting(
+        "server.maxConnectionsPerPeer", 256, ge=1, le=65536, flag="--max-connections-per-peer",
+        help="connections open at once from one address (default {default})")
+    # A TLS handshake from the apiserver takes milliseconds; a connection that has not finished one after this
+    # long is closed (asyncio's own limit is 60 s, so a connect that never sends a byte was held for a minute).
+    handshake_seconds: float = setting("server.tlsHandshakeTimeoutSeconds", 5.0, gt=0, le=60)
     # Keep the caBundle of the webhook configurations named failover-relay in step with our CA (controllers/
     # cabundle.py) whenever cluster access is found; turn off where something else (cert-manager, GitOps) owns it.
     cabundle_sync: bool = setting(

@@ -46,6 +46,13 @@ class AdmissionMetrics:
             "failover_relay_work_labels_total",
             "Work admissions of the preserved-state mutation, by outcome (labelled, unchanged, not-applicable, "
             "binding-unreadable).", ("outcome",), registry=self.registry)
+        self.connections_open = Gauge(
+            "failover_relay_connections_open", "TLS connections admitted and not yet closed (handshaking or served).",
+            registry=self.registry)
+        self.connections_refused = Counter(
+            "failover_relay_connections_refused_total",
+            "Connections closed before serving them, by reason (max-connections, max-connections-per-peer, "
+            "handshake-timeout, handshake-failed).", ("reason",), registry=self.registry)
         self.certificate_expiry = Gauge(
             "failover_relay_certificate_expiry_timestamp_seconds",
             "Unix time at which the serving certificate expires.", registry=self.registry)
@@ -65,6 +72,9 @@ class AdmissionMetrics:
         if child is None:
             child = self._lookups[outcome] = self.savepoint_lookups.labels(outcome)
         child.inc()
+
+    def count_refused_connection(self, reason: str) -> None:
+        self.connections_refused.labels(reason).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -1,0 +1,43 @@
+"""The Python the server runs on: versions with CPython gh-109534 refused in a cluster, warned about elsewhere."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from relay.runtime import ALLOW_ENV, affected_by_ssl_leak, ssl_leak_problem
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(("version", "affected"), [
+    ((3, 11, 0), True), ((3, 11, 7), True), ((3, 11, 8), False), ((3, 11, 11), False),
+    ((3, 12, 0), True), ((3, 12, 1), True), ((3, 12, 2), False), ((3, 13, 0), False), ((3, 10, 13), False),
+])
+def test_the_affected_versions(version: tuple[int, int, int], affected: bool) -> None:
+    assert affected_by_ssl_leak(version) is affected
+    assert (ssl_leak_problem(version) is not None) is affected
+
+
+@pytest.mark.skipif(not affected_by_ssl_leak(), reason="this Python is not affected")
+def test_an_affected_python_is_refused_in_a_cluster_unless_allowed(tmp_path: Path) -> None:
+    refused = subprocess.run(
+        [sys.executable, "-m", "relay.cli", "serve", "--cert-dir", str(tmp_path / "certs"), "--no-controllers",
+         "--port", "0"], cwd=REPO, capture_output=True, text=True, timeout=60,
+        env={key: value for key, value in {**os.environ, "KUBERNETES_SERVICE_HOST": "10.96.0.1"}.items()
+             if key != ALLOW_ENV})
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1 and "gh-109534" in refused.stderr and ALLOW_ENV in refused.stderr
+
+
+def test_the_image_pins_a_python_without_the_leak() -> None:
+    bases = [line.split()[1] for line in (REPO / "Dockerfile").read_text().splitlines() if line.startswith("FROM ")]
+    assert bases and len(set(base.split(" ")[0] for base in bases)) == 1
+    tag = bases[0].partition(":")[2]
+    version = tuple(int(part) for part in tag.partition("-")[0].split("."))
+    assert len(version) == 3, f"the base image {bases[0]} is not pinned to a patch release"
+    assert not affected_by_ssl_leak(version)  # type: ignore[arg-type]

@@ -1,0 +1,119 @@
+"""The listener's caps over real sockets: connections beyond the global or per-peer cap are closed before any TLS
+state exists, a handshake that does not come is cut off after seconds, and the places are given back."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from pathlib import Path
+from typing import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from relay.serve import RelayServer
+from relay.settings import Settings
+from tests.support import client_tls
+
+Start = Callable[..., Awaitable[RelayServer]]
+
+
+@pytest.fixture
+async def start(tmp_path: Path) -> AsyncIterator[Start]:
+    servers: list[RelayServer] = []
+
+    async def started(**settings: object) -> RelayServer:
+        server = RelayServer(Settings(port=0, cert_dir=tmp_path / "certs", **settings))  # type: ignore[arg-type]
+        await server.start()
+        servers.append(server)
+        return server
+
+    yield started
+    for server in servers:
+        await server.stop()
+
+
+async def bare_connect(relay: RelayServer, source: str = "127.0.0.1") -> tuple[asyncio.StreamReader,
+                                                                               asyncio.StreamWriter]:
+    """A TCP connection that never starts TLS."""
+    return await asyncio.open_connection("127.0.0.1", relay.port, local_addr=(source, 0))
+
+
+async def closed_by_server(reader: asyncio.StreamReader, within: float) -> bool:
+    try:
+        async with asyncio.timeout(within):
+            return await reader.read(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+async def healthz(relay: RelayServer, source: str = "127.0.0.1") -> bytes:
+    assert relay.files.ca_file is not None
+    context = client_tls(relay.files.ca_file)
+    context.check_hostname = False
+    reader, writer = await asyncio.open_connection("127.0.0.1", relay.port, ssl=context, local_addr=(source, 0))
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n")
+    answer = await reader.read()
+    writer.close()
+    return answer
+
+
+async def test_a_connection_that_never_handshakes_is_closed_after_the_handshake_timeout(start: Start) -> None:
+    relay = await start(handshake_seconds=0.5)
+    reader, writer = await bare_connect(relay)
+    began = time.monotonic()
+    # asyncio's own handshake timeout is 60 s: without ours the server would still hold it.
+    assert await closed_by_server(reader, within=5), "a silent connection was held past the handshake timeout"
+    assert time.monotonic() - began < 3
+    writer.close()
+    assert b"handshake-timeout" in relay.metrics.exposition()
+
+
+async def test_connections_beyond_the_per_peer_cap_are_closed_and_others_still_served(start: Start) -> None:
+    relay = await start(max_connections_per_peer=3, handshake_seconds=10)
+    held = [await bare_connect(relay) for _ in range(3)]
+    reader, writer = await bare_connect(relay)
+    assert await closed_by_server(reader, within=2), "a fourth connection from one peer was kept"
+    writer.close()
+    # Another address (the apiserver, when the flood comes from elsewhere) is still served.
+    assert (await healthz(relay, source="127.0.0.2")).startswith(b"HTTP/1.1 200")
+    assert b'failover_relay_connections_refused_total{reason="max-connections-per-peer"} 1.0' in \
+        relay.metrics.exposition()
+    for _, held_writer in held:
+        held_writer.close()
+    await asyncio.sleep(0.2)  # the server sees the closes and gives the places back
+    assert (await healthz(relay)).startswith(b"HTTP/1.1 200")
+
+
+async def test_connections_beyond_the_global_cap_are_closed(start: Start) -> None:
+    relay = await start(max_connections=2, handshake_seconds=10)
+    held = [await bare_connect(relay, source) for source in ("127.0.0.3", "127.0.0.4")]
+    reader, writer = await bare_connect(relay, "127.0.0.5")
+    assert await closed_by_server(reader, within=2)
+    writer.close()
+    for _, held_writer in held:
+        held_writer.close()
+    await asyncio.sleep(0.2)
+    assert (await healthz(relay)).startswith(b"HTTP/1.1 200")
+
+
+async def test_served_connections_give_their_place_back(start: Start) -> None:
+    relay = await start(max_connections=1, max_connections_per_peer=1)
+    for _ in range(5):  # each request closes its connection; the next one must be admitted
+        assert (await healthz(relay)).startswith(b"HTTP/1.1 200")
+        await asyncio.sleep(0.05)
+
+
+def test_the_listener_binds_the_configured_address_only(tmp_path: Path) -> None:
+    async def run() -> None:
+        relay = RelayServer(Settings(host="127.0.0.2", port=0, cert_dir=tmp_path / "certs"))
+        await relay.start()
+        try:
+            with pytest.raises(OSError):
+                socket.create_connection(("127.0.0.3", relay.port), timeout=1).close()
+        finally:
+            await relay.stop()
+
+    asyncio.run(run())

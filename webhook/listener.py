@@ -1,0 +1,215 @@
+"""The TLS listener: accepts connections within caps, and bounds what one costs before it has said anything.
+
+`loop.create_server` accepts every connection and gives each a TLS state and a 256 KiB read buffer before a byte
+arrives, holding it up to the event loop's 60 s handshake timeout: 2,000 bare connects took the server from 74 MB
+to 689 MB (issue 15). This listener accepts on its own so that it can refuse before anything is allocated:
+
+- at most `max_connections` open at once, and at most `max_connections_per_peer` from one address (the apiserver
+  opens one connection per concurrent review over HTTP/1.1, so the per-peer cap must stay well above its
+  concurrency; the kubelet's probes and the metrics scraper need one or two);
+- a connection over a cap is closed at once, before any TLS state exists, and counted;
+- the TLS handshake must finish within `handshake_seconds` (the apiserver completes it in milliseconds);
+- the TLS read buffer is 32 KiB (two TLS records) instead of asyncio's 256 KiB: a review arrives in one burst
+  either way, and an idle connection then costs about a sixth of the memory.
+
+It plays the part of `asyncio.Server` for aiohttp's runner (`sockets`, `close`), so the runner's drain and
+shutdown work unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+import ssl
+from asyncio import sslproto
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import structlog
+from aiohttp import web
+
+# Connections taken from the kernel per readiness event, as asyncio's own accept loop does (its backlog).
+ACCEPT_BATCH = 100
+# Out of file descriptors: stop accepting this long and let connections close (asyncio does the same).
+ACCEPT_PAUSE_SECONDS = 1.0
+# A peer that sent its close_notify gets this long for ours; asyncio's default is 30 s.
+TLS_SHUTDOWN_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    max_connections: int
+    max_connections_per_peer: int
+    handshake_seconds: float
+
+
+class _SmallBufferSSLProtocol(sslproto.SSLProtocol):
+    # asyncio's SSLProtocol reads into a zero-filled 256 KiB buffer allocated per connection; 32 KiB holds two full
+    # TLS records, so reads stay whole while an idle connection costs far less (docs/benchmarks.md).
+    max_size = 32 * 1024
+
+
+class _Counted(asyncio.Protocol):
+    """Passes every event to the HTTP protocol and releases the connection's place when it closes."""
+
+    __slots__ = ("_inner", "_release")
+
+    def __init__(self, inner: asyncio.Protocol, release: Callable[[], None]) -> None:
+        self._inner = inner
+        self._release = release
+
+    def connection_made(self, transport: Any) -> None:
+        self._inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received()
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._release()
+        self._inner.connection_lost(exc)
+
+
+class CappedListener:
+    """Accepts on `sock`, hands each admitted connection to `protocol_factory` over TLS once the handshake is done."""
+
+    def __init__(self, sock: socket.socket, protocol_factory: Callable[[], asyncio.Protocol],
+                 ssl_context: ssl.SSLContext, limits: ConnectionLimits,
+                 on_refused: Callable[[str], None] = lambda reason: None) -> None:
+        self.sock = sock
+        self.protocol_factory = protocol_factory
+        self.ssl_context = ssl_context
+        self.limits = limits
+        self.on_refused = on_refused
+        self.open = 0
+        self.per_peer: Counter[str] = Counter()
+        self.loop = asyncio.get_running_loop()
+        self._handshakes: set[asyncio.Task[None]] = set()
+        self._closed = False
+        self.log = structlog.get_logger("failover_relay.listener")
+        sock.setblocking(False)
+        self.loop.add_reader(sock.fileno(), self._accept)
+
+    @property
+    def sockets(self) -> tuple[socket.socket, ...]:
+        return () if self._closed else (self.sock,)
+
+    def close(self) -> None:
+        """Stop accepting (connections already admitted live on, as with asyncio.Server.close)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.loop.remove_reader(self.sock.fileno())
+        self.sock.close()
+
+    def _accept(self) -> None:
+        for _ in range(ACCEPT_BATCH):
+            try:
+                conn, address = self.sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return
+            except OSError as error:
+                if error.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    self.log.error("accept_paused", reason=error.strerror, seconds=ACCEPT_PAUSE_SECONDS)
+                    self.loop.remove_reader(self.sock.fileno())
+                    self.loop.call_later(ACCEPT_PAUSE_SECONDS, self._resume)
+                    return
+                raise
+            peer = str(address[0]) if isinstance(address, tuple) else ""
+            reason = self._refusal(peer)
+            if reason is not None:
+                conn.close()
+                self.on_refused(reason)
+                continue
+            self._admit(conn, peer)
+
+    def _resume(self) -> None:
+        if not self._closed:
+            self.loop.add_reader(self.sock.fileno(), self._accept)
+
+    def _refusal(self, peer: str) -> str | None:
+        if self.open >= self.limits.max_connections:
+            return "max-connections"
+        if self.per_peer[peer] >= self.limits.max_connections_per_peer:
+            return "max-connections-per-peer"
+        return None
+
+    def _admit(self, conn: socket.socket, peer: str) -> None:
+        self.open += 1
+        self.per_peer[peer] += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            self.open -= 1
+            self.per_peer[peer] -= 1
+            if not self.per_peer[peer]:
+                del self.per_peer[peer]
+
+        conn.setblocking(False)
+        task = self.loop.create_task(self._handshake(conn, _Counted(self.protocol_factory(), release), release))
+        self._handshakes.add(task)
+        task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, conn: socket.socket, protocol: asyncio.Protocol, release: Callable[[], None]) -> None:
+        handshake = self.loop.create_future()
+        tls = _SmallBufferSSLProtocol(self.loop, protocol, self.ssl_context, handshake, server_side=True,
+                                      ssl_handshake_timeout=self.limits.handshake_seconds,
+                                      ssl_shutdown_timeout=TLS_SHUTDOWN_SECONDS)
+        try:
+            await self.loop.connect_accepted_socket(lambda: tls, conn)
+            await handshake
+        except (OSError, ssl.SSLError, EOFError, asyncio.CancelledError) as error:
+            # A failed or timed-out handshake never reaches the HTTP protocol: its place is released here.
+            release()
+            if isinstance(error, asyncio.CancelledError):
+                conn.close()
+                raise
+            self.on_refused("handshake-timeout" if isinstance(error, ConnectionAbortedError) else "handshake-failed")
+
+
+class CappedTLSSite(web.BaseSite):
+    """aiohttp's TCPSite with the CappedListener in place of `loop.create_server`."""
+
+    __slots__ = ("_host", "_port", "_limits", "_on_refused")
+
+    def __init__(self, runner: web.BaseRunner, host: str, port: int, *, ssl_context: ssl.SSLContext,
+                 limits: ConnectionLimits, on_refused: Callable[[str], None] = lambda reason: None,
+                 backlog: int = 128) -> None:
+        super().__init__(runner, ssl_context=ssl_context, backlog=backlog)
+        self._host, self._port, self._limits, self._on_refused = host, port, limits, on_refused
+
+    @property
+    def listener(self) -> CappedListener:
+        assert isinstance(self._server, CappedListener), "start() the site first"
+        return self._server
+
+    @property
+    def name(self) -> str:
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"https://{host}:{self._port}"
+
+    async def start(self) -> None:
+        await super().start()
+        assert self._runner.server is not None and self._ssl_context is not None
+        loop = asyncio.get_running_loop()
+        # The first address the host resolves to, as given: an IP in practice ("0.0.0.0" binds IPv4 only, like
+        # aiohttp's TCPSite).
+        family, _, _, _, address = (await loop.getaddrinfo(self._host or None, self._port, type=socket.SOCK_STREAM,
+                                                          flags=socket.AI_PASSIVE))[0]
+        sock = socket.create_server(address, family=family, backlog=self._backlog)
+        self._server = CappedListener(sock, self._runner.server, self._ssl_context, self._limits,
+                                      self._on_refused)  # type: ignore[assignment]
