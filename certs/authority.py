@@ -107,16 +107,20 @@ def serving_names(service: str | None, namespace: str | None) -> tuple[tuple[str
     return tuple(dns_names), LOCAL_IP_ADDRESSES
 
 
-def generate_ca(common_name: str, now: datetime, valid_for: timedelta) -> KeyPair:
+def generate_ca(common_name: str, now: datetime, valid_for: timedelta, key: SigningKey | None = None) -> KeyPair:
     """Make a self-signed CA that may sign serving certificates and nothing below them.
 
     ``path_length=0`` keeps a leaked CA key from minting intermediate CAs; the key may only sign certificates
     and CRLs. Validity runs from ``now - CLOCK_SKEW`` (so the leaves it signs, backdated the same way, start
     inside it) to ``now + valid_for``.
+
+    With ``key``, the CA certificate is made for that existing key: with the same name it verifies every leaf the
+    key signed before (issuer name and signature are all a verifier compares), which is how a lost ``ca.crt`` is
+    rebuilt without failing any client.
     """
     _require_aware(now)
     _require_positive(valid_for)
-    key = ec.generate_private_key(ec.SECP256R1())
+    key = key or ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     certificate = (
         x509.CertificateBuilder()
@@ -142,7 +146,7 @@ def generate_ca(common_name: str, now: datetime, valid_for: timedelta) -> KeyPai
             critical=True,
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
+        .sign(key, _signature_hash(key))
     )
     return _key_pair(certificate, key)
 
@@ -212,7 +216,7 @@ def _signature_hash(key: SigningKey) -> hashes.SHA256 | None:
     return None if isinstance(key, (ed25519.Ed25519PrivateKey, ed448.Ed448PrivateKey)) else hashes.SHA256()
 
 
-def _key_pair(certificate: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> KeyPair:
+def _key_pair(certificate: x509.Certificate, key: SigningKey) -> KeyPair:
     return KeyPair(
         certificate_pem=certificate.public_bytes(serialization.Encoding.PEM),
         private_key_pem=key.private_bytes(

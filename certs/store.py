@@ -4,22 +4,38 @@ A cert dir holds the names cert-manager and controller-runtime use, so a cert-ma
 
 - ``tls.crt`` / ``tls.key``: the serving certificate and its key;
 - ``ca.crt``: the CA bundle the apiserver needs as ``caBundle``;
-- ``ca.key``: only when we run our own CA. Its presence is what marks the directory as ours: a directory that
-  holds certificate files but no ``ca.key`` came from elsewhere and is used exactly as it is, never written to.
+- ``ca.key``: only when we run our own CA. It, or a ``ca.crt``/``tls.crt`` naming our CA (``failover-relay-ca``),
+  marks the directory as ours: a directory that holds certificate files but neither came from elsewhere and is used
+  exactly as it is, never written to.
 
 Our own CA rotates with overlap: when it is renewed, the previous CA stays in ``ca.crt`` after the new one until
 it expires, so a caBundle rendered from ``ca.crt`` verifies both the replicas already serving the new leaf and
 those still serving the old one (the ~1 min of x509 errors after rotation in gatekeeper #1045).
+
+A damaged CA of ours is repaired only in ways that keep every client working, and each repair is reported in
+``CertificateFiles.repairs`` (the server logs it as an error and counts it):
+
+- ``ca.crt`` missing, unreadable or no longer holding the CA of ``ca.key``: the CA certificate is rebuilt for the
+  same key and name, so it verifies the served leaf, and the old CA certificate in every client's caBundle still
+  verifies it too;
+- ``ca.key`` missing or unreadable beside a ``ca.crt`` of ours: a new CA is added to ``ca.crt`` in front of the
+  old one, and the served leaf (signed by the old CA, which clients trust) is kept until its renewal, by which time
+  the new CA has long been published. Only when the leaf itself is unusable is one issued at once by the new CA,
+  and the report says that clients need the new ``ca.crt``.
+
+Writers on one directory are serialised with flock on the directory, so two instances starting on an empty
+directory cannot end up with a ``ca.crt`` that does not verify the served certificate.
 """
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import os
 import tempfile
-from collections.abc import Sequence
-from contextlib import suppress
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -27,8 +43,9 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+from cryptography.x509.oid import NameOID
 
-from certs.authority import KeyPair, generate_ca, generate_serving_certificate, serving_names
+from certs.authority import SIGNING_KEY_TYPES, KeyPair, generate_ca, generate_serving_certificate, serving_names
 
 CA_CERT_NAME = "ca.crt"
 CA_KEY_NAME = "ca.key"
@@ -71,7 +88,8 @@ class CertificateFiles:
     """Where the serving certificate is, and what ``ensure_certificates`` did to get it.
 
     ``ca_file`` is None only for external files that come without a ``ca.crt``. ``managed`` says we issued the
-    files (and may rewrite them); ``renewed`` says this call wrote a new serving certificate.
+    files (and may rewrite them); ``renewed`` says this call wrote a new serving certificate; ``repairs`` says, one
+    line each, what damage this call found and how it repaired it (module docstring).
     """
 
     ca_file: Path | None
@@ -80,6 +98,7 @@ class CertificateFiles:
     not_after: datetime
     managed: bool
     renewed: bool
+    repairs: tuple[str, ...] = field(default=())
 
 
 def ensure_certificates(
@@ -110,7 +129,9 @@ def ensure_certificates(
     directory = _CertDir(cert_dir)
     if directory.is_external():
         return _use_external(directory)
-    return _ensure_managed(directory, dns_names, ip_addresses, now, ca_valid_for, cert_valid_for, renew_before)
+    _create(directory.root)
+    with _locked(directory.root):
+        return _ensure_managed(directory, dns_names, ip_addresses, now, ca_valid_for, cert_valid_for, renew_before)
 
 
 def read_ca_bundle(cert_dir: Path) -> bytes:
@@ -173,8 +194,46 @@ class _CertDir:
         self.key = root / KEY_NAME
 
     def is_external(self) -> bool:
-        """Files we did not make: there is something here, and no CA key of ours."""
-        return not self.ca_key.exists() and any(p.exists() for p in (self.ca_cert, self.cert, self.key))
+        """Files we did not make: there is something here, no CA key, and no certificate naming our CA."""
+        if self.ca_key.exists() or not any(p.exists() for p in (self.ca_cert, self.cert, self.key)):
+            return False
+        return not (_names_our_ca(self.ca_cert, subject=True) or _names_our_ca(self.cert, subject=False))
+
+
+def _names_our_ca(path: Path, *, subject: bool) -> bool:
+    """Whether the first certificate in `path` is our CA (`subject`) or was issued by it; False when unreadable."""
+    try:
+        first = x509.load_pem_x509_certificates(path.read_bytes())[0]
+    except (OSError, ValueError, IndexError):
+        return False
+    name = first.subject if subject else first.issuer
+    return any(attribute.value == CA_COMMON_NAME for attribute in name.get_attributes_for_oid(NameOID.COMMON_NAME))
+
+
+def _create(root: Path) -> None:
+    if root.exists():
+        return
+    try:
+        root.mkdir(parents=True, mode=_DIR_MODE, exist_ok=True)
+        os.chmod(root, _DIR_MODE)  # mkdir's mode is filtered by the umask
+    except OSError as error:
+        raise CertificateError(f"{root}: cannot create ({error.strerror})") from None
+
+
+@contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the directory while its files are read and written (flock on the directory itself,
+    so no file is added to a cert dir)."""
+    try:
+        descriptor = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:  # not a directory: the first write names the file that failed
+        yield
+        return
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
 
 
 def _use_external(directory: _CertDir) -> CertificateFiles:
@@ -208,15 +267,9 @@ def _ensure_managed(
     cert_valid_for: timedelta,
     renew_before: timedelta,
 ) -> CertificateFiles:
-    if not directory.root.exists():
-        try:
-            directory.root.mkdir(parents=True, mode=_DIR_MODE)
-            os.chmod(directory.root, _DIR_MODE)  # mkdir's mode is filtered by the umask
-        except OSError as error:
-            raise CertificateError(f"{directory.root}: cannot create ({error.strerror})") from None
-
+    repairs: list[str] = []
     ca_bundle = _read_own_ca_bundle(directory)
-    ca = _read_own_key_pair(directory.ca_cert, directory.ca_key)
+    ca, keep_leaf = _recover_ca(directory, ca_bundle, now, ca_valid_for, repairs)
     if ca is None or _renewal_due(ca, now, renew_before):
         # The staged next CA has been in ca.crt (and so in every caBundle) since it was made, a whole renewal window
         # ago: switching the leaf to it fails no handshake. Without one (first start, or a server that was down
@@ -242,7 +295,13 @@ def _ensure_managed(
             _write_ca_bundle(directory, ca, [*ca_bundle, successor.certificate], now)
         leaf = _read_own_key_pair(directory.cert, directory.key)
 
-    renewed = leaf is None or not _reusable(leaf, ca, dns_names, ip_addresses, now, renew_before)
+    # A leaf of an older CA of ours that ca.crt still holds is as trusted as one of the current CA: after a lost
+    # ca.key it is what keeps the clients with the old caBundle working (module docstring).
+    issuers = [ca.certificate, *(c for c in _read_own_ca_bundle(directory) if _is_our_ca(c))]
+    renewed = leaf is None or not _reusable(leaf, issuers, dns_names, ip_addresses, now, renew_before)
+    if renewed and keep_leaf:
+        repairs.append(f"{directory.cert}: could not be kept, so it was issued by the new CA at once; clients that "
+                       f"trust only the old CA fail until they get the new {CA_CERT_NAME} (the caBundle sync)")
     if renewed:
         leaf = generate_serving_certificate(ca, dns_names, ip_addresses, now, cert_valid_for)
         # Key first: a reader that sees the new certificate must find its key already in place.
@@ -256,7 +315,69 @@ def _ensure_managed(
         not_after=leaf.not_after,
         managed=True,
         renewed=renewed,
+        repairs=tuple(repairs),
     )
+
+
+def _recover_ca(directory: _CertDir, ca_bundle: list[x509.Certificate], now: datetime, ca_valid_for: timedelta,
+                repairs: list[str]) -> tuple[KeyPair | None, list[x509.Certificate]]:
+    """Our CA as ca.key and ca.crt hold it, repairing either if damaged (module docstring); None on a first start.
+
+    Also returns the old CA certificates whose leaf may still be served (only after a lost ca.key)."""
+    key_pem, key_problem = _read_own_key(directory.ca_key)
+    if key_pem is not None:
+        key = load_private_key(key_pem, directory.ca_key)
+        own = [certificate for certificate in ca_bundle
+               if _public_key_bytes(certificate.public_key()) == _public_key_bytes(key.public_key())]
+        if own and own[0] == (ca_bundle or [None])[0]:
+            return KeyPair(certificate_pem=_pem_of(own[:1]), private_key_pem=key_pem), []
+        if own:  # ours, but not first: the first certificate is read back as the CA
+            ca = KeyPair(certificate_pem=_pem_of(own[:1]), private_key_pem=key_pem)
+            _write_ca_bundle(directory, ca, ca_bundle, now)
+            return ca, []
+        if not isinstance(key, SIGNING_KEY_TYPES):
+            raise CertificateFilesInvalid(f"{directory.ca_key}: not a key that can sign certificates")
+        ca = generate_ca(CA_COMMON_NAME, now, ca_valid_for, key=key)
+        state = "is missing" if not directory.ca_cert.exists() else \
+            "is not PEM" if not ca_bundle else f"does not hold the CA of {CA_KEY_NAME}"
+        _write_ca_bundle(directory, ca, [*ca_bundle, *_staged_ca(directory)], now)
+        repairs.append(f"{directory.ca_cert} {state}: rebuilt from {directory.ca_key} with the same key and name, "
+                       "so the served certificate and every client's caBundle stay valid")
+        return ca, []
+    ours = [certificate for certificate in ca_bundle if _is_our_ca(certificate)]
+    if key_problem is None and not ours:
+        return None, []  # a first start
+    ca = generate_ca(CA_COMMON_NAME, now, ca_valid_for)
+    _write(directory.ca_key, ca.private_key_pem, _KEY_MODE)
+    _write_ca_bundle(directory, ca, ca_bundle, now)
+    _remove(directory.next_ca_cert, directory.next_ca_key)
+    repairs.append(f"{directory.ca_key} {key_problem or 'is missing'}: a new CA now signs, added to "
+                   f"{directory.ca_cert} in front of the old one; the served certificate, signed by the old CA, is "
+                   "kept until its renewal")
+    return ca, ours
+
+
+def _read_own_key(path: Path) -> tuple[bytes | None, str | None]:
+    """The PEM of a usable private key at `path`, or None and what is wrong ("is not a private key"); (None, None)
+    when there is no file."""
+    if not path.exists():
+        return None, None
+    try:
+        data = _read(path)
+        load_private_key(data, path)
+    except CertificateFilesInvalid:
+        return None, "is not a usable private key"
+    return data, None
+
+
+def _is_our_ca(certificate: x509.Certificate) -> bool:
+    return any(attribute.value == CA_COMMON_NAME
+               for attribute in certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME))
+
+
+def _staged_ca(directory: _CertDir) -> list[x509.Certificate]:
+    staged = _read_own_key_pair(directory.next_ca_cert, directory.next_ca_key)
+    return [staged.certificate] if staged is not None else []
 
 
 def _write_ca_bundle(directory: _CertDir, ca: KeyPair, others: Sequence[x509.Certificate], now: datetime) -> None:
@@ -302,7 +423,7 @@ def _renewal_due(pair: KeyPair, now: datetime, renew_before: timedelta) -> bool:
 
 def _reusable(
     leaf: KeyPair,
-    ca: KeyPair,
+    issuers: Sequence[x509.Certificate],
     dns_names: Sequence[str],
     ip_addresses: Sequence[str],
     now: datetime,
@@ -313,11 +434,13 @@ def _reusable(
     wanted_addresses = {str(ipaddress.ip_address(address)) for address in ip_addresses}
     if not set(dns_names) <= set(leaf.dns_names) or not wanted_addresses <= set(leaf.ip_addresses):
         return False
-    try:
-        leaf.certificate.verify_directly_issued_by(ca.certificate)
-    except (ValueError, TypeError, InvalidSignature):
-        return False
-    return True
+    for issuer in issuers:
+        try:
+            leaf.certificate.verify_directly_issued_by(issuer)
+            return True
+        except (ValueError, TypeError, InvalidSignature):
+            continue
+    return False
 
 
 def _read(path: Path) -> bytes:

@@ -52,6 +52,7 @@ class RelayServer:
         self.grace_seconds = settings.grace_seconds
         self.metrics = AdmissionMetrics()
         self.files = ensure_certificates(settings.cert_dir, settings.service_name, settings.namespace, now_utc())
+        self._report_repairs()
         self.tls = ReloadingSSLContext(self.files.cert_file, self.files.key_file, settings.client_ca_file)
         self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
         self.lookup_pool: LookupPool | None = None
@@ -127,11 +128,18 @@ class RelayServer:
         except Exception as error:  # keep serving with the loaded certificate; readiness reports expiry
             log.error("certificate_renewal_failed", error=str(error))
             return
+        self._report_repairs()
         if self.tls.maybe_reload():
             log.info("certificate_reloaded", not_after=self.tls.not_after.isoformat())
         elif self.tls.last_error:
             log.error("certificate_reload_failed", error=self.tls.last_error)
         self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
+
+    def _report_repairs(self) -> None:
+        """Damage found in the cert dir is an error for whoever watches the logs and the metric (certs/store.py)."""
+        for repair in self.files.repairs:
+            log.error("certificate_directory_repaired", repair=repair, cert_dir=str(self.settings.cert_dir))
+            self.metrics.certificate_repairs.inc()
 
     async def stop(self) -> None:
         """Drain, in order: report unready, keep serving for `drain_seconds` while endpoints catch up, then close

@@ -46,6 +46,10 @@ class AdmissionMetrics:
             "failover_relay_work_labels_total",
             "Work admissions of the preserved-state mutation, by outcome (labelled, unchanged, not-applicable, "
             "binding-unreadable).", ("outcome",), registry=self.registry)
+        self.certificate_repairs = Counter(
+            "failover_relay_certificate_repairs_total",
+            "Damage found in a cert dir of our own (lost or corrupt ca.crt or ca.key) and repaired; each is also "
+            "logged as an error naming the file.", registry=self.registry)
         self.connections_open = Gauge(
             "failover_relay_connections_open", "TLS connections admitted and not yet closed (handshaking or served).",
             registry=self.registry)

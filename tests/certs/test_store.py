@@ -237,14 +237,22 @@ def test_half_rotated_key_of_our_own_is_reissued(tmp_path):
     assert files.renewed and key.public_key() == certificate(files.cert_file).public_key()
 
 
-def test_corrupt_ca_of_our_own_is_replaced_with_the_leaf(tmp_path):
+def test_corrupt_ca_key_of_our_own_gets_a_new_ca_and_keeps_the_served_leaf(tmp_path):
+    # Until issue 15 this test asserted `files.renewed`: the leaf was reissued by a new CA at once, which fails
+    # every client trusting the old CA (defect 4). The leaf is now kept, and the new CA signs from its renewal on.
     ensure_certificates(tmp_path, None, None, NOW)
+    old_ca, leaf_before = (tmp_path / "ca.crt").read_bytes(), (tmp_path / "tls.crt").read_bytes()
     (tmp_path / "ca.key").write_bytes(b"garbage")
 
     files = ensure_certificates(tmp_path, None, None, NOW)
 
-    assert files.renewed
-    certificate(files.cert_file).verify_directly_issued_by(bundle(files.ca_file)[0])
+    assert not files.renewed and files.managed and files.cert_file.read_bytes() == leaf_before
+    assert "ca.key is not a usable private key" in files.repairs[0]
+    new_bundle = bundle(files.ca_file)
+    assert new_bundle[1] == x509.load_pem_x509_certificate(old_ca)
+    certificate(files.cert_file).verify_directly_issued_by(new_bundle[1])
+    key = serialization.load_pem_private_key((tmp_path / "ca.key").read_bytes(), password=None)
+    assert key.public_key() == new_bundle[0].public_key(), "the new ca.key is the first CA of ca.crt"
 
 
 def test_cert_dir_that_cannot_be_created_is_a_certificate_error(tmp_path):
