@@ -21,7 +21,6 @@ from controllers.kube import (
     RESOURCE_BINDINGS,
     WORKLOAD_REBALANCERS,
     CustomObjects,
-    CustomResource,
 )
 from controllers.leader import LeaderElector
 from controllers.loop import Controller, ControllerMetrics
@@ -33,13 +32,11 @@ from controllers.reconcilers import (
     Recorder,
     with_identity,
 )
+from failover.api import CLUSTER_PROPAGATION_POLICIES, PROPAGATION_POLICIES
 from failover.decision import DecisionSettings
 
 log = structlog.get_logger("failover_relay.controllers")
 
-PROPAGATION_POLICIES = CustomResource("policy.karmada.io", "v1alpha1", "propagationpolicies", "PropagationPolicy", True)
-CLUSTER_PROPAGATION_POLICIES = CustomResource(
-    "policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", "ClusterPropagationPolicy", False)
 # How long to wait for the first list of every informer before reconciling anything: reconciling failback on an
 # empty binding cache would see no workloads at all.
 SYNC_TIMEOUT_SECONDS = 60.0
