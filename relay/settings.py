@@ -245,6 +245,8 @@ class Settings:
 
 
 SECTIONS = ("server", "logging", "savepoint", "controllers")
+# A config file is a few kilobytes; profiles and storage options included, far below this.
+MAX_CONFIG_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -292,11 +294,20 @@ def load_settings(path: Path | None) -> Settings:
     if path is None:
         return settings
     try:
-        document = yaml.safe_load(path.read_text()) or {}
+        with path.open("rb") as file:  # bounded by what is read, not by stat(): /dev/zero has size 0
+            data = file.read(MAX_CONFIG_BYTES + 1)
     except OSError as error:
         raise SettingsError(f"cannot read config file {path}: {error.strerror}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise SettingsError(f"config file {path} is larger than {MAX_CONFIG_BYTES} bytes")
+    try:
+        document = yaml.safe_load(data.decode("utf-8")) or {}
+    except UnicodeDecodeError as error:
+        raise SettingsError(f"config file {path} is not UTF-8 (byte {error.start})") from None
     except yaml.YAMLError as error:
-        raise SettingsError(f"config file {path} is not valid YAML: {error}") from None
+        raise SettingsError(f"config file {path} is not valid YAML: {' '.join(str(error).split())}") from None
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise SettingsError(f"config file {path} nests too deeply") from None
     if not isinstance(document, dict):
         raise SettingsError(f"config file {path} must be a mapping with server, logging, savepoint "
                             "and controllers sections")

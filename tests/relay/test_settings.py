@@ -175,3 +175,36 @@ def test_flags_are_derived_from_the_declarations(tmp_path: Path) -> None:
 
 def test_the_decisions_take_the_declared_values() -> None:
     assert ControllerSettings().decisions() == DecisionSettings()
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"server:\n  host: caf\xe9\n", "is not UTF-8"),
+    (b"\xff\xfe\x00\x01binary", "is not UTF-8"),
+    (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nests too deeply"),
+    (b"server: {" * 3000 + b"}" * 3000, "nests too deeply"),
+    (b"# " + b"x" * (2 * 1024 * 1024), "is larger than"),
+])
+def test_an_unusable_config_file_is_one_line(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "relay.yaml"
+    path.write_bytes(content)
+    with pytest.raises(SettingsError, match=message) as raised:
+        load_settings(path)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_config_that_never_ends_is_bounded() -> None:
+    with pytest.raises(SettingsError, match="is larger than"):
+        load_settings(Path("/dev/zero"))
+
+
+@pytest.mark.parametrize("command", ["serve", "controllers", "inject"])
+def test_every_command_refuses_a_bad_config_with_exit_2(tmp_path: Path, command: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from relay.cli import main
+
+    path = tmp_path / "relay.yaml"
+    path.write_bytes(b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n")
+    argv = [command, "--config", str(path)] + ([str(path)] if command == "inject" else [])
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "nests too deeply" in error
