@@ -5,6 +5,13 @@ a candidate takes the Lease over only when it has seen the same renewTime for lo
 *own* clock (client-go's observedTime rule), so clock skew between replicas cannot cause two leaders. A leader that
 cannot renew within `renew_deadline` steps down before its Lease can expire for the others. On a clean stop the
 leader releases the Lease (empty holder, 1 s duration), so a successor takes over at once instead of after 15 s.
+
+Every Lease call carries a request timeout of max(renew_deadline / 2, 1 s), as controller-runtime bounds its
+leader-election client (pkg/leaderelection: `restClient.Timeout`), and a renewal attempt is abandoned when the renew
+deadline passes, so a hung apiserver connection cannot keep a leader from stepping down. On stop the renewal is
+cancelled and the call it has in flight is awaited before the release, which is retried on a conflict while the
+Lease still names us: otherwise the release races the renewal and fails with 409, and the next replica waits a
+whole lease duration (issue 15).
 """
 
 from __future__ import annotations
@@ -27,6 +34,13 @@ log = structlog.get_logger("failover_relay.leader")
 LEASE_DURATION = timedelta(seconds=15)
 RENEW_DEADLINE = timedelta(seconds=10)
 RETRY_PERIOD = timedelta(seconds=2)
+# Attempts of a release that meets a conflict (our own last renewal landing after its read).
+RELEASE_ATTEMPTS = 5
+
+
+def request_timeout(renew_deadline: timedelta) -> float:
+    """Seconds allowed to one Lease call: controller-runtime's max(RenewDeadline/2, 1 s)."""
+    return max(renew_deadline.total_seconds() / 2, 1.0)
 
 
 @dataclass(frozen=True)
@@ -68,28 +82,34 @@ class LeaderElector:
     ) -> None:
         self.api, self.namespace, self.name, self.identity = api, namespace, name, identity
         self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
+        self.request_timeout = request_timeout(renew_deadline)
         # Read from the worker thread of the API calls as well, so not the event loop's clock.
         self._clock = clock or time.monotonic
         self._observed: Observation | None = None
+        self._in_flight: asyncio.Future[bool] | None = None
         self.is_leader = False
 
     async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
         """Campaign forever; while leader, run `lead()` and cancel it when leadership is lost. Cancel to stop."""
+        task: asyncio.Task[None] | None = None
+        renewing: asyncio.Task[None] | None = None
         try:
             while True:
                 await self._acquire()
                 task = asyncio.create_task(lead(), name="reconcile-as-leader")
                 renewing = asyncio.create_task(self._keep_renewing(), name="lease-renewal")
                 done, _ = await asyncio.wait({task, renewing}, return_when=asyncio.FIRST_COMPLETED)
-                for pending in (task, renewing):
-                    pending.cancel()
-                await asyncio.gather(task, renewing, return_exceptions=True)
+                await _cancel_and_wait(task, renewing)
                 self.is_leader = False
                 for finished in done:
                     if not finished.cancelled() and finished.exception() is not None:
-                        log.error("leader_task_failed", task=finished.get_name(), error=repr(finished.exception()))
+                        log.error("leader_task_failed", task=finished.get_name(), exc_info=finished.exception())
                 log.warning("leadership_lost", lease=f"{self.namespace}/{self.name}", identity=self.identity)
         finally:
+            # The renewal first, and the call it has in flight: only then does is_leader say who holds the Lease,
+            # and only then can the release not be overtaken by our own renewal.
+            await _cancel_and_wait(task, renewing)
+            await self._settle()
             if self.is_leader:
                 await self.release()
 
@@ -99,15 +119,30 @@ class LeaderElector:
         log.info("leadership_acquired", lease=f"{self.namespace}/{self.name}", identity=self.identity)
 
     async def _keep_renewing(self) -> None:
+        deadline = self.renew_deadline.total_seconds()
         last_renewal = self._clock()
         while True:
             await asyncio.sleep(self.retry_period.total_seconds())
-            if await self.try_acquire_or_renew():
+            try:
+                # client-go renews under a context that ends at the renew deadline: a call still hanging then is
+                # given up and the leader steps down.
+                async with asyncio.timeout(max(deadline - (self._clock() - last_renewal), 0.0)):
+                    renewed = await self.try_acquire_or_renew()
+            except TimeoutError:
+                renewed = False
+            if renewed:
                 last_renewal = self._clock()
-            elif self._clock() - last_renewal > self.renew_deadline.total_seconds():
+            elif self._clock() - last_renewal > deadline:
                 return
 
     async def try_acquire_or_renew(self) -> bool:
+        # The attempt is its own task, shielded from the caller's cancellation, so that a stop (or the renew
+        # deadline) can wait for its outcome instead of leaving a write to land behind the release.
+        attempt = asyncio.ensure_future(self._attempt())
+        self._in_flight = attempt
+        return await asyncio.shield(attempt)
+
+    async def _attempt(self) -> bool:
         try:
             acquired = await asyncio.to_thread(self._try_acquire_or_renew)
         except (ApiException, HTTPError, OSError) as error:
@@ -116,19 +151,35 @@ class LeaderElector:
         self.is_leader = acquired
         return acquired
 
+    async def _settle(self) -> None:
+        """Wait (at most one request timeout and a second) for the Lease call in flight, if any."""
+        attempt = self._in_flight
+        if attempt is not None and not attempt.done():
+            await asyncio.wait({attempt}, timeout=self.request_timeout + 1.0)
+
     async def release(self) -> None:
-        try:
-            await asyncio.to_thread(self._release)
-            log.info("leadership_released", lease=f"{self.namespace}/{self.name}", identity=self.identity)
-        except (ApiException, HTTPError, OSError) as error:
-            log.warning("lease_release_failed", error=getattr(error, "reason", None) or type(error).__name__)
+        for attempt in range(1, RELEASE_ATTEMPTS + 1):
+            try:
+                released = await asyncio.to_thread(self._release)
+            except ApiException as error:
+                if error.status == 409 and attempt < RELEASE_ATTEMPTS:
+                    log.info("lease_release_conflict", attempt=attempt)  # re-read: is it still ours?
+                    continue
+                log.warning("lease_release_failed", error=error.reason or str(error.status))
+                break
+            except (HTTPError, OSError) as error:
+                log.warning("lease_release_failed", error=getattr(error, "reason", None) or type(error).__name__)
+                break
+            if released:
+                log.info("leadership_released", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+            break
         self.is_leader = False
 
     def _try_acquire_or_renew(self) -> bool:
         now = datetime.now(timezone.utc)
         duration = int(self.lease_duration.total_seconds())
         try:
-            lease = self.api.read_namespaced_lease(self.name, self.namespace)
+            lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=self.request_timeout)
         except ApiException as error:
             if error.status != 404:
                 raise
@@ -136,7 +187,8 @@ class LeaderElector:
                 metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace),
                 spec=client.V1LeaseSpec(holder_identity=self.identity, lease_duration_seconds=duration,
                                         acquire_time=now, renew_time=now, lease_transitions=0))
-            return _conflict_is_false(lambda: self.api.create_namespaced_lease(self.namespace, body))
+            return _conflict_is_false(lambda: self.api.create_namespaced_lease(
+                self.namespace, body, _request_timeout=self.request_timeout))
         record = _record_of(lease.spec)
         if self._observed is None or self._observed.record != record:
             self._observed = Observation(record, self._clock())
@@ -150,16 +202,26 @@ class LeaderElector:
         spec.lease_duration_seconds = duration
         spec.renew_time = now
         lease.spec = spec
-        return _conflict_is_false(lambda: self.api.replace_namespaced_lease(self.name, self.namespace, lease))
+        return _conflict_is_false(lambda: self.api.replace_namespaced_lease(
+            self.name, self.namespace, lease, _request_timeout=self.request_timeout))
 
-    def _release(self) -> None:
-        lease = self.api.read_namespaced_lease(self.name, self.namespace)
+    def _release(self) -> bool:
+        """Empty the holder if it is still us; False when the Lease is no longer ours (nothing to release)."""
+        lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=self.request_timeout)
         if lease.spec is None or lease.spec.holder_identity != self.identity:
-            return
+            return False
         lease.spec.holder_identity = None
         lease.spec.lease_duration_seconds = 1
         lease.spec.renew_time = datetime.now(timezone.utc)
-        self.api.replace_namespaced_lease(self.name, self.namespace, lease)
+        self.api.replace_namespaced_lease(self.name, self.namespace, lease, _request_timeout=self.request_timeout)
+        return True
+
+
+async def _cancel_and_wait(*tasks: asyncio.Task[None] | None) -> None:
+    running = [task for task in tasks if task is not None]
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*running, return_exceptions=True)
 
 
 def _record_of(spec: Any) -> LeaseRecord:

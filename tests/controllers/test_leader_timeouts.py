@@ -1,0 +1,62 @@
+"""Leader election against an apiserver that accepts connections and never answers (a real socket, no fake API):
+every Lease call gives up after max(RenewDeadline/2, 1 s), and a stop does not hang on it."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from datetime import timedelta
+from typing import Iterator
+
+import pytest
+from kubernetes import client
+
+from controllers.leader import LeaderElector, request_timeout
+
+
+@pytest.fixture
+def black_hole() -> Iterator[str]:
+    """An address whose server completes TCP connects and then says nothing."""
+    # Never accepted: the kernel completes the connects (up to the backlog) and nothing ever answers.
+    listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    listener.close()
+
+
+def elector_for(url: str, renew_deadline: timedelta = timedelta(seconds=2)) -> LeaderElector:
+    configuration = client.Configuration()
+    configuration.host = url
+    configuration.retries = 0
+    api = client.CoordinationV1Api(client.ApiClient(configuration))
+    return LeaderElector(api, "default", "failover-relay", "replica-a", renew_deadline=renew_deadline,
+                         retry_period=timedelta(milliseconds=200))
+
+
+def test_the_request_timeout_is_controller_runtimes() -> None:
+    assert request_timeout(timedelta(seconds=10)) == 5.0
+    assert request_timeout(timedelta(seconds=1)) == 1.0
+
+
+async def test_a_lease_call_that_gets_no_answer_gives_up_after_the_request_timeout(black_hole: str) -> None:
+    elector = elector_for(black_hole)
+    started = time.monotonic()
+    async with asyncio.timeout(10):  # without a request timeout the call would hang for ever
+        assert await elector.try_acquire_or_renew() is False
+    assert time.monotonic() - started < elector.request_timeout + 1.5
+
+
+async def test_a_stop_while_campaigning_against_a_hung_apiserver_is_bounded(black_hole: str) -> None:
+    elector = elector_for(black_hole)
+
+    async def lead() -> None:
+        raise AssertionError("never leader against a black hole")
+
+    campaign = asyncio.create_task(elector.run(lead))
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    campaign.cancel()
+    async with asyncio.timeout(10):
+        await asyncio.gather(campaign, return_exceptions=True)
+    assert time.monotonic() - started < elector.request_timeout + 2
+    assert not elector.is_leader

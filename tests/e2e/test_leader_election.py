@@ -1,0 +1,96 @@
+"""Leader election against a real kube-apiserver: a leader whose apiserver stops answering (its calls go to an
+address that accepts connections and never replies) steps down within the renew deadline, and a stopped leader
+always releases its Lease (issue 15 defect 7)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import random
+import socket
+import time
+from datetime import timedelta
+from typing import Iterator
+
+import pytest
+from kubernetes import client, config
+
+from controllers.leader import LeaderElector
+from tests.envtest import ControlPlane
+
+pytestmark = pytest.mark.envtest
+
+
+def coordination_api(control_plane: ControlPlane) -> client.CoordinationV1Api:
+    return client.CoordinationV1Api(config.new_client_from_config(config_file=str(control_plane.kubeconfig_path)))
+
+
+@pytest.fixture
+def black_hole() -> Iterator[str]:
+    """An address whose server completes TCP connects (the kernel's backlog) and then never answers."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+    yield f"https://127.0.0.1:{listener.getsockname()[1]}"
+    listener.close()
+
+
+async def test_a_leader_whose_apiserver_hangs_steps_down_within_the_renew_deadline(
+        control_plane: ControlPlane, namespace: str, black_hole: str) -> None:
+    renew_deadline = timedelta(seconds=2)
+    api = coordination_api(control_plane)
+    elector = LeaderElector(api, namespace, "hang-test", "replica-a",
+                            lease_duration=timedelta(seconds=3), renew_deadline=renew_deadline,
+                            retry_period=timedelta(milliseconds=250))
+    leading = asyncio.Event()
+    stepped_down = asyncio.Event()
+
+    async def lead() -> None:
+        leading.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stepped_down.set()
+
+    campaign = asyncio.create_task(elector.run(lead))
+    try:
+        async with asyncio.timeout(10):
+            await leading.wait()
+        await asyncio.sleep(0.5)  # a few renewals first
+        # From now on every call is accepted and never answered. (A new client: the kubeconfig's token refresh
+        # hook would set the host back before each call.)
+        hung = copy.copy(api.api_client.configuration)
+        hung.refresh_api_key_hook = None
+        hung.host = black_hole
+        api.api_client = client.ApiClient(hung)
+        frozen_at = time.monotonic()
+        async with asyncio.timeout(15):  # without bounds the hung renewal never returns
+            await stepped_down.wait()
+        took = time.monotonic() - frozen_at
+        assert took < renew_deadline.total_seconds() + 1.5, f"stepped down {took:.1f} s after the apiserver hung"
+    finally:
+        campaign.cancel()
+        await asyncio.gather(campaign, return_exceptions=True)
+
+
+async def test_a_stopped_leader_always_releases_its_lease(control_plane: ControlPlane, namespace: str) -> None:
+    api = coordination_api(control_plane)
+    held_after_stop = []
+    for round_ in range(25):
+        # Renewing every 20 ms, a renewal is nearly always in flight when the stop comes.
+        elector = LeaderElector(api, namespace, "release-test", f"replica-{round_}",
+                                retry_period=timedelta(milliseconds=20))
+
+        async def lead() -> None:
+            await asyncio.Event().wait()
+
+        campaign = asyncio.create_task(elector.run(lead))
+        async with asyncio.timeout(10):
+            while not elector.is_leader:
+                await asyncio.sleep(0.01)
+        await asyncio.sleep(random.uniform(0, 0.2))
+        campaign.cancel()
+        await asyncio.gather(campaign, return_exceptions=True)
+        holder = (await asyncio.to_thread(api.read_namespaced_lease, "release-test", namespace)).spec.holder_identity
+        if holder is not None:
+            held_after_stop.append(round_)
+            break  # the next replica would wait a whole lease duration
+    assert not held_after_stop, f"the Lease stayed held after the stop in rounds {held_after_stop}"
