@@ -6,6 +6,7 @@ import asyncio
 import gc
 import signal
 from datetime import datetime, timezone
+from typing import Callable
 
 import structlog
 from aiohttp import web
@@ -144,9 +145,19 @@ class RelayServer:
     async def stop(self) -> None:
         """Drain, in order: report unready, keep serving for `drain_seconds` while endpoints catch up, then close
         the listener (new connections are refused) and give in-flight reviews up to `grace_seconds` to finish."""
-        self.readiness.shutting_down = True
+        self.readiness.shutting_down = True  # and every answer from now on carries Connection: close
         if self.runner is not None:
             log.info("draining", drain_seconds=self.drain_seconds, grace_seconds=self.grace_seconds)
+            if self.runner.server is not None:
+                # Idle keep-alive connections are closed now (TLS close_notify, then FIN), busy ones after their
+                # answer: a caller learns before the listener goes that it must reconnect, instead of writing a
+                # request into a connection closed under it at the end. (aiohttp's own pre_shutdown() only marks
+                # them; an idle one stays open until the runner's cleanup.)
+                for connection in self.runner.server.connections:
+                    if getattr(connection, "_request_in_progress", True):
+                        connection.close()
+                    else:
+                        connection.force_close()
             await asyncio.sleep(self.drain_seconds)
             await self.runner.cleanup()
         if self.lookup_pool is not None:  # a lookup stuck on a hung storage must not hold the exit
@@ -154,6 +165,27 @@ class RelayServer:
         if self.binding_pool is not None:
             self.binding_pool.shutdown()
         log.info("stopped")
+
+
+# SIGHUP (a closed terminal, a supervisor's stop) and SIGQUIT drain like SIGTERM and SIGINT: the default action of
+# each would end the process without unready, drain or Lease release. SIGUSR1 and SIGUSR2 mean nothing here and are
+# ignored with a log line rather than killing the server.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+IGNORED_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2)
+
+
+def install_signal_handlers(stop: Callable[[], None]) -> None:
+    loop = asyncio.get_running_loop()
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, _stopping, signum, stop)
+    for signum in IGNORED_SIGNALS:
+        loop.add_signal_handler(signum, lambda number=signum: log.info("signal_ignored",
+                                                                        signal=signal.Signals(number).name))
+
+
+def _stopping(signum: int, stop: Callable[[], None]) -> None:
+    log.info("signal_received", signal=signal.Signals(signum).name)
+    stop()
 
 
 async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -> None:
@@ -164,8 +196,7 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
     gc.freeze()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    install_signal_handlers(stop.set)
     upkeep = asyncio.create_task(relay.keep_certificate_fresh())
     reconcile = start_reconcile_loop(settings.controllers, relay.metrics.registry)
     cabundle = start_cabundle_sync(settings, relay.metrics.registry)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 from pathlib import Path
 
 import structlog
@@ -13,6 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from controllers.kube import load_api_client
 from controllers.manager import ReconcileLoop
 from relay.loop import loop_settings
+from relay.serve import install_signal_handlers
 from relay.settings import Settings
 
 log = structlog.get_logger("failover_relay")
@@ -44,8 +44,7 @@ async def run_controllers(settings: Settings, metrics_address: tuple[str, int]) 
              kubernetes=api_client.configuration.host)
 
     stop = asyncio.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+    install_signal_handlers(stop.set)
     reconcile = asyncio.create_task(loop.run(), name="reconcile-loop")
     waiting = asyncio.create_task(stop.wait())
     try:

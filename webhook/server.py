@@ -39,6 +39,9 @@ MAX_HEADERS = 128
 # rather than a reset; 2 s is plenty for the 3 MiB we accept, and a slow sender cannot hold the connection longer.
 LINGERING_SECONDS = 2.0
 
+# Bodies up to this size are parsed inline; a real review (one object, or two on UPDATE) is a few kilobytes.
+INLINE_PARSE_BYTES = 256 * 1024
+
 # The `kind` label of requests whose kind no rule or mutator serves.
 OTHER_KIND = "other"
 
@@ -85,6 +88,7 @@ class AdmissionServer:
         # probes and our own readiness dial need none); admissions without one are refused here.
         self.require_client_certificate = require_client_certificate
         self.log = logger or structlog.get_logger("failover_relay.webhook")
+        self._large_parse = asyncio.Semaphore(1)
 
     def application(self) -> web.Application:
         # client_max_size makes aiohttp refuse a larger body while reading it, before it is buffered whole.
@@ -94,7 +98,15 @@ class AdmissionServer:
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
+        app.on_response_prepare.append(self._close_while_draining)
         return app
+
+    async def _close_while_draining(self, _: web.Request, response: web.StreamResponse) -> None:
+        # Once unready, every answer says Connection: close and the connection ends after it, so callers open their
+        # next connection elsewhere instead of writing into one we are about to close.
+        if self.readiness.shutting_down:
+            response.force_close()
+            response.headers["Connection"] = "close"
 
     async def _validate(self, request: web.Request) -> web.Response:
         return await self._serve(request, "validate", self.handlers.validate)
@@ -111,7 +123,7 @@ class AdmissionServer:
                 return self._bad_request(endpoint, ClientCertificateRequired(
                     "a client certificate signed by the configured client CA is required"), started)
             try:
-                admission = self._parse(endpoint, await self._read_body(http))
+                admission = await self._parse_bounded(endpoint, await self._read_body(http))
             except ReviewError as error:
                 return self._bad_request(endpoint, error, started)
             try:
@@ -144,6 +156,15 @@ class AdmissionServer:
         # The kind comes from the caller; naming only the kinds we serve keeps the series bounded when something
         # other than the apiserver posts reviews of made-up kinds.
         return admission.kind if admission.group_kind in self.handlers.kinds else OTHER_KIND
+
+    async def _parse_bounded(self, endpoint: str, body: bytes) -> AdmissionRequest:
+        """Small bodies (every real review) are parsed on the event loop; large ones in a worker thread, one at a
+        time: the interpreter then switches back to the loop every few milliseconds, so /healthz and small reviews
+        keep being answered while a 3 MiB body of empty objects is decoded and checked."""
+        if len(body) <= INLINE_PARSE_BYTES:
+            return self._parse(endpoint, body)
+        async with self._large_parse:
+            return await asyncio.to_thread(self._parse, endpoint, body)
 
     def _parse(self, endpoint: str, body: bytes) -> AdmissionRequest:
         try:

@@ -287,3 +287,55 @@ def test_sigterm_outside_a_cluster_exits_0_at_once(tmp_path: Path, request: pyte
             process.wait()
     assert exited_after < 3.0
     report(request, request.node.name, f"real process outside a cluster: exit 0 after {exited_after * 1000:.0f} ms")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGQUIT])
+def test_sighup_and_sigquit_drain_like_sigterm(tmp_path: Path, signum: signal.Signals) -> None:
+    port, cert_dir, log = free_port(), tmp_path / "certs", tmp_path / "relay.log"
+    environment = {key: value for key, value in os.environ.items() if key != "KUBERNETES_SERVICE_HOST"}
+    with log.open("w") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "relay.cli", "serve", "--port", str(port), "--cert-dir", str(cert_dir),
+             "--log-format", "json", "--drain-seconds", "0.5"], stdout=sink, stderr=subprocess.STDOUT, text=True,
+            env=environment)
+    try:
+        wait_ready(process, port, cert_dir / "ca.crt", log)
+        process.send_signal(signal.SIGUSR1)  # ignored: still serving
+        time.sleep(0.2)
+        assert http_get(port, cert_dir / "ca.crt", "/healthz")[0] == 200
+        process.send_signal(signum)
+        assert process.wait(timeout=15) == 0, "killed by the signal instead of draining"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    events = [json.loads(line).get("event") for line in log.read_text().splitlines() if line.startswith("{")]
+    assert "signal_ignored" in events
+    assert events.index("shutting_down") < events.index("draining") < events.index("stopped")
+
+
+async def test_the_drain_closes_idle_keep_alives_and_answers_with_connection_close(tmp_path: Path) -> None:
+    server = RelayServer(Settings(port=0, cert_dir=tmp_path / "certs", drain_seconds=1.0, grace_seconds=1.0))
+    await server.start()
+    assert server.files.ca_file is not None
+    context = client_tls(server.files.ca_file)
+    context.check_hostname = False
+
+    async def request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
+        await reader.readexactly(3)  # "ok\n"
+        return head
+
+    idle = await asyncio.open_connection("127.0.0.1", server.port, ssl=context)
+    assert b"Connection: close" not in await request(*idle)  # a keep-alive connection, now idle
+    stopping = asyncio.create_task(server.stop())
+    try:
+        async with asyncio.timeout(0.5):  # long before the drain ends
+            assert await idle[0].read() == b"", "the idle keep-alive connection was left open into the drain"
+        fresh = await asyncio.open_connection("127.0.0.1", server.port, ssl=context)
+        head = await request(*fresh)
+        assert b"Connection: close" in head
+        assert await fresh[0].read() == b""
+    finally:
+        await stopping
