@@ -399,6 +399,10 @@ def check_settings(settings: Settings) -> None:
         # The root is the prefix of every injected initialSavepointPath, audit annotation and log line.
         raise SettingsError("savepoint.checkpointRoot must not carry a password (user:password@host): it would be "
                             "written into every injected path; give credentials in savepoint.storageOptions")
+    problem = None if savepoint.checkpoint_root is None else _secret_in_url(savepoint.checkpoint_root)
+    if problem:
+        raise SettingsError(f"savepoint.checkpointRoot must not carry {problem}: it would be written into every "
+                            "injected path and log line; give credentials in savepoint.storageOptions")
     try:  # a profile or layout that cannot work stops start-up here, not at the first failover
         load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
                       savepoint_layouts=savepoint.savepoint_layouts)
@@ -446,6 +450,20 @@ def has_password(url: str) -> bool:
     authority = rest.partition("/")[0].partition("?")[0].partition("#")[0]
     userinfo, at, _ = authority.rpartition("@")
     return bool(at) and ":" in userinfo
+
+
+def _secret_in_url(url: str) -> str | None:
+    """What in `url` may be a credential: a query or fragment (`?token=`, a presigned `?X-Amz-Signature=`) or a user
+    name (a token passed as `https://TOKEN@host/`); None for a plain path or URL."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return None
+    authority, _, _ = rest.partition("/")
+    if "@" in authority.partition("?")[0].partition("#")[0]:
+        return "a user name (user@host)"
+    if "?" in rest or "#" in rest:
+        return "a query or fragment (?token=...)"
+    return None
 
 
 # Command-line flags, derived from the declarations.

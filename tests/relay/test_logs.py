@@ -60,3 +60,29 @@ def test_library_records_are_rendered_the_same_way(json_lines: io.StringIO) -> N
 
     [record] = records(json_lines)
     assert record == {**record, "event": "Error handling request", "level": "error", "logger": "aiohttp.server"}
+
+
+def test_a_line_names_its_component(json_lines: io.StringIO) -> None:
+    structlog.get_logger("failover_relay.webhook").info("bad_request")
+    [record] = records(json_lines)
+    assert record["logger"] == "failover_relay.webhook"
+
+
+def test_a_library_exception_is_rendered_with_its_traceback(json_lines: io.StringIO) -> None:
+    try:
+        raise ConnectionResetError("peer went away")
+    except ConnectionResetError:
+        logging.getLogger("aiohttp.server").exception("Error handling request")
+    [record] = records(json_lines)
+    assert record["logger"] == "aiohttp.server" and record["level"] == "error"
+    assert "Traceback" in record["exception"] and "ConnectionResetError: peer went away" in record["exception"]
+    assert "<traceback object" not in json.dumps(record)
+
+
+def test_our_exception_is_rendered_with_its_traceback(json_lines: io.StringIO) -> None:
+    try:
+        raise ValueError("broken rule")
+    except ValueError:
+        structlog.get_logger("failover_relay.webhook").exception("review_failed")
+    [record] = records(json_lines)
+    assert "ValueError: broken rule" in record["exception"]

@@ -208,3 +208,22 @@ def test_every_command_refuses_a_bad_config_with_exit_2(tmp_path: Path, command:
     assert main(argv) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "nests too deeply" in error
+
+
+@pytest.mark.parametrize(("root", "problem"), [
+    ("https://store.example/ckpt?token=s3cret", "a query or fragment"),
+    ("https://store.example/ckpt?X-Amz-Signature=abc", "a query or fragment"),
+    ("https://store.example/ckpt#sig=abc", "a query or fragment"),
+    ("https://ghp_s3cret@store.example/ckpt", "a user name"),
+    ("sftp://flink@store/ckpt", "a user name"),
+])
+def test_a_checkpoint_root_carrying_a_credential_is_refused(tmp_path: Path, root: str, problem: str) -> None:
+    with pytest.raises(SettingsError, match=f"must not carry {problem}") as raised:
+        load_settings(write(tmp_path, f"savepoint:\n  checkpointRoot: '{root}'\n"))
+    assert "s3cret" not in str(raised.value)
+
+
+@pytest.mark.parametrize("root", ["s3://flink/checkpoints", "/mnt/checkpoints", "hdfs://namenode:8020/flink",
+                                  "file:///var/ckpt"])
+def test_a_plain_checkpoint_root_is_accepted(tmp_path: Path, root: str) -> None:
+    assert load_settings(write(tmp_path, f"savepoint:\n  checkpointRoot: '{root}'\n")).savepoint.checkpoint_root == root
