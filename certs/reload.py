@@ -44,6 +44,8 @@ class ReloadingSSLContext:
     def __init__(self, cert_file: Path, key_file: Path, client_ca_file: Path | None = None) -> None:
         self.cert_file = Path(cert_file)
         self.key_file = Path(key_file)
+        self.client_ca_file = client_ca_file
+        self._client_ca = self._read_client_ca() if client_ca_file is not None else None
         self.context = server_context(client_ca_file)
         self.last_error: str | None = None
         self._fingerprint = b""
@@ -51,8 +53,43 @@ class ReloadingSSLContext:
         if not self.maybe_reload():
             raise CertificateFilesInvalid(self.last_error or f"{self.cert_file}: cannot be loaded")
 
+    def _read_client_ca(self) -> bytes:
+        assert self.client_ca_file is not None
+        try:
+            return self.client_ca_file.read_bytes()
+        except OSError as error:
+            raise CertificateFilesInvalid(f"{self.client_ca_file}: cannot read ({error.strerror})") from None
+
+    def _maybe_reload_client_ca(self) -> bool:
+        """A changed client CA file means a new context: OpenSSL can add CAs to a context but never remove one, so
+        a CA taken out of the file would stay trusted. The listener reads `context` at every handshake (webhook/
+        listener.py), so new connections use the new one and established ones keep theirs."""
+        if self.client_ca_file is None:
+            return False
+        try:
+            client_ca = self._read_client_ca()
+            if client_ca == self._client_ca:
+                return False
+            fresh = server_context(self.client_ca_file)
+        except (CertificateFilesInvalid, ssl.SSLError, OSError, ValueError) as error:
+            self.last_error = str(error) if isinstance(error, CertificateFilesInvalid) else (
+                f"{self.client_ca_file}: not a PEM CA bundle")
+            return False
+        cert_pem, key_pem = self.cert_file.read_bytes(), self.key_file.read_bytes()
+        try:
+            self._load_verified(cert_pem, key_pem, fresh)
+        except (ssl.SSLError, ValueError, OSError):
+            return False  # the serving files are mid-rotation; the next check takes both
+        self.context, self._client_ca = fresh, client_ca
+        self._fingerprint = hashlib.sha256(cert_pem + b"\0" + key_pem).digest()
+        self.not_after = load_certificates(cert_pem, self.cert_file)[0].not_valid_after_utc
+        return True
+
     def maybe_reload(self) -> bool:
-        """Load the files again if their content changed; True when a new certificate is now served."""
+        """Load the files again if their content changed; True when a new certificate or client CA is now used."""
+        if self._maybe_reload_client_ca():
+            self.last_error = None
+            return True
         try:
             cert_pem, key_pem = self.cert_file.read_bytes(), self.key_file.read_bytes()
         except OSError as error:
@@ -76,7 +113,7 @@ class ReloadingSSLContext:
         self.last_error = None
         return True
 
-    def _load_verified(self, cert_pem: bytes, key_pem: bytes) -> None:
+    def _load_verified(self, cert_pem: bytes, key_pem: bytes, context: ssl.SSLContext | None = None) -> None:
         # One private copy, read by both loads: the files may change again between them.
         with tempfile.TemporaryDirectory(prefix="failover-relay-tls-") as scratch:
             chain = Path(scratch, "chain.pem")
@@ -84,4 +121,4 @@ class ReloadingSSLContext:
             with os.fdopen(descriptor, "wb") as file:
                 file.write(cert_pem + b"\n" + key_pem)
             ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(chain)
-            self.context.load_cert_chain(chain)
+            (context or self.context).load_cert_chain(chain)

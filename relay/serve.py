@@ -105,7 +105,7 @@ class RelayServer:
                                     **connection_options())
         await self.runner.setup()
         settings = self.settings
-        site = CappedTLSSite(self.runner, settings.host, settings.port, ssl_context=self.tls.context,
+        site = CappedTLSSite(self.runner, settings.host, settings.port, ssl_context=lambda: self.tls.context,
                              limits=ConnectionLimits(settings.max_connections, settings.max_connections_per_peer,
                                                      settings.handshake_seconds),
                              on_refused=self.metrics.count_refused_connection)
@@ -131,7 +131,8 @@ class RelayServer:
             return
         self._report_repairs()
         if self.tls.maybe_reload():
-            log.info("certificate_reloaded", not_after=self.tls.not_after.isoformat())
+            log.info("certificate_reloaded", not_after=self.tls.not_after.isoformat(),
+                     client_ca_file=str(self.settings.client_ca_file) if self.settings.client_ca_file else None)
         elif self.tls.last_error:
             log.error("certificate_reload_failed", error=self.tls.last_error)
         self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())

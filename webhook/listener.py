@@ -84,7 +84,7 @@ class CappedListener:
     """Accepts on `sock`, hands each admitted connection to `protocol_factory` over TLS once the handshake is done."""
 
     def __init__(self, sock: socket.socket, protocol_factory: Callable[[], asyncio.Protocol],
-                 ssl_context: ssl.SSLContext, limits: ConnectionLimits,
+                 ssl_context: Callable[[], ssl.SSLContext], limits: ConnectionLimits,
                  on_refused: Callable[[str], None] = lambda reason: None) -> None:
         self.sock = sock
         self.protocol_factory = protocol_factory
@@ -166,7 +166,8 @@ class CappedListener:
 
     async def _handshake(self, conn: socket.socket, protocol: asyncio.Protocol, release: Callable[[], None]) -> None:
         handshake = self.loop.create_future()
-        tls = _SmallBufferSSLProtocol(self.loop, protocol, self.ssl_context, handshake, server_side=True,
+        # Read at each connection: the client CA reload replaces the context (certs/reload.py).
+        tls = _SmallBufferSSLProtocol(self.loop, protocol, self.ssl_context(), handshake, server_side=True,
                                       ssl_handshake_timeout=self.limits.handshake_seconds,
                                       ssl_shutdown_timeout=TLS_SHUTDOWN_SECONDS)
         try:
@@ -184,12 +185,13 @@ class CappedListener:
 class CappedTLSSite(web.BaseSite):
     """aiohttp's TCPSite with the CappedListener in place of `loop.create_server`."""
 
-    __slots__ = ("_host", "_port", "_limits", "_on_refused")
+    __slots__ = ("_host", "_port", "_limits", "_on_refused", "_context_source")
 
-    def __init__(self, runner: web.BaseRunner, host: str, port: int, *, ssl_context: ssl.SSLContext,
+    def __init__(self, runner: web.BaseRunner, host: str, port: int, *, ssl_context: Callable[[], ssl.SSLContext],
                  limits: ConnectionLimits, on_refused: Callable[[str], None] = lambda reason: None,
                  backlog: int = 128) -> None:
-        super().__init__(runner, ssl_context=ssl_context, backlog=backlog)
+        super().__init__(runner, ssl_context=ssl_context(), backlog=backlog)
+        self._context_source = ssl_context
         self._host, self._port, self._limits, self._on_refused = host, port, limits, on_refused
 
     @property
@@ -211,5 +213,5 @@ class CappedTLSSite(web.BaseSite):
         family, _, _, _, address = (await loop.getaddrinfo(self._host or None, self._port, type=socket.SOCK_STREAM,
                                                           flags=socket.AI_PASSIVE))[0]
         sock = socket.create_server(address, family=family, backlog=self._backlog)
-        self._server = CappedListener(sock, self._runner.server, self._ssl_context, self._limits,
+        self._server = CappedListener(sock, self._runner.server, self._context_source, self._limits,
                                       self._on_refused)  # type: ignore[assignment]
