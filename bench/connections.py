@@ -57,9 +57,10 @@ class Legit:
         self.context = ssl.create_default_context(cafile=str(ca_file))
         self.context.check_hostname = False
         self.review = json.dumps(admission_review(flink_policy())).encode()
-        self.slowest = {"review": 0.0, "healthz": 0.0}
-        self.failed = {"review": 0, "healthz": 0}
-        self.count = {"review": 0, "healthz": 0}
+        self.phase = "rest"
+        self.slowest: dict[str, float] = {}
+        self.failed: dict[str, int] = {}
+        self.count: dict[str, int] = {}
 
     async def one(self, what: str) -> None:
         started = time.perf_counter()
@@ -79,20 +80,24 @@ class Legit:
         except (OSError, TimeoutError, ssl.SSLError):
             ok = False
         elapsed = time.perf_counter() - started
-        self.count[what] += 1
+        key = f"{self.phase}/{what}"
+        self.count[key] = self.count.get(key, 0) + 1
+        self.failed.setdefault(key, 0)
         if ok:
-            self.slowest[what] = max(self.slowest[what], elapsed)
+            self.slowest[key] = max(self.slowest.get(key, 0.0), elapsed)
         else:
-            self.failed[what] += 1
+            self.failed[key] += 1
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await asyncio.gather(self.one("review"), self.one("healthz"), asyncio.sleep(0.1))
 
-    def line(self) -> str:
-        return (f"reviews {self.count['review']} (slowest {self.slowest['review'] * 1000:.0f} ms, failed "
-                f"{self.failed['review']}), healthz {self.count['healthz']} (slowest "
-                f"{self.slowest['healthz'] * 1000:.0f} ms, failed {self.failed['healthz']})")
+    def lines(self) -> list[str]:
+        phases = dict.fromkeys(key.partition("/")[0] for key in self.count)
+        return [f"  during {phase}: " + ", ".join(
+            f"{what} {self.count.get(f'{phase}/{what}', 0)} answered-or-failed, slowest "
+            f"{self.slowest.get(f'{phase}/{what}', 0.0) * 1000:.0f} ms, failed {self.failed.get(f'{phase}/{what}', 0)}"
+            for what in ("review", "healthz")) for phase in phases]
 
 
 async def bare_connects(port: int, count: int) -> list[socket.socket]:
@@ -164,6 +169,7 @@ async def bench(args: argparse.Namespace, pid: int, port: int, ca_file: Path) ->
     legit_task = asyncio.create_task(legit.run(stop))
     await asyncio.sleep(1)
 
+    legit.phase = "bare connects"
     sockets = await bare_connects(port, args.connections)
     await asyncio.sleep(2)
     lines.append(f"{args.connections} bare connects (no byte sent), after 2 s: RSS {rss_mb(pid):.1f} MB")
@@ -173,6 +179,7 @@ async def bench(args: argparse.Namespace, pid: int, port: int, ca_file: Path) ->
         sock.close()
     lines.append(f"  closed, after 3 s: RSS {await settle(pid, 3):.1f} MB")
 
+    legit.phase = "idle TLS connections"
     writers = await tls_idle(port, args.connections, context)
     lines.append(f"{args.connections} TLS connections attempted, {len(writers)} held idle after the handshake: "
                  f"RSS {await settle(pid, 1):.1f} MB")
@@ -180,12 +187,14 @@ async def bench(args: argparse.Namespace, pid: int, port: int, ca_file: Path) ->
         writer.close()
     lines.append(f"  closed, after 3 s: RSS {await settle(pid, 3):.1f} MB")
 
+    legit.phase = "3 MiB bodies"
     sent = await big_bodies(port, context, args.body_clients, args.body_seconds)
     lines.append(f"{args.body_clients} clients posting 3 MiB bodies of empty objects for {args.body_seconds:g} s "
                  f"({sent} bodies): RSS {await settle(pid, 1):.1f} MB")
     stop.set()
     await legit_task
-    lines.append(f"meanwhile from {LEGIT_ADDRESS}: {legit.line()}")
+    lines.append(f"meanwhile from {LEGIT_ADDRESS}, a review and a /healthz every 100 ms on fresh connections:")
+    lines.extend(legit.lines())
     return lines
 
 
