@@ -27,7 +27,7 @@ What ``KarmadaEnv.start()`` brings up, all on 127.0.0.1 with free ports (``../sh
    Push-mode Clusters (secretRef + impersonatorSecretRef, ``spec.id`` = the member's kube-system UID), waited for
    until Ready with FlinkDeployment in ``status.apiEnablements``.
 5. failover-relay the way docs/operations.md installs it: ``manifests/deploy/{namespace,serviceaccount,rbac}.yaml``
-   applied, ``failover-relay serve --config relay.yaml`` (``RELAY_CONFIG``: control-plane mode with Work labels
+   applied (and ``manifests/member/*.yaml`` to every member), ``failover-relay serve --config relay.yaml`` (``RELAY_CONFIG``: control-plane mode with Work labels
    and Work savepoints, checkpoints under ``checkpoint_root``), and ``failover-relay manifests webhook`` applied.
 
 API (everything else is private):
@@ -115,7 +115,9 @@ RELAY_USER = f"system:serviceaccount:{RELAY_NAMESPACE}:failover-relay"
 # The relay as docs/operations.md runs it in control-plane mode; restart_relay(config=...) merges per section.
 RELAY_CONFIG: dict[str, dict[str, Any]] = {
     "logging": {"format": "json", "level": "info"},
-    "savepoint": {"workLabels": True, "workSavepoints": True},
+    # The layout is spelled out so that the tests' checkpoints are found whatever the default layout is.
+    "savepoint": {"workLabels": True, "workSavepoints": True,
+                  "layouts": ["{root}/{namespace}/{job_id}/checkpoints"]},
     "controllers": {"mode": "on", "leaseNamespace": RELAY_NAMESPACE},
 }
 
@@ -930,6 +932,10 @@ class KarmadaEnv:
         deploy = REPO_ROOT / "manifests" / "deploy"
         for manifest in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
             self.kubectl("apply", "-f", str(deploy / manifest))
+        # What the relay needs in each member cluster, when the install has such manifests (docs/operations.md).
+        for manifest in sorted((REPO_ROOT / "manifests" / "member").glob("*.yaml")):
+            for member in self.members:
+                self.kubectl("apply", "-f", str(manifest), cluster=member)
         self.start_relay()
         rendered = subprocess.run(
             [*_relay_command(), "manifests", "webhook", "--url", self.relay_url, "--namespace", RELAY_NAMESPACE,

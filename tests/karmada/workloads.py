@@ -80,6 +80,10 @@ class FlinkJob:
         karmada.create(resource_path(POLICIES, "propagationpolicies", namespace=self.namespace), policy)
         deployment = yaml.safe_load((self.env.tree.source / E2E_FLINK_CR).read_text())
         deployment["metadata"] = {"name": self.name, "namespace": self.namespace}
+        # A stateful job names where Flink keeps checkpoints and savepoints (what a restore from a path needs).
+        state = self.env.checkpoint_root / self.namespace
+        deployment["spec"]["flinkConfiguration"].update({"state.checkpoints.dir": f"file://{state}",
+                                                         "state.savepoints.dir": f"file://{state}/savepoints"})
         karmada.create(resource_path(FLINK, "flinkdeployments", namespace=self.namespace), deployment)
 
     # -- what Karmada made ----------------------------------------------------------------------------------------
