@@ -49,7 +49,8 @@ API (everything else is private):
   failover controllers (then run the relay with ``config={"controllers": {"mode": "off"}}``).
 - ``checkpoint_root``: the relay's ``savepoint.checkpointRoot`` (a directory; layout
   ``<root>/<namespace>/<job id>/checkpoints/chk-N/_metadata``).
-- ``rss_bytes()``: resident memory of every process the harness runs; ``pids()``; ``logs()``: name -> log file;
+- ``rss_bytes()``: resident memory of every process the harness runs; ``pids()``; ``ports()``; ``logs()``: name ->
+  log file;
   ``log_tails(lines)``: the end of each log, for failure reports.
 - ``wait_until(condition, timeout, what)``: poll until ``condition()`` returns something truthy, return it.
 
@@ -501,6 +502,10 @@ class KarmadaEnv:
 
     def logs(self) -> dict[str, Path]:
         return {name: process.log for name, process in self._processes.items()}
+
+    def ports(self) -> dict[str, int]:
+        """Every loopback port the harness chose, by what it is for."""
+        return dict(self._ports)
 
     def pids(self) -> dict[str, int]:
         return {name: process.pid for name, process in self._processes.items() if process.pid is not None}
