@@ -31,6 +31,14 @@ E2E_FLINK_CR = Path("test") / "e2e" / "suites" / "base" / "manifest" / "flinkdep
 FAILURE_MESSAGE = "JobManager failed: java.lang.OutOfMemoryError: Java heap space"
 
 
+def restore_path(deployment: dict[str, Any]) -> Path | None:
+    """``spec.job.initialSavepointPath`` as a local path; ``file:///x`` and ``/x`` name the same directory."""
+    raw = (deployment.get("spec") or {}).get("job", {}).get("initialSavepointPath")
+    if not raw:
+        return None
+    return Path(raw.removeprefix("file://"))
+
+
 def new_job_id() -> str:
     """A Flink JobID: 32 lowercase hex digits."""
     return uuid.uuid4().hex
@@ -80,10 +88,12 @@ class FlinkJob:
         karmada.create(resource_path(POLICIES, "propagationpolicies", namespace=self.namespace), policy)
         deployment = yaml.safe_load((self.env.tree.source / E2E_FLINK_CR).read_text())
         deployment["metadata"] = {"name": self.name, "namespace": self.namespace}
-        # A stateful job names where Flink keeps checkpoints and savepoints (what a restore from a path needs).
-        state = self.env.checkpoint_root / self.namespace
-        deployment["spec"]["flinkConfiguration"].update({"state.checkpoints.dir": f"file://{state}",
-                                                         "state.savepoints.dir": f"file://{state}/savepoints"})
+        # A stateful job names where Flink keeps checkpoints and savepoints (what a restore from a path needs). The
+        # checkpoint dir is the relay's checkpointRoot itself, so the relay's layout (RELAY_CONFIG) finds the
+        # checkpoints below it whether the relay takes its root from the workload or from its own settings.
+        root = self.env.checkpoint_root
+        deployment["spec"]["flinkConfiguration"].update({"state.checkpoints.dir": f"file://{root}",
+                                                         "state.savepoints.dir": f"file://{root}/savepoints"})
         karmada.create(resource_path(FLINK, "flinkdeployments", namespace=self.namespace), deployment)
 
     # -- what Karmada made ----------------------------------------------------------------------------------------
