@@ -16,7 +16,7 @@ What ``KarmadaEnv.start()`` brings up, all on 127.0.0.1 with free ports (``../sh
    it gets), and a static token for the member clusters.
 2. One etcd; karmada-apiserver (``/registry``, with ``artifacts/deploy/karmada-apiserver.yaml``'s flags) and one
    kube-apiserver per member (``/<member>``) keep their data under separate prefixes of it. One etcd instead of
-   four saves half a GiB and a core's worth of idle work; the apiservers cannot tell the difference.
+   four saves three processes and their idle work; the apiservers cannot tell the difference.
 3. On karmada-apiserver: Karmada's CRDs (``charts/karmada/_crds``) with the conversion patches pointing at
    karmada-webhook ``/convert``; karmada-aggregated-apiserver behind the APIService ``v1alpha1.cluster.karmada.io``;
    karmada-webhook with ``artifacts/deploy/webhook-configuration.yaml``; karmada-controller-manager with
