@@ -129,6 +129,11 @@ POLL_SECONDS = 0.1
 LOG_TAIL_LINES = 30
 KUBECTL_TIMEOUT_SECONDS = 120.0
 HTTP_TIMEOUT_SECONDS = 10.0
+# A component that finds its port taken is started again on new ports, this many times in all.
+PORT_ATTEMPTS = 3
+# Nothing reads Karmada's metrics here; each listener would be one more port to lose to free_port()'s race, and a
+# controller-runtime manager that loses its metrics port still answers /healthz for the 30 s it takes to exit.
+NO_METRICS = "--metrics-bind-address=0"
 
 T = TypeVar("T")
 
@@ -297,6 +302,7 @@ class _Process:
     env: dict[str, str] | None = None
     cwd: Path | None = None
     popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    log_offset: int = 0
 
     @property
     def pid(self) -> int | None:
@@ -309,6 +315,7 @@ class _Process:
         if self.running():
             raise ControlPlaneError(f"{self.name} is already running (pid {self.pid})")
         with self.log.open("ab") as log:
+            self.log_offset = log.tell()
             log.write(f"\n=== {self.name} started {time.strftime('%H:%M:%S')}: {' '.join(self.args)}\n".encode())
             log.flush()
             # A new session: a Ctrl-C in the terminal reaches only the test process, which then stops the group.
@@ -332,6 +339,15 @@ class _Process:
         # Anything the process left in its group (none of these fork, but a wrapper might).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(popen.pid, signal.SIGKILL)
+
+    def lost_its_port(self) -> bool:
+        """Whether this run exited because a port it was given had been taken meanwhile (free_port's race with
+        other processes on the machine: other test sessions, CI's other tiers)."""
+        if self.running():
+            return False
+        with self.log.open("rb") as log:
+            log.seek(self.log_offset)
+            return b"address already in use" in log.read()
 
     def exited(self) -> str | None:
         """None while running; else a message with the exit code and the log tail."""
@@ -416,12 +432,12 @@ def _relay_command() -> list[str]:
 @dataclass
 class _Apiserver:
     name: str
-    port: int
+    ports: dict[str, int]
     process: _Process
 
     @property
     def url(self) -> str:
-        return f"https://{LOOPBACK}:{self.port}"
+        return f"https://{LOOPBACK}:{self.ports[self.name]}"
 
 
 class KarmadaEnv:
@@ -447,6 +463,8 @@ class KarmadaEnv:
         # Processes a test stopped (a member apiserver, the relay): their exit is no failure of the harness.
         self._stopped_on_purpose: set[str] = set()
         self._kept: Path | None = None
+        # Components whose address is written into karmada-apiserver (they must keep their port).
+        self._registered: set[str] = set()
 
     # -- paths ----------------------------------------------------------------------------------------------------
 
@@ -536,8 +554,7 @@ class KarmadaEnv:
             self.logs_dir.mkdir()
             self.checkpoint_root.mkdir()
             for name in ("karmada-apiserver", *self.members, "etcd", "etcd-peer", "karmada-aggregated-apiserver",
-                         "karmada-webhook", "webhook-metrics", "webhook-health", "cm-metrics", "cm-health",
-                         "scheduler-metrics", "scheduler-health", "relay"):
+                         "karmada-webhook", "cm-health", "scheduler-health", "relay"):
                 self._ports[name] = free_port()
             self._write_pki()
             self._start_etcd()
@@ -636,21 +653,21 @@ class KarmadaEnv:
     def start_relay(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
         """Start the relay with ``config`` merged over ``RELAY_CONFIG``; return the seconds until ``/readyz``."""
         started = time.monotonic()
-        self._relay_config = _merge(self._base_relay_config(), config)
-        self._relay_args = tuple(args)
+        overrides, self._relay_args = config, tuple(args)
         config_file = self.root / "relay.yaml"
-        config_file.write_text(yaml.safe_dump(self._relay_config, sort_keys=False))
+
+        def command() -> list[str]:
+            self._relay_config = _merge(self._base_relay_config(), overrides)
+            config_file.write_text(yaml.safe_dump(self._relay_config, sort_keys=False))
+            return [*_relay_command(), "serve", "--config", str(config_file), *self._relay_args]
+
         env = _loopback_env()
         env.pop("KUBERNETES_SERVICE_HOST", None)  # never mistake the test machine for a pod
         env.pop("KUBECONFIG", None)
-        process = _Process("failover-relay", [*_relay_command(), "serve", "--config", str(config_file),
-                                              *self._relay_args], self.relay_log, env=env, cwd=REPO_ROOT)
-        self._processes["failover-relay"] = process
-        process.start()
-        self._stopped_on_purpose = self._stopped_on_purpose - {process.name}
-        self.wait_until(lambda: (self.relay_cert_dir / "ca.crt").exists()
-                        and _http_status(f"{self.relay_url}/readyz", _unverified()) == 200,
-                        60, "failover-relay /readyz")
+        self._stopped_on_purpose = self._stopped_on_purpose - {"failover-relay"}
+        # A restart keeps the port the webhook configurations name; only the first start may move to another.
+        self._start("failover-relay", command, () if "failover-relay" in self._registered else ("relay",),
+                    lambda: f"{self.relay_url}/readyz", _unverified(), env=env, cwd=REPO_ROOT)
         return time.monotonic() - started
 
     def restart_relay(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
@@ -728,21 +745,47 @@ class KarmadaEnv:
         self.wait_until(lambda: _http_status(url, context) == 200, timeout or self.startup_timeout,
                         f"{process.name} {url}")
 
+    def _start(self, name: str, args: Callable[[], list[str]], ports: Sequence[str], ready_url: Callable[[], str],
+               context: ssl.SSLContext | None = None, **kwargs: Any) -> _Process:
+        """Spawn a component and wait until ``ready_url()`` answers 200; when it exits because one of its
+        ``ports`` was taken in the meantime, pick new ones and start it again (``args``, ``ready_url`` read them)."""
+        process = self._spawn(name, args(), **kwargs)
+        self._await_ready(process, args, ports, ready_url, context)
+        return process
+
+    def _await_ready(self, process: _Process, args: Callable[[], list[str]], ports: Sequence[str],
+                     ready_url: Callable[[], str], context: ssl.SSLContext | None = None) -> None:
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                self._wait_ready(process, ready_url(), context)
+                return
+            except ControlPlaneError:
+                if attempt == PORT_ATTEMPTS or not process.lost_its_port():
+                    raise
+            for key in ports:
+                self._ports[key] = free_port()
+            process.args = args()
+            process.start()
+
     @property
     def _etcd_url(self) -> str:
         return f"http://{LOOPBACK}:{self._ports['etcd']}"
 
     def _start_etcd(self) -> None:
-        peer = f"http://{LOOPBACK}:{self._ports['etcd-peer']}"
         data = self.root / "etcd-data"
-        data.mkdir(mode=0o700)
-        process = self._spawn("etcd", [
-            str(self.envtest_binaries / "etcd"), "--name=karmada-env", f"--data-dir={data}",
-            f"--listen-client-urls={self._etcd_url}", f"--advertise-client-urls={self._etcd_url}",
-            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
-            f"--initial-cluster=karmada-env={peer}", "--logger=zap", "--log-outputs=stderr", "--log-level=warn",
-        ])
-        self._wait_ready(process, f"{self._etcd_url}/health")
+
+        def args() -> list[str]:
+            # A fresh data dir each attempt: an etcd that failed to bind may have written its member id.
+            shutil.rmtree(data, ignore_errors=True)
+            data.mkdir(mode=0o700)
+            peer = f"http://{LOOPBACK}:{self._ports['etcd-peer']}"
+            return [str(self.envtest_binaries / "etcd"), "--name=karmada-env", f"--data-dir={data}",
+                    f"--listen-client-urls={self._etcd_url}", f"--advertise-client-urls={self._etcd_url}",
+                    f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+                    f"--initial-cluster=karmada-env={peer}", "--logger=zap", "--log-outputs=stderr",
+                    "--log-level=warn"]
+
+        self._start("etcd", args, ("etcd", "etcd-peer"), lambda: f"{self._etcd_url}/health")
 
     def _apiserver_args(self, name: str, etcd_prefix: str) -> list[str]:
         pki = self.pki
@@ -778,12 +821,14 @@ class KarmadaEnv:
 
     def _start_apiservers(self) -> None:
         # All four at once: each is CPU-bound for a few seconds on its post-start hooks.
-        for name, prefix in (("karmada-apiserver", "/registry"), *((m, f"/{m}") for m in self.members)):
+        prefixes = {"karmada-apiserver": "/registry", **{member: f"/{member}" for member in self.members}}
+        for name, prefix in prefixes.items():
             process = self._spawn(name, self._apiserver_args(name, prefix))
-            self._apiservers[KARMADA if name == "karmada-apiserver" else name] = _Apiserver(
-                name, self._ports[name], process)
+            self._apiservers[KARMADA if name == "karmada-apiserver" else name] = _Apiserver(name, self._ports,
+                                                                                           process)
         for apiserver in self._apiservers.values():
-            self._wait_ready(apiserver.process, f"{apiserver.url}/readyz", _unverified())
+            self._await_ready(apiserver.process, lambda a=apiserver: self._apiserver_args(a.name, prefixes[a.name]),
+                              (apiserver.name,), lambda a=apiserver: f"{a.url}/readyz", _unverified())
 
     def _write_kubeconfigs(self) -> None:
         def write(path: Path, server: str, user: dict[str, str]) -> None:
@@ -808,23 +853,26 @@ class KarmadaEnv:
         deploy = source / "artifacts" / "deploy"
         self.kubectl("apply", "-f", str(deploy / "namespace.yaml"))
         self.kubectl("create", "namespace", "karmada-cluster")
-        # The components that only need karmada-apiserver start now and get ready while the CRDs go in.
         admin = str(self.kubeconfig(KARMADA))
-        aggregated = self._spawn("karmada-aggregated-apiserver", [
+        # The aggregated apiserver and the webhook are up (on their final ports) before anything names their URLs.
+        self._start("karmada-aggregated-apiserver", lambda: [
             str(self.tree.bin / "karmada-aggregated-apiserver"), f"--kubeconfig={admin}",
             f"--authentication-kubeconfig={admin}", f"--authorization-kubeconfig={admin}",
             f"--etcd-servers={self._etcd_url}", f"--tls-cert-file={self.pki / 'karmada-aggregated-apiserver.crt'}",
             f"--tls-private-key-file={self.pki / 'karmada-aggregated-apiserver.key'}",
             f"--bind-address={LOOPBACK}", f"--secure-port={self._ports['karmada-aggregated-apiserver']}",
             "--tls-min-version=VersionTLS13", f"--v={self.verbosity}",
-        ])
-        webhook = self._spawn("karmada-webhook", [
+        ], ("karmada-aggregated-apiserver",),
+            lambda: f"https://{LOOPBACK}:{self._ports['karmada-aggregated-apiserver']}/readyz", _unverified())
+        # Its readiness is served on the webhook port (artifacts/deploy/karmada-webhook.yaml readinessProbe).
+        self._start("karmada-webhook", lambda: [
             str(self.tree.bin / "karmada-webhook"), f"--kubeconfig={admin}", f"--bind-address={LOOPBACK}",
             f"--secure-port={self._ports['karmada-webhook']}", f"--cert-dir={self.pki / 'karmada-webhook'}",
-            f"--metrics-bind-address={LOOPBACK}:{self._ports['webhook-metrics']}",
-            f"--health-probe-bind-address={LOOPBACK}:{self._ports['webhook-health']}",
+            NO_METRICS, "--health-probe-bind-address=0",
             "--allow-no-execute-taint-policy=true", f"--v={self.verbosity}",
-        ])
+        ], ("karmada-webhook",), lambda: f"{self.webhook_url}/readyz",
+            ssl.create_default_context(cafile=str(self.ca_file)))
+
         crds = karmada_crds(self.tree, self.root / "karmada-crds",
                             conversion=ConversionWebhook(f"{self.webhook_url}/convert", self._ca_pem))
         self._apply_crds(KARMADA, "-k", str(crds))
@@ -845,34 +893,27 @@ class KarmadaEnv:
             "https://karmada-webhook.karmada-system.svc:443", self.webhook_url).replace("{{caBundle}}", ca_bundle)
         self.kubectl("apply", "-f", "-", input=webhooks)
 
-        # Its readiness is served on the webhook port (artifacts/deploy/karmada-webhook.yaml readinessProbe).
-        self._wait_ready(webhook, f"{self.webhook_url}/readyz", ssl.create_default_context(cafile=str(self.ca_file)))
-        self._wait_ready(aggregated, f"https://{LOOPBACK}:{self._ports['karmada-aggregated-apiserver']}/readyz",
-                         _unverified())
         karmada = self.api(KARMADA)
         self.wait_until(lambda: any(c.get("type") == "Available" and c.get("status") == "True" for c in (
             (karmada.get("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.cluster.karmada.io") or {})
             .get("status", {}).get("conditions") or [])), self.startup_timeout, "APIService v1alpha1.cluster.karmada.io")
         self._start_controller_manager(RELAY_CONTROLLERS, RELAY_GATES, ())
-        scheduler = self._spawn("karmada-scheduler", [
+        self._start("karmada-scheduler", lambda: [
             str(self.tree.bin / "karmada-scheduler"), f"--kubeconfig={admin}", "--leader-elect=false",
-            f"--metrics-bind-address={LOOPBACK}:{self._ports['scheduler-metrics']}",
-            f"--health-probe-bind-address={LOOPBACK}:{self._ports['scheduler-health']}",
+            NO_METRICS, f"--health-probe-bind-address={LOOPBACK}:{self._ports['scheduler-health']}",
             "--enable-scheduler-estimator=false", f"--v={self.verbosity}",
-        ])
-        self._wait_ready(scheduler, f"http://{LOOPBACK}:{self._ports['scheduler-health']}/healthz")
+        ], ("scheduler-health",),
+            lambda: f"http://{LOOPBACK}:{self._ports['scheduler-health']}/healthz")
 
     def _start_controller_manager(self, controllers: str, feature_gates: str, args: Sequence[str]) -> None:
-        process = self._spawn("karmada-controller-manager", [
+        self._start("karmada-controller-manager", lambda: [
             str(self.tree.bin / "karmada-controller-manager"), f"--kubeconfig={self.kubeconfig(KARMADA)}",
             f"--controllers={controllers}", f"--feature-gates={feature_gates}",
             "--enable-no-execute-taint-eviction=true",
             f"--cluster-status-update-frequency={CLUSTER_STATUS_UPDATE_FREQUENCY}", "--leader-elect=false",
-            f"--metrics-bind-address={LOOPBACK}:{self._ports['cm-metrics']}",
-            f"--health-probe-bind-address={LOOPBACK}:{self._ports['cm-health']}",
+            NO_METRICS, f"--health-probe-bind-address={LOOPBACK}:{self._ports['cm-health']}",
             f"--v={self.verbosity}", *args,
-        ])
-        self._wait_ready(process, f"http://{LOOPBACK}:{self._ports['cm-health']}/healthz")
+        ], ("cm-health",), lambda: f"http://{LOOPBACK}:{self._ports['cm-health']}/healthz")
 
     def _apply_crds(self, cluster: str, *source: str) -> None:
         """Server-side apply (Karmada's CRDs exceed client-side apply's annotation limit); wait for Established."""
@@ -950,6 +991,7 @@ class KarmadaEnv:
             raise ControlPlaneError(f"failover-relay manifests webhook exited {rendered.returncode}: "
                                     f"{rendered.stderr}")
         self.kubectl("apply", "-f", "-", input=rendered.stdout)
+        self._registered.add("failover-relay")
         # Registered means the apiserver calls it: a policy only the relay refuses (statePreservation with a
         # Gracefully purge, README "Policy admission") is refused.
         probe = json.dumps({

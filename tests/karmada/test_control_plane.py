@@ -105,3 +105,18 @@ def test_a_member_apiserver_stops_by_pid_and_comes_back_with_its_data(karmada_en
     assert karmada_env.member_pid(member) not in (None, pid)
     assert karmada_env.api(member).get(resource_path("v1", "namespaces", "kube-system"))["metadata"]["uid"] == (
         kube_system["metadata"]["uid"])
+
+
+def test_a_component_whose_port_was_taken_starts_again_on_a_free_one(karmada_env: KarmadaEnv) -> None:
+    """free_port() picks a port that another process on the machine may bind before the component does."""
+    with socket.socket() as squatter:
+        squatter.bind((LOOPBACK, 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        karmada_env._ports["cm-health"] = taken  # as if free_port() had returned it a moment too early
+
+        karmada_env.restart_controller_manager()
+
+        assert karmada_env.ports()["cm-health"] != taken
+        assert "karmada-controller-manager" in karmada_env.pids()
+        assert b"address already in use" in karmada_env.logs()["karmada-controller-manager"].read_bytes()
