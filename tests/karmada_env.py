@@ -54,6 +54,9 @@ API (everything else is private):
   ``log_tails(lines)``: the end of each log, for failure reports.
 - ``wait_until(condition, timeout, what)``: poll until ``condition()`` returns something truthy, return it.
 
+Ports: ``free_port()`` picks each one; a component that exits with "address already in use" (another process took
+the port first) is started again on new ports, up to ``PORT_ATTEMPTS`` times, before anything names its address.
+
 Cleanup: every process runs in its own process group and is stopped by PID (SIGTERM, SIGKILL after a timeout);
 ``atexit``, SIGTERM and SIGHUP stop every running environment; on Linux the children also get SIGKILL if the Python
 process dies without cleaning up (``PR_SET_PDEATHSIG``). Karmada's log verbosity is ``--v=$KARMADA_ENV_VERBOSITY``
