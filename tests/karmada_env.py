@@ -5,7 +5,8 @@ mutates a Work; only they can tell whether a promise holds. This module runs the
 (``hack/build-karmada.sh``) and CRDs, the envtest tier's kube-apiserver and etcd (``tests/envtest.py``), no kubelet,
 no kube-controller-manager, no Flink operator. The test plays the member clusters' workloads by writing their status
 through the status subresource, which Karmada's status controllers then reflect, exactly as from a real operator.
-It imports nothing from pytest; ``tests/karmada/conftest.py`` starts it once per session.
+It imports nothing from pytest; ``tests/karmada/conftest.py`` starts it once per session, and
+``python -m tests.karmada_env`` starts one for a manual session (prints the kubeconfigs, runs until Ctrl-C).
 
 What ``KarmadaEnv.start()`` brings up, all on 127.0.0.1 with free ports (``../shared/reference/real-karmada.md``
 "What the harness starts"; Karmada's ``hack/deploy-karmada.sh`` and ``artifacts/deploy/*.yaml`` are the originals):
@@ -1010,3 +1011,29 @@ class KarmadaEnv:
         self.wait_until(lambda: "failover-relay.io" in self.kubectl(
             "create", "--dry-run=server", "-f", "-", input=probe, check=False).stderr, 30,
             "the apiserver calling failover-relay's validating webhook", interval=0.5)
+
+
+def main() -> int:
+    """``python -m tests.karmada_env``: start the environment, print where everything is, run until Ctrl-C."""
+    from tests.crd_sources import karmada_tree
+    from tests.envtest import ensure_binaries
+
+    env = KarmadaEnv(karmada_tree(source_only=False), ensure_binaries())
+    env.start()
+    try:
+        print(f"Karmada {env.tree.version} ready in {env.startup_seconds:.1f} s; "
+              f"RSS {env.rss_bytes() / 2**30:.2f} GiB", flush=True)
+        for cluster in (KARMADA, *env.members):
+            print(f"  {cluster}: KUBECONFIG={env.kubeconfig(cluster)}")
+        print(f"  relay: {env.relay_url} (log {env.relay_log}); checkpoints: {env.checkpoint_root}")
+        print(f"  logs: {env.logs_dir}\nCtrl-C stops everything.", flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        env.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
