@@ -4,7 +4,7 @@ Each object goes the way a write goes through a Karmada v1.19 control plane with
 
 1. its group, version and kind must be served (an unknown version of a Karmada group is an error, exit 2);
 2. strict decoding against the CRD schema (unknown fields), then the schema's null pruning and defaults;
-3. Karmada's mutating webhook (`failover.karmada_admission`);
+3. the relay's `/mutate` defaults and Karmada's mutating webhook (`failover.karmada_admission`);
 4. the schema's validation (types, enums, required fields, bounds);
 5. Karmada's validating webhook, then the relay's own rules (`failover.rules.VALIDATORS`).
 
@@ -19,25 +19,27 @@ version the schemas do not know (reported with its location; the other files are
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping, TextIO
+from typing import Any, Callable, Literal, Mapping, TextIO
+
+import jsonpatch
 
 from failover.api import CLUSTER_PROPAGATION_POLICY, PROPAGATION_POLICY
 from failover.fields import object_name
 from failover.karmada_admission import karmada_findings, karmada_mutated
-from failover.policy import legacy_purge_modes_in
+from failover.policy import default_policy, legacy_purge_modes_in
 from failover.rules import VALIDATORS, group_kind_of
 from failover.schema import defaulted, schema_findings, unknown_fields
 from failover.verdict import Finding, Findings, Verdict
 from relay.documents import Unreadable, documents, manifest_files
-from relay.schemas import SchemaSet, bundled
+from relay.schemas import SchemaSet, SchemaSourceError, bundled, from_directory
 
 EXIT_OK, EXIT_DENIED, EXIT_UNREADABLE = 0, 1, 2
 DEFAULT_NAMESPACE = "default"
 RULES_ONLY_NOTE = ("failover-relay check: checked the failover rules only (--rules-only): not Karmada's CRD schemas "
                    "nor its webhook, so an object allowed here may still be refused by kubectl apply")
-# The line `--server` and the local pipeline print when the object would be stored.
 POLICY_KINDS = (PROPAGATION_POLICY, CLUSTER_PROPAGATION_POLICY)
 
 
@@ -50,7 +52,8 @@ class Result:
 
 
 def check_object(obj: Mapping[str, Any], schemas: SchemaSet | None = None,
-                 namespace: str = DEFAULT_NAMESPACE) -> Result:
+                 namespace: str = DEFAULT_NAMESPACE, relay_mutation: bool = True) -> Result:
+    """One object's result; `relay_mutation` False models a control plane without the relay's /mutate."""
     kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "?"
     api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else ""
     label = f"{kind} {object_name(obj) or '<unnamed>'}"
@@ -73,6 +76,10 @@ def check_object(obj: Mapping[str, Any], schemas: SchemaSet | None = None,
     request_namespace = "" if not kind_schema.namespaced else _namespace_of(obj) or namespace
     stored = defaulted(kind_schema.schema, obj)
     if group_kind in POLICY_KINDS:
+        if relay_mutation:
+            # The relay's /mutate (Fail-closed, so it always runs) fills what the schema requires and cannot
+            # default: `decisionConditions` is required, its tolerationSeconds default only applies inside it.
+            stored = jsonpatch.apply_patch(stored, list(default_policy(stored)))
         stored = karmada_mutated(stored, request_namespace)
     schema_findings(findings, kind_schema, stored)
     if findings.denied:  # schema validation fails before the validating webhooks run
@@ -127,6 +134,30 @@ def _result(label: str, verdict: Verdict) -> Result:
     return Result("allowed", f"{label}: allowed")
 
 
+Checker = Callable[[Mapping[str, Any]], Result]
+
+
+def local_checker(schemas: SchemaSet | None, namespace: str = DEFAULT_NAMESPACE) -> Checker:
+    return lambda obj: check_object(obj, schemas, namespace)
+
+
+def server_checker(kubeconfig: Path | None, namespace: str = DEFAULT_NAMESPACE) -> Checker:
+    """`--server`: the apiserver's dry run (relay/server_check.py); ServerCheckError when it cannot be used."""
+    from relay.server_check import ServerCheck
+
+    server = ServerCheck(kubeconfig)
+
+    def check(obj: Mapping[str, Any]) -> Result:
+        kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "?"
+        label = f"{kind} {object_name(obj) or '<unnamed>'}"
+        status, outcome = server(obj, namespace)
+        if isinstance(outcome, str):
+            return Result("unknown", f"{label}: error: {outcome}")
+        return _result(label, outcome)
+
+    return check
+
+
 def run_check(paths: list[Path], out: TextIO, err: TextIO,
               schemas: SchemaSet | None | Literal["bundled"] = "bundled", namespace: str = DEFAULT_NAMESPACE) -> int:
     """Check every object under `paths` against `schemas` (the bundled v1.19 CRDs by default); None means the
@@ -135,6 +166,10 @@ def run_check(paths: list[Path], out: TextIO, err: TextIO,
         schemas = bundled()
     if schemas is None:
         print(RULES_ONLY_NOTE, file=err)
+    return run_objects(paths, local_checker(schemas, namespace), out, err)
+
+
+def run_objects(paths: list[Path], check: Checker, out: TextIO, err: TextIO) -> int:
     denied = unreadable = False
     for item in manifest_files(paths):
         if isinstance(item, Unreadable):
@@ -146,10 +181,31 @@ def run_check(paths: list[Path], out: TextIO, err: TextIO,
                 print(obj, file=err)
                 unreadable = True
                 continue
-            result = check_object(obj, schemas, namespace)
+            result = check(obj)
             denied = denied or result.status == "denied"
             unreadable = unreadable or result.status == "unknown"
             print(result.line, file=out)
     if unreadable:
         return EXIT_UNREADABLE
     return EXIT_DENIED if denied else EXIT_OK
+
+
+def run_check_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`failover-relay check` and `failover-relay test`: pick the schema source, then check or run the cases."""
+    from relay.server_check import ServerCheckError
+    from relay.testcases import run_test_dirs
+
+    try:
+        if args.server:
+            check = server_checker(args.kubeconfig, args.namespace)
+        elif args.rules_only:
+            print(RULES_ONLY_NOTE, file=err)
+            check = local_checker(None, args.namespace)
+        else:
+            check = local_checker(from_directory(args.crds) if args.crds else bundled(), args.namespace)
+        if args.command == "test":
+            return run_test_dirs(args.paths, check, out, err)
+        return run_objects(args.paths, check, out, err)
+    except (SchemaSourceError, ServerCheckError) as error:
+        print(f"failover-relay: {error}", file=err)
+        return EXIT_UNREADABLE
