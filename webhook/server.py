@@ -23,9 +23,6 @@ from webhook.metrics import AdmissionMetrics
 from webhook.review import (AdmissionRequest, ClientCertificateRequired, BodyTooLarge, MalformedReview, ReviewError,
                             UnsupportedMediaType, complete, encode, failed, parse_review)
 
-# An AdmissionReview carries the object and, on UPDATE, the old object. etcd refuses requests over 1.5 MiB by
-# default, so one object is at most that; two of them plus the envelope stay under 3 MiB.
-DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024
 # Slow clients. The apiserver writes a review in one go and stops waiting for us after the webhook's timeoutSeconds
 # (at most 30 s), so a body still arriving after 10 s comes from something else: answer 408 and free the connection.
 BODY_READ_TIMEOUT_SECONDS = 10.0
@@ -73,7 +70,8 @@ class AdmissionServer:
         handlers: AdmissionHandlers,
         readiness: Readiness,
         metrics: AdmissionMetrics | None = None,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        *,
+        max_body_bytes: int,  # relay/settings.py declares the limit (server.maxBodyBytes) and why
         logger: Any = None,
         body_timeout: float = BODY_READ_TIMEOUT_SECONDS,
         require_client_certificate: bool = False,

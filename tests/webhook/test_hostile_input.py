@@ -436,7 +436,8 @@ SHORT_BODY_TIMEOUT = 0.3
 @pytest.fixture
 async def plain_server(handlers: AdmissionHandlers) -> AsyncIterator[int]:
     readiness = Readiness(host="127.0.0.1", port=0, ca_file=None, certificate_not_after=lambda: None)
-    server = AdmissionServer(handlers, readiness, body_timeout=SHORT_BODY_TIMEOUT)
+    server = AdmissionServer(handlers, readiness, max_body_bytes=Settings().max_body_bytes,
+                             body_timeout=SHORT_BODY_TIMEOUT)
     runner = web.AppRunner(server.application(), access_log=None, **connection_options(SHORT_HEADER_TIMEOUT))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
