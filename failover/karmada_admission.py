@@ -83,7 +83,8 @@ def karmada_findings(findings: Findings, policy: Mapping[str, Any], namespace: s
         for index, selector in enumerate(selectors):
             if selector.get("namespace", "") != namespace:
                 findings.deny(f"spec.resourceSelectors[{index}].namespace",
-                              f"Invalid value: {_quoted(selector.get('namespace', ''))}: namespace of resource selector "
+                              f"Invalid value: {_quoted(selector.get('namespace', ''))}: namespace of resource "
+                              "selector "
                               "must be the same as the namespace of the policy")
     if spec.get("preemption") == "Always":
         for index, selector in enumerate(selectors):
@@ -149,7 +150,8 @@ def _placement(findings: Findings, placement: Mapping[str, Any]) -> None:
             if workload.get(side) is not None]
     for side, key in keys:
         for problem in label_key_problems(key or ""):
-            findings.deny(f"{path}.workloadAffinity.{side}.groupByLabelKey", f"Invalid value: {_quoted(key)}: {problem}")
+            findings.deny(f"{path}.workloadAffinity.{side}.groupByLabelKey",
+                          f"Invalid value: {_quoted(key)}: {problem}")
     if len(keys) == 2 and keys[0][1] == keys[1][1]:
         findings.deny(f"{path}.workloadAffinity", "Invalid value: affinity and antiAffinity must not use the same "
                                                   "groupByLabelKey")

@@ -211,7 +211,8 @@ def _validate_list(findings: Findings, schema: Schema, value: list[Any], path: s
                 continue
             key = json.dumps([item.get(name) for name in keys])
             if key in seen:
-                findings.deny(f"{path}[{index}]", f"Duplicate value: {{{', '.join(f'{name!r}: {item.get(name)!r}' for name in keys)}}}")
+                shown = ", ".join(f"{name}: {_show(item.get(name))}" for name in keys)
+                findings.deny(f"{path}[{index}]", f"Duplicate value: {{{shown}}}")
             seen.add(key)
 
 

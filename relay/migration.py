@@ -27,6 +27,7 @@ from failover.api import (
 from failover.fields import object_name
 from failover.migration import Spelling, crd_purge_mode_enum, spelling_to_write
 from failover.policy import legacy_purge_modes_in
+from relay.server_check import raw_request
 
 EXIT_NONE, EXIT_FOUND, EXIT_UNUSABLE = 0, 1, 2
 LISTED = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
@@ -41,8 +42,13 @@ def stored_objects(api_client: client.ApiClient, resource: Resource) -> Iterator
     api = client.CustomObjectsApi(api_client)
     token: str | None = None
     while True:
-        page = api.list_cluster_custom_object(resource.group, resource.version, resource.plural, limit=PAGE_SIZE,
-                                              _continue=token, _request_timeout=REQUEST_TIMEOUT_SECONDS)
+        try:
+            page = api.list_cluster_custom_object(resource.group, resource.version, resource.plural, limit=PAGE_SIZE,
+                                                  _continue=token, _request_timeout=REQUEST_TIMEOUT_SECONDS)
+        except ApiException as error:
+            if error.status == 404:  # this kind is not installed: nothing of it is stored
+                return
+            raise
         yield from page.get("items") or ()
         token = (page.get("metadata") or {}).get("continue")
         if not token:
@@ -84,9 +90,11 @@ def installed_spelling(api_client: client.ApiClient, configured: Spelling) -> Sp
     name = f"{RESOURCE_BINDINGS.plural}.{RESOURCE_BINDINGS.group}"
     try:
         # The raw JSON: the typed model renames schema keys (openAPIV3Schema) and validates more than needed.
-        response = client.ApiextensionsV1Api(api_client).read_custom_resource_definition(
-            name, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_SECONDS)
-        crd = json.loads(response.data)
+        status, _, data = raw_request(api_client, "GET",
+                                      f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        if status != 200:
+            raise LookupError(f"HTTP {status}")
+        crd = json.loads(data)
     except Exception as error:  # no RBAC to read CRDs, an old cluster: the setting stays in charge
         log.warning("purge_mode_spelling_undetected", crd=name, error=type(error).__name__,
                     configured=configured)

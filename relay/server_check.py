@@ -63,22 +63,12 @@ class ServerCheck:
             query.append(("force", "true"))
         else:
             method, path, content_type = "POST", collection, "application/json"
-        try:
-            response = self.api.call_api(
-                path, method, query_params=query, header_params={"Content-Type": content_type,
-                                                                 "Accept": "application/json"},
-                body=json.dumps(body), auth_settings=["BearerToken"], _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT_SECONDS)
-        except ApiException as error:
-            if error.status in (0, None):
-                raise ServerCheckError(f"{self.api.configuration.host}: {error.reason}") from None
-            return "checked", _denied(error)
-        except Exception as error:  # connection refused, TLS, DNS: the cluster does not answer
-            raise ServerCheckError(f"{self.api.configuration.host} does not answer: "
-                                   f"{type(error).__name__}: {' '.join(str(error).split())[:160]}") from None
-        raw = response[0] if isinstance(response, tuple) else response
-        stored = json.loads(raw.data or b"{}")
-        warnings = tuple(_warnings(raw.headers))
+        payload: Any = json.dumps(body) if method == "PATCH" else body
+        status, headers, data = raw_request(self.api, method, path, query, payload, content_type)
+        if status >= 300:
+            return "checked", _denied(status, headers, data)
+        stored = json.loads(data or b"{}")
+        warnings = tuple(_warnings(headers))
         verdict = Verdict(warnings=warnings)
         validator = VALIDATORS.get(group_kind_of(api_version, kind))
         if validator is not None:
@@ -90,35 +80,48 @@ class ServerCheck:
     def _discover(self, api_version: str) -> dict[str, tuple[str, bool]] | None:
         if api_version not in self._resources:
             path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-            try:
-                response = self.api.call_api(path, "GET", header_params={"Accept": "application/json"},
-                                             auth_settings=["BearerToken"], _preload_content=False,
-                                             _request_timeout=REQUEST_TIMEOUT_SECONDS)
-                raw = response[0] if isinstance(response, tuple) else response
-                listing = json.loads(raw.data)
+            status, _, data = raw_request(self.api, "GET", path)
+            if status == 404:
+                self._resources[api_version] = None
+            elif status >= 300:
+                raise ServerCheckError(f"discovery of {api_version}: HTTP {status}")
+            else:
                 self._resources[api_version] = {
                     resource["kind"]: (resource["name"], bool(resource.get("namespaced")))
-                    for resource in listing.get("resources", ()) if "/" not in resource["name"]}
-            except ApiException as error:
-                if error.status == 404:
-                    self._resources[api_version] = None
-                else:
-                    raise ServerCheckError(f"discovery of {api_version}: HTTP {error.status} {error.reason}") from None
-            except Exception as error:
-                raise ServerCheckError(f"{self.api.configuration.host} does not answer: "
-                                       f"{type(error).__name__}: {' '.join(str(error).split())[:160]}") from None
+                    for resource in json.loads(data).get("resources", ()) if "/" not in resource["name"]}
         return self._resources[api_version]
 
 
-def _denied(error: ApiException) -> Verdict:
+def raw_request(api: client.ApiClient, method: str, path: str, query: list[tuple[str, str]] | None = None,
+                body: Any = None, content_type: str | None = None) -> tuple[int, Any, bytes]:
+    """(status, headers, body) of one request with the client's credentials; ServerCheckError when the server
+    does not answer at all. A 4xx/5xx is an answer, returned as such."""
+    headers = {"Accept": "application/json"}
+    if content_type:
+        headers["Content-Type"] = content_type
     try:
-        status = json.loads(error.body or "{}")
-        message = status.get("message") or f"HTTP {error.status} {error.reason}"
-    except ValueError:
-        message = f"HTTP {error.status} {error.reason}"
+        params = api.param_serialize(method, path, query_params=query or [], header_params=headers, body=body,
+                                     auth_settings=["BearerToken"])
+        response = api.call_api(*params, _request_timeout=REQUEST_TIMEOUT_SECONDS)
+        return response.status, response.headers, response.read() or b""
+    except ApiException as error:
+        if not error.status:
+            raise ServerCheckError(f"{api.configuration.host} does not answer: {error.reason}") from None
+        body_bytes = error.body.encode() if isinstance(error.body, str) else (error.body or b"")
+        return error.status, error.headers, body_bytes
+    except Exception as error:  # connection refused, TLS, DNS: the cluster does not answer
+        raise ServerCheckError(f"{api.configuration.host} does not answer: "
+                               f"{type(error).__name__}: {' '.join(str(error).split())[:160]}") from None
+
+
+def _denied(status: int, headers: Any, data: bytes) -> Verdict:
+    try:
+        message = json.loads(data or b"{}").get("message") or f"HTTP {status}"
+    except (ValueError, AttributeError):
+        message = f"HTTP {status}"
     findings = Findings()
     findings.deny("(server)", " ".join(str(message).split()))
-    for warning in _warnings(error.headers):
+    for warning in _warnings(headers):
         findings.warn(warning)
     return findings.verdict()
 
