@@ -105,8 +105,8 @@ def mutate_policy(policy: Mapping[str, Any], legacy_purge_modes: bool = False) -
     if not legacy_purge_modes:
         for path, pointer, mode in legacy_purge_modes_in(policy):
             patch.append({"op": "replace", "path": pointer, "value": mode.canonical.value})
-            warnings.append(f"{path}: {mode.value} rewritten to {mode.canonical.value} (Karmada v1.19 removed the "
-                            f"legacy name); write {mode.canonical.value} in the manifest")
+            # Within the 120 characters a warning may have: write the new name in the manifest.
+            warnings.append(f"{path}: {mode.value} rewritten to {mode.canonical.value} (removed in Karmada v1.19)")
     return Verdict(patch=tuple(patch), warnings=tuple(warnings))
 
 

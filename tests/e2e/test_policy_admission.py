@@ -131,16 +131,17 @@ def test_explicit_values_are_kept_and_directly_gets_no_grace_period(
     assert "gracePeriodSeconds" not in application
 
 
-def test_legacy_purge_mode_is_admitted_and_kubectl_prints_our_warning(
+def test_legacy_purge_mode_is_rewritten_and_kubectl_prints_our_warning(
     control_plane: ControlPlane, namespace: str
 ) -> None:
+    # Mutating webhooks run before the schema: Karmada v1.19's enum, which has no Graciously, sees Gracefully.
     result = apply(control_plane, good_policy("legacy", namespace, purgeMode="Graciously"))
 
     assert result.returncode == 0, result.stderr
     assert warnings_of(result) == [
-        f"{APPLICATION}.purgeMode: Graciously is a legacy name removed in Karmada v1.19; use Gracefully"]
+        f"{APPLICATION}.purgeMode: Graciously rewritten to Gracefully (removed in Karmada v1.19)"]
     application = get(control_plane, "propagationpolicy", "legacy", namespace)["spec"]["failover"]["application"]
-    assert application["purgeMode"] == "Graciously"
+    assert application["purgeMode"] == "Gracefully"
     assert application["gracePeriodSeconds"] == 600
 
 

@@ -25,8 +25,8 @@ def test_mutate_rewrites_legacy_names_with_a_warning() -> None:
     verdict = mutate_policy(graciously_policy())
 
     assert {"op": "replace", "path": "/spec/failover/application/purgeMode", "value": "Gracefully"} in verdict.patch
-    assert verdict.warnings == ("spec.failover.application.purgeMode: Graciously rewritten to Gracefully (Karmada "
-                                "v1.19 removed the legacy name); write Gracefully in the manifest",)
+    assert verdict.warnings == ("spec.failover.application.purgeMode: Graciously rewritten to Gracefully (removed "
+                                "in Karmada v1.19)",)
     mutated = jsonpatch.apply_patch(graciously_policy(), list(verdict.patch))
     assert mutated["spec"]["failover"]["application"]["purgeMode"] == "Gracefully"
     assert mutated["spec"]["failover"]["application"]["gracePeriodSeconds"] == 600
