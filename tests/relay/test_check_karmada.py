@@ -95,6 +95,8 @@ CORPUS: list[tuple[str, dict[str, Any], str, str]] = [
      "name cannot be empty if preemption is Always"),
     ("bad-enum-outside-failover", policy(**{"spec.conflictResolution": "Override"}), "denied",
      'spec.conflictResolution: Unsupported value: "Override"'),
+    # Required by the v1.19 schema; the relay's /mutate (always called: failurePolicy Fail) adds it.
+    ("decision-conditions-missing-filled-by-the-relay", policy(**{f"{APP}.decisionConditions": None}), "allowed", ""),
     ("wrong-type", policy(**{f"{APP}.decisionConditions.tolerationSeconds": "60"}), "denied",
      "must be of type integer"),
     ("int32-overflow", policy(**{f"{APP}.decisionConditions.tolerationSeconds": 2**31}), "denied", "int32"),
