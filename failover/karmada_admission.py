@@ -12,12 +12,12 @@ import copy
 import json
 from typing import Any, Mapping
 
+from failover.api import DEFAULT_GRACE_PERIOD_SECONDS  # helper.SetDefaultGracePeriodSeconds
 from failover.labels import label_key_problems
 from failover.verdict import Findings
 
 # helper.ContainsServiceImport: kind ServiceImport of the MCS API (sigs.k8s.io/mcs-api GroupVersion).
 SERVICE_IMPORT = ("multicluster.x-k8s.io/v1alpha1", "ServiceImport")
-DEFAULT_GRACE_PERIOD_SECONDS = 600  # helper.SetDefaultGracePeriodSeconds
 FIELD_SELECTOR_KEYS = ("provider", "region", "zone")
 
 
