@@ -58,7 +58,7 @@ def unknown_fields(findings: Findings, schema: Schema, obj: Mapping[str, Any]) -
     for key in obj:
         if key in TOP_LEVEL_FIELDS:
             continue
-        _unknown(findings, _property(schema, key), obj[key], key, schema, obj)
+        _unknown(findings, _property(schema, key), obj[key], key, schema)
     metadata = obj.get("metadata")
     if isinstance(metadata, dict):
         for key in metadata:
@@ -66,8 +66,7 @@ def unknown_fields(findings: Findings, schema: Schema, obj: Mapping[str, Any]) -
                 findings.deny(f"metadata.{key}", _unknown_message(key, OBJECT_META_FIELDS))
 
 
-def _unknown(findings: Findings, schema: Schema | None, value: Any, path: str, parent: Schema,
-             holder: Mapping[str, Any]) -> None:
+def _unknown(findings: Findings, schema: Schema | None, value: Any, path: str, parent: Schema) -> None:
     if schema is None:
         if not parent.get("x-kubernetes-preserve-unknown-fields"):
             findings.deny(path, _unknown_message(path.rpartition(".")[2], (parent.get("properties") or {}).keys()))
@@ -78,13 +77,13 @@ def _unknown(findings: Findings, schema: Schema | None, value: Any, path: str, p
         if "properties" in schema or not isinstance(schema.get("additionalProperties"), dict):
             if not schema.get("additionalProperties") and not schema.get("x-kubernetes-embedded-resource"):
                 for key, item in value.items():
-                    _unknown(findings, _property(schema, key), item, f"{path}.{key}", schema, value)
+                    _unknown(findings, _property(schema, key), item, f"{path}.{key}", schema)
             return
         for key, item in value.items():
-            _unknown(findings, schema["additionalProperties"], item, f"{path}[{_quote(key)}]", schema, value)
+            _unknown(findings, schema["additionalProperties"], item, f"{path}[{_quote(key)}]", schema)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         for index, item in enumerate(value):
-            _unknown(findings, schema["items"], item, f"{path}[{index}]", schema, holder)
+            _unknown(findings, schema["items"], item, f"{path}[{index}]", schema)
 
 
 def _unknown_message(key: str, known: Any) -> str:

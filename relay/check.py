@@ -150,7 +150,7 @@ def server_checker(kubeconfig: Path | None, namespace: str = DEFAULT_NAMESPACE) 
     def check(obj: Mapping[str, Any]) -> Result:
         kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "?"
         label = f"{kind} {object_name(obj) or '<unnamed>'}"
-        status, outcome = server(obj, namespace)
+        outcome = server(obj, namespace)
         if isinstance(outcome, str):
             return Result("unknown", f"{label}: error: {outcome}")
         return _result(label, outcome)

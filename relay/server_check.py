@@ -41,13 +41,13 @@ class ServerCheck:
             raise ServerCheckError(str(error)) from None
         self._resources: dict[str, dict[str, tuple[str, bool]] | None] = {}
 
-    def __call__(self, obj: Mapping[str, Any], namespace: str) -> tuple[str, Verdict | str]:
-        """("unknown", reason) for a kind the server does not serve, else ("checked", verdict)."""
+    def __call__(self, obj: Mapping[str, Any], namespace: str) -> Verdict | str:
+        """The server's verdict, merged with the relay's rules; a string (the reason) for a kind it does not serve."""
         api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else ""
         kind = obj.get("kind") if isinstance(obj.get("kind"), str) else ""
         served = self._discover(api_version)
         if served is None or kind not in served:
-            return "unknown", f"{api_version or '?'} {kind or '?'}: the server serves no such kind"
+            return f"{api_version or '?'} {kind or '?'}: the server serves no such kind"
         plural, namespaced = served[kind]
         metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         object_namespace = metadata.get("namespace") or namespace
@@ -66,7 +66,7 @@ class ServerCheck:
         payload: Any = json.dumps(body) if method == "PATCH" else body
         status, headers, data = raw_request(self.api, method, path, query, payload, content_type)
         if status >= 300:
-            return "checked", _denied(status, headers, data)
+            return _denied(status, headers, data)
         stored = json.loads(data or b"{}")
         warnings = tuple(_warnings(headers))
         verdict = Verdict(warnings=warnings)
@@ -75,7 +75,7 @@ class ServerCheck:
             ours = validator(stored)
             verdict = Verdict(denials=ours.denials,
                               warnings=warnings + tuple(w for w in ours.warnings if w not in warnings))
-        return "checked", verdict
+        return verdict
 
     def _discover(self, api_version: str) -> dict[str, tuple[str, bool]] | None:
         if api_version not in self._resources:
