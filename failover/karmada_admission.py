@@ -26,6 +26,10 @@ def _quoted(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def karmada_mutated(policy: Mapping[str, Any], namespace: str) -> dict[str, Any]:
     """The policy after Karmada's mutating webhook; `namespace` is the request's ("" for a ClusterPropagationPolicy)."""
     result = copy.deepcopy(dict(policy))
@@ -33,13 +37,13 @@ def karmada_mutated(policy: Mapping[str, Any], namespace: str) -> dict[str, Any]
     if not isinstance(spec, dict):
         return result
     selectors = spec.get("resourceSelectors")
-    if namespace and isinstance(selectors, list):
-        for selector in selectors:
+    if namespace:
+        for selector in _list(selectors):
             if isinstance(selector, dict) and not selector.get("namespace"):
                 selector["namespace"] = namespace
     placement = spec.get("placement")
     if isinstance(placement, dict):
-        for constraint in placement.get("spreadConstraints") or ():
+        for constraint in _list(placement.get("spreadConstraints")):
             if isinstance(constraint, dict):
                 if not constraint.get("spreadByLabel") and not constraint.get("spreadByField"):
                     constraint["spreadByField"] = "cluster"
@@ -49,8 +53,7 @@ def karmada_mutated(policy: Mapping[str, Any], namespace: str) -> dict[str, Any]
         if isinstance(scheduling, dict) and scheduling.get("replicaSchedulingType") == "Divided" and not scheduling.get(
                 "replicaDivisionPreference"):
             scheduling["replicaDivisionPreference"] = "Weighted"
-    if isinstance(selectors, list) and any(
-            isinstance(s, dict) and (s.get("apiVersion"), s.get("kind")) == SERVICE_IMPORT for s in selectors):
+    if any(isinstance(s, dict) and (s.get("apiVersion"), s.get("kind")) == SERVICE_IMPORT for s in _list(selectors)):
         spec["propagateDeps"] = True
     failover = spec.get("failover")
     application = failover.get("application") if isinstance(failover, dict) else None

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from relay.check import EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE, check_object, run_check
 from relay.schemas import BUNDLED, bundled, crd_summary, from_directory, read_crds
@@ -290,3 +292,33 @@ def test_an_unusable_test_file_exits_2(tmp_path: Path, test_file: str) -> None:
 
     assert result.returncode == EXIT_UNREADABLE
     assert "error:" in result.stderr and "Traceback" not in result.stderr
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**40), max_value=2**40) | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    max_leaves=8)
+PATHS = st.sampled_from([
+    "spec", "spec.failover", f"{APP}", f"{APP}.purgeMode", f"{APP}.decisionConditions", f"{APP}.statePreservation",
+    f"{APP}.statePreservation.rules", "spec.placement", "spec.placement.spreadConstraints", "spec.resourceSelectors",
+    "spec.propagateDeps", "metadata", "metadata.labels", "metadata.namespace", "spec.failover.cluster",
+    "spec.placement.clusterAffinities", "spec.suspension", "spec.placement.replicaScheduling"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(PATHS, JSON_VALUES), min_size=1, max_size=3),
+       st.sampled_from(["PropagationPolicy", "ClusterPropagationPolicy"]))
+def test_any_object_gets_a_verdict_never_an_exception(changes: list[tuple[str, Any]], kind: str) -> None:
+    obj = {**policy(), "kind": kind}
+    for path, value in changes:
+        *parents, last = path.split(".")
+        node: Any = obj
+        for key in parents:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node[last] = value
+
+    result = check_object(obj, SCHEMAS)
+
+    assert result.status in ("allowed", "warning", "denied", "unknown")
