@@ -138,6 +138,39 @@ CORPUS: list[tuple[str, dict[str, Any], str, str]] = [
     ("other-karmada-kind-schema-checked", {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "OverridePolicy",
                                            "metadata": {"name": "o", "namespace": "default"},
                                            "spec": {"overrideRules": "x"}}, "denied", "must be of type array"),
+    # From Karmada's own unit tests of ValidatePropagationSpec (pkg/util/validation/validation_test.go).
+    ("karmada-unit-spread-label-and-field", policy(**{"spec.placement.spreadConstraints": [
+        {"spreadByField": "cluster", "spreadByLabel": "zone", "maxGroups": 1}]}), "denied",
+     "spreadByLabel should not co-exist with spreadByField"),
+    ("karmada-unit-max-groups-negative", policy(**{"spec.placement.spreadConstraints": [
+        {"spreadByField": "cluster", "maxGroups": -1}]}), "denied", "maxGroups lower than 0 is not allowed"),
+    ("karmada-unit-min-groups-negative", policy(**{"spec.placement.spreadConstraints": [
+        {"spreadByField": "cluster", "maxGroups": 1, "minGroups": -1}]}), "denied",
+     "minGroups lower than 0 is not allowed"),
+    ("karmada-unit-two-cluster-constraints", policy(**{"spec.placement.spreadConstraints": [
+        {"spreadByField": "cluster", "maxGroups": 1}, {"spreadByField": "cluster", "maxGroups": 2}]}), "denied",
+     "multiple cluster spread constraints are not allowed"),
+    ("karmada-unit-two-region-constraints", policy(**{"spec.placement.spreadConstraints": [
+        {"spreadByField": "cluster", "maxGroups": 1}, {"spreadByField": "region", "maxGroups": 1},
+        {"spreadByField": "region", "maxGroups": 2}]}), "denied", "multiple region spread constraints are not allowed"),
+    ("karmada-unit-duplicate-affinity-names", policy(**{"spec.placement.clusterAffinity": None,
+                                                        "spec.placement.clusterAffinities": [
+        {"affinityName": "group1", "clusterNames": ["member1"]},
+        {"affinityName": "group1", "clusterNames": ["member2"]}]}), "denied",
+     "each affinity term in a policy must have a unique name"),
+    ("karmada-unit-field-selector-operator", policy(**{"spec.placement.clusterAffinity": {"fieldSelector": {
+        "matchExpressions": [{"key": "region", "operator": "Exists"}]}}}), "denied",
+     'unsupported operator "Exists", must be In or NotIn'),
+    ("karmada-unit-suspension-conflict", policy(**{"spec.suspension": {
+        "dispatching": True, "dispatchingOnClusters": {"clusterNames": ["member1"]}}}), "denied",
+     "suspension dispatching cannot co-exist with dispatchingOnClusters.clusterNames"),
+    ("karmada-unit-suspension-dispatching-alone", policy(**{"spec.suspension": {"dispatching": True}}), "allowed", ""),
+    ("karmada-unit-dispatching-on-clusters-alone", policy(**{"spec.suspension": {
+        "dispatchingOnClusters": {"clusterNames": ["member1"]}}}), "allowed", ""),
+    ("karmada-unit-toleration-lt", policy(**{"spec.placement.clusterTolerations": [
+        {"key": "k", "operator": "Lt", "value": "1", "effect": "NoSchedule"}]}), "denied", "Unsupported value"),
+    ("karmada-unit-toleration-exists", policy(**{"spec.placement.clusterTolerations": [
+        {"key": "k", "operator": "Exists", "effect": "NoSchedule"}]}), "allowed", ""),
     ("non-karmada-kind-skipped", {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"}},
      "skipped", "not a kind failover-relay checks"),
 ]
