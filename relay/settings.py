@@ -35,7 +35,7 @@ class SavepointSettings:
     """Savepoint injection (DESIGN.md "Preserved state and savepoint injection")."""
 
     checkpoint_root: str | None = None
-    layouts: tuple[str, ...] = ("{root}/{namespace}/{job_id}/checkpoints",)
+    layouts: tuple[str, ...] = ("{root}/{job_id}",)  # Flink's own layout below a checkpoint dir
     savepoint_layouts: tuple[str, ...] = ()
     # The mutating webhook is registered with timeoutSeconds 5; 2 s leaves room for TLS, queueing and the reply.
     lookup_deadline_seconds: float = 2.0

@@ -19,7 +19,7 @@ spec: {image: "flink:1.17", job: {jarURI: "local:///x.jar", upgradeMode: statele
 
 @pytest.fixture
 def tree(tmp_path):
-    directory = tmp_path / "ckpt" / "flink" / JOB / "checkpoints"
+    directory = tmp_path / "ckpt" / JOB  # Flink's own layout, the default
     (directory / "chk-3").mkdir(parents=True)
     (directory / "chk-3" / "_metadata").write_bytes(b"m")
     (directory / "chk-4").mkdir()
@@ -40,8 +40,8 @@ def test_prints_the_mutated_object(tree):
     code, out, _ = inject(manifest, root)
     assert code == 0
     job = yaml.safe_load(out)["spec"]["job"]
-    assert job == {"jarURI": "local:///x.jar", "upgradeMode": "savepoint",
-                   "initialSavepointPath": f"{directory}/chk-3", "state": "running"}
+    assert job == {"jarURI": "local:///x.jar", "upgradeMode": "stateless",
+                   "initialSavepointPath": f"{directory}/chk-3"}
 
 
 def test_prints_the_patch(tree):
