@@ -257,3 +257,32 @@ def test_a_flat_directory_carried_path_belongs_to_its_workload(tmp_path):
     roots = (open_store(str(tmp_path)),)
     assert carried_path_belongs(f"{tmp_path}/c/chk-3", roots, query)
     assert not carried_path_belongs(f"{tmp_path}/d/chk-3", roots, query)
+
+
+# Any text in the workload's configuration: an answer, never an exception, never a path outside the root.
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.webhook.test_hostile_input import HOSTILE_STRINGS  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(checkpoint_dir=st.one_of(st.sampled_from(HOSTILE_STRINGS), st.text(max_size=80)),
+       savepoint_dir=st.one_of(st.none(), st.sampled_from(HOSTILE_STRINGS), st.text(max_size=80)),
+       start=st.one_of(st.none(), st.sampled_from(HOSTILE_STRINGS)), flat=st.booleans())
+def test_any_configured_directory_gets_an_answer_inside_the_root(tmp_path, checkpoint_dir, savepoint_dir, start,
+                                                                 flat):
+    root = tmp_path / "root"
+    if not root.exists():
+        state(root / JOB.value, "chk-1")
+    outside = tmp_path / "outside"
+    if not outside.exists():
+        state(outside / JOB.value, "chk-9", completed_at=9999)
+    query = RestoreQuery("flink", (JOB,), checkpoint_dir=checkpoint_dir or None, savepoint_dir=savepoint_dir,
+                         per_job_checkpoints=not flat, upgrade_savepoint_path=start)
+    result = find_restore_point((open_store(str(root)),), NATIVE, (), query)
+    assert result.outcome in (Outcome.FOUND, Outcome.NOT_FOUND, Outcome.REFUSED_DIRECTORY)
+    if result.path is not None:
+        assert parse_state_url(result.path).segments[: len(root.parts) - 1] == root.parts[1:]
+    assert carried_path_belongs(checkpoint_dir, (open_store(str(root)),), query) in (True, False)
