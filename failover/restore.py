@@ -130,7 +130,7 @@ class _Search:
         self.query = query
         self.checkpoint_base = checkpoint_base
         self.savepoint_base = savepoint_base
-        self._flat: Found | None | bool = False  # a flat directory is searched once, whatever the job id
+        self._flat: list[Found] | None = None  # a flat directory is searched once, whatever the job id
 
     def newest(self, job_ids: Sequence[JobId]) -> Found | None:
         found = [state for job_id in job_ids for state in self._states(job_id)]
@@ -153,11 +153,10 @@ class _Search:
                     states.append(Found(newest[1], False, f"{base.url}{relative}/{newest[0]}", CHECKPOINT,
                                         job_id.value))
         else:
-            if self._flat is False:
+            if self._flat is None:
                 newest = newest_checkpoint(base.store, base.fs_path, per_job=False)
-                self._flat = Found(newest[1], False, f"{base.url}/{newest[0]}", CHECKPOINT, "") if newest else None
-            if isinstance(self._flat, Found):
-                states.append(self._flat)
+                self._flat = [Found(newest[1], False, f"{base.url}/{newest[0]}", CHECKPOINT, "")] if newest else []
+            states.extend(self._flat)
         for location in self._savepoint_places(job_id):
             newest = newest_savepoint(location.store, location.fs_path, job_id)
             if newest:
