@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
+
+from failover.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS  # noqa: F401
+from failover.api import Resource as CustomResource
 
 
 class NoClusterConfig(Exception):
@@ -39,26 +41,6 @@ def load_api_client(kubeconfig: Path | None = None) -> client.ApiClient:
         return config.new_client_from_config(config_file=str(path))
     except (ConfigException, OSError, ValueError) as error:
         raise NoClusterConfig(f"kubeconfig {path} unusable: {error}") from None
-
-
-@dataclass(frozen=True)
-class CustomResource:
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-
-RESOURCE_BINDINGS = CustomResource("work.karmada.io", "v1alpha2", "resourcebindings", "ResourceBinding", True)
-CLUSTER_RESOURCE_BINDINGS = CustomResource(
-    "work.karmada.io", "v1alpha2", "clusterresourcebindings", "ClusterResourceBinding", False)
-WORKLOAD_REBALANCERS = CustomResource("apps.karmada.io", "v1alpha1", "workloadrebalancers", "WorkloadRebalancer", False)
-CLUSTERS = CustomResource("cluster.karmada.io", "v1alpha1", "clusters", "Cluster", False)
 
 
 class CustomObjects:

@@ -21,7 +21,6 @@ from controllers.kube import (
     RESOURCE_BINDINGS,
     WORKLOAD_REBALANCERS,
     CustomObjects,
-    CustomResource,
 )
 from controllers.leader import LeaderElector
 from controllers.loop import Controller, ControllerMetrics
@@ -33,13 +32,11 @@ from controllers.reconcilers import (
     Recorder,
     with_identity,
 )
+from failover.api import CLUSTER_PROPAGATION_POLICIES, PROPAGATION_POLICIES
 from failover.decision import DecisionSettings
 
 log = structlog.get_logger("failover_relay.controllers")
 
-PROPAGATION_POLICIES = CustomResource("policy.karmada.io", "v1alpha1", "propagationpolicies", "PropagationPolicy", True)
-CLUSTER_PROPAGATION_POLICIES = CustomResource(
-    "policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", "ClusterPropagationPolicy", False)
 # How long to wait for the first list of every informer before reconciling anything: reconciling failback on an
 # empty binding cache would see no workloads at all.
 SYNC_TIMEOUT_SECONDS = 60.0
@@ -47,10 +44,12 @@ SYNC_TIMEOUT_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class LoopSettings:
-    lease_namespace: str = "default"
-    lease_name: str = "failover-relay"
+    """What the loop runs with; the values come from relay/settings.py (ControllerSettings), which declares them."""
+
+    lease_namespace: str
+    lease_name: str
+    workers: int
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
-    workers: int = 2
     resync_seconds: float = 300.0
     decisions: DecisionSettings = field(default_factory=DecisionSettings)
 

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry, Counter
 from controllers.events import EventRecorder
 from controllers.kube import (
     CLUSTER_RESOURCE_BINDINGS,
+    CLUSTERS,
     RESOURCE_BINDINGS,
     WORKLOAD_REBALANCERS,
     CustomObjects,
@@ -36,12 +37,8 @@ log = structlog.get_logger("failover_relay.reconcile")
 Clock = Callable[[], datetime]
 Cache = Callable[[], Iterable[Mapping[str, Any]]]
 
-API_VERSIONS = {
-    "ResourceBinding": "work.karmada.io/v1alpha2",
-    "ClusterResourceBinding": "work.karmada.io/v1alpha2",
-    "WorkloadRebalancer": "apps.karmada.io/v1alpha1",
-    "Cluster": "cluster.karmada.io/v1alpha1",
-}
+API_VERSIONS = {r.kind: r.api_version
+                for r in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS)}
 # A condition that lasts (a cluster unhealthy without propagateDeps) yields the same event on every reconcile;
 # one per object, reason and message within this window is enough for `kubectl describe`.
 EVENT_REPEAT_SECONDS = 600.0

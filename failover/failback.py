@@ -31,13 +31,13 @@ from typing import Any, Iterable, Mapping
 
 from failover import binding as b
 from failover.api import (
-    APPS_GROUP,
     CLUSTER_PROPAGATION_POLICY,
     CLUSTER_PROPAGATION_POLICY_NAME_ANNOTATION,
     PROPAGATION_POLICY,
     PROPAGATION_POLICY_NAME_ANNOTATION,
     PROPAGATION_POLICY_NAMESPACE_ANNOTATION,
     WORKLOAD_REBALANCER,
+    WORKLOAD_REBALANCERS,
 )
 from failover.decision import (
     NORMAL,
@@ -119,7 +119,7 @@ def decide_failback(cluster: Mapping[str, Any], bindings: Iterable[Mapping[str, 
     workloads = sorted({json.dumps(w, sort_keys=True): w for _, w in affected}.values(),
                        key=lambda w: (w["apiVersion"], w["kind"], w.get("namespace", ""), w["name"]))
     rebalancer: dict[str, Any] = {
-        "apiVersion": f"{APPS_GROUP}/v1alpha1",
+        "apiVersion": WORKLOAD_REBALANCERS.api_version,
         "kind": WORKLOAD_REBALANCER.kind,
         "metadata": {"name": rebalancer_name},
         "spec": {"workloads": workloads},

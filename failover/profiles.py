@@ -34,7 +34,14 @@ import string
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from failover.api import DEFAULT_JOB_ID_LABEL, FLINK_DEPLOYMENT, FLINK_GROUP, GroupKind
+from failover.api import (
+    DEFAULT_JOB_ID_LABEL,
+    FLINK_BLUE_GREEN_DEPLOYMENT,
+    FLINK_DEPLOYMENT,
+    FLINK_SESSION_JOB,
+    RESOURCES_BY_GROUP_KIND,
+    GroupKind,
+)
 from failover.checkpoints import Layout, LayoutError, parse_layout
 from failover.labels import label_key_problems
 
@@ -114,8 +121,6 @@ class InjectionProfile:
         return tuple(target for target in self.targets if target.takes_path)
 
 
-FLINK_SESSION_JOB = GroupKind(FLINK_GROUP, "FlinkSessionJob")
-FLINK_BLUE_GREEN_DEPLOYMENT = GroupKind(FLINK_GROUP, "FlinkBlueGreenDeployment")
 _DEPLOYMENT_SHAPE = FlinkShape(("spec", "job"), ("spec", "flinkConfiguration"),
                                ("status", "reconciliationStatus", "lastReconciledSpec"))
 FLINK_SHAPES = {
@@ -137,7 +142,8 @@ def flink_profile(group_kind: GroupKind, labels: Sequence[str], layouts: Sequenc
     shape = FLINK_SHAPES[group_kind]
     path_field = ".".join((*shape.job, "initialSavepointPath"))
     return InjectionProfile(
-        name=group_kind.kind, group=group_kind.group, version="v1beta1", kind=group_kind.kind,
+        name=group_kind.kind, group=group_kind.group, version=RESOURCES_BY_GROUP_KIND[group_kind].version,
+        kind=group_kind.kind,
         labels=tuple(labels), layouts=tuple(layouts), savepoint_layouts=tuple(savepoint_layouts),
         targets=(TargetField(path_field, "{path}"),), flink=shape)
 
