@@ -54,32 +54,32 @@ def parse_state_url(url: Any) -> ParsedUrl:
         raise DirectoryRefused("the state directory must be a non-empty path or URL")
     shown = url if len(url) <= 80 else url[:79] + "…"
     if len(url) > MAX_URL_LENGTH:
-        raise DirectoryRefused(f"state directory {shown!r} is longer than {MAX_URL_LENGTH} characters")
+        raise DirectoryRefused(f"state directory longer than {MAX_URL_LENGTH} characters: {shown!r}")
     if _FORBIDDEN.search(url):
-        raise DirectoryRefused(f"state directory {shown!r} holds whitespace, '\\', '?', '#' or '%'")
+        raise DirectoryRefused(f"state directory holds whitespace, '\\', '?', '#' or '%': {shown!r}")
     match = _SCHEME.match(url)
     if match:
         scheme, rest = match.groups()
         authority, _, path = rest.partition("/")
         if "@" in authority:
-            raise DirectoryRefused(f"state directory {_hide_userinfo(url)!r} carries credentials; "
-                                   "give them to the storage, not the URL")
+            raise DirectoryRefused(f"state directory carries credentials (give them to the storage, not the URL): "
+                                   f"{_hide_userinfo(url)!r}")
         family = _SCHEME_FAMILIES.get(scheme, scheme)
         if family == "" and authority not in ("", "localhost"):
-            raise DirectoryRefused(f"state directory {shown!r}: a file URL names no host")
+            raise DirectoryRefused(f"state directory is a file URL that names a host: {shown!r}")
         if family and not authority:
-            raise DirectoryRefused(f"state directory {shown!r} names no bucket or host")
+            raise DirectoryRefused(f"state directory names no bucket or host: {shown!r}")
         authority = "" if family == "" else authority
     elif url.startswith("file:/"):  # Flink's own spelling of a local path, file:/mnt/...
         family, authority, path = "", "", url[len("file:"):]
     elif url.startswith("/"):
         family, authority, path = "", "", url
     else:
-        raise DirectoryRefused(f"state directory {shown!r} is relative or has an unknown scheme; "
-                               "give an absolute path or a URL such as s3://bucket/checkpoints")
+        raise DirectoryRefused(f"state directory is relative or has an unknown scheme (give an absolute path or a "
+                               f"URL such as s3://bucket/checkpoints): {shown!r}")
     segments = tuple(path.strip("/").split("/")) if path.strip("/") else ()
     if any(segment in ("", ".", "..") for segment in segments):
-        raise DirectoryRefused(f"state directory {shown!r} has an empty, '.' or '..' segment")
+        raise DirectoryRefused(f"state directory has an empty, '.' or '..' segment: {shown!r}")
     return ParsedUrl(family, authority, segments)
 
 
@@ -98,10 +98,10 @@ def locate(url: Any, roots: Sequence[CheckpointStore]) -> StateLocation:
         below = parsed.segments[len(base.segments):]
         return StateLocation(root, "".join("/" + segment for segment in below), url.rstrip("/"))
     if (parsed.family or "file") not in families:
-        raise DirectoryRefused(f"state directory {shown!r}: scheme is not that of any allowed root "
-                               f"({', '.join(sorted(families))})")
-    raise DirectoryRefused(f"state directory {shown!r} is outside the allowed roots "
-                           f"({', '.join(root.url_root for root in roots)})")
+        raise DirectoryRefused(f"state directory's scheme is not that of any allowed root "
+                               f"({', '.join(sorted(families))}): {shown!r}")
+    raise DirectoryRefused(f"state directory outside the allowed roots ({', '.join(root.url_root for root in roots)}): "
+                           f"{shown!r}")
 
 
 def in_roots(url: Any, roots: Sequence[CheckpointStore]) -> StateLocation | None:

@@ -157,7 +157,7 @@ def test_an_incomplete_start_path_is_not_used(tmp_path):
     ("{root}/a%2F..%2Fb", "'%'"),
     ("{root}/a?x=1", "'?'"),
     ("{root}/a b", "whitespace"),
-    ("file://otherhost{root}", "names no host"),
+    ("file://otherhost{root}", "names a host"),
     ("", "non-empty"),
 ])
 def test_hostile_checkpoint_dirs_are_refused_with_the_reason(tmp_path, directory, reason):

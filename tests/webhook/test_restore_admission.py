@@ -18,7 +18,7 @@ from tests.crd_schema import schema_problems
 from tests.support import admission_review, client_tls, decoded_patch
 from webhook.handlers import AdmissionHandlers
 from webhook.mutators import LookupPool, savepoint_mutators
-from webhook.review import parse_review
+from webhook.review import complete, parse_review
 
 LABEL = "application.karmada.io/failover-jobid"
 JOB = "0123456789abcdef0123456789abcdef"
@@ -77,8 +77,8 @@ def handlers(root, pool, **options):
 
 
 async def mutate(handlers, obj, operation="CREATE", old=None):
-    review = admission_review(obj, operation, old=old)
-    return (await handlers.mutate(parse_review(json.dumps(review).encode()))).response
+    admission = parse_review(json.dumps(admission_review(obj, operation, old=old)).encode())
+    return complete(admission, await handlers.mutate(admission))
 
 
 def job_of(obj):
