@@ -1,8 +1,8 @@
 """A restore through real Karmada after the Flink operator rotated the job id (operator 1.10+, FLINK-35831): the id
-Karmada preserves is the current run's, which never completed a checkpoint; its newest state is the savepoint the
-operator took when Karmada deleted the failed copy (`kubernetes.operator.job.savepoint-on-deletion`), newer than the
-previous run's checkpoints. The copy Karmada creates in the new member must restart from that savepoint, found in
-the savepoint directory its own flinkConfiguration names (docs/restore.md)."""
+Karmada preserves is the current run's, not the one the previous run checkpointed under. That run's newest state is
+the savepoint the operator took when Karmada deleted the failed copy (`kubernetes.operator.job.savepoint-on-deletion`),
+in the savepoint directory its flinkConfiguration names, newer than its own early checkpoint: the copy Karmada
+creates in the new member must restart from that savepoint, chosen by completion time (docs/restore.md)."""
 
 from __future__ import annotations
 
@@ -31,19 +31,21 @@ def test_a_rotated_job_id_restores_from_its_newest_state(karmada_env: KarmadaEnv
     state_dir = job.state_dir  # the workload's state.checkpoints.dir
 
     # The first run checkpointed; then an upgrade started a second run under a new job id (the operator writes it to
-    # status before submitting), which failed before completing a checkpoint of its own.
+    # status before submitting), which failed soon after.
     first_run = new_job_id()
     job.run_healthy(first, first_run)
     job.write_checkpoints(first_run, completed=(40, 41))
     rotated = new_job_id()
     job.run_healthy(first, rotated)
+    job.write_checkpoints(rotated, completed=(1,))  # one early checkpoint of the rotated run, older than its savepoint
     # The operator's savepoint on deletion of the failed copy: the rotated run's own, the newest state there is.
     savepoint = state_dir / "savepoints" / f"savepoint-{rotated[:6]}-{os.urandom(6).hex()}"
     savepoint.mkdir(parents=True)
     (savepoint / "_metadata").write_bytes(b"flink savepoint metadata")
     older = time.time() - 60
-    for chk in (state_dir / first_run).rglob("_metadata"):
-        os.utime(chk, (older, older))
+    for run in (first_run, rotated):
+        for chk in (state_dir / run).rglob("_metadata"):
+            os.utime(chk, (older, older))
 
     job.report_unhealthy(first, rotated)
     unhealthy_at = time.monotonic()
