@@ -202,7 +202,13 @@ def newest_savepoint(store: CheckpointStore, directory: str, job_id: JobId) -> t
     so only names with this job's prefix count. Names carry no order: the time of `_metadata` decides.
     """
     prefix = f"savepoint-{job_id.value[:6]}-"
+    completed = _completed_by_prefix(store, directory, prefix) if store.real_root is None else None
     newest: tuple[float, str] | None = None
+    if completed is not None:
+        for name, written in completed.items():
+            if _SAVEPOINT_SUFFIX.match(name[len(prefix):]) and (newest is None or (written, name) > newest):
+                newest = (written, name)
+        return (newest[1], newest[0]) if newest else None
     for name in _entry_names(store, directory):
         if not (name.startswith(prefix) and _SAVEPOINT_SUFFIX.match(name[len(prefix):])):
             continue
@@ -210,6 +216,35 @@ def newest_savepoint(store: CheckpointStore, directory: str, job_id: JobId) -> t
         if written is not None and (newest is None or (written, name) > newest):
             newest = (written, name)
     return (newest[1], newest[0]) if newest else None
+
+
+def _completed_by_prefix(store: CheckpointStore, directory: str, prefix: str) -> dict[str, float] | None:
+    """On an object store: `{name: time of _metadata}` for the directories under `directory` named `prefix…`, from
+    one listing of the keys starting with that prefix (s3fs and gcsfs filter on the server), instead of listing every
+    job's savepoints and asking for each `_metadata`; a shared savepoint directory grows with every job. None when
+    the store cannot list this way (then the caller lists the directory)."""
+    find = getattr(store.fs, "find", None)
+    if find is None:
+        return None
+    try:
+        found = find(directory, prefix=prefix, detail=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    except TypeError:  # a find without prefix or detail
+        return None
+    except Exception as error:
+        raise StorageError(_describe(error, directory)) from None
+    completed: dict[str, float] = {}
+    base = directory.rstrip("/") + "/"
+    for path, info in (found.items() if isinstance(found, dict) else ()):
+        relative = str(path)[len(base):] if str(path).startswith(base) else ""
+        name, _, rest = relative.partition("/")
+        if rest != METADATA_FILE or not name.startswith(prefix) or info.get("type", "file") != "file":
+            continue
+        written = info.get("mtime", info.get("LastModified"))
+        completed[name] = (written.timestamp() if isinstance(written, datetime)
+                           else float(written) if isinstance(written, (int, float)) else 0.0)
+    return completed
 
 
 def restorable_time(store: CheckpointStore, path: str) -> float | None:

@@ -14,6 +14,7 @@ from failover.checkpoints import (
     LookupCache,
     LookupResult,
     Outcome,
+    newest_savepoint,
     open_store,
     parse_layout,
 )
@@ -338,3 +339,15 @@ def test_zero_ttl_disables_the_cache():
     cache = LookupCache(ttl=0)
     cache.put("a", LookupResult(Outcome.FOUND, "/p"), now=0.0)
     assert cache.get("a", now=0.0) is None
+
+
+def test_savepoints_on_an_object_store_are_listed_by_the_jobs_prefix():
+    fs = fsspec.filesystem("memory")
+    fs.pipe(f"/sp/savepoint-{JOB.value[:6]}-0123456789ab/_metadata", b"m")
+    fs.pipe(f"/sp/savepoint-{OTHER_JOB.value[:6]}-0123456789ab/_metadata", b"m")
+    fs.pipe(f"/sp/savepoint-{JOB.value[:6]}-ba9876543210/state", b"s")  # no _metadata: in progress
+    store = open_store("memory://sp")
+    assert store.real_root is None  # no links: listed by prefix, not directory by directory
+    assert newest_savepoint(store, "/sp", JOB)[0] == f"savepoint-{JOB.value[:6]}-0123456789ab"
+    assert newest_savepoint(store, "/sp", JobId("ba" * 16)) is None
+    fs.rm("/sp", recursive=True)

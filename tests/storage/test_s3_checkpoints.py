@@ -174,3 +174,18 @@ def test_a_rotated_job_id_finds_the_previous_runs_checkpoint_on_s3(bucket, s3_en
     result = find_restore_point((store,), NATIVE, (), RestoreQuery("flink", (ROTATED,), previous_job_ids=(JOB,),
                                                                    checkpoint_dir=f"s3://{name}/checkpoints"))
     assert (result.path, result.fallback) == (f"s3://{name}/checkpoints/{JOB}/chk-17", PREVIOUS_JOB_ID)
+
+
+def test_only_the_jobs_own_complete_savepoints_are_listed_from_a_shared_directory(bucket, s3_endpoint):
+    fs, name = bucket
+    for other in range(30):  # other jobs' savepoints, side by side as Flink writes them
+        fs.pipe(f"{name}/savepoints/savepoint-{other:06x}-{other:012x}/_metadata", b"m")
+    fs.pipe(f"{name}/savepoints/savepoint-{JOB.value[:6]}-aaaaaaaaaaaa/_metadata", b"m")
+    fs.pipe(f"{name}/savepoints/savepoint-{JOB.value[:6]}-aaaaaaaaaaaa/op-state", b"s")
+    fs.pipe(f"{name}/savepoints/savepoint-{JOB.value[:6]}-bbbbbbbbbbbb/op-state", b"s")  # still being written
+    fs.pipe(f"{name}/savepoints/savepoint-{JOB.value[:6]}-not-a-savepoint/_metadata", b"m")
+    store = open_store(f"s3://{name}", options(s3_endpoint))
+    result = lookup(store, NATIVE, (), "flink", JOB, savepoint_dir=f"s3://{name}/savepoints")
+    assert (result.source, result.path) == ("savepoint", f"s3://{name}/savepoints/savepoint-{JOB.value[:6]}-aaaaaaaaaaaa")
+    empty = lookup(store, NATIVE, (), "flink", ROTATED, savepoint_dir=f"s3://{name}/savepoints")
+    assert empty.outcome is Outcome.NOT_FOUND
