@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 
 from failover.api import (
     CLUSTER_PROPAGATION_POLICIES,
-    FLINK_DEPLOYMENTS,
+    FLINK_RESOURCES,
     PROPAGATION_POLICIES,
     WORKLOAD_REBALANCERS,
     WORKS,
@@ -71,7 +71,7 @@ WEBHOOKS = (
     Webhook("rebalancers.validate.failover-relay.io", Endpoint.VALIDATE, (WORKLOAD_REBALANCERS,), Decider.RULE,
             validate_rebalancer),
     Webhook("policies.mutate.failover-relay.io", Endpoint.MUTATE, POLICIES, Decider.RULE, mutate_policy),
-    Webhook("savepoints.mutate.failover-relay.io", Endpoint.MUTATE, (FLINK_DEPLOYMENTS,), Decider.SAVEPOINT),
+    Webhook("savepoints.mutate.failover-relay.io", Endpoint.MUTATE, FLINK_RESOURCES, Decider.SAVEPOINT),
     Webhook("works.mutate.failover-relay.io", Endpoint.MUTATE, (WORKS,), Decider.WORK_LABELS),
 )
 

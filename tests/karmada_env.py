@@ -48,10 +48,9 @@ API (everything else is private):
 - ``restart_controller_manager(controllers=..., feature_gates=..., args=())``: e.g.
   ``restart_controller_manager(KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES)`` to compare with Karmada's own
   failover controllers (then run the relay with ``config={"controllers": {"mode": "off"}}``).
-- ``checkpoint_root``: the relay's ``savepoint.checkpointRoot`` (a directory; layout
-  ``<root>/<namespace>/<job id>/checkpoints/chk-N/_metadata``).
-- ``rss_bytes()``: resident memory of every process the harness runs; ``pids()``; ``ports()``; ``logs()``: name ->
-  log file;
+- ``checkpoint_root``: the relay's ``savepoint.checkpointRoot`` (a directory; the tier's FlinkDeployments name
+  ``<root>/<namespace>`` as their checkpoint dir, Flink's layout ``<dir>/<job id>/chk-N/_metadata`` below it).
+- ``rss_bytes()``: resident memory of every process the harness runs; ``pids()``; ``ports()``; ``logs()``: name -> log file;
   ``log_tails(lines)``: the end of each log, for failure reports.
 - ``wait_until(condition, timeout, what)``: poll until ``condition()`` returns something truthy, return it.
 
