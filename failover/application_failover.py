@@ -218,7 +218,7 @@ def _preserved_state(binding: Mapping[str, Any], application: Mapping[str, Any],
             events.append(Event(WARNING, EVENT_STATE_INVALID, clip_message(
                 f"statePreservation jsonPath for {alias} does not parse ({error}); rule skipped")))
             continue
-        except Exception as error:  # jsonpath-ng can fail on odd data; a bad status must not stop the loop
+        except Exception as error:  # any evaluation error on odd data; a bad status must not stop the loop
             events.append(Event(WARNING, EVENT_STATE_INVALID, clip_message(
                 f"statePreservation jsonPath for {alias} failed on the status of {cluster}"
                 f" ({type(error).__name__}); rule skipped")))
