@@ -67,12 +67,16 @@ def manifest_files(paths: list[Path]) -> Iterator[Path | Unreadable]:
 
 def read_text(path: Path) -> str | Unreadable:
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return Unreadable(str(path), f"file of {size} bytes exceeds the limit of {MAX_FILE_BYTES}")
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        return Unreadable(str(path), getattr(error, "strerror", None) or str(error))
+        # Bounded by what is read, not by stat(): /dev/zero, a FIFO or a /proc file report a size of 0.
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            return Unreadable(str(path), f"file exceeds the limit of {MAX_FILE_BYTES} bytes")
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return Unreadable(str(path), f"not UTF-8 (byte {error.start})")
+    except OSError as error:
+        return Unreadable(str(path), error.strerror or type(error).__name__)
 
 
 def documents(path: Path) -> Iterator[Mapping[str, Any] | Unreadable]:

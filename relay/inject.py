@@ -19,6 +19,7 @@ from failover.jobid import job_id_problem
 from failover.profiles import ProfileError, load_profiles
 from failover.rules import group_kind_of
 from failover.verdict import Verdict
+from relay.documents import Unreadable, documents_in, read_text
 from relay.settings import SavepointSettings
 from webhook.mutators import SavepointMutator, lookup_executor, open_stores
 from webhook.review import AdmissionRequest
@@ -91,15 +92,14 @@ def _report(obj: dict[str, Any], verdict: Verdict, show_patch: bool, out: TextIO
 
 
 def _read_object(path: Path, err: TextIO) -> dict[str, Any] | None:
-    try:
-        documents = [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
-    except OSError as error:
-        print(f"failover-relay: cannot read {path}: {error.strerror}", file=err)
+    # relay/documents.py bounds the file (size, UTF-8, depth, alias expansion) as `check` does: one line, exit 2.
+    text = read_text(path)
+    found = [text] if isinstance(text, Unreadable) else list(documents_in(text, str(path)))
+    problem = next((item for item in found if isinstance(item, Unreadable)), None)
+    if problem is not None:
+        print(f"failover-relay: {problem}", file=err)
         return None
-    except yaml.YAMLError as error:
-        print(f"failover-relay: {path} is not valid YAML: {str(error).splitlines()[0]}", file=err)
-        return None
-    if len(documents) != 1 or not isinstance(documents[0], dict):
+    if len(found) != 1:
         print(f"failover-relay: {path} must hold exactly one object", file=err)
         return None
-    return documents[0]
+    return dict(found[0])
