@@ -204,7 +204,7 @@ class Settings:
     # default, so one object is at most that; two of them plus the envelope stay under 3 MiB.
     max_body_bytes: int = setting("server.maxBodyBytes", 3 * 1024 * 1024, ge=1024, flag="--max-body-bytes",
                                   help="largest AdmissionReview accepted in bytes (default {default})")
-    # Connection caps (webhook/listener.py). Each open connection costs about 50 KB; 512 of them stay far below the
+    # Connection caps (webhook/listener.py). A connection costs up to ~85 KB (docs/benchmarks.md); 512 stay far below the
     # Deployment's 512 Mi limit. The apiserver opens one connection per concurrent review (HTTP/1.1) and a few
     # apiservers may share an address behind a proxy, so one peer may hold half of them.
     max_connections: int = setting("server.maxConnections", 512, ge=1, le=65536, flag="--max-connections",
