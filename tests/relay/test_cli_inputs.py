@@ -9,6 +9,7 @@ import pytest
 
 from relay.cli import main
 
+
 BAD_FILES = {
     "binary": b"\xff\xfe\x00\x01\x02binary",
     "latin-1": b"apiVersion: flink.apache.org/v1beta1\nkind: FlinkDeployment\nmetadata:\n  name: caf\xe9\n",
