@@ -18,6 +18,14 @@ def _tier(keywords: Any) -> str:
     return next((tier for tier in TIERS if tier in keywords), "unit")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Unit tests first, then envtest, then the Karmada tier (stable within each): the fast answers come first, and
+    no test runs beside an idle control plane that a session fixture keeps until the end of the run (timing-sensitive
+    unit tests were slowed by the Karmada tier's ten processes idling behind them)."""
+    rank = {"unit": 0, "envtest": 1, "karmada": 2}
+    items.sort(key=lambda item: rank[_tier(item.keywords)])
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Add setup, call and teardown of each test to its tier's wall time (session fixtures such as a control plane
     start-up land in the first test that needs them, so they count for that tier)."""

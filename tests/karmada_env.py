@@ -119,9 +119,8 @@ RELAY_USER = f"system:serviceaccount:{RELAY_NAMESPACE}:failover-relay"
 # The relay as docs/operations.md runs it in control-plane mode; restart_relay(config=...) merges per section.
 RELAY_CONFIG: dict[str, dict[str, Any]] = {
     "logging": {"format": "json", "level": "info"},
-    # The layout is spelled out so that the tests' checkpoints are found whatever the default layout is.
-    "savepoint": {"workLabels": True, "workSavepoints": True,
-                  "layouts": ["{root}/{namespace}/{job_id}/checkpoints"]},
+    # No layout: the tier's FlinkDeployments name their own state dirs, searched in Flink's layout (the default).
+    "savepoint": {"workLabels": True, "workSavepoints": True},
     "controllers": {"mode": "on", "leaseNamespace": RELAY_NAMESPACE},
 }
 

@@ -109,8 +109,10 @@ async def test_webhook_injects_an_s3_checkpoint(bucket, s3_endpoint):
     pool = LookupPool(2)
     metrics = AdmissionMetrics()
     profiles = load_profiles([], label=LABEL, layouts=(KARMADA_EXAMPLE_LAYOUT,))
+    # A generous deadline: this test is about what is injected, and the first s3fs call (session, credentials,
+    # connection to moto) alone can take over the production 2 s on a loaded two-core runner.
     handlers = AdmissionHandlers(mutators=savepoint_mutators(
-        profiles, open_store(f"s3://{name}", options(s3_endpoint)), executor=pool, metrics=metrics))
+        profiles, open_store(f"s3://{name}", options(s3_endpoint)), executor=pool, metrics=metrics, deadline=15.0))
     obj = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
            "metadata": {"name": "basic-example", "namespace": "flink", "labels": {LABEL: JOB.value}},
            "spec": {"job": {"jarURI": "local:///x.jar", "upgradeMode": "last-state"}}}
