@@ -72,6 +72,16 @@ class DecisionSettings:
     failback_settle: timedelta = timedelta(minutes=5)
     # ttlSecondsAfterFinished of the WorkloadRebalancer a failback creates (None keeps it for inspection).
     failback_rebalancer_ttl_seconds: int | None = 3600
+    # Fencing (failover/fencing.py): the old Work of a Directly eviction from a cluster that has not been Ready this
+    # long is released so the workload starts elsewhere; None never fences. Karmada marks a cluster NotReady after
+    # --cluster-failure-threshold (30 s); one more minute keeps a brief network blip from duplicating the job, and with
+    # the taint manager's eviction it brings a dead cluster's workload back within two minutes (docs/operations.md).
+    fence_after: timedelta | None = timedelta(seconds=60)
+    # Fence only a cluster that also carries a NoExecute taint (a ClusterTaintPolicy or an operator put it there).
+    fence_needs_no_execute_taint: bool = False
+    # A Work still being deleted this long on a Ready cluster is stuck in the execution controller's backoff; a
+    # healthy deletion takes well under a second.
+    stuck_deletion_after: timedelta = timedelta(seconds=5)
     # When a referenced binding could not be read (other than NotFound), look at the rebalancer again after this.
     rebalancer_retry: timedelta = timedelta(seconds=10)
 

@@ -25,6 +25,9 @@ def loop_settings(settings: ControllerSettings) -> LoopSettings:
         state_wait=timedelta(seconds=settings.state_wait_seconds),
         failback_enabled=settings.failback,
         failback_settle=timedelta(seconds=settings.failback_settle_seconds),
+        fence_after=None if settings.fencing == "off" else timedelta(seconds=settings.fence_after_seconds),
+        fence_needs_no_execute_taint=settings.fencing == "noExecuteTaint",
+        stuck_deletion_after=timedelta(seconds=settings.stuck_deletion_seconds),
     )
     return LoopSettings(lease_namespace=settings.lease_namespace or default_lease_namespace(),
                         lease_name=settings.lease_name, workers=settings.workers, decisions=decisions)

@@ -69,6 +69,11 @@ class ControllerSettings:
     state_wait_seconds: float = 60.0
     failback: bool = False
     failback_settle_seconds: float = 300.0
+    # Fencing of an unreachable cluster (docs/operations.md "Fencing"): off, notReady (the cluster has not been Ready
+    # for fenceAfterSeconds) or noExecuteTaint (that, and a NoExecute taint on it).
+    fencing: str = "notReady"
+    fence_after_seconds: float = 60.0
+    stuck_deletion_seconds: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -133,9 +138,13 @@ _CONTROLLER_KEYS = {
     "stateWaitSeconds": ("state_wait_seconds", (int, float)),
     "failback": ("failback", bool),
     "failbackSettleSeconds": ("failback_settle_seconds", (int, float)),
+    "fencing": ("fencing", str),
+    "fenceAfterSeconds": ("fence_after_seconds", (int, float)),
+    "stuckDeletionSeconds": ("stuck_deletion_seconds", (int, float)),
 }
 CONTROLLER_MODES = ("auto", "on", "off")
 PURGE_MODE_SPELLINGS = ("new", "legacy")
+FENCING_MODES = ("off", "notReady", "noExecuteTaint")
 _SAVEPOINT_KEYS = {
     "checkpointRoot": ("checkpoint_root", str),
     "layouts": ("layouts", list),
@@ -260,10 +269,14 @@ def _check_controller_settings(controllers: ControllerSettings) -> None:
     if controllers.purge_mode_spelling not in PURGE_MODE_SPELLINGS:
         raise SettingsError(f"controllers.purgeModeSpelling {controllers.purge_mode_spelling!r}: use new "
                             "(Karmada v1.15+) or legacy (v1.12-v1.14)")
+    if controllers.fencing not in FENCING_MODES:
+        raise SettingsError(f"controllers.fencing {controllers.fencing!r}: use one of {', '.join(FENCING_MODES)}")
     if not 1 <= controllers.workers <= 64:
         raise SettingsError("controllers.workers must be between 1 and 64")
     for name, value in (("gracefulEvictionTimeoutSeconds", controllers.graceful_eviction_timeout_seconds),
                         ("stateWaitSeconds", controllers.state_wait_seconds),
-                        ("failbackSettleSeconds", controllers.failback_settle_seconds)):
+                        ("failbackSettleSeconds", controllers.failback_settle_seconds),
+                        ("fenceAfterSeconds", controllers.fence_after_seconds),
+                        ("stuckDeletionSeconds", controllers.stuck_deletion_seconds)):
         if value < 0:
             raise SettingsError(f"controllers.{name} must be 0 or more")

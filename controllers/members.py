@@ -1,0 +1,67 @@
+"""Objects on member clusters, reached through Karmada's cluster proxy.
+
+karmada-aggregated-apiserver serves `/apis/cluster.karmada.io/v1alpha1/clusters/<cluster>/proxy/<member API path>`
+(`pkg/registry/cluster/storage/proxy.go`): the request is authorized on the Karmada apiserver (`clusters/proxy`) and
+replayed on the member with the caller impersonated, so the relay needs no member credentials of its own, but its
+identity needs RBAC for the kinds it deletes in each member (docs/operations.md "Fencing").
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from kubernetes import client
+
+from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
+from failover.fencing import MemberCopy
+
+PROXY_PREFIX = "/apis/cluster.karmada.io/v1alpha1/clusters"
+
+
+class MemberProxy:
+    """GET and DELETE of one object on a member cluster; a kind's plural is found by discovery once per version."""
+
+    def __init__(self, api_client: client.ApiClient, timeout: float = DEFAULT_REQUEST_TIMEOUT_SECONDS) -> None:
+        self.api_client = api_client
+        self.timeout = timeout
+        self._plurals: dict[tuple[str, str, str], str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, copy: MemberCopy) -> dict[str, Any]:
+        return self._call("GET", self._path(copy))
+
+    def delete(self, copy: MemberCopy, uid: str) -> None:
+        """Delete with the uid as precondition: an object created since under the same name is never touched."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid},
+                "propagationPolicy": "Background"}
+        self._call("DELETE", self._path(copy), body)
+
+    def _path(self, copy: MemberCopy) -> str:
+        base = f"{PROXY_PREFIX}/{copy.cluster}/proxy{_group_path(copy.api_version)}"
+        plural = self._plural(copy, base)
+        scope = f"/namespaces/{copy.namespace}" if copy.namespace else ""
+        return f"{base}{scope}/{plural}/{copy.name}"
+
+    def _plural(self, copy: MemberCopy, base: str) -> str:
+        key = (copy.cluster, copy.api_version, copy.kind)
+        with self._lock:
+            if key in self._plurals:
+                return self._plurals[key]
+        listing = self._call("GET", base)
+        for resource in listing.get("resources") or ():
+            if resource.get("kind") == copy.kind and "/" not in str(resource.get("name")):
+                with self._lock:
+                    self._plurals[key] = str(resource["name"])
+                return str(resource["name"])
+        raise LookupError(f"{copy.api_version} {copy.kind} is not served by cluster {copy.cluster}")
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        return self.api_client.call_api(
+            path, method, header_params={"Accept": "application/json", "Content-Type": "application/json"},
+            body=body, auth_settings=["BearerToken"], response_type="object", _return_http_data_only=True,
+            _request_timeout=self.timeout)
+
+
+def _group_path(api_version: str) -> str:
+    return f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
