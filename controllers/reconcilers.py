@@ -365,7 +365,7 @@ class FailbackReconciler:
         if cluster is None:
             return None
         decision = decide_failback(cluster, self.cache.bindings(), self.cache.policies(), self.settings,
-                                   self.clock())
+                                   self.clock(), self.cache.clusters())
         if decision.rebalancer is not None:
             try:
                 await self.client.create(WORKLOAD_REBALANCERS.kind, decision.rebalancer)

@@ -17,6 +17,7 @@ preserved state, clustersBeforeFailover). Where this differs from Karmada:
   Warning instead of being written into a task whose injection would break the member apply.
 - A second failover away from a copy that never became healthy keeps the first failover's preserved state instead
   of re-reading it from the broken copy (Karmada issue #6232).
+- No ping-pong: a failover budget, backoff and a restore grace (`failover.failover_budget`, Karmada #4480, #6233).
 - Missing `propagateDeps` on a ResourceBinding is reported with a Warning event instead of silently doing nothing
   (Karmada issue #3738); ClusterResourceBindings are not checked, as in Karmada.
 """
@@ -48,6 +49,15 @@ from failover.decision import (
     format_time,
     read_time_annotation,
     write_time_annotation,
+)
+from failover.failover_budget import (
+    EVENT_HELD_BACK,
+    FAILOVERS_ANNOTATION,
+    failover_history,
+    held_back_message,
+    hold,
+    restoring_until,
+    write_history,
 )
 from failover.last_state import APPLICATION, evaluate_rule, preservation_rules, recorded_state
 
@@ -117,6 +127,8 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
     tasks = b.eviction_tasks(binding)
     evicting = {task["fromCluster"] for task in tasks}
 
+    history = failover_history(binding, settings, now)
+    restoring = restoring_until(binding, history, settings)
     new_timers: dict[str, datetime] = {}
     due: list[tuple[b.TargetCluster, datetime]] = []
     delays: list[timedelta | None] = []
@@ -131,6 +143,9 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
             if since is not None:
                 new_timers[target.name] = since  # #7431: Unknown keeps the timer, it does not reset it
             continue
+        if since is None and restoring is not None and now < restoring:
+            delays.append(restoring - now)  # #6233: a copy still restoring its state is not counted yet
+            continue
         since = since or now
         new_timers[target.name] = since
         deadline = since + toleration
@@ -142,6 +157,12 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
     events: list[Event] = []
     new_tasks: list[dict[str, Any]] = []
     clusters_before = [target.name for target in targets]
+    rule = hold(history, settings, now) if due else None
+    if rule is not None:
+        events.extend(Event(WARNING, EVENT_HELD_BACK, clip_message(held_back_message(target.name, rule)))
+                      for target, _ in due)
+        delays.append(rule.until - now)
+        due = []
     for target, deadline in due:
         outcome = _preserved_state(binding, application, tasks, target.name, deadline, settings, now)
         events.extend(outcome.events)
@@ -158,6 +179,10 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
     for name in evicted:
         new_timers.pop(name, None)
     patch = _patch(binding, old_timers_raw, new_timers, evicted, new_tasks)
+    if evicted:
+        patch = patch or {}
+        patch.setdefault("metadata", {}).setdefault("annotations", {})[FAILOVERS_ANNOTATION] = write_history(
+            [*history, now])
     return FailoverDecision(patch=patch, evicted=evicted, new_tasks=tuple(new_tasks), events=tuple(events),
                             requeue_after=earliest(*delays))
 

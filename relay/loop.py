@@ -28,6 +28,11 @@ def loop_settings(settings: ControllerSettings) -> LoopSettings:
         fence_after=None if settings.fencing == "off" else timedelta(seconds=settings.fence_after_seconds),
         fence_needs_no_execute_taint=settings.fencing == "noExecuteTaint",
         stuck_deletion_after=timedelta(seconds=settings.stuck_deletion_seconds),
+        failover_budget=settings.failover_budget,
+        failover_budget_window=timedelta(seconds=settings.failover_budget_window_seconds),
+        failover_backoff=timedelta(seconds=settings.failover_backoff_seconds),
+        restore_grace=timedelta(seconds=settings.restore_grace_seconds),
+        failback_max_in_flight=settings.failback_max_in_flight,
     )
     return LoopSettings(lease_namespace=settings.lease_namespace or default_lease_namespace(),
                         lease_name=settings.lease_name, workers=settings.workers, decisions=decisions)

@@ -74,6 +74,12 @@ class ControllerSettings:
     fencing: str = "notReady"
     fence_after_seconds: float = 60.0
     stuck_deletion_seconds: float = 5.0
+    # No ping-pong (failover/failover_budget.py): failovers per workload and window, backoff, restore grace.
+    failover_budget: int = 3
+    failover_budget_window_seconds: float = 3600.0
+    failover_backoff_seconds: float = 0.0
+    restore_grace_seconds: float = 0.0
+    failback_max_in_flight: int = 5
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,11 @@ _CONTROLLER_KEYS = {
     "fencing": ("fencing", str),
     "fenceAfterSeconds": ("fence_after_seconds", (int, float)),
     "stuckDeletionSeconds": ("stuck_deletion_seconds", (int, float)),
+    "failoverBudget": ("failover_budget", int),
+    "failoverBudgetWindowSeconds": ("failover_budget_window_seconds", (int, float)),
+    "failoverBackoffSeconds": ("failover_backoff_seconds", (int, float)),
+    "restoreGraceSeconds": ("restore_grace_seconds", (int, float)),
+    "failbackMaxInFlight": ("failback_max_in_flight", int),
 }
 CONTROLLER_MODES = ("auto", "on", "off")
 PURGE_MODE_SPELLINGS = ("new", "legacy")
@@ -271,12 +282,17 @@ def _check_controller_settings(controllers: ControllerSettings) -> None:
                             "(Karmada v1.15+) or legacy (v1.12-v1.14)")
     if controllers.fencing not in FENCING_MODES:
         raise SettingsError(f"controllers.fencing {controllers.fencing!r}: use one of {', '.join(FENCING_MODES)}")
+    if controllers.failover_budget < 1 or controllers.failback_max_in_flight < 1:
+        raise SettingsError("controllers.failoverBudget and controllers.failbackMaxInFlight must be 1 or more")
     if not 1 <= controllers.workers <= 64:
         raise SettingsError("controllers.workers must be between 1 and 64")
     for name, value in (("gracefulEvictionTimeoutSeconds", controllers.graceful_eviction_timeout_seconds),
                         ("stateWaitSeconds", controllers.state_wait_seconds),
                         ("failbackSettleSeconds", controllers.failback_settle_seconds),
                         ("fenceAfterSeconds", controllers.fence_after_seconds),
-                        ("stuckDeletionSeconds", controllers.stuck_deletion_seconds)):
+                        ("stuckDeletionSeconds", controllers.stuck_deletion_seconds),
+                        ("failoverBudgetWindowSeconds", controllers.failover_budget_window_seconds),
+                        ("failoverBackoffSeconds", controllers.failover_backoff_seconds),
+                        ("restoreGraceSeconds", controllers.restore_grace_seconds)):
         if value < 0:
             raise SettingsError(f"controllers.{name} must be 0 or more")
