@@ -53,6 +53,9 @@ class KarmadaClient:
     async def delete(self, ref: ObjectRef, resource_version: str | None = None) -> None:
         await asyncio.to_thread(self.objects[ref.kind].delete, _key(ref), resource_version)
 
+    async def member_answers(self, cluster: str, remember_seconds: float) -> bool:
+        return await asyncio.to_thread(self.members.answers, cluster, remember_seconds)
+
     async def get_member(self, copy: MemberCopy) -> dict[str, Any]:
         return await asyncio.to_thread(self.members.get, copy)
 

@@ -9,6 +9,7 @@ identity needs RBAC for the kinds it deletes in each member (docs/operations.md 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from kubernetes import client
@@ -17,6 +18,10 @@ from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from failover.fencing import MemberCopy
 
 PROXY_PREFIX = "/apis/cluster.karmada.io/v1alpha1/clusters"
+# A member that is not Ready is asked `/version` (every authenticated user may read it) before anything else, with
+# a short deadline, and the answer is remembered, so a dead cluster costs one short request per interval however
+# many old copies wait on it.
+PROBE_TIMEOUT_SECONDS = 3.0
 
 
 class MemberProxy:
@@ -26,7 +31,24 @@ class MemberProxy:
         self.api_client = api_client
         self.timeout = timeout
         self._plurals: dict[tuple[str, str, str], str] = {}
+        self._answers: dict[str, tuple[float, bool]] = {}
         self._lock = threading.Lock()
+
+    def answers(self, cluster: str, remember_seconds: float) -> bool:
+        """Whether the member's apiserver answers through the proxy; remembered for `remember_seconds`."""
+        now = time.monotonic()
+        with self._lock:
+            known = self._answers.get(cluster)
+            if known is not None and now - known[0] < remember_seconds:
+                return known[1]
+        try:
+            self._call("GET", f"{PROXY_PREFIX}/{cluster}/proxy/version", timeout=PROBE_TIMEOUT_SECONDS)
+            answered = True
+        except Exception:  # refused, timed out, 503 from the aggregated apiserver: not answering
+            answered = False
+        with self._lock:
+            self._answers[cluster] = (time.monotonic(), answered)
+        return answered
 
     def get(self, copy: MemberCopy) -> dict[str, Any]:
         return self._call("GET", self._path(copy))
@@ -56,11 +78,11 @@ class MemberProxy:
                 return str(resource["name"])
         raise LookupError(f"{copy.api_version} {copy.kind} is not served by cluster {copy.cluster}")
 
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
+    def _call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
         return self.api_client.call_api(
             path, method, header_params={"Accept": "application/json", "Content-Type": "application/json"},
             body=body, auth_settings=["BearerToken"], response_type="object", _return_http_data_only=True,
-            _request_timeout=self.timeout)
+            _request_timeout=timeout or self.timeout)
 
 
 def _group_path(api_version: str) -> str:

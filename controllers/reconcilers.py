@@ -29,6 +29,7 @@ from failover.fencing import (
     EVENT_FENCED_COPY,
     EVENT_WAITING,
     MemberCopy,
+    cluster_reachability,
     decide_fencing,
     forget_fenced,
     is_fenced_copy,
@@ -177,7 +178,7 @@ class BindingReconciler:
         await self.recorder.record(step.binding, fill.events)
 
         eviction = await step.apply(lambda obj: decide_graceful_eviction(obj, settings, now))
-        if eviction.patch:
+        if eviction.patch and eviction.ended:  # other patches only stamp a task's creationTimestamp
             self.metrics.tasks_removed.inc(len(eviction.ended))
             log.info("eviction_tasks_ended", kind=self.kind, binding=key,
                      clusters=[task.from_cluster for task in eviction.ended])
@@ -197,9 +198,8 @@ class BindingReconciler:
             log.info("binding_controller_woken", kind=self.kind, binding=key, clusters=list(fence.woken))
         retry = None
         for release in fence.releases:
-            deleted = [await self._delete_copy(step.binding, copy) for copy in release.delete_first]
-            if not all(deleted):
-                retry = COPY_RETRY
+            if release.delete_first and not await self._delete_copies(step.binding, release.delete_first, clusters):
+                retry = None if release.probe else COPY_RETRY  # a probe is looked at again by the decision's requeue
                 continue
             work_ref = ObjectRef(WORKS.kind, release.name, release.namespace)
             try:
@@ -209,12 +209,16 @@ class BindingReconciler:
                 if not_found(error):
                     continue
                 raise
-            self.metrics.works_released.labels("stuck" if release.delete_first else "fenced").inc()
-            log.info("work_released", binding=key, work=str(work_ref), cluster=release.cluster,
+            why = "fenced" if not release.delete_first else "deleted"
+            self.metrics.works_released.labels(why).inc()
+            log.info("work_released", binding=key, work=str(work_ref), cluster=release.cluster, why=why,
                      deleted_copies=len(release.delete_first))
-        done = [copy for copy in fence.cleanups if await self._delete_copy(step.binding, copy)]
-        if len(done) < len(fence.cleanups):
-            retry = COPY_RETRY
+        done = []
+        for copy in fence.cleanups:
+            if await self._delete_copies(step.binding, (copy,), clusters):
+                done.append(copy)
+            elif cluster_reachability(clusters.get(copy.cluster))[0]:
+                retry = COPY_RETRY
         forget = forget_fenced(step.binding, done)
         if forget:
             await step.write(forget)
@@ -223,32 +227,17 @@ class BindingReconciler:
         await self.recorder.record(step.binding, fence.events)
         return earliest(fence.requeue_after, retry)
 
-    async def _delete_copy(self, binding: Mapping[str, Any], copy: MemberCopy) -> bool:
-        """Delete an old copy through the cluster proxy; True when it is gone or is not ours to delete."""
-        try:
-            member_object = await self.client.get_member(copy)
-            if not is_fenced_copy(member_object, copy):
-                log.warning("member_copy_not_ours", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
-                            work=copy.work)
-                return True
-            uid = str((member_object.get("metadata") or {}).get("uid") or "")
-            await self.client.delete_member(copy, uid)
-        except ApiException as error:
-            if not_found(error) or conflict(error):  # gone, or replaced by another object since the GET
-                return True
-            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
-                        status=error.status, reason=error.reason)
-            return False
-        except (HTTPError, OSError, LookupError) as error:
-            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
-                        error=type(error).__name__, detail=str(error)[:200])
-            return False
-        self.metrics.copies_deleted.inc()
-        log.info("member_copy_deleted", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}", work=copy.work)
-        await self.recorder.record(binding, (Event(NORMAL, EVENT_FENCED_COPY, clip_message(
-            f"deleted the old copy {copy.kind} {copy.namespace}/{copy.name} from {copy.cluster}")),))
+    async def _delete_copies(self, binding: Mapping[str, Any], copies: Iterable[MemberCopy],
+                             clusters: Mapping[str, Mapping[str, Any]]) -> bool:
+        """Delete old copies through the cluster proxy; True when all are gone or are not ours to delete. A member
+        whose cluster is not Ready is asked first whether it answers at all (remembered per cluster)."""
+        for copy in copies:
+            if not cluster_reachability(clusters.get(copy.cluster))[0] and not await self.client.member_answers(
+                    copy.cluster, self.settings.probe_interval.total_seconds()):
+                return False
+            if not await self._delete_copy(binding, copy):
+                return False
         return True
-
 
 class _Patch:
     """A bare merge patch as a decision."""

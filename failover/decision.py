@@ -93,6 +93,9 @@ class DecisionSettings:
     # A Work still being deleted this long on a Ready cluster is stuck in the execution controller's backoff; a
     # healthy deletion takes well under a second.
     stuck_deletion_after: timedelta = timedelta(seconds=5)
+    # How often the old copy on a cluster that is not Ready is tried through Karmada's cluster proxy (one cheap
+    # request per cluster: a member that does not answer is remembered that long).
+    probe_interval: timedelta = timedelta(seconds=5)
     # When a referenced binding could not be read (other than NotFound), look at the rebalancer again after this.
     rebalancer_retry: timedelta = timedelta(seconds=10)
 

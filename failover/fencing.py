@@ -18,9 +18,11 @@ for the graceful eviction timeout and then start empty. The decisions here, per 
   re-queues it when the cluster turns Ready again (`GenerationChangedPredicate`): the old copy ran beside the new one
   for about 3 minutes. A Work deleting for `stuck_deletion_after` on a cluster that is Ready is finished here the way
   the execution controller would: delete the member copies (through Karmada's cluster proxy), then the finalizer.
-- **Remove fenced copies on return.** When a fenced cluster is Ready again, its recorded copies are deleted through
-  the cluster proxy, unless the workload is back on that cluster (targeted, or a live Work there): then Karmada
-  owns the copy again and the record is just dropped. The adapter deletes only an object whose
+- **Delete the old copy as soon as the member answers.** Until it is fenced, and for a fenced cluster's recorded
+  copies after, the old copy is deleted through the cluster proxy as soon as the member's apiserver answers again
+  (tried every `probe_interval`), without waiting for Karmada to call the cluster Ready (its
+  `--cluster-success-threshold` adds 30 s). A recorded copy is left alone when the workload is back on that
+  cluster (targeted, or a live Work there): Karmada owns it again, and the record is dropped. The adapter deletes only an object whose
   `work.karmada.io/name` / `work.karmada.io/namespace` annotations name the fenced Work (`is_fenced_copy`), with
   its uid as precondition.
 - **Wake.** When the last Work on a Directly task's cluster is gone and a target has no Work yet, the task's
@@ -31,7 +33,7 @@ for the graceful eviction timeout and then start empty. The decisions here, per 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Iterable, Mapping
 
@@ -87,6 +89,8 @@ class WorkRelease:
     resource_version: str
     finalizers: tuple[str, ...]  # what remains
     delete_first: tuple[MemberCopy, ...] = ()
+    # The cluster is not Ready: try the member through the proxy, and expect no answer (no warning when none comes).
+    probe: bool = False
 
 
 @dataclass(frozen=True)
@@ -200,47 +204,49 @@ def decide_fencing(binding: Mapping[str, Any], works: Iterable[Mapping[str, Any]
             release = WorkRelease(cluster_name, str(meta.get("namespace")), str(meta.get("name")),
                                   str(meta.get("resourceVersion") or ""),
                                   tuple(f for f in finalizers if f != EXECUTION_FINALIZER))
+            copies = member_copies(work)
             if ready:
                 finish_at = deleting + settings.stuck_deletion_after
                 if now >= finish_at:
-                    releases.append(WorkRelease(**{**release.__dict__, "delete_first": member_copies(work)}))
+                    releases.append(replace(release, delete_first=copies))
                     events.append(Event(NORMAL, EVENT_STUCK_DELETION, clip_message(
                         f"the old copy on {cluster_name} was still being deleted {_seconds(now - deleting)}s after"
-                        f" the eviction and {cluster_name} is Ready: deleted it and released Work {release.name}")))
+                        f" the eviction and {cluster_name} is Ready: deleting it and releasing Work {release.name}")))
                 else:
                     delays.append(finish_at - now)
                 continue
+            fence_at = None if settings.fence_after is None else (since or now) + settings.fence_after
+            may_fence = fence_at is not None and (tainted or not settings.fence_needs_no_execute_taint)
+            if may_fence and fence_at is not None and now >= fence_at:
+                for copy in copies:
+                    if copy not in new_fenced.setdefault(cluster_name, []):
+                        new_fenced[cluster_name].append(copy)
+                releases.append(release)
+                events.append(Event(WARNING, EVENT_FENCED, clip_message(
+                    f"{cluster_name} not Ready for {_seconds(now - since) if since else 'an unknown time'}s: released"
+                    f" Work {release.name} so the workload starts elsewhere; its copy there is deleted as soon as"
+                    f" {cluster_name} answers again")))
+                continue
+            # Until then: if the member answers through the proxy after all, its copy is deleted and the Work
+            # released at once, as the execution controller would once the cluster is Ready again.
+            releases.append(replace(release, delete_first=copies, probe=True))
+            delays.append(settings.probe_interval if fence_at is None or not may_fence
+                          else min(fence_at - now, settings.probe_interval))
             if settings.fence_after is None:
-                events.append(Event(WARNING, EVENT_WAITING, clip_message(
-                    f"the new copy waits until the old one on {cluster_name} is deleted; {cluster_name} is not Ready"
-                    f" and fencing is off, so only the task's grace period ends the wait")))
-                continue
-            fence_at = (since or now) + settings.fence_after
-            if settings.fence_needs_no_execute_taint and not tainted:
-                events.append(Event(WARNING, EVENT_WAITING, clip_message(
-                    f"the new copy waits until the old one on {cluster_name} is deleted; {cluster_name} is not Ready,"
-                    f" and it is fenced only once it carries a NoExecute taint")))
-                continue
-            if now < fence_at:
-                delays.append(fence_at - now)
-                events.append(Event(WARNING, EVENT_WAITING, clip_message(
-                    f"the new copy waits until the old one on {cluster_name} is deleted; {cluster_name} is not Ready"
-                    f" since {format_time(since) if since else 'an unknown time'}, fenced at {format_time(fence_at)}")))
-                continue
-            for copy in member_copies(work):
-                if copy not in new_fenced.setdefault(cluster_name, []):
-                    new_fenced[cluster_name].append(copy)
-            releases.append(release)
-            events.append(Event(WARNING, EVENT_FENCED, clip_message(
-                f"{cluster_name} not Ready for {_seconds(now - since) if since else 'an unknown time'}s: released Work"
-                f" {release.name} so the workload starts elsewhere; its copy there is deleted when {cluster_name}"
-                f" is Ready again")))
+                why = "fencing is off, so only the member answering again or the task's grace period ends the wait"
+            elif not may_fence:
+                why = "it is fenced only once it carries a NoExecute taint"
+            else:
+                why = f"fenced at {format_time(fence_at)}" if fence_at else ""
+            events.append(Event(WARNING, EVENT_WAITING, clip_message(
+                f"the new copy waits until the old one on {cluster_name} is deleted; {cluster_name} is not Ready"
+                f" since {format_time(since) if since else 'an unknown time'}; {why}")))
 
     cleanups: list[MemberCopy] = []
     targets = {target.name for target in b.target_clusters(binding)}
     for cluster_name, copies in fenced.items():
         if not cluster_reachability(clusters.get(cluster_name))[0]:
-            continue
+            delays.append(settings.probe_interval)  # tried through the proxy until the member answers
         back = cluster_name in targets or any(
             work_cluster(work) == cluster_name and not b.is_deleting(work) for work in works)
         if back:  # Karmada put the workload there again and owns that copy

@@ -61,15 +61,19 @@ def clusters(member1_ready: bool, since: float = 0, taint: bool = False) -> dict
 def test_an_unreachable_clusters_old_work_waits_then_is_fenced() -> None:
     binding = evicted()
     waiting = decide_fencing(binding, [work()], clusters(False, since=-30), SETTINGS, at(10))
-    assert waiting.releases == () and waiting.binding_patch is None
-    assert waiting.requeue_after == timedelta(seconds=20)
+    assert waiting.binding_patch is None
+    # Meanwhile the member is tried through the proxy: the Work goes only once its copy is verifiably deleted.
+    assert [(r.probe, r.delete_first) for r in waiting.releases] == [(True, (COPY,))]
+    assert waiting.requeue_after == timedelta(seconds=5)  # the probe interval, before the fence time
     assert [event.reason for event in waiting.events] == [EVENT_WAITING]
     assert "fenced at" in waiting.events[0].message
+    almost = decide_fencing(binding, [work()], clusters(False, since=-30), SETTINGS, at(28))
+    assert almost.requeue_after == timedelta(seconds=2)
 
     fenced = decide_fencing(binding, [work()], clusters(False, since=-30), SETTINGS, at(30))
     (release,) = fenced.releases
-    assert (release.namespace, release.name, release.finalizers, release.delete_first) == (
-        "karmada-es-member1", "foo-5d8f", (), ())
+    assert (release.namespace, release.name, release.finalizers, release.delete_first, release.probe) == (
+        "karmada-es-member1", "foo-5d8f", (), (), False)
     assert release.resource_version == "77"
     assert fenced_copies(merge_patch(binding, fenced.binding_patch)) == {"member1": [COPY]}
     assert [event.reason for event in fenced.events] == [EVENT_FENCED]
@@ -81,19 +85,21 @@ def test_fencing_keeps_other_finalizers() -> None:
     assert decision.releases[0].finalizers == ("other.io/x",)
 
 
-def test_fencing_off_never_releases_and_says_why() -> None:
+def test_fencing_off_never_releases_without_deleting_and_says_why() -> None:
     decision = decide_fencing(evicted(), [work()], clusters(False, since=-1000),
                               DecisionSettings(fence_after=None), at(0))
-    assert decision.releases == () and decision.requeue_after is None
+    assert all(release.probe and release.delete_first for release in decision.releases)
+    assert decision.binding_patch is None and decision.requeue_after == timedelta(seconds=5)
     assert "fencing is off" in decision.events[0].message
 
 
 def test_a_required_no_execute_taint_must_be_there() -> None:
     settings = DecisionSettings(fence_needs_no_execute_taint=True)
     untainted = decide_fencing(evicted(), [work()], clusters(False, since=-1000), settings, at(0))
-    assert untainted.releases == () and "NoExecute" in untainted.events[0].message
+    assert [release.probe for release in untainted.releases] == [True]
+    assert "NoExecute" in untainted.events[0].message
     tainted = decide_fencing(evicted(), [work()], clusters(False, since=-1000, taint=True), settings, at(0))
-    assert len(tainted.releases) == 1
+    assert [release.probe for release in tainted.releases] == [False]
 
 
 def test_a_work_karmada_has_not_started_deleting_is_left_to_karmada() -> None:
@@ -125,8 +131,9 @@ def test_fenced_copies_are_cleaned_up_when_their_cluster_is_ready_again() -> Non
     binding = merge_patch(evicted(), decide_fencing(evicted(), [work()], clusters(False, since=-100), SETTINGS,
                                                     at(0)).binding_patch)
     member2_work = work("member2", deleting=None, name="foo-9a1c")
+    # Tried through the proxy as long as the cluster is not Ready: the copy goes as soon as the member answers.
     while_down = decide_fencing(binding, [member2_work], clusters(False, since=-100), SETTINGS, at(10))
-    assert while_down.cleanups == ()
+    assert while_down.cleanups == (COPY,) and while_down.requeue_after == timedelta(seconds=5)
     back = decide_fencing(binding, [member2_work], clusters(True, since=20), SETTINGS, at(21))
     assert back.cleanups == (COPY,)
     assert fenced_copies(merge_patch(binding, forget_fenced(binding, back.cleanups))) == {}
