@@ -30,12 +30,9 @@ from failover.rules import DEFAULTERS, VALIDATORS  # noqa: E402
 from failover.api import PROPAGATION_POLICY  # noqa: E402
 from relay.logs import configure_logging  # noqa: E402
 from relay.settings import SavepointSettings  # noqa: E402
-from webhook import responses  # noqa: E402
-from webhook.handlers import outcome_of  # noqa: E402
 from webhook.metrics import AdmissionMetrics  # noqa: E402
 from webhook.mutators import LookupPool, savepoint_mutators  # noqa: E402
-from webhook.review import parse_review  # noqa: E402
-from webhook.serialize import dumps  # noqa: E402
+from webhook.review import complete, encode, parse_review  # noqa: E402
 
 
 def best_us(function: Callable[[], object], number: int) -> float:
@@ -85,8 +82,7 @@ def main() -> None:
         # Many awaits inside one loop turn, as the server makes them: a run_until_complete per call would time
         # the event loop's start and stop instead.
         ("savepoint mutation, cache hit", lambda: loop.run_until_complete(mutate_cached(1000))),
-        ("response: outcome + JSON encoding", lambda: dumps(responses.review(
-            policy.api_version, outcome_of(policy.uid, verdict).response))),
+        ("response: complete + JSON encoding", lambda: encode(policy, complete(policy, verdict))),
         ("metrics: count_answer", lambda: metrics.count_answer("validate", policy.kind, "allowed", 0.0003)),
         ("log line: admission_review (structlog JSON)", log_line),
     ]

@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
+
+from failover.api import (  # noqa: F401  (the catalogue, re-exported for the controllers)
+    CLUSTER_PROPAGATION_POLICIES,
+    CLUSTER_RESOURCE_BINDINGS,
+    CLUSTERS,
+    PROPAGATION_POLICIES,
+    RESOURCE_BINDINGS,
+    WORKLOAD_REBALANCERS,
+    WORKS,
+)
+from failover.api import Resource as CustomResource
 
 
 class NoClusterConfig(Exception):
@@ -58,30 +68,6 @@ def not_found(error: BaseException) -> bool:
 def conflict(error: BaseException) -> bool:
     """409: the object changed since it was read (or already exists, for a create)."""
     return isinstance(error, ApiException) and error.status == 409
-
-
-@dataclass(frozen=True)
-class CustomResource:
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-
-RESOURCE_BINDINGS = CustomResource("work.karmada.io", "v1alpha2", "resourcebindings", "ResourceBinding", True)
-CLUSTER_RESOURCE_BINDINGS = CustomResource(
-    "work.karmada.io", "v1alpha2", "clusterresourcebindings", "ClusterResourceBinding", False)
-WORKLOAD_REBALANCERS = CustomResource("apps.karmada.io", "v1alpha1", "workloadrebalancers", "WorkloadRebalancer", False)
-CLUSTERS = CustomResource("cluster.karmada.io", "v1alpha1", "clusters", "Cluster", False)
-WORKS = CustomResource("work.karmada.io", "v1alpha1", "works", "Work", True)
-PROPAGATION_POLICIES = CustomResource("policy.karmada.io", "v1alpha1", "propagationpolicies", "PropagationPolicy", True)
-CLUSTER_PROPAGATION_POLICIES = CustomResource(
-    "policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", "ClusterPropagationPolicy", False)
 
 
 class CustomObjects:

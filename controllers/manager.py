@@ -38,10 +38,12 @@ SYNC_TIMEOUT_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class LoopSettings:
-    lease_namespace: str = "default"
-    lease_name: str = "failover-relay"
+    """What the loop runs with; the values come from relay/settings.py (ControllerSettings), which declares them."""
+
+    lease_namespace: str
+    lease_name: str
+    workers: int
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
-    workers: int = 2
     resync_seconds: float = 300.0
     decisions: DecisionSettings = field(default_factory=DecisionSettings)
 

@@ -20,7 +20,15 @@ from urllib3.exceptions import HTTPError
 from controllers.cache import Cache, with_identity
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
-from controllers.kube import CLUSTERS, WORKLOAD_REBALANCERS, WORKS, conflict, not_found
+from controllers.kube import (
+    CLUSTER_RESOURCE_BINDINGS,
+    CLUSTERS,
+    RESOURCE_BINDINGS,
+    WORKLOAD_REBALANCERS,
+    WORKS,
+    conflict,
+    not_found,
+)
 from failover.application_failover import decide_application_failover
 from failover.cluster_failover import decide_cluster_failover_state
 from failover.decision import NORMAL, DecisionSettings, Event, ObjectRef, clip_message, earliest
@@ -45,12 +53,8 @@ Clock = Callable[[], datetime]
 # after this.
 COPY_RETRY = timedelta(seconds=2)
 
-API_VERSIONS = {
-    "ResourceBinding": "work.karmada.io/v1alpha2",
-    "ClusterResourceBinding": "work.karmada.io/v1alpha2",
-    "WorkloadRebalancer": "apps.karmada.io/v1alpha1",
-    "Cluster": "cluster.karmada.io/v1alpha1",
-}
+API_VERSIONS = {r.kind: r.api_version
+                for r in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS)}
 # A condition that lasts (a cluster unhealthy without propagateDeps) yields the same event on every reconcile;
 # one per object, reason and message within this window is enough for `kubectl describe`.
 EVENT_REPEAT_SECONDS = 600.0

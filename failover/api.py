@@ -26,14 +26,59 @@ APPS_GROUP = "apps.karmada.io"
 CLUSTER_GROUP = "cluster.karmada.io"
 FLINK_GROUP = "flink.apache.org"
 
-PROPAGATION_POLICY = GroupKind(POLICY_GROUP, "PropagationPolicy")
-CLUSTER_PROPAGATION_POLICY = GroupKind(POLICY_GROUP, "ClusterPropagationPolicy")
-WORKLOAD_REBALANCER = GroupKind(APPS_GROUP, "WorkloadRebalancer")
-RESOURCE_BINDING = GroupKind(WORK_GROUP, "ResourceBinding")
-CLUSTER_RESOURCE_BINDING = GroupKind(WORK_GROUP, "ClusterResourceBinding")
-WORK = GroupKind(WORK_GROUP, "Work")
-CLUSTER = GroupKind(CLUSTER_GROUP, "Cluster")
-FLINK_DEPLOYMENT = GroupKind(FLINK_GROUP, "FlinkDeployment")
+
+@dataclass(frozen=True)
+class Resource:
+    """One API resource: what the webhook rules match, the loop lists and watches, and the objects carry.
+
+    The catalogue below is the only place a group, version, plural or scope is spelled; bumping a Karmada API
+    version is a one-line change here.
+    """
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def group_kind(self) -> GroupKind:
+        return GroupKind(self.group, self.kind)
+
+    @property
+    def scope(self) -> str:
+        """The `scope` of a webhook rule and of the CRD: Namespaced or Cluster."""
+        return "Namespaced" if self.namespaced else "Cluster"
+
+
+# The catalogue (group, version, kind, plural, scope), as Karmada v1.19's CRDs serve them.
+PROPAGATION_POLICIES = Resource(POLICY_GROUP, "v1alpha1", "PropagationPolicy", "propagationpolicies", True)
+CLUSTER_PROPAGATION_POLICIES = Resource(
+    POLICY_GROUP, "v1alpha1", "ClusterPropagationPolicy", "clusterpropagationpolicies", False)
+WORKLOAD_REBALANCERS = Resource(APPS_GROUP, "v1alpha1", "WorkloadRebalancer", "workloadrebalancers", False)
+RESOURCE_BINDINGS = Resource(WORK_GROUP, "v1alpha2", "ResourceBinding", "resourcebindings", True)
+CLUSTER_RESOURCE_BINDINGS = Resource(
+    WORK_GROUP, "v1alpha2", "ClusterResourceBinding", "clusterresourcebindings", False)
+WORKS = Resource(WORK_GROUP, "v1alpha1", "Work", "works", True)
+CLUSTERS = Resource(CLUSTER_GROUP, "v1alpha1", "Cluster", "clusters", False)
+FLINK_DEPLOYMENTS = Resource(FLINK_GROUP, "v1beta1", "FlinkDeployment", "flinkdeployments", True)
+
+RESOURCES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES, WORKLOAD_REBALANCERS, RESOURCE_BINDINGS,
+             CLUSTER_RESOURCE_BINDINGS, WORKS, CLUSTERS, FLINK_DEPLOYMENTS)
+RESOURCES_BY_GROUP_KIND = {resource.group_kind: resource for resource in RESOURCES}
+
+PROPAGATION_POLICY = PROPAGATION_POLICIES.group_kind
+CLUSTER_PROPAGATION_POLICY = CLUSTER_PROPAGATION_POLICIES.group_kind
+WORKLOAD_REBALANCER = WORKLOAD_REBALANCERS.group_kind
+RESOURCE_BINDING = RESOURCE_BINDINGS.group_kind
+CLUSTER_RESOURCE_BINDING = CLUSTER_RESOURCE_BINDINGS.group_kind
+WORK = WORKS.group_kind
+CLUSTER = CLUSTERS.group_kind
+FLINK_DEPLOYMENT = FLINK_DEPLOYMENTS.group_kind
 
 POLICY_KINDS = frozenset({PROPAGATION_POLICY, CLUSTER_PROPAGATION_POLICY})
 

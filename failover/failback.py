@@ -51,13 +51,13 @@ from typing import Any, Iterable, Mapping
 
 from failover import binding as b
 from failover.api import (
-    APPS_GROUP,
     CLUSTER_PROPAGATION_POLICY,
     CLUSTER_PROPAGATION_POLICY_NAME_ANNOTATION,
     PROPAGATION_POLICY,
     PROPAGATION_POLICY_NAME_ANNOTATION,
     PROPAGATION_POLICY_NAMESPACE_ANNOTATION,
     WORKLOAD_REBALANCER,
+    WORKLOAD_REBALANCERS,
     PurgeMode,
 )
 from failover.decision import (
@@ -308,7 +308,7 @@ def _rebalancer(cluster: str, name: str, workloads: list[dict[str, str]],
     unique = sorted({json.dumps(w, sort_keys=True): w for w in workloads}.values(),
                     key=lambda w: (w["apiVersion"], w["kind"], w.get("namespace", ""), w["name"]))
     rebalancer: dict[str, Any] = {
-        "apiVersion": f"{APPS_GROUP}/v1alpha1",
+        "apiVersion": WORKLOAD_REBALANCERS.api_version,
         "kind": WORKLOAD_REBALANCER.kind,
         "metadata": {"name": name},
         "spec": {"workloads": unique},

@@ -27,7 +27,7 @@ import string
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from failover.api import FLINK_DEPLOYMENT, GroupKind
+from failover.api import FLINK_DEPLOYMENT, FLINK_DEPLOYMENTS, GroupKind
 from failover.checkpoints import Layout, LayoutError, parse_layout
 from failover.labels import label_key_problems
 
@@ -95,7 +95,8 @@ FLINK_TARGETS = (
 def flink_deployment_profile(label: str, layouts: Sequence[Layout],
                              savepoint_layouts: Sequence[Layout] = ()) -> InjectionProfile:
     return InjectionProfile(
-        name="FlinkDeployment", group=FLINK_DEPLOYMENT.group, version="v1beta1", kind=FLINK_DEPLOYMENT.kind,
+        name="FlinkDeployment", group=FLINK_DEPLOYMENTS.group, version=FLINK_DEPLOYMENTS.version,
+        kind=FLINK_DEPLOYMENTS.kind,
         label=label, layouts=tuple(layouts), savepoint_layouts=tuple(savepoint_layouts), targets=FLINK_TARGETS)
 
 

@@ -1,10 +1,25 @@
-"""Which rules apply to which kind: the one table shared by the webhook and the offline `check`."""
+"""The admission registry: which resources reach which endpoint, and what decides for them.
+
+One table (`WEBHOOKS`) serves three readers, as kopf builds its webhook configurations from its handler registry:
+the handlers dispatch from it (`VALIDATORS`, `DEFAULTERS` and the kinds a mutator must be wired for), the webhook
+configurations are rendered from it (`relay/manifests.py`), and the offline `check` applies the same rules.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Callable, Mapping
 
-from failover.api import CLUSTER_PROPAGATION_POLICY, PROPAGATION_POLICY, WORKLOAD_REBALANCER, GroupKind
+from failover.api import (
+    CLUSTER_PROPAGATION_POLICIES,
+    FLINK_DEPLOYMENTS,
+    PROPAGATION_POLICIES,
+    WORKLOAD_REBALANCERS,
+    WORKS,
+    GroupKind,
+    Resource,
+)
 from failover.policy import default_policy, validate_policy
 from failover.rebalancer_rules import validate_rebalancer
 from failover.verdict import Verdict
@@ -12,16 +27,72 @@ from failover.verdict import Verdict
 Validator = Callable[[Mapping[str, Any]], Verdict]
 Defaulter = Callable[[Mapping[str, Any]], tuple[dict[str, Any], ...]]
 
-VALIDATORS: Mapping[GroupKind, Validator] = {
-    PROPAGATION_POLICY: validate_policy,
-    CLUSTER_PROPAGATION_POLICY: validate_policy,
-    WORKLOAD_REBALANCER: validate_rebalancer,
-}
 
-DEFAULTERS: Mapping[GroupKind, Defaulter] = {
-    PROPAGATION_POLICY: default_policy,
-    CLUSTER_PROPAGATION_POLICY: default_policy,
-}
+class Endpoint(str, Enum):
+    """The relay's two admission endpoints; the value is the URL path without its slash."""
+
+    VALIDATE = "validate"
+    MUTATE = "mutate"
+
+    @property
+    def path(self) -> str:
+        return "/" + self.value
+
+
+class Decider(str, Enum):
+    """Who decides for a webhook's resources."""
+
+    # A pure function of failover/, named in the webhook's entry: fails closed when the relay is down.
+    RULE = "rule"
+    # webhook.mutators.SavepointMutator, wired at start-up when a checkpoint root is configured.
+    SAVEPOINT = "savepoint"
+    # webhook.work_mutator.WorkMutator, wired at start-up when the Karmada apiserver is reachable.
+    WORK_LABELS = "work-labels"
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """One webhook the relay registers: its name, endpoint, the resources it reviews and who decides for them."""
+
+    name: str
+    endpoint: Endpoint
+    resources: tuple[Resource, ...]
+    decider: Decider
+    # For Decider.RULE: a Validator on /validate, a Defaulter on /mutate.
+    rule: Callable[[Mapping[str, Any]], Any] | None = None
+
+
+POLICIES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)
+# The relay has nothing to say about DELETE or CONNECT: every webhook is registered for these two only.
+ADMITTED_OPERATIONS = ("CREATE", "UPDATE")
+
+WEBHOOKS = (
+    Webhook("policies.validate.failover-relay.io", Endpoint.VALIDATE, POLICIES, Decider.RULE, validate_policy),
+    Webhook("rebalancers.validate.failover-relay.io", Endpoint.VALIDATE, (WORKLOAD_REBALANCERS,), Decider.RULE,
+            validate_rebalancer),
+    Webhook("policies.mutate.failover-relay.io", Endpoint.MUTATE, POLICIES, Decider.RULE, default_policy),
+    Webhook("savepoints.mutate.failover-relay.io", Endpoint.MUTATE, (FLINK_DEPLOYMENTS,), Decider.SAVEPOINT),
+    Webhook("works.mutate.failover-relay.io", Endpoint.MUTATE, (WORKS,), Decider.WORK_LABELS),
+)
+
+
+def webhooks_at(endpoint: Endpoint) -> tuple[Webhook, ...]:
+    return tuple(webhook for webhook in WEBHOOKS if webhook.endpoint is endpoint)
+
+
+def _rules_at(endpoint: Endpoint) -> dict[GroupKind, Any]:
+    return {resource.group_kind: webhook.rule for webhook in webhooks_at(endpoint) if webhook.decider is Decider.RULE
+            for resource in webhook.resources}
+
+
+def mutated_by(decider: Decider) -> frozenset[GroupKind]:
+    """The kinds whose `/mutate` is decided by `decider`'s mutator."""
+    return frozenset(resource.group_kind for webhook in webhooks_at(Endpoint.MUTATE) if webhook.decider is decider
+                     for resource in webhook.resources)
+
+
+VALIDATORS: Mapping[GroupKind, Validator] = _rules_at(Endpoint.VALIDATE)
+DEFAULTERS: Mapping[GroupKind, Defaulter] = _rules_at(Endpoint.MUTATE)
 
 
 def _default_policy_legacy(policy: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
@@ -30,8 +101,7 @@ def _default_policy_legacy(policy: Mapping[str, Any]) -> tuple[dict[str, Any], .
 
 # For Karmada v1.12-v1.14, whose CRDs know only the legacy purge-mode names (`purgeModeSpelling: legacy`).
 LEGACY_DEFAULTERS: Mapping[GroupKind, Defaulter] = {
-    PROPAGATION_POLICY: _default_policy_legacy,
-    CLUSTER_PROPAGATION_POLICY: _default_policy_legacy,
+    group_kind: _default_policy_legacy for group_kind, defaulter in DEFAULTERS.items() if defaulter is default_policy
 }
 
 

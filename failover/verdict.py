@@ -1,7 +1,8 @@
 """What a rule concludes about an object: denials, warnings, JSONPatch operations and audit annotations.
 
-Rules build a `Verdict`; the webhook turns it into an AdmissionReview response and the `check` CLI into lines of
-text. Nothing here knows about HTTP.
+Rules build a `Verdict`; the webhook completes an AdmissionReview response from it (`webhook.review.complete`) and
+the `check` CLI prints it as lines of text. "Verdict" means this and only this: the metric label and log field of
+that name carry its `summary`. Nothing here knows about HTTP.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ class Verdict:
     @property
     def allowed(self) -> bool:
         return not self.denials
+
+    @property
+    def summary(self) -> str:
+        """One word for logs and the `verdict` metric label: denied, patched or allowed."""
+        return "denied" if self.denials else "patched" if self.patch else "allowed"
 
     @property
     def message(self) -> str:

@@ -7,7 +7,18 @@ import asyncio
 import sys
 from pathlib import Path
 
-from relay.settings import SettingsError, check_settings, load_settings
+from relay.settings import (ControllerMode, Settings, SettingsError, add_setting_flags, apply, check_settings,
+                            flag_values, load_settings)
+
+# The settings each command takes as flags (relay/settings.py declares each flag with its setting).
+_CONTROLLER_FLAGS = ("controllers.kubeconfig", "controllers.leaseNamespace", "controllers.failback")
+_LOGGING_FLAGS = ("logging.format", "logging.level")
+SERVE_FLAGS = ("server.host", "server.port", "server.certDir", "server.serviceName", "server.namespace",
+               "server.maxBodyBytes", *_LOGGING_FLAGS, "savepoint.checkpointRoot", "savepoint.failureMode",
+               *_CONTROLLER_FLAGS, "controllers.mode", "server.clientCAFile", "server.drainSeconds",
+               "server.graceSeconds", "server.caBundleSync")
+CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS)
+INJECT_FLAGS = ("savepoint.checkpointRoot", "savepoint.failureMode")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,52 +29,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the TLS admission server")
     serve.add_argument("--config", type=Path, help="YAML config file (flags override it)")
-    serve.add_argument("--host", help="listen address (default 127.0.0.1, 0.0.0.0 in a cluster)")
-    serve.add_argument("--port", type=int, help="listen port (default 9443)")
-    serve.add_argument("--cert-dir", type=Path,
-                       help="directory of ca.crt, tls.crt, tls.key; generated when absent "
-                            "(default $XDG_STATE_HOME/failover-relay/certs)")
-    serve.add_argument("--service-name", help="in-cluster Service name, added to the certificate's names")
-    serve.add_argument("--namespace", help="in-cluster namespace of that Service")
-    serve.add_argument("--max-body-bytes", type=int, help="largest AdmissionReview accepted (default 3 MiB)")
-    serve.add_argument("--log-format", choices=("auto", "json", "console"),
-                       help="auto: console on a terminal, JSON otherwise")
-    serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
-    serve.add_argument("--checkpoint-root", metavar="URL",
-                       help="shared checkpoint storage (path, file://, s3://, any fsspec URL); enables savepoint "
-                            "injection into FlinkDeployments carrying the job-id label")
-    serve.add_argument("--savepoint-failure-mode", choices=("open", "closed"),
-                       help="no checkpoint, timeout or storage error: admit unchanged with a warning (open, "
-                            "default) or deny (closed)")
-    _add_controller_flags(serve)
-    serve.add_argument("--no-controllers", action="store_true",
-                       help="serve the webhook only, even when a kubeconfig or in-cluster config is found")
-    serve.add_argument("--client-ca-file", type=Path,
-                       help="mTLS: admissions must present a client certificate signed by this CA (the apiserver's)")
-    serve.add_argument("--drain-seconds", type=float,
-                       help="on SIGTERM, keep serving this long after turning unready (default 5 in a cluster, 0 outside)")
-    serve.add_argument("--grace-seconds", type=float,
-                       help="then give in-flight reviews up to this long to finish (default 10)")
-    serve.add_argument("--no-cabundle-sync", action="store_true",
-                       help="never write the caBundle of the webhook configurations (cert-manager or GitOps owns it)")
+    add_setting_flags(serve, *SERVE_FLAGS)
 
     controllers = commands.add_parser(
         "controllers", help="run the reconcile loop alone (no webhook), with /metrics and /healthz over plain HTTP")
     controllers.add_argument("--config", type=Path, help="YAML config file (flags override it)")
-    _add_controller_flags(controllers)
+    add_setting_flags(controllers, *CONTROLLERS_FLAGS)
     controllers.add_argument("--metrics-address", default="127.0.0.1:9090", metavar="HOST:PORT",
                              help="where /metrics and /healthz answer (default 127.0.0.1:9090)")
-    controllers.add_argument("--log-format", choices=("auto", "json", "console"))
-    controllers.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
 
     inject = commands.add_parser(
         "inject", help="show what savepoint injection does to one object: the mutated object, or why not")
     inject.add_argument("file", type=Path, metavar="FILE", help="YAML file holding one object (a FlinkDeployment)")
     inject.add_argument("--job-id", help="Flink JobID to inject as the job-id label (default: the object's label)")
-    inject.add_argument("--checkpoint-root", metavar="URL", help="shared checkpoint storage URL")
     inject.add_argument("--config", type=Path, help="YAML config file (its savepoint section)")
     inject.add_argument("--namespace", help="namespace the object is created in (default: its own, or default)")
-    inject.add_argument("--failure-mode", choices=("open", "closed"), help="as serve --savepoint-failure-mode")
+    add_setting_flags(inject, *INJECT_FLAGS, flags={"savepoint.failureMode": "--failure-mode"})
     inject.add_argument("--patch", action="store_true", help="print the JSONPatch instead of the object")
 
     check = commands.add_parser("check", help="validate policy manifests offline; exit 1 on a deny, 2 on bad files")
@@ -113,17 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     raise AssertionError(f"unhandled command {args.command}")
 
 
-def _add_controller_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", type=Path,
-                        help="cluster of the reconcile loop (default: in-cluster config, $KUBECONFIG, ~/.kube/config)")
-    parser.add_argument("--lease-namespace", help="namespace of the leader-election Lease (default: the Pod's)")
-    parser.add_argument("--failback", action="store_true", default=None,
-                        help="move workloads back to a recovered cluster (off by default; or per policy annotation)")
-
-
-def _controller_overrides(args: argparse.Namespace, mode: str | None) -> dict[str, object]:
-    return {"mode": mode, "kubeconfig": str(args.kubeconfig) if args.kubeconfig else None,
-            "lease_namespace": args.lease_namespace, "failback": args.failback}
+def _settings(args: argparse.Namespace, **fixed: object) -> Settings:
+    """The config file, then the flags, then what the command fixes (`fixed`, by config key); checked as a whole."""
+    settings = apply(apply(load_settings(args.config), flag_values(args)), fixed)
+    check_settings(settings)
+    return settings
 
 
 def _controllers(args: argparse.Namespace) -> int:
@@ -132,10 +107,7 @@ def _controllers(args: argparse.Namespace) -> int:
     from relay.standalone import run_controllers
 
     try:
-        settings = load_settings(args.config).with_overrides(
-            log_format=args.log_format, log_level=args.log_level).with_controller_overrides(
-            **_controller_overrides(args, "on"))
-        check_settings(settings)
+        settings = _settings(args, **{"controllers.mode": ControllerMode.ON.value})
         host, _, port = args.metrics_address.rpartition(":")
         metrics_address = (host.strip("[]") or "127.0.0.1", int(port))
     except (SettingsError, ValueError) as error:
@@ -160,15 +132,7 @@ def _serve(args: argparse.Namespace) -> int:
     from relay.serve import serve
 
     try:
-        settings = load_settings(args.config).with_overrides(
-            host=args.host, port=args.port, cert_dir=args.cert_dir, service_name=args.service_name,
-            namespace=args.namespace, max_body_bytes=args.max_body_bytes, log_format=args.log_format,
-            log_level=args.log_level, cabundle_sync=False if args.no_cabundle_sync else None,
-            client_ca_file=args.client_ca_file, drain_seconds=args.drain_seconds,
-            grace_seconds=args.grace_seconds).with_savepoint_overrides(
-            checkpoint_root=args.checkpoint_root, failure_mode=args.savepoint_failure_mode).with_controller_overrides(
-            **_controller_overrides(args, "off" if args.no_controllers else None))
-        check_settings(settings)
+        settings = _settings(args)
     except SettingsError as error:
         print(f"failover-relay: {error}", file=sys.stderr)
         return 2
@@ -190,9 +154,7 @@ def _inject(args: argparse.Namespace) -> int:
 
     configure_logging("console", "warning")  # stdout carries the object; only problems go to stderr
     try:
-        settings = load_settings(args.config).with_savepoint_overrides(
-            checkpoint_root=args.checkpoint_root, failure_mode=args.failure_mode)
-        check_settings(settings)
+        settings = _settings(args)
     except SettingsError as error:
         print(f"failover-relay: {error}", file=sys.stderr)
         return 2

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from pathlib import Path
 
 import structlog
@@ -12,30 +11,14 @@ from prometheus_client import CollectorRegistry
 from controllers.cabundle import CaBundleInjector
 from controllers.kube import NoClusterConfig, load_api_client
 from controllers.manager import LoopSettings, ReconcileLoop, default_lease_namespace
-from failover.decision import DecisionSettings
-from relay.settings import ControllerSettings, Settings
+from relay.settings import ControllerMode, ControllerSettings, Settings
 
 log = structlog.get_logger("failover_relay")
 
 
 def loop_settings(settings: ControllerSettings) -> LoopSettings:
-    decisions = DecisionSettings(
-        purge_mode_spelling=settings.purge_mode_spelling,
-        graceful_eviction_timeout=timedelta(seconds=settings.graceful_eviction_timeout_seconds),
-        state_wait=timedelta(seconds=settings.state_wait_seconds),
-        failback_enabled=settings.failback,
-        failback_settle=timedelta(seconds=settings.failback_settle_seconds),
-        fence_after=None if settings.fencing == "off" else timedelta(seconds=settings.fence_after_seconds),
-        fence_needs_no_execute_taint=settings.fencing == "noExecuteTaint",
-        stuck_deletion_after=timedelta(seconds=settings.stuck_deletion_seconds),
-        failover_budget=settings.failover_budget,
-        failover_budget_window=timedelta(seconds=settings.failover_budget_window_seconds),
-        failover_backoff=timedelta(seconds=settings.failover_backoff_seconds),
-        restore_grace=timedelta(seconds=settings.restore_grace_seconds),
-        failback_max_in_flight=settings.failback_max_in_flight,
-    )
     return LoopSettings(lease_namespace=settings.lease_namespace or default_lease_namespace(),
-                        lease_name=settings.lease_name, workers=settings.workers, decisions=decisions)
+                        lease_name=settings.lease_name, workers=settings.workers, decisions=settings.decisions())
 
 
 def start_cabundle_sync(settings: Settings, registry: CollectorRegistry) -> asyncio.Task[None] | None:
@@ -55,13 +38,13 @@ def start_cabundle_sync(settings: Settings, registry: CollectorRegistry) -> asyn
 
 def start_reconcile_loop(settings: ControllerSettings, registry: CollectorRegistry) -> asyncio.Task[None] | None:
     """The loop as a task, or None when it is off or (in auto mode) no cluster config is found."""
-    if settings.mode == "off":
+    if settings.mode == ControllerMode.OFF:
         log.info("controllers_disabled")
         return None
     try:
         api_client = load_api_client(Path(settings.kubeconfig) if settings.kubeconfig else None)
     except NoClusterConfig as error:
-        if settings.mode == "on":
+        if settings.mode == ControllerMode.ON:
             raise
         log.info("controllers_disabled", reason=str(error))
         return None

@@ -1,9 +1,10 @@
 """`failover-relay manifests webhook`: the Validating- and MutatingWebhookConfiguration that register the relay.
 
-Which kinds go to which endpoint, with which failure policy, is one table (``VALIDATING_WEBHOOKS`` and
-``MUTATING_WEBHOOKS``) rendered either for a URL (a relay outside the cluster, the test control plane) or for a
-Service (in-cluster). Everything here is a plain function of its inputs except ``ca_bundle_from_*``, which read
-files; the CLI wrapper only parses flags and prints.
+Which kinds go to which endpoint comes from the admission registry the handlers dispatch from
+(``failover.rules.WEBHOOKS``, the resources from the catalogue in ``failover.api``); this module adds only how each
+webhook is called (failure policy, timeout, selectors) and renders them either for a URL (a relay outside the
+cluster, the test control plane) or for a Service (in-cluster). Everything here is a plain function of its inputs
+except ``ca_bundle_from_*``, which read files; the CLI wrapper only parses flags and prints.
 
 Choices, each for a reason:
 
@@ -34,19 +35,18 @@ import yaml
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from certs.store import CertificateError, load_certificates, read_ca_bundle
-from failover.api import APPS_GROUP, DEFAULT_JOB_ID_LABEL, FLINK_GROUP, POLICY_GROUP, WORK_GROUP
+from failover.api import DEFAULT_JOB_ID_LABEL, Resource
 from failover.labels import label_key_problems
+from failover import rules as registry
+from failover.rules import ADMITTED_OPERATIONS, Decider, Webhook, webhooks_at
 from relay.settings import default_cert_dir
 
 CONFIGURATION_NAME = "failover-relay"
 DEFAULT_NAMESPACE = "failover-relay"
-VALIDATE_PATH = "/validate"
-MUTATE_PATH = "/mutate"
 # Validation is a pure function of the object: 3 s is generous, and kubectl's user waits at most that long when the
 # relay hangs. Mutation may look up checkpoints in shared storage under a 2 s deadline (SavepointSettings), so 5 s
 # leaves room for TLS, queueing and the reply. Both stay well below the apiserver's 30 s ceiling.
-VALIDATE_TIMEOUT_SECONDS = 3
-MUTATE_TIMEOUT_SECONDS = 5
+TIMEOUT_SECONDS = {registry.Endpoint.VALIDATE: 3, registry.Endpoint.MUTATE: 5}
 FAILURE_POLICIES = ("Fail", "Ignore")
 DEFAULT_SAVEPOINT_FAILURE_POLICY = "Ignore"
 ALWAYS_EXCLUDED_NAMESPACES = ("kube-system",)
@@ -54,7 +54,6 @@ ALWAYS_EXCLUDED_NAMESPACES = ("kube-system",)
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 CERT_MANAGER_INJECT_ANNOTATION = "cert-manager.io/inject-ca-from"
 DEFAULT_SERVICE_PORT = 443
-ADMITTED_OPERATIONS = ("CREATE", "UPDATE")
 EXIT_OK, EXIT_USAGE = 0, 2
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -62,55 +61,6 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 class ManifestError(ValueError):
     """An input the configurations cannot be rendered from (bad URL, Service name, CA file); says which and why."""
-
-
-@dataclass(frozen=True)
-class Resource:
-    """One API resource a webhook rule matches."""
-
-    group: str
-    version: str
-    plural: str
-    scope: str  # "Namespaced" or "Cluster"
-
-
-PROPAGATION_POLICIES = Resource(POLICY_GROUP, "v1alpha1", "propagationpolicies", "Namespaced")
-CLUSTER_PROPAGATION_POLICIES = Resource(POLICY_GROUP, "v1alpha1", "clusterpropagationpolicies", "Cluster")
-WORKLOAD_REBALANCERS = Resource(APPS_GROUP, "v1alpha1", "workloadrebalancers", "Cluster")
-WORKS = Resource(WORK_GROUP, "v1alpha1", "works", "Namespaced")
-FLINK_DEPLOYMENTS = Resource(FLINK_GROUP, "v1beta1", "flinkdeployments", "Namespaced")
-
-
-@dataclass(frozen=True)
-class Webhook:
-    """One entry of a webhook configuration: a name, the endpoint it calls, and what it reviews."""
-
-    name: str
-    path: str
-    resources: tuple[Resource, ...]
-    # "savepoint" means: the failure policy the operator chose for savepoint mutation (Ignore by default).
-    failure_policy: str
-    timeout_seconds: int
-    # Only objects carrying the job-id label are sent (on UPDATE, either the old or the new object).
-    needs_job_id_label: bool = False
-
-
-SAVEPOINT_FAILURE_POLICY = "savepoint"
-
-VALIDATING_WEBHOOKS = (
-    Webhook("policies.validate.failover-relay.io", VALIDATE_PATH,
-            (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES), "Fail", VALIDATE_TIMEOUT_SECONDS),
-    Webhook("rebalancers.validate.failover-relay.io", VALIDATE_PATH,
-            (WORKLOAD_REBALANCERS,), "Fail", VALIDATE_TIMEOUT_SECONDS),
-)
-MUTATING_WEBHOOKS = (
-    Webhook("policies.mutate.failover-relay.io", MUTATE_PATH,
-            (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES), "Fail", MUTATE_TIMEOUT_SECONDS),
-    Webhook("savepoints.mutate.failover-relay.io", MUTATE_PATH,
-            (FLINK_DEPLOYMENTS,), SAVEPOINT_FAILURE_POLICY, MUTATE_TIMEOUT_SECONDS, needs_job_id_label=True),
-    Webhook("works.mutate.failover-relay.io", MUTATE_PATH,
-            (WORKS,), SAVEPOINT_FAILURE_POLICY, MUTATE_TIMEOUT_SECONDS),
-)
 
 
 @dataclass(frozen=True)
@@ -215,12 +165,14 @@ def cert_manager_annotations(certificate: str) -> dict[str, str]:
 
 def validating_configuration(options: WebhookOptions) -> dict[str, Any]:
     """The ValidatingWebhookConfiguration: policies and WorkloadRebalancers, both failing closed."""
-    return _configuration("ValidatingWebhookConfiguration", VALIDATING_WEBHOOKS, options, mutating=False)
+    return _configuration("ValidatingWebhookConfiguration", webhooks_at(registry.Endpoint.VALIDATE), options,
+                          mutating=False)
 
 
 def mutating_configuration(options: WebhookOptions) -> dict[str, Any]:
     """The MutatingWebhookConfiguration: policy defaults, and savepoint mutation of FlinkDeployments and Works."""
-    return _configuration("MutatingWebhookConfiguration", MUTATING_WEBHOOKS, options, mutating=True)
+    return _configuration("MutatingWebhookConfiguration", webhooks_at(registry.Endpoint.MUTATE), options,
+                          mutating=True)
 
 
 def render_webhook_configurations(options: WebhookOptions) -> str:
@@ -266,21 +218,22 @@ def _configuration(
 
 
 def _webhook(webhook: Webhook, options: WebhookOptions, *, mutating: bool) -> dict[str, Any]:
-    failure_policy = (options.savepoint_failure_policy if webhook.failure_policy == SAVEPOINT_FAILURE_POLICY
-                      else webhook.failure_policy)
+    # Rules fail closed; mutators doing I/O (savepoint lookup, binding read) take the operator's choice.
+    failure_policy = "Fail" if webhook.decider is Decider.RULE else options.savepoint_failure_policy
     entry: dict[str, Any] = {
         "name": webhook.name,
         "admissionReviewVersions": ["v1"],
-        "clientConfig": options.endpoint.client_config(webhook.path, options.ca_bundle),
+        "clientConfig": options.endpoint.client_config(webhook.endpoint.path, options.ca_bundle),
         "rules": rules_for(webhook.resources),
         "failurePolicy": failure_policy,
         "matchPolicy": "Equivalent",
         "namespaceSelector": namespace_selector(options.namespace),
         "objectSelector": {},
         "sideEffects": "None",
-        "timeoutSeconds": webhook.timeout_seconds,
+        "timeoutSeconds": TIMEOUT_SECONDS[webhook.endpoint],
     }
-    if webhook.needs_job_id_label:
+    if webhook.decider is Decider.SAVEPOINT:
+        # Only objects carrying the job-id label are sent (on UPDATE, either the old or the new object).
         entry["objectSelector"] = {"matchExpressions": [{"key": options.job_id_label, "operator": "Exists"}]}
     if mutating:
         # Our patches only add fields other webhooks do not own; being called again would change nothing.

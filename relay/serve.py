@@ -28,9 +28,6 @@ from webhook.server import AdmissionServer, connection_options
 # How often the certificate files are re-checked: renewal happens days before expiry, and files mounted from a
 # Secret are updated by the kubelet within about a minute, so a minute is fine-grained enough.
 CERTIFICATE_CHECK_SECONDS = 60.0
-# In-flight reviews get this long to finish on shutdown; the apiserver's own webhook timeout is at most 30 s and
-# ours are 3-5 s.
-SHUTDOWN_GRACE_SECONDS = 10.0
 # Between turning unready and closing the listener: once a pod is terminating it leaves the Service's endpoints, but
 # kube-proxy on the apiserver's node (or the apiserver's own endpoint cache) learns of it a moment later and may
 # still send us reviews. 5 s is the customary preStop pause; with the grace above it fits in the default
@@ -47,12 +44,11 @@ def now_utc() -> datetime:
 class RelayServer:
     """The running admission server and the tasks that keep its certificate fresh."""
 
-    def __init__(self, settings: Settings, handlers: AdmissionHandlers | None = None, *,
-                 drain_seconds: float | None = None, grace_seconds: float = SHUTDOWN_GRACE_SECONDS) -> None:
+    def __init__(self, settings: Settings, handlers: AdmissionHandlers | None = None) -> None:
         self.settings = settings
-        self.drain_seconds = (IN_CLUSTER_DRAIN_SECONDS if in_cluster() else 0.0) if drain_seconds is None \
-            else drain_seconds
-        self.grace_seconds = grace_seconds
+        self.drain_seconds = (IN_CLUSTER_DRAIN_SECONDS if in_cluster() else 0.0) if settings.drain_seconds is None \
+            else settings.drain_seconds
+        self.grace_seconds = settings.grace_seconds
         self.metrics = AdmissionMetrics()
         self.files = ensure_certificates(settings.cert_dir, settings.service_name, settings.namespace, now_utc())
         self.tls = ReloadingSSLContext(self.files.cert_file, self.files.key_file, settings.client_ca_file)
@@ -69,7 +65,7 @@ class RelayServer:
         self.readiness = Readiness(
             host=settings.host, port=settings.port, ca_file=self.files.ca_file,
             certificate_not_after=lambda: self.tls.not_after)
-        self.server = AdmissionServer(handlers, self.readiness, self.metrics, settings.max_body_bytes,
+        self.server = AdmissionServer(handlers, self.readiness, self.metrics, max_body_bytes=settings.max_body_bytes,
                                       require_client_certificate=settings.client_ca_file is not None)
         self.runner: web.AppRunner | None = None
         self.port = settings.port
@@ -146,8 +142,7 @@ class RelayServer:
 
 
 async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -> None:
-    relay = RelayServer(settings, handlers, drain_seconds=settings.drain_seconds,
-                        grace_seconds=settings.grace_seconds)
+    relay = RelayServer(settings, handlers)
     await relay.start()
     # Everything allocated at start-up (modules, settings, the SSL context) is long-lived: move it out of the
     # cyclic GC's generations so full collections stay short on the request path.

@@ -1,4 +1,13 @@
-"""Settings of `failover-relay serve`: defaults, the YAML config file, then command-line flags, in that order.
+"""Settings of `failover-relay`: each declared once, read from defaults, the YAML config file, then flags.
+
+Every setting is one dataclass field declared with `setting(...)`: its config file key, its default, its bounds and
+(when it has one) its command-line flag; its type is the field's annotation. One loader reads the file through these
+declarations, one function turns parsed flags into overrides, and one check enforces the bounds on the result, so a
+value is refused the same way whichever way it came in: exit 2 with one line naming the key.
+
+To add a setting: add a field `name: type = setting("section.configKey", default, ge=..., flag="--name",
+help="... (default {default})")` to the section's dataclass below, then list its key in the command's flags in
+relay/cli.py if it gets one. Nothing else restates it.
 
 The config file is strict: an unknown key or a value of the wrong type stops start-up with a message naming it,
 because a typo in a failure-mode setting should not silently fall back to a default.
@@ -6,19 +15,89 @@ because a typo in a failure-mode setting should not silently fall back to a defa
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
-from dataclasses import dataclass, field, replace
+import typing
+from datetime import timedelta
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
+from enum import StrEnum
+from functools import cache
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
 from failover.api import DEFAULT_JOB_ID_LABEL
+from failover.decision import DecisionSettings
 from failover.profiles import ProfileError, load_profiles
 
 
 class SettingsError(ValueError):
     """The config file or a flag is unusable; the message names the setting."""
+
+
+class LogFormat(StrEnum):
+    AUTO = "auto"  # console on a terminal, JSON otherwise
+    JSON = "json"
+    CONSOLE = "console"
+
+
+class LogLevel(StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class FailureMode(StrEnum):
+    """What a savepoint lookup that finds nothing usable (or fails) does to the admission."""
+
+    OPEN = "open"  # admit unchanged, with a warning
+    CLOSED = "closed"  # deny
+
+
+class ControllerMode(StrEnum):
+    AUTO = "auto"  # run when a kubeconfig or in-cluster config is found
+    ON = "on"  # refuse to start without one
+    OFF = "off"  # webhook only
+
+
+class FencingMode(StrEnum):
+    """When the old Work of a Directly eviction from an unreachable cluster is released (failover/fencing.py)."""
+
+    OFF = "off"  # never: the new copy waits for the cluster or the task's grace period
+    NOT_READY = "notReady"  # the cluster has not been Ready for fenceAfterSeconds
+    NO_EXECUTE_TAINT = "noExecuteTaint"  # that, and it carries a NoExecute taint
+
+
+class PurgeModeSpelling(StrEnum):
+    NEW = "new"  # Directly/Gracefully/Never: Karmada v1.15+, the only spelling the v1.19 CRD accepts
+    LEGACY = "legacy"  # Immediately/Graciously/Never: what the v1.12-v1.14 CRDs accept
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How one setting is named, bounded and given on the command line (the field's metadata)."""
+
+    key: str  # "section.configKey" in the config file
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    flag: str | None = None
+    # A flag that takes no argument and sets this value (--failback, --no-cabundle-sync); None: the flag takes one.
+    flag_value: Any = None
+    help: str | None = None  # "{default}" is replaced by the declared default
+    choices_hint: str | None = None  # how to name the allowed values in an error, instead of listing them
+
+
+def setting(key: str, default: Any = MISSING, *, default_factory: Any = MISSING, ge: float | None = None,
+            gt: float | None = None, le: float | None = None, lt: float | None = None, flag: str | None = None,
+            flag_value: Any = None, help: str | None = None, choices_hint: str | None = None) -> Any:
+    """A dataclass field that is a setting (see the module docstring)."""
+    spec = Spec(key, ge, gt, le, lt, flag, flag_value, help, choices_hint)
+    return field(default=default, default_factory=default_factory, metadata={"setting": spec})
 
 
 def in_cluster() -> bool:
@@ -30,84 +109,148 @@ def default_cert_dir() -> Path:
     return Path(state) / "failover-relay" / "certs"
 
 
+def default_host() -> str:
+    # In a Pod the apiserver reaches us through the Service, so every interface; elsewhere loopback only.
+    return "0.0.0.0" if in_cluster() else "127.0.0.1"
+
+
+def _seconds(delta: timedelta) -> float:
+    return delta.total_seconds()
+
+
 @dataclass(frozen=True)
 class SavepointSettings:
     """Savepoint injection (DESIGN.md "Preserved state and savepoint injection")."""
 
-    checkpoint_root: str | None = None
-    layouts: tuple[str, ...] = ("{root}/{namespace}/{job_id}/checkpoints",)
-    savepoint_layouts: tuple[str, ...] = ()
+    checkpoint_root: str | None = setting(
+        "savepoint.checkpointRoot", None, flag="--checkpoint-root",
+        help="shared checkpoint storage (path, file://, s3://, any fsspec URL); enables savepoint injection into "
+             "FlinkDeployments carrying the job-id label")
+    layouts: tuple[str, ...] = setting("savepoint.layouts", ("{root}/{namespace}/{job_id}/checkpoints",))
+    savepoint_layouts: tuple[str, ...] = setting("savepoint.savepointLayouts", ())
     # The mutating webhook is registered with timeoutSeconds 5; 2 s leaves room for TLS, queueing and the reply.
-    lookup_deadline_seconds: float = 2.0
-    failure_mode: str = "open"
-    cache_ttl_seconds: float = 10.0
-    job_id_label: str = DEFAULT_JOB_ID_LABEL
-    storage_options: Mapping[str, Any] = field(default_factory=dict)
-    profiles: tuple[Mapping[str, Any], ...] = ()
+    lookup_deadline_seconds: float = setting("savepoint.lookupDeadlineSeconds", 2.0, gt=0, lt=30)
+    failure_mode: FailureMode = setting(
+        "savepoint.failureMode", FailureMode.OPEN, flag="--savepoint-failure-mode",
+        help="no checkpoint, timeout or storage error: admit unchanged with a warning (open) or deny (closed); "
+             "default {default}", choices_hint="open or closed")
+    cache_ttl_seconds: float = setting("savepoint.cacheTTLSeconds", 10.0, ge=0)
+    job_id_label: str = setting("savepoint.jobIdLabel", DEFAULT_JOB_ID_LABEL)
+    storage_options: Mapping[str, Any] = setting("savepoint.storageOptions", default_factory=dict)
+    profiles: tuple[Mapping[str, Any], ...] = setting("savepoint.profiles", ())
     # Preserved-state labels on Karmada Works (control-plane mode). None: on when cluster access (the kubeconfig of
     # the reconcile loop) is found, as the loop itself; True: refuse to start without it; False: off.
-    work_labels: bool | None = None
+    work_labels: bool | None = setting("savepoint.workLabels", None)
     # Also set the restore path inside Works, so member clusters need no webhook. Needs checkpointRoot, checked at
     # start-up (relay/work_labels.py) because the root may come from a flag.
-    work_savepoints: bool = False
+    work_savepoints: bool = setting("savepoint.workSavepoints", False)
 
 
 @dataclass(frozen=True)
 class ControllerSettings:
-    """The reconcile loop (DESIGN.md "Reconcile loop"); the defaults are Karmada's where it has one."""
+    """The reconcile loop (DESIGN.md "Reconcile loop"); the decision defaults are DecisionSettings' (Karmada's)."""
 
-    # auto: run when a kubeconfig or in-cluster config is found; on: refuse to start without one; off: webhook only.
-    mode: str = "auto"
-    kubeconfig: str | None = None
-    lease_namespace: str | None = None  # None: the Pod's namespace, else "default"
-    lease_name: str = "failover-relay"
-    workers: int = 2
-    # Spelling of purgeMode in written eviction tasks and in policy defaults: "new" for Karmada v1.15+, "legacy"
-    # for v1.12-v1.14 CRDs.
-    purge_mode_spelling: str = "new"
-    graceful_eviction_timeout_seconds: float = 600.0  # karmada-controller-manager --graceful-eviction-timeout
-    state_wait_seconds: float = 60.0
-    failback: bool = False
-    failback_settle_seconds: float = 300.0
-    # Fencing of an unreachable cluster (docs/operations.md "Fencing"): off, notReady (the cluster has not been Ready
-    # for fenceAfterSeconds) or noExecuteTaint (that, and a NoExecute taint on it).
-    fencing: str = "notReady"
-    fence_after_seconds: float = 60.0
-    stuck_deletion_seconds: float = 5.0
-    # No ping-pong (failover/failover_budget.py): failovers per workload and window, backoff, restore grace.
-    failover_budget: int = 3
-    failover_budget_window_seconds: float = 3600.0
-    failover_backoff_seconds: float = 0.0
-    restore_grace_seconds: float = 0.0
-    failback_max_in_flight: int = 5
+    mode: ControllerMode = setting(
+        "controllers.mode", ControllerMode.AUTO, flag="--no-controllers", flag_value=ControllerMode.OFF,
+        help="serve the webhook only, even when a kubeconfig or in-cluster config is found")
+    kubeconfig: str | None = setting(
+        "controllers.kubeconfig", None, flag="--kubeconfig",
+        help="cluster of the reconcile loop (default: in-cluster config, $KUBECONFIG, ~/.kube/config)")
+    lease_namespace: str | None = setting(  # None: the Pod's namespace, else "default"
+        "controllers.leaseNamespace", None, flag="--lease-namespace",
+        help="namespace of the leader-election Lease (default: the Pod's)")
+    lease_name: str = setting("controllers.leaseName", "failover-relay")
+    workers: int = setting("controllers.workers", 2, ge=1, le=64)
+    # Spelling of purgeMode in written eviction tasks and in policy defaults.
+    purge_mode_spelling: PurgeModeSpelling = setting(
+        "controllers.purgeModeSpelling", PurgeModeSpelling(DecisionSettings.purge_mode_spelling),
+        choices_hint="new (Karmada v1.15+) or legacy (v1.12-v1.14)")
+    graceful_eviction_timeout_seconds: float = setting(
+        "controllers.gracefulEvictionTimeoutSeconds", _seconds(DecisionSettings.graceful_eviction_timeout), ge=0)
+    state_wait_seconds: float = setting("controllers.stateWaitSeconds", _seconds(DecisionSettings.state_wait), ge=0)
+    failback: bool = setting(
+        "controllers.failback", DecisionSettings.failback_enabled, flag="--failback", flag_value=True,
+        help="move workloads back to a recovered cluster (off by default; or per policy annotation)")
+    failback_settle_seconds: float = setting(
+        "controllers.failbackSettleSeconds", _seconds(DecisionSettings.failback_settle), ge=0)
+    failback_max_in_flight: int = setting(
+        "controllers.failbackMaxInFlight", DecisionSettings.failback_max_in_flight, ge=1)
+    # docs/operations.md "Fencing"; fenceAfterSeconds counts from the cluster's Ready transition.
+    fencing: FencingMode = setting("controllers.fencing", FencingMode.NOT_READY,
+                                   choices_hint="off, notReady or noExecuteTaint")
+    fence_after_seconds: float = setting(
+        "controllers.fenceAfterSeconds", _seconds(DecisionSettings.fence_after or timedelta(0)), ge=0)
+    stuck_deletion_seconds: float = setting(
+        "controllers.stuckDeletionSeconds", _seconds(DecisionSettings.stuck_deletion_after), ge=0)
+    # No ping-pong (failover/failover_budget.py).
+    failover_budget: int = setting("controllers.failoverBudget", DecisionSettings.failover_budget, ge=1)
+    failover_budget_window_seconds: float = setting(
+        "controllers.failoverBudgetWindowSeconds", _seconds(DecisionSettings.failover_budget_window), gt=0)
+    failover_backoff_seconds: float = setting(
+        "controllers.failoverBackoffSeconds", _seconds(DecisionSettings.failover_backoff), ge=0)
+    restore_grace_seconds: float = setting(
+        "controllers.restoreGraceSeconds", _seconds(DecisionSettings.restore_grace), ge=0)
+
+    def decisions(self) -> DecisionSettings:
+        """The knobs of the reconcile decisions, as failover/ takes them."""
+        fencing = FencingMode(self.fencing)
+        return DecisionSettings(
+            purge_mode_spelling=PurgeModeSpelling(self.purge_mode_spelling).value,
+            graceful_eviction_timeout=timedelta(seconds=self.graceful_eviction_timeout_seconds),
+            state_wait=timedelta(seconds=self.state_wait_seconds),
+            failback_enabled=self.failback,
+            failback_settle=timedelta(seconds=self.failback_settle_seconds),
+            failback_max_in_flight=self.failback_max_in_flight,
+            fence_after=None if fencing is FencingMode.OFF else timedelta(seconds=self.fence_after_seconds),
+            fence_needs_no_execute_taint=fencing is FencingMode.NO_EXECUTE_TAINT,
+            stuck_deletion_after=timedelta(seconds=self.stuck_deletion_seconds),
+            failover_budget=self.failover_budget,
+            failover_budget_window=timedelta(seconds=self.failover_budget_window_seconds),
+            failover_backoff=timedelta(seconds=self.failover_backoff_seconds),
+            restore_grace=timedelta(seconds=self.restore_grace_seconds))
 
 
 @dataclass(frozen=True)
 class Settings:
-    host: str = "127.0.0.1"
-    port: int = 9443
-    cert_dir: Path = field(default_factory=default_cert_dir)
-    service_name: str | None = None
-    namespace: str | None = None
-    max_body_bytes: int = 3 * 1024 * 1024
-    log_format: str = "auto"
-    log_level: str = "info"
+    host: str = setting("server.host", default_factory=default_host, flag="--host",
+                        help="listen address (default 127.0.0.1, 0.0.0.0 in a cluster)")
+    port: int = setting("server.port", 9443, ge=0, le=65535,  # 0: any free port (tests, benchmarks)
+                        flag="--port", help="listen port (default {default})")
+    cert_dir: Path = setting(
+        "server.certDir", default_factory=default_cert_dir, flag="--cert-dir",
+        help="directory of ca.crt, tls.crt, tls.key; generated when absent "
+             "(default $XDG_STATE_HOME/failover-relay/certs)")
+    service_name: str | None = setting("server.serviceName", None, flag="--service-name",
+                                       help="in-cluster Service name, added to the certificate's names")
+    namespace: str | None = setting("server.namespace", None, flag="--namespace",
+                                    help="in-cluster namespace of that Service")
+    # An AdmissionReview carries the object and, on UPDATE, the old object. etcd refuses requests over 1.5 MiB by
+    # default, so one object is at most that; two of them plus the envelope stay under 3 MiB.
+    max_body_bytes: int = setting("server.maxBodyBytes", 3 * 1024 * 1024, ge=1024, flag="--max-body-bytes",
+                                  help="largest AdmissionReview accepted in bytes (default {default})")
     # Keep the caBundle of the webhook configurations named failover-relay in step with our CA (controllers/
     # cabundle.py) whenever cluster access is found; turn off where something else (cert-manager, GitOps) owns it.
-    cabundle_sync: bool = True
+    cabundle_sync: bool = setting(
+        "server.caBundleSync", True, flag="--no-cabundle-sync", flag_value=False,
+        help="never write the caBundle of the webhook configurations (cert-manager or GitOps owns it)")
     # mTLS: verify the apiserver's client certificate against this CA (its --admission-control-config-file
     # kubeConfigFile gives it one); admissions without a valid one get 401.
-    client_ca_file: Path | None = None
-    # Shutdown: keep serving this long after turning unready (None: 5 s in a cluster, 0 outside), then give
-    # in-flight reviews up to grace_seconds. Their sum must fit in the Pod's terminationGracePeriodSeconds.
-    drain_seconds: float | None = None
-    grace_seconds: float = 10.0
+    client_ca_file: Path | None = setting(
+        "server.clientCAFile", None, flag="--client-ca-file",
+        help="mTLS: admissions must present a client certificate signed by this CA (the apiserver's)")
+    # Shutdown: keep serving this long after turning unready (None: 5 s in a cluster, 0 outside; relay/serve.py),
+    # then give in-flight reviews up to grace_seconds. Their sum must fit in the Pod's terminationGracePeriodSeconds;
+    # the apiserver's own webhook timeout is at most 30 s and ours are 3-5 s.
+    drain_seconds: float | None = setting(
+        "server.drainSeconds", None, ge=0, le=60, flag="--drain-seconds",
+        help="on SIGTERM, keep serving this long after turning unready (default 5 in a cluster, 0 outside)")
+    grace_seconds: float = setting("server.graceSeconds", 10.0, gt=0, le=60, flag="--grace-seconds",
+                                   help="then give in-flight reviews up to this long to finish (default {default})")
+    log_format: LogFormat = setting("logging.format", LogFormat.AUTO, flag="--log-format",
+                                    help="auto: console on a terminal, JSON otherwise")
+    log_level: LogLevel = setting("logging.level", LogLevel.INFO, flag="--log-level")
     savepoint: SavepointSettings = field(default_factory=SavepointSettings)
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
-
-    def with_controller_overrides(self, **overrides: Any) -> "Settings":
-        present = {key: value for key, value in overrides.items() if value is not None}
-        return replace(self, controllers=replace(self.controllers, **present))
 
     def with_overrides(self, **overrides: Any) -> "Settings":
         """Apply command-line flags; a flag left at None keeps the file's (or the default) value."""
@@ -118,65 +261,56 @@ class Settings:
         chosen = {key: value for key, value in overrides.items() if value is not None}
         return replace(self, savepoint=replace(self.savepoint, **chosen)) if chosen else self
 
+    def with_controller_overrides(self, **overrides: Any) -> "Settings":
+        present = {key: value for key, value in overrides.items() if value is not None}
+        return replace(self, controllers=replace(self.controllers, **present))
 
-# config file key → (Settings attribute, expected type)
-_SERVER_KEYS = {
-    "host": ("host", str),
-    "port": ("port", int),
-    "certDir": ("cert_dir", str),
-    "serviceName": ("service_name", str),
-    "namespace": ("namespace", str),
-    "maxBodyBytes": ("max_body_bytes", int),
-    "caBundleSync": ("cabundle_sync", bool),
-    "clientCAFile": ("client_ca_file", str),
-    "drainSeconds": ("drain_seconds", (int, float)),
-    "graceSeconds": ("grace_seconds", (int, float)),
-}
-_LOGGING_KEYS = {"format": ("log_format", str), "level": ("log_level", str)}
-_CONTROLLER_KEYS = {
-    "mode": ("mode", str),
-    "kubeconfig": ("kubeconfig", str),
-    "leaseNamespace": ("lease_namespace", str),
-    "leaseName": ("lease_name", str),
-    "workers": ("workers", int),
-    "purgeModeSpelling": ("purge_mode_spelling", str),
-    "gracefulEvictionTimeoutSeconds": ("graceful_eviction_timeout_seconds", (int, float)),
-    "stateWaitSeconds": ("state_wait_seconds", (int, float)),
-    "failback": ("failback", bool),
-    "failbackSettleSeconds": ("failback_settle_seconds", (int, float)),
-    "fencing": ("fencing", str),
-    "fenceAfterSeconds": ("fence_after_seconds", (int, float)),
-    "stuckDeletionSeconds": ("stuck_deletion_seconds", (int, float)),
-    "failoverBudget": ("failover_budget", int),
-    "failoverBudgetWindowSeconds": ("failover_budget_window_seconds", (int, float)),
-    "failoverBackoffSeconds": ("failover_backoff_seconds", (int, float)),
-    "restoreGraceSeconds": ("restore_grace_seconds", (int, float)),
-    "failbackMaxInFlight": ("failback_max_in_flight", int),
-}
-CONTROLLER_MODES = ("auto", "on", "off")
-PURGE_MODE_SPELLINGS = ("new", "legacy")
-FENCING_MODES = ("off", "notReady", "noExecuteTaint")
-_SAVEPOINT_KEYS = {
-    "checkpointRoot": ("checkpoint_root", str),
-    "layouts": ("layouts", list),
-    "savepointLayouts": ("savepoint_layouts", list),
-    "lookupDeadlineSeconds": ("lookup_deadline_seconds", (int, float)),
-    "failureMode": ("failure_mode", str),
-    "cacheTTLSeconds": ("cache_ttl_seconds", (int, float)),
-    "jobIdLabel": ("job_id_label", str),
-    "storageOptions": ("storage_options", dict),
-    "profiles": ("profiles", list),
-    "workLabels": ("work_labels", bool),
-    "workSavepoints": ("work_savepoints", bool),
-}
-LOG_FORMATS = ("auto", "json", "console")
-LOG_LEVELS = ("debug", "info", "warning", "error")
-FAILURE_MODES = ("open", "closed")
+
+SECTIONS = ("server", "logging", "savepoint", "controllers")
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One setting as the loader sees it: where it lives in Settings, its declaration and its type."""
+
+    path: tuple[str, ...]  # attribute names from Settings down, e.g. ("savepoint", "failure_mode")
+    spec: Spec
+    kind: Any  # the annotation, without "| None"
+    optional: bool
+    default: Any
+
+    @property
+    def dest(self) -> str:
+        """The argparse destination of its flag."""
+        return "setting:" + self.spec.key
+
+
+@cache
+def declared() -> dict[str, Declared]:
+    """Every setting by config key ("server.port"), from the dataclasses' fields."""
+    found: dict[str, Declared] = {}
+
+    def walk(cls: type, path: tuple[str, ...]) -> None:
+        hints = typing.get_type_hints(cls)
+        for item in fields(cls):
+            hint = hints[item.name]
+            if is_dataclass(hint):
+                walk(hint, (*path, item.name))
+                continue
+            spec: Spec = item.metadata["setting"]
+            arguments = typing.get_args(hint)
+            optional = type(None) in arguments and typing.get_origin(hint) is not tuple
+            kind = next(a for a in arguments if a is not type(None)) if optional else hint
+            default = item.default_factory() if item.default is MISSING else item.default  # type: ignore[misc]
+            found[spec.key] = Declared((*path, item.name), spec, kind, optional, default)
+
+    walk(Settings, ())
+    return found
 
 
 def load_settings(path: Path | None) -> Settings:
-    """Read the config file (or nothing) into Settings, refusing unknown keys and wrong types."""
-    settings = Settings(host="0.0.0.0" if in_cluster() else "127.0.0.1")
+    """Read the config file (or nothing) into Settings, refusing unknown keys, wrong types and values out of bounds."""
+    settings = Settings()
     if path is None:
         return settings
     try:
@@ -188,58 +322,86 @@ def load_settings(path: Path | None) -> Settings:
     if not isinstance(document, dict):
         raise SettingsError(f"config file {path} must be a mapping with server, logging, savepoint "
                             "and controllers sections")
-    unknown = set(document) - {"server", "logging", "savepoint", "controllers"}
+    unknown = set(document) - set(SECTIONS)
     if unknown:
         raise SettingsError(f"config file {path}: unknown section(s) {', '.join(sorted(map(str, unknown)))}")
-    top = _section(document, "server", _SERVER_KEYS) | _section(document, "logging", _LOGGING_KEYS)
-    for key in ("cert_dir", "client_ca_file"):
-        if key in top:
-            top[key] = Path(top[key])
-    savepoint = _section(document, "savepoint", _SAVEPOINT_KEYS)
-    for key in ("layouts", "savepoint_layouts", "profiles"):
-        if key in savepoint:
-            savepoint[key] = tuple(savepoint[key])
-    controllers = _section(document, "controllers", _CONTROLLER_KEYS)
-    settings = replace(settings, **top, savepoint=replace(settings.savepoint, **savepoint),
-                       controllers=replace(settings.controllers, **controllers))
+    values: dict[str, Any] = {}
+    for name in SECTIONS:
+        section = document.get(name) or {}
+        if not isinstance(section, dict):
+            raise SettingsError(f"config section {name!r} must be a mapping")
+        keys = [key.partition(".")[2] for key in declared() if key.startswith(name + ".")]
+        for key, value in section.items():
+            if key not in keys:
+                raise SettingsError(f"{name}.{key}: unknown setting; known: {', '.join(keys)}")
+            values[f"{name}.{key}"] = value
+    settings = apply(settings, values)
     check_settings(settings)
     return settings
 
 
-def has_password(url: str) -> bool:
-    """True for `scheme://user:password@host/...`; plain paths and URLs without a password are False."""
-    scheme, separator, rest = url.partition("://")
-    if not separator:
-        return False
-    authority = rest.partition("/")[0].partition("?")[0].partition("#")[0]
-    userinfo, at, _ = authority.rpartition("@")
-    return bool(at) and ":" in userinfo
+def apply(settings: Settings, values: Mapping[str, Any]) -> Settings:
+    """`settings` with each config key in `values` set, after its type is checked and converted."""
+    changes: dict[tuple[str, ...], Any] = {}
+    for key, value in values.items():
+        entry = declared()[key]
+        changes[entry.path] = _convert(entry, value)
+    return _replace_paths(settings, changes)
+
+
+def _replace_paths(obj: Any, changes: Mapping[tuple[str, ...], Any]) -> Any:
+    direct = {path[0]: value for path, value in changes.items() if len(path) == 1}
+    nested: dict[str, dict[tuple[str, ...], Any]] = {}
+    for path, value in changes.items():
+        if len(path) > 1:
+            nested.setdefault(path[0], {})[path[1:]] = value
+    for name, inner in nested.items():
+        direct[name] = _replace_paths(getattr(obj, name), inner)
+    return replace(obj, **direct) if direct else obj
+
+
+def _convert(entry: Declared, value: Any) -> Any:
+    """A value from the file or a flag as the field's type, or SettingsError naming the key."""
+    key, kind = entry.spec.key, entry.kind
+    expected: Any = {bool: bool, int: int, float: (int, float), str: str, Path: str}.get(kind)
+    origin = typing.get_origin(kind)
+    if origin is tuple:
+        expected = list
+    elif kind is Mapping or origin is Mapping:
+        expected = dict
+    elif isinstance(kind, type) and issubclass(kind, StrEnum):
+        expected = str
+    # bool is an int in Python; it is accepted only where a bool is expected.
+    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, expected):
+        hint = " (quote it: YAML reads on/off/yes/no as booleans)" if isinstance(value, bool) else ""
+        raise SettingsError(f"{key}: wrong type {type(value).__name__}{hint}")
+    if origin is tuple:
+        return tuple(value)
+    if kind is Path:
+        if not value.strip():  # Path("") is the working directory, never what was meant
+            raise SettingsError(f"{key} must not be empty")
+        return Path(value)
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        if value not in kind._value2member_map_:
+            raise SettingsError(f"{key} {value!r}: use {_choices(entry)}")
+        return kind(value)
+    return value
+
+
+def _choices(entry: Declared) -> str:
+    return entry.spec.choices_hint or "one of " + ", ".join(member.value for member in entry.kind)
 
 
 def check_settings(settings: Settings) -> None:
-    """Cross-field checks shared by the file and the flags."""
-    _check_controller_settings(settings.controllers)
-    if settings.drain_seconds is not None and not 0 <= settings.drain_seconds <= 60:
-        raise SettingsError("drainSeconds must be between 0 and 60")
-    if not 0 < settings.grace_seconds <= 60:
-        raise SettingsError("graceSeconds must be more than 0 and at most 60")
-    if not 0 <= settings.port < 65536:  # 0: any free port (tests, benchmarks)
-        raise SettingsError(f"port {settings.port} is out of range 0-65535")
-    if settings.max_body_bytes < 1024:
-        raise SettingsError("maxBodyBytes must be at least 1024")
-    if settings.log_format not in LOG_FORMATS:
-        raise SettingsError(f"log format {settings.log_format!r}: use one of {', '.join(LOG_FORMATS)}")
-    if settings.log_level not in LOG_LEVELS:
-        raise SettingsError(f"log level {settings.log_level!r}: use one of {', '.join(LOG_LEVELS)}")
+    """Every declared bound and choice, then the checks across settings; the file's and the flags' values alike."""
+    for entry in declared().values():
+        value: Any = settings
+        for name in entry.path:
+            value = getattr(value, name)
+        _check_bounds(entry, value)
     if bool(settings.service_name) != bool(settings.namespace):
         raise SettingsError("serviceName and namespace go together (they make the certificate's Service names)")
     savepoint = settings.savepoint
-    if savepoint.failure_mode not in FAILURE_MODES:
-        raise SettingsError(f"savepoint.failureMode {savepoint.failure_mode!r}: use open or closed")
-    if not 0 < savepoint.lookup_deadline_seconds < 30:
-        raise SettingsError("savepoint.lookupDeadlineSeconds must be between 0 and 30 (the webhook timeout limit)")
-    if savepoint.cache_ttl_seconds < 0:
-        raise SettingsError("savepoint.cacheTTLSeconds must be 0 or more")
     if not savepoint.layouts:
         raise SettingsError("savepoint.layouts needs at least one template")
     if savepoint.checkpoint_root is not None and not savepoint.checkpoint_root.strip():
@@ -255,44 +417,80 @@ def check_settings(settings: Settings) -> None:
         raise SettingsError(str(error)) from None
 
 
-def _section(document: Mapping[str, Any], name: str, keys: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
-    section = document.get(name) or {}
-    if not isinstance(section, dict):
-        raise SettingsError(f"config section {name!r} must be a mapping")
-    values: dict[str, Any] = {}
-    for key, value in section.items():
-        if key not in keys:
-            raise SettingsError(f"{name}.{key}: unknown setting; known: {', '.join(keys)}")
-        attribute, expected = keys[key]
-        # bool is an int in Python; it is accepted only where a bool is expected.
-        if (isinstance(value, bool) and expected is not bool) or not isinstance(value, expected):
-            hint = " (quote it: YAML reads on/off/yes/no as booleans)" if isinstance(value, bool) else ""
-            raise SettingsError(f"{name}.{key}: wrong type {type(value).__name__}{hint}")
-        values[attribute] = value
-    return values
+def _check_bounds(entry: Declared, value: Any) -> None:
+    spec, key = entry.spec, entry.spec.key
+    if value is None:
+        return
+    if isinstance(entry.kind, type) and issubclass(entry.kind, StrEnum):
+        if value not in entry.kind._value2member_map_:
+            raise SettingsError(f"{key} {value!r}: use {_choices(entry)}")
+        return
+    if entry.kind is Path and not str(value).strip():
+        raise SettingsError(f"{key} must not be empty")
+    if entry.kind not in (int, float):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        # NaN compares false with every bound, so it would pass them all (a cache TTL of NaN never expires).
+        raise SettingsError(f"{key} must be a finite number, not {value}")
+    low = spec.ge if spec.ge is not None else spec.gt
+    high = spec.le if spec.le is not None else spec.lt
+    if ((spec.ge is not None and value < spec.ge) or (spec.gt is not None and value <= spec.gt)
+            or (spec.le is not None and value > spec.le) or (spec.lt is not None and value >= spec.lt)):
+        short = key.rpartition(".")[2]
+        if low is not None and high is not None:
+            if spec.gt is not None and spec.le is not None:
+                bounds = f"more than {low:g} and at most {high:g}"
+            else:
+                bounds = f"between {low:g} and {high:g}"
+        elif low is not None:
+            bounds = f"{low:g} or more" if spec.ge is not None else f"more than {low:g}"
+        else:
+            bounds = f"at most {high:g}" if spec.le is not None else f"less than {high:g}"
+        raise SettingsError(f"{key} must be {bounds} ({short} {value!r} is out of range)")
 
 
+def has_password(url: str) -> bool:
+    """True for `scheme://user:password@host/...`; plain paths and URLs without a password are False."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return False
+    authority = rest.partition("/")[0].partition("?")[0].partition("#")[0]
+    userinfo, at, _ = authority.rpartition("@")
+    return bool(at) and ":" in userinfo
 
 
-def _check_controller_settings(controllers: ControllerSettings) -> None:
-    if controllers.mode not in CONTROLLER_MODES:
-        raise SettingsError(f"controllers.mode {controllers.mode!r}: use one of {', '.join(CONTROLLER_MODES)}")
-    if controllers.purge_mode_spelling not in PURGE_MODE_SPELLINGS:
-        raise SettingsError(f"controllers.purgeModeSpelling {controllers.purge_mode_spelling!r}: use new "
-                            "(Karmada v1.15+) or legacy (v1.12-v1.14)")
-    if controllers.fencing not in FENCING_MODES:
-        raise SettingsError(f"controllers.fencing {controllers.fencing!r}: use one of {', '.join(FENCING_MODES)}")
-    if controllers.failover_budget < 1 or controllers.failback_max_in_flight < 1:
-        raise SettingsError("controllers.failoverBudget and controllers.failbackMaxInFlight must be 1 or more")
-    if not 1 <= controllers.workers <= 64:
-        raise SettingsError("controllers.workers must be between 1 and 64")
-    for name, value in (("gracefulEvictionTimeoutSeconds", controllers.graceful_eviction_timeout_seconds),
-                        ("stateWaitSeconds", controllers.state_wait_seconds),
-                        ("failbackSettleSeconds", controllers.failback_settle_seconds),
-                        ("fenceAfterSeconds", controllers.fence_after_seconds),
-                        ("stuckDeletionSeconds", controllers.stuck_deletion_seconds),
-                        ("failoverBudgetWindowSeconds", controllers.failover_budget_window_seconds),
-                        ("failoverBackoffSeconds", controllers.failover_backoff_seconds),
-                        ("restoreGraceSeconds", controllers.restore_grace_seconds)):
-        if value < 0:
-            raise SettingsError(f"controllers.{name} must be 0 or more")
+# Command-line flags, derived from the declarations.
+
+def add_setting_flags(parser: argparse.ArgumentParser, *keys: str, flags: Mapping[str, str] | None = None) -> None:
+    """Add the flags of these settings to `parser`; `flags` renames a flag for this command (config key → flag)."""
+    for key in keys:
+        entry = declared()[key]
+        spec = entry.spec
+        flag = (flags or {}).get(key) or spec.flag
+        if flag is None:
+            raise ValueError(f"setting {key} has no flag")
+        help_text = spec.help.format(default=_shown(entry.default)) if spec.help else None
+        if spec.flag_value is not None:
+            parser.add_argument(flag, dest=entry.dest, action="store_const", const=spec.flag_value, default=None,
+                                help=help_text)
+            continue
+        options: dict[str, Any] = {"dest": entry.dest, "help": help_text, "default": None}
+        if isinstance(entry.kind, type) and issubclass(entry.kind, StrEnum):
+            options["choices"] = [member.value for member in entry.kind]
+        elif entry.kind in (int, float):
+            options["type"] = entry.kind
+            options["metavar"] = "N" if entry.kind is int else "SECONDS" if key.endswith("Seconds") else "NUMBER"
+        else:
+            options["metavar"] = "URL" if key.endswith("Root") else "PATH" if entry.kind is Path else \
+                flag.lstrip("-").upper().replace("-", "_")
+        parser.add_argument(flag, **options)
+
+
+def flag_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given on the command line, by config key (flags left out are absent)."""
+    return {key: getattr(args, entry.dest) for key, entry in declared().items()
+            if getattr(args, entry.dest, None) is not None}
+
+
+def _shown(value: Any) -> str:
+    return value.value if isinstance(value, StrEnum) else f"{value:g}" if isinstance(value, float) else str(value)

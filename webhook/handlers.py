@@ -1,8 +1,9 @@
 """Routing of admission requests to the rules in `failover/`, by kind and operation.
 
-The handlers translate only: an `AdmissionRequest` in, a response out. Every decision is made by a function of
-`failover/` (validators and defaulters from `failover.rules`) or by a registered mutator (savepoint injection,
-preserved-state labels), which are themselves thin adapters over `failover/` decisions.
+The handlers translate only: an `AdmissionRequest` in, a `Verdict` out, or None when the request is not ours to
+judge (a kind no webhook of `failover.rules.WEBHOOKS` serves, DELETE, CONNECT). The server completes the response.
+Every decision is made by a function of `failover/` (validators and defaulters from `failover.rules`) or by a
+registered mutator (savepoint injection, preserved-state labels), themselves thin adapters over `failover/`.
 """
 
 from __future__ import annotations
@@ -11,28 +12,11 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Mapping
 
 from failover.api import GroupKind
-from failover.rules import DEFAULTERS, VALIDATORS, Defaulter
+from failover.rules import ADMITTED_OPERATIONS, DEFAULTERS, VALIDATORS, Defaulter
 from failover.verdict import Verdict
-from webhook import responses
-from webhook.review import AdmissionRequest, AdmissionResponseWire
+from webhook.review import AdmissionRequest
 
 Mutator = Callable[[AdmissionRequest], Awaitable[Verdict]]
-ADMITTED_OPERATIONS = frozenset({"CREATE", "UPDATE"})
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A response and the one-word verdict used in logs and metrics."""
-
-    response: AdmissionResponseWire
-    verdict: str
-    reason: str = ""
-
-
-def outcome_of(uid: str, verdict: Verdict) -> Outcome:
-    if not verdict.allowed:
-        return Outcome(responses.from_verdict(uid, verdict), "denied", verdict.message)
-    return Outcome(responses.from_verdict(uid, verdict), "patched" if verdict.patch else "allowed")
 
 
 @dataclass
@@ -48,20 +32,20 @@ class AdmissionHandlers:
     def __post_init__(self) -> None:
         self.kinds = frozenset((gk.group, gk.kind) for gk in (*VALIDATORS, *self.defaulters, *self.mutators))
 
-    async def validate(self, request: AdmissionRequest) -> Outcome:
+    async def validate(self, request: AdmissionRequest) -> Verdict | None:
         validator = VALIDATORS.get(GroupKind(request.group, request.kind))
         if validator is None or request.operation not in ADMITTED_OPERATIONS or request.object is None:
-            return Outcome(responses.allowed(request.uid), "allowed", "not-handled")
-        return outcome_of(request.uid, validator(request.object))
+            return None
+        return validator(request.object)
 
-    async def mutate(self, request: AdmissionRequest) -> Outcome:
-        group_kind = GroupKind(request.group, request.kind)
+    async def mutate(self, request: AdmissionRequest) -> Verdict | None:
         if request.operation not in ADMITTED_OPERATIONS or request.object is None:
-            return Outcome(responses.allowed(request.uid), "allowed", "not-handled")
+            return None
+        group_kind = GroupKind(request.group, request.kind)
         defaulter = self.defaulters.get(group_kind)
         if defaulter is not None:
-            return outcome_of(request.uid, Verdict(patch=defaulter(request.object)))
+            return Verdict(patch=defaulter(request.object))
         mutator = self.mutators.get(group_kind)
         if mutator is not None:
-            return outcome_of(request.uid, await mutator(request))
-        return Outcome(responses.allowed(request.uid), "allowed", "not-handled")
+            return await mutator(request)
+        return None

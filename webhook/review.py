@@ -1,4 +1,8 @@
-"""The AdmissionReview wire format (admission.k8s.io/v1) and the errors of a bad request.
+"""The AdmissionReview wire format (admission.k8s.io/v1): a request read, its answer completed, the errors of both.
+
+A request is read and checked once (`parse_review`); the handlers return a `Verdict` (or None: not ours to judge);
+the answer is completed once from the request and the verdict (`complete`, after controller-runtime's
+`Response.Complete(req)`), so the uid is stamped in one place and the wire shape lives in this module alone.
 
 Two kinds of failure, as in kopf's `WebhookError` / `AdmissionError` split:
 - `ReviewError` and its children: the *request* is bad (not JSON, not an AdmissionReview, wrong version, too big).
@@ -9,13 +13,18 @@ Two kinds of failure, as in kopf's `WebhookError` / `AdmissionError` split:
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, NotRequired, TypedDict
 
+from failover.verdict import Verdict, clip
+
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
+FORBIDDEN = 403
+INTERNAL_ERROR = 500
 
 
 class GroupVersionKind(TypedDict):
@@ -271,3 +280,41 @@ def _short(value: Any, limit: int = 60) -> str:
     text = repr(value) if not isinstance(value, BaseException) else str(value)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def complete(request: AdmissionRequest, verdict: Verdict | None) -> AdmissionResponseWire:
+    """The answer to `request`: None (nothing of ours) allows; a denial is a 403 naming every finding; an allowing
+    verdict carries its JSONPatch, if any (an empty patch means no patch fields at all: a no-op mutation)."""
+    response: AdmissionResponseWire = {"uid": request.uid, "allowed": verdict is None or verdict.allowed}
+    if verdict is None:
+        return response
+    if not verdict.allowed:
+        response["status"] = {"code": FORBIDDEN, "message": verdict.message, "reason": "Forbidden"}
+    elif verdict.patch:
+        response["patchType"] = "JSONPatch"
+        # allow_nan=False: a non-finite number would make the patch invalid JSON for the apiserver; fail here instead.
+        encoded = json.dumps(list(verdict.patch), separators=(",", ":"), allow_nan=False)
+        response["patch"] = base64.b64encode(encoded.encode()).decode()
+    if verdict.warnings:
+        # Clipped here too, not only by the rules: every warning on the wire stays within the advised length.
+        response["warnings"] = [clip(warning) for warning in verdict.warnings]
+    if verdict.audit:
+        response["auditAnnotations"] = dict(verdict.audit)
+    return response
+
+
+def failed(request: AdmissionRequest, message: str) -> AdmissionResponseWire:
+    """The relay itself failed on this object; the apiserver treats it as a rejection with our message."""
+    return {"uid": request.uid, "allowed": False,
+            "status": {"code": INTERNAL_ERROR, "message": message, "reason": "InternalError"}}
+
+
+# Compact and ASCII: a lone surrogate that json.loads accepted in a hostile request must not break encoding.
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
+def encode(request: AdmissionRequest, response: AdmissionResponseWire) -> bytes:
+    """The AdmissionReview carrying `response`, in the request's apiVersion, as the HTTP body."""
+    review: AdmissionReviewWire = {"apiVersion": request.api_version or API_VERSION, "kind": KIND,
+                                   "response": response}
+    return _ENCODER.encode(review).encode()

@@ -16,18 +16,13 @@ import structlog
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
-from failover.verdict import clip
-from webhook import responses
-from webhook.handlers import AdmissionHandlers, Outcome
+from failover.verdict import Verdict, clip
+from webhook.handlers import AdmissionHandlers
 from webhook.health import Readiness
 from webhook.metrics import AdmissionMetrics
-from webhook.review import (AdmissionRequest, ClientCertificateRequired, BodyTooLarge, MalformedReview, ReviewError, UnsupportedMediaType,
-                            parse_review)
-from webhook.serialize import dumps
+from webhook.review import (AdmissionRequest, ClientCertificateRequired, BodyTooLarge, MalformedReview, ReviewError,
+                            UnsupportedMediaType, complete, encode, failed, parse_review)
 
-# An AdmissionReview carries the object and, on UPDATE, the old object. etcd refuses requests over 1.5 MiB by
-# default, so one object is at most that; two of them plus the envelope stay under 3 MiB.
-DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024
 # Slow clients. The apiserver writes a review in one go and stops waiting for us after the webhook's timeoutSeconds
 # (at most 30 s), so a body still arriving after 10 s comes from something else: answer 408 and free the connection.
 BODY_READ_TIMEOUT_SECONDS = 10.0
@@ -47,7 +42,7 @@ LINGERING_SECONDS = 2.0
 # The `kind` label of requests whose kind no rule or mutator serves.
 OTHER_KIND = "other"
 
-Handler = Callable[[AdmissionRequest], Awaitable[Outcome]]
+Handler = Callable[[AdmissionRequest], Awaitable[Verdict | None]]
 
 
 class BodyReadTimeout(ReviewError):
@@ -75,7 +70,8 @@ class AdmissionServer:
         handlers: AdmissionHandlers,
         readiness: Readiness,
         metrics: AdmissionMetrics | None = None,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        *,
+        max_body_bytes: int,  # relay/settings.py declares the limit (server.maxBodyBytes) and why
         logger: Any = None,
         body_timeout: float = BODY_READ_TIMEOUT_SECONDS,
         require_client_certificate: bool = False,
@@ -119,23 +115,26 @@ class AdmissionServer:
             except ReviewError as error:
                 return self._bad_request(endpoint, error, started)
             try:
-                outcome = await handler(admission)
+                verdict = await handler(admission)
             except Exception as error:  # a bug in a rule must not take the server down or answer 500
                 self.log.exception("review_failed", endpoint=endpoint, uid=admission.uid, kind=admission.kind)
-                outcome = Outcome(
-                    responses.errored(admission.uid, clip(f"failover-relay could not evaluate {admission.kind}: "
-                                                          f"{type(error).__name__}", 200)),
-                    "error", type(error).__name__)
-            body = dumps(responses.review(admission.api_version, outcome.response))
+                response = failed(admission, clip(f"failover-relay could not evaluate {admission.kind}: "
+                                                  f"{type(error).__name__}", 200))
+                summary, reason = "error", type(error).__name__
+            else:
+                response = complete(admission, verdict)
+                summary = "allowed" if verdict is None else verdict.summary
+                reason = "not-handled" if verdict is None else verdict.message
+            body = encode(admission, response)
             elapsed = time.perf_counter() - started
-            metrics.count_answer(endpoint, self._kind_label(admission), outcome.verdict, elapsed)
-            if outcome.verdict == "error":
+            metrics.count_answer(endpoint, self._kind_label(admission), summary, elapsed)
+            if summary == "error":
                 metrics.errors.labels(endpoint, "internal").inc()
             self.log.info(
                 "admission_review", endpoint=endpoint, uid=admission.uid, kind=admission.kind,
                 object=admission.display_name or _object_name(admission), operation=admission.operation,
-                dry_run=admission.dry_run, verdict=outcome.verdict, reason=outcome.reason or None,
-                warnings=len(outcome.response.get("warnings", ())), audit=outcome.response.get("auditAnnotations"),
+                dry_run=admission.dry_run, verdict=summary, reason=reason or None,
+                warnings=len(response.get("warnings", ())), audit=response.get("auditAnnotations"),
                 latency_ms=round(elapsed * 1000, 3))
             return web.Response(body=body, content_type="application/json")
         finally:

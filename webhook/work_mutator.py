@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 
 import structlog
 
-from failover.api import GroupKind
+from failover.api import WORKS, GroupKind
 from failover.preserved_state import (
     AUDIT_OUTCOME,
     AUDIT_REASON,
@@ -38,7 +38,7 @@ from webhook.metrics import AdmissionMetrics
 from webhook.mutators import LookupPool, SavepointMutator
 from webhook.review import AdmissionRequest
 
-WORK_VERSION = "v1alpha1"
+WORK_VERSION = WORKS.version
 # A GET of one binding from the Karmada apiserver takes milliseconds. 1.5 s plus the checkpoint lookup's 2 s
 # deadline stays inside the 5 s timeout the Work webhook is registered with.
 DEFAULT_BINDING_DEADLINE_SECONDS = 1.5

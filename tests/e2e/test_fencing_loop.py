@@ -20,6 +20,7 @@ from controllers.kube import CLUSTERS, RESOURCE_BINDINGS, WORKS, CustomObjects
 from controllers.manager import LoopSettings, ReconcileLoop
 from failover.decision import DecisionSettings
 from prometheus_client import CollectorRegistry
+from relay.settings import ControllerSettings
 from tests.e2e.test_reconcile_loop import JOB_ID, eventually, flink_binding
 from tests.envtest import ControlPlane
 
@@ -37,8 +38,9 @@ async def loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Callable[
     tasks = []
 
     def start(**decisions: Any) -> None:
-        settings = LoopSettings(lease_namespace=namespace, identity="fencing", resync_seconds=30,
-                                decisions=DecisionSettings(**decisions))
+        declared = ControllerSettings()
+        settings = LoopSettings(lease_namespace=namespace, lease_name=declared.lease_name, workers=declared.workers,
+                                identity="fencing", resync_seconds=30, decisions=DecisionSettings(**decisions))
         tasks.append(asyncio.create_task(ReconcileLoop(api, settings, CollectorRegistry()).run()))
 
     yield start
@@ -100,7 +102,7 @@ async def test_an_unreachable_clusters_old_work_is_fenced_and_the_binding_contro
     suffix = uuid.uuid4().hex[:6]
     old, new = f"dead-{suffix}", f"alive-{suffix}"
     now = datetime.now(timezone.utc)
-    make_cluster(api, old, ready=False, since=now - timedelta(seconds=1))
+    make_cluster(api, old, ready=False, since=now)
     make_cluster(api, new, ready=True, since=now - timedelta(hours=1))
     bindings, works = CustomObjects(api, RESOURCE_BINDINGS), CustomObjects(api, WORKS)
     name = f"fence-{suffix}"
@@ -108,7 +110,7 @@ async def test_an_unreachable_clusters_old_work_is_fenced_and_the_binding_contro
     work_key = make_work(api, old, namespace, name)
     works.delete(work_key)  # Karmada's binding controller removes the orphan; its finalizer keeps it
     assert works.get(work_key)["metadata"]["deletionTimestamp"]
-    loop(fence_after=timedelta(seconds=4))
+    loop(fence_after=timedelta(seconds=8))
 
     key = f"{namespace}/{name}"
     waiting = await eventually(lambda: client.CoreV1Api(api).list_namespaced_event(namespace).items,
@@ -124,7 +126,7 @@ async def test_an_unreachable_clusters_old_work_is_fenced_and_the_binding_contro
     (task,) = binding["spec"]["gracefulEvictionTasks"]
     assert f"old copy on {old} is gone" in task["message"]
     assert binding["metadata"]["generation"] >= 2
-    print(f"\nfenced {fenced_after:.1f} s after the first waiting event (fence_after 4 s)")
+    print(f"\nfenced {fenced_after:.1f} s after the first waiting event (fence_after 8 s)")
 
 
 async def test_the_taint_managers_task_gets_the_state_recorded_while_healthy(

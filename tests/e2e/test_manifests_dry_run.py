@@ -11,13 +11,13 @@ import pytest
 import yaml
 
 from controllers.cabundle import DEFAULT_CONFIGURATION_NAME
-from controllers.manager import LoopSettings
 from relay.manifests import (
     CONFIGURATION_NAME,
     WebhookOptions,
     render_webhook_configurations,
     service_endpoint,
 )
+from relay.settings import ControllerSettings
 from tests.envtest import REPO_ROOT, ControlPlane
 
 MANIFESTS = REPO_ROOT / "manifests"
@@ -86,7 +86,7 @@ def test_names_agree_across_files_and_code() -> None:
     assert flags["cert-dir"] in mounts
     # The Lease the loop takes is the one the Role names, in the pod's namespace.
     lease_rule = next(r for r in _one("Role")["rules"] if r.get("resourceNames"))
-    assert lease_rule["resourceNames"] == [LoopSettings().lease_name]
+    assert lease_rule["resourceNames"] == [ControllerSettings().lease_name]
     assert any(e["name"] == "POD_NAMESPACE" and e["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
                for e in container["env"])
 

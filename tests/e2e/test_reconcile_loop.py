@@ -19,6 +19,7 @@ from controllers.kube import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CustomObje
 from controllers.leader import LeaderElector
 from controllers.manager import LoopSettings, ReconcileLoop
 from failover.decision import DecisionSettings
+from relay.settings import ControllerSettings
 from prometheus_client import CollectorRegistry
 from tests.envtest import ControlPlane
 
@@ -38,7 +39,9 @@ async def start_loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Cal
     tasks: list[asyncio.Task[None]] = []
 
     def start(identity: str = "replica-a", **decisions: Any) -> asyncio.Task[None]:
-        settings = LoopSettings(lease_namespace=namespace, identity=identity, resync_seconds=30,
+        declared = ControllerSettings()
+        settings = LoopSettings(lease_namespace=namespace, lease_name=declared.lease_name, workers=declared.workers,
+                                identity=identity, resync_seconds=30,
                                 decisions=DecisionSettings(**decisions))
         task = asyncio.create_task(ReconcileLoop(api, settings, CollectorRegistry()).run())
         tasks.append(task)

@@ -1,17 +1,18 @@
-"""The state-on-every-path settings reach the decisions (relay/loop.py), and bad values get a clear answer."""
+"""The state-on-every-path settings reach the decisions (ControllerSettings.decisions), and bad values get a clear
+answer naming the key."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
-from relay.loop import loop_settings
-from relay.settings import ControllerSettings, SettingsError, _check_controller_settings
+from relay.settings import ControllerSettings, FencingMode, SettingsError, load_settings
 
 
 def test_defaults_fence_after_a_minute_and_hold_a_fourth_failover_within_the_hour() -> None:
-    decisions = loop_settings(ControllerSettings(lease_namespace="x")).decisions
+    decisions = ControllerSettings().decisions()
     assert decisions.fence_after == timedelta(seconds=60) and not decisions.fence_needs_no_execute_taint
     assert decisions.stuck_deletion_after == timedelta(seconds=5)
     assert (decisions.failover_budget, decisions.failover_budget_window) == (3, timedelta(hours=1))
@@ -20,19 +21,30 @@ def test_defaults_fence_after_a_minute_and_hold_a_fourth_failover_within_the_hou
 
 
 def test_fencing_modes_map_to_the_decision_settings() -> None:
-    off = loop_settings(ControllerSettings(lease_namespace="x", fencing="off")).decisions
-    assert off.fence_after is None
-    taint = loop_settings(ControllerSettings(lease_namespace="x", fencing="noExecuteTaint",
-                                             fence_after_seconds=30)).decisions
+    assert ControllerSettings(fencing=FencingMode.OFF).decisions().fence_after is None
+    taint = ControllerSettings(fencing=FencingMode.NO_EXECUTE_TAINT, fence_after_seconds=30).decisions()
     assert taint.fence_after == timedelta(seconds=30) and taint.fence_needs_no_execute_taint
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"fencing": "always"}, "controllers.fencing 'always'"),
-    ({"fence_after_seconds": -1}, "controllers.fenceAfterSeconds must be 0 or more"),
-    ({"failover_budget": 0}, "failoverBudget"),
-    ({"restore_grace_seconds": -5}, "controllers.restoreGraceSeconds must be 0 or more"),
+def test_the_config_file_sets_them(tmp_path: Path) -> None:
+    path = tmp_path / "relay.yaml"
+    path.write_text("controllers:\n  fencing: noExecuteTaint\n  fenceAfterSeconds: 20\n  failoverBudget: 5\n"
+                    "  restoreGraceSeconds: 90\n  failbackMaxInFlight: 2\n")
+    decisions = load_settings(path).controllers.decisions()
+    assert decisions.fence_after == timedelta(seconds=20) and decisions.fence_needs_no_execute_taint
+    assert (decisions.failover_budget, decisions.restore_grace, decisions.failback_max_in_flight) == (
+        5, timedelta(seconds=90), 2)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("fencing: always", "controllers.fencing 'always': use off, notReady or noExecuteTaint"),
+    ("fenceAfterSeconds: -1", "controllers.fenceAfterSeconds must be"),
+    ("failoverBudget: 0", "controllers.failoverBudget must be"),
+    ("restoreGraceSeconds: -5", "controllers.restoreGraceSeconds must be"),
+    ("failbackMaxInFlight: 0", "controllers.failbackMaxInFlight must be"),
 ])
-def test_bad_values_are_refused_with_the_key_named(bad: dict, message: str) -> None:
+def test_bad_values_are_refused_with_the_key_named(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "relay.yaml"
+    path.write_text(f"controllers:\n  {text}\n")
     with pytest.raises(SettingsError, match=message):
-        _check_controller_settings(ControllerSettings(**bad))
+        load_settings(path)

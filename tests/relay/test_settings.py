@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from relay.settings import Settings, SettingsError, check_settings, has_password, load_settings
+from failover.decision import DecisionSettings
+from relay.settings import (ControllerSettings, Settings, SettingsError, apply, check_settings, declared, flag_values,
+                            has_password, load_settings)
 
 FULL = """\
 server:
@@ -125,3 +127,51 @@ def test_a_missing_file_is_a_settings_error(tmp_path: Path) -> None:
 ])
 def test_a_password_in_the_checkpoint_root_is_recognised(url: str, expected: bool) -> None:
     assert has_password(url) is expected
+
+
+@pytest.mark.parametrize("key", ["savepoint:\n  cacheTTLSeconds", "controllers:\n  gracefulEvictionTimeoutSeconds",
+                                 "controllers:\n  stateWaitSeconds", "controllers:\n  failbackSettleSeconds",
+                                 "server:\n  graceSeconds", "server:\n  drainSeconds"])
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_nan_and_infinity_are_refused(tmp_path: Path, key: str, value: str) -> None:
+    # NaN compares false with every bound: a cache TTL of NaN never expires, a grace of NaN never ends.
+    with pytest.raises(SettingsError, match=key.rpartition(" ")[2] + " must be"):
+        load_settings(write(tmp_path, f"{key}: {value}\n"))
+
+
+@pytest.mark.parametrize("text", ["server:\n  certDir: ''\n", "server:\n  clientCAFile: ' '\n"])
+def test_an_empty_path_is_refused(tmp_path: Path, text: str) -> None:
+    # Path("") is the working directory: certificates would be written wherever the process was started.
+    with pytest.raises(SettingsError, match="must not be empty"):
+        load_settings(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("argv", [["--drain-seconds", "nan"], ["--grace-seconds", "inf"], ["--cert-dir", ""],
+                                  ["--port", "70000"]])
+def test_bad_flags_are_one_line_and_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from relay.cli import main
+
+    assert main(["serve", *argv]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith("failover-relay: server.")
+
+
+def test_every_declared_default_is_within_its_bounds() -> None:
+    check_settings(Settings())
+    assert {key.partition(".")[0] for key in declared()} == {"server", "logging", "savepoint", "controllers"}
+
+
+def test_flags_are_derived_from_the_declarations(tmp_path: Path) -> None:
+    from relay.cli import build_parser
+
+    args = build_parser().parse_args(["serve", "--config", str(write(tmp_path, FULL)), "--port", "9000",
+                                      "--no-controllers", "--no-cabundle-sync", "--savepoint-failure-mode", "open"])
+    assert flag_values(args) == {"server.port": 9000, "controllers.mode": "off", "server.caBundleSync": False,
+                                 "savepoint.failureMode": "open"}
+    settings = apply(load_settings(args.config), flag_values(args))
+    assert (settings.port, settings.controllers.mode, settings.savepoint.failure_mode) == (9000, "off", "open")
+    assert settings.controllers.workers == 4  # the file's, untouched by the flags
+
+
+def test_the_decisions_take_the_declared_values() -> None:
+    assert ControllerSettings().decisions() == DecisionSettings()

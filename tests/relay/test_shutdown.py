@@ -71,9 +71,9 @@ async def blocking() -> BlockingMutator:
 
 @pytest.fixture
 async def relay(tmp_path: Path, blocking: BlockingMutator) -> AsyncIterator[RelayServer]:
-    server = RelayServer(Settings(port=0, cert_dir=tmp_path / "certs"),
-                         AdmissionHandlers(mutators={SLOW_KIND: blocking}),
-                         drain_seconds=DRAIN_SECONDS, grace_seconds=GRACE_SECONDS)
+    server = RelayServer(Settings(port=0, cert_dir=tmp_path / "certs", drain_seconds=DRAIN_SECONDS,
+                                  grace_seconds=GRACE_SECONDS),
+                         AdmissionHandlers(mutators={SLOW_KIND: blocking}))
     await server.start()
     yield server
     blocking.release.set()

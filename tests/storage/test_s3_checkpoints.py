@@ -17,7 +17,7 @@ from tests.support import admission_review, decoded_patch
 from webhook.handlers import AdmissionHandlers
 from webhook.metrics import AdmissionMetrics
 from webhook.mutators import LookupPool, savepoint_mutators
-from webhook.review import parse_review
+from webhook.review import complete, parse_review
 
 JOB = JobId("0123456789abcdef0123456789abcdef")
 LABEL = "application.karmada.io/failover-jobid"
@@ -109,10 +109,11 @@ async def test_webhook_injects_an_s3_checkpoint(bucket, s3_endpoint):
            "metadata": {"name": "basic-example", "namespace": "flink", "labels": {LABEL: JOB.value}},
            "spec": {"job": {"jarURI": "local:///x.jar", "upgradeMode": "last-state"}}}
     try:
-        outcome = await handlers.mutate(parse_review(json.dumps(admission_review(obj)).encode()))
+        request = parse_review(json.dumps(admission_review(obj)).encode())
+        verdict = await handlers.mutate(request)
     finally:
         pool.shutdown()
-    job = jsonpatch.apply_patch(obj, decoded_patch(outcome.response))["spec"]["job"]
+    job = jsonpatch.apply_patch(obj, decoded_patch(complete(request, verdict)))["spec"]["job"]
     assert job == {"jarURI": "local:///x.jar", "upgradeMode": "last-state", "state": "running",
                    "initialSavepointPath": f"s3://{name}/flink/{JOB}/checkpoints/chk-3"}
     assert metrics.registry.get_sample_value("failover_relay_savepoint_lookups_total", {"outcome": "found"}) == 1
@@ -129,10 +130,11 @@ async def test_unreachable_s3_is_answered_within_the_deadline():
            "metadata": {"name": "f", "namespace": "flink", "labels": {LABEL: JOB.value}}, "spec": {}}
     started = time.monotonic()
     try:
-        outcome = await handlers.mutate(parse_review(json.dumps(admission_review(obj)).encode()))
+        request = parse_review(json.dumps(admission_review(obj)).encode())
+        verdict = await handlers.mutate(request)
     finally:
         pool.shutdown()
     assert time.monotonic() - started < 2.5
-    response = outcome.response
+    response = complete(request, verdict)
     assert response["allowed"] and "patch" not in response
     assert response["auditAnnotations"]["savepoint-outcome"] in ("timeout", "storage-error")

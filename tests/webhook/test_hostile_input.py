@@ -32,12 +32,11 @@ from failover.profiles import load_profiles
 from relay.serve import RelayServer
 from relay.settings import Settings
 from tests.support import admission_review, client_tls, flink_policy, report
-from webhook import responses
 from webhook.handlers import AdmissionHandlers
 from webhook.health import Readiness
 from webhook.mutators import LookupPool, savepoint_mutators
-from webhook.review import AdmissionRequest, ReviewError, parse_review
-from webhook.serialize import dumps
+from webhook.review import AdmissionRequest, ReviewError, complete, parse_review
+from webhook.review import encode as encode_answer
 from webhook.server import AdmissionServer, connection_options
 
 # Cases per layer; they add up to 10,600 and run in about a minute on two cores.
@@ -306,7 +305,7 @@ def check_response(response: Any, admission: AdmissionRequest, root: Path) -> No
             if op["path"].endswith("/initialSavepointPath") and op["value"] not in carried:
                 assert os.path.normpath(op["value"]) == op["value"], op["value"]
                 assert op["value"].startswith(str(root) + os.sep), op["value"]
-    dumps(responses.review(admission.api_version, response))  # what the server sends must encode
+    encode_answer(admission, response)  # what the server sends must encode
 
 
 async def judge(body: bytes, handlers: AdmissionHandlers, root: Path) -> tuple[int, str | None]:
@@ -318,7 +317,7 @@ async def judge(body: bytes, handlers: AdmissionHandlers, root: Path) -> tuple[i
         check_reason(str(error))
         return error.status, None
     for handle in (handlers.validate, handlers.mutate):
-        check_response((await handle(admission)).response, admission, root)
+        check_response(complete(admission, await handle(admission)), admission, root)
     return 200, admission.uid
 
 
@@ -358,7 +357,7 @@ async def test_raw_bytes_are_refused_or_judged(body: bytes, handlers: AdmissionH
 async def test_a_valid_flink_deployment_is_patched_inside_the_root(handlers: AdmissionHandlers,
                                                                    checkpoint_root: Path) -> None:
     admission = parse_review(encode(admission_review(flink_deployment())))
-    response = (await handlers.mutate(admission)).response
+    response = complete(admission, await handlers.mutate(admission))
     patch = json.loads(base64.b64decode(response["patch"]))
     paths = [op["value"] for op in patch if op["path"].endswith("/initialSavepointPath")]
     assert paths == [f"{checkpoint_root}/{FLINK_NAMESPACE}/{JOB}/checkpoints/chk-7"]
@@ -437,7 +436,8 @@ SHORT_BODY_TIMEOUT = 0.3
 @pytest.fixture
 async def plain_server(handlers: AdmissionHandlers) -> AsyncIterator[int]:
     readiness = Readiness(host="127.0.0.1", port=0, ca_file=None, certificate_not_after=lambda: None)
-    server = AdmissionServer(handlers, readiness, body_timeout=SHORT_BODY_TIMEOUT)
+    server = AdmissionServer(handlers, readiness, max_body_bytes=Settings().max_body_bytes,
+                             body_timeout=SHORT_BODY_TIMEOUT)
     runner = web.AppRunner(server.application(), access_log=None, **connection_options(SHORT_HEADER_TIMEOUT))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

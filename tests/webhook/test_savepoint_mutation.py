@@ -19,7 +19,7 @@ from tests.support import admission_review, client_tls, decoded_patch
 from webhook.handlers import AdmissionHandlers
 from webhook.metrics import AdmissionMetrics
 from webhook.mutators import LookupPool, SavepointMutator, savepoint_mutators
-from webhook.review import parse_review
+from webhook.review import complete, parse_review
 
 LABEL = "application.karmada.io/failover-jobid"
 JOB = "0123456789abcdef0123456789abcdef"
@@ -57,7 +57,8 @@ def handlers_for(store, pool, metrics=None, **options):
 
 async def mutate(handlers, obj, operation="CREATE", old=None, dry_run=False):
     review = admission_review(obj, operation, old=old, dry_run=dry_run)
-    return (await handlers.mutate(parse_review(json.dumps(review).encode()))).response
+    admission = parse_review(json.dumps(review).encode())
+    return complete(admission, await handlers.mutate(admission))
 
 
 def lookups(metrics, outcome):
@@ -216,8 +217,9 @@ async def test_other_versions_of_the_kind_are_not_touched(tmp_path, pool):
     checkpoint_tree(tmp_path, 2)
     review = admission_review(flink_deployment())
     review["request"]["kind"]["version"] = "v1beta2"
-    outcome = await handlers_for(open_store(str(tmp_path)), pool).mutate(parse_review(json.dumps(review).encode()))
-    assert outcome.response["allowed"] and "patch" not in outcome.response
+    admission = parse_review(json.dumps(review).encode())
+    response = complete(admission, await handlers_for(open_store(str(tmp_path)), pool).mutate(admission))
+    assert response["allowed"] and "patch" not in response
 
 
 async def test_mutation_over_real_tls_through_the_relay_server(tmp_path):
