@@ -203,7 +203,8 @@ class BindingReconciler:
         retry = None
         for release in fence.releases:
             if release.delete_first and not await self._delete_copies(step.binding, release.delete_first, clusters):
-                retry = None if release.probe else COPY_RETRY  # a probe is looked at again by the decision's requeue
+                if not release.probe:  # a probe is looked at again at the decision's requeue
+                    retry = COPY_RETRY
                 continue
             work_ref = ObjectRef(WORKS.kind, release.name, release.namespace)
             try:
@@ -242,6 +243,33 @@ class BindingReconciler:
             if not await self._delete_copy(binding, copy):
                 return False
         return True
+
+    async def _delete_copy(self, binding: Mapping[str, Any], copy: MemberCopy) -> bool:
+        """Delete an old copy through the cluster proxy; True when it is gone or is not ours to delete."""
+        try:
+            member_object = await self.client.get_member(copy)
+            if not is_fenced_copy(member_object, copy):
+                log.warning("member_copy_not_ours", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
+                            work=copy.work)
+                return True
+            uid = str((member_object.get("metadata") or {}).get("uid") or "")
+            await self.client.delete_member(copy, uid)
+        except ApiException as error:
+            if not_found(error) or conflict(error):  # gone, or replaced by another object since the GET
+                return True
+            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
+                        status=error.status, reason=error.reason)
+            return False
+        except (HTTPError, OSError, LookupError) as error:
+            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
+                        error=type(error).__name__, detail=str(error)[:200])
+            return False
+        self.metrics.copies_deleted.inc()
+        log.info("member_copy_deleted", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}", work=copy.work)
+        await self.recorder.record(binding, (Event(NORMAL, EVENT_FENCED_COPY, clip_message(
+            f"deleted the old copy {copy.kind} {copy.namespace}/{copy.name} from {copy.cluster}")),))
+        return True
+
 
 class _Patch:
     """A bare merge patch as a decision."""
