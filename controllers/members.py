@@ -13,6 +13,8 @@ import time
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from failover.fencing import MemberCopy
@@ -44,7 +46,7 @@ class MemberProxy:
         try:
             self._call("GET", f"{PROXY_PREFIX}/{cluster}/proxy/version", timeout=PROBE_TIMEOUT_SECONDS)
             answered = True
-        except Exception:  # refused, timed out, 503 from the aggregated apiserver: not answering
+        except (ApiException, HTTPError, OSError):  # refused, timed out, 503 from the aggregated apiserver
             answered = False
         with self._lock:
             self._answers[cluster] = (time.monotonic(), answered)
@@ -79,10 +81,13 @@ class MemberProxy:
         raise LookupError(f"{copy.api_version} {copy.kind} is not served by cluster {copy.cluster}")
 
     def _call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
-        return self.api_client.call_api(
-            path, method, header_params={"Accept": "application/json", "Content-Type": "application/json"},
-            body=body, auth_settings=["BearerToken"], response_type="object", _return_http_data_only=True,
-            _request_timeout=timeout or self.timeout)
+        """One request with the client's credentials; an ApiException for any status outside 2xx."""
+        headers = {"Accept": "application/json", **({"Content-Type": "application/json"} if body is not None else {})}
+        request = self.api_client.param_serialize(method=method, resource_path=path, header_params=headers, body=body,
+                                                  auth_settings=["BearerToken"])
+        response = self.api_client.call_api(*request, _request_timeout=timeout or self.timeout)
+        response.read()
+        return self.api_client.response_deserialize(response, {"2XX": "object", "default": "object"}).data
 
 
 def _group_path(api_version: str) -> str:

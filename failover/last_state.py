@@ -93,6 +93,8 @@ def evaluate_rule(rule: Rule, reflected: Any) -> RuleResult:
         return RuleResult(rule, problem=f"jsonPath for {rule.alias} does not parse ({error})")
     except Exception as error:  # jsonpath-ng can fail on odd data; a bad status must not stop the loop
         return RuleResult(rule, problem=f"jsonPath for {rule.alias} failed ({type(error).__name__})")
+    if value == "":
+        return RuleResult(rule, missing=True)  # a filter that matches nothing renders "" (client-go): no state
     value_problems = label_value_problems(value)
     if value_problems:
         return RuleResult(rule, problem=f"value for {rule.alias} is not a valid label value ({value_problems[0]})")

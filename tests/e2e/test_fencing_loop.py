@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from controllers.kube import CLUSTERS, RESOURCE_BINDINGS, WORKS, CustomObjects
+from controllers.kube import CLUSTERS, RESOURCE_BINDINGS, WORKS, CustomObjects, not_found
+from controllers.members import MemberProxy
 from controllers.manager import LoopSettings, ReconcileLoop
 from failover.decision import DecisionSettings
 from prometheus_client import CollectorRegistry
@@ -162,3 +163,14 @@ async def test_the_taint_managers_task_gets_the_state_recorded_while_healthy(
     (task,) = filled["spec"]["gracefulEvictionTasks"]
     assert task["preservedLabelState"] == {CLUSTER_LABEL: JOB_ID}
     assert task["clustersBeforeFailover"] == [old]
+
+
+def test_the_member_proxy_client_speaks_to_a_real_apiserver(api: client.ApiClient) -> None:
+    """controllers/members.py's requests, with the client's credentials and status handling (the proxy path itself
+    needs karmada-aggregated-apiserver: the real-Karmada tier)."""
+    proxy = MemberProxy(api)
+    assert proxy._call("GET", "/version")["gitVersion"].startswith("v1.")
+    with pytest.raises(client.exceptions.ApiException) as raised:
+        proxy._call("GET", "/apis/cluster.karmada.io/v1alpha1/clusters/nowhere/proxy/version")
+    assert not_found(raised.value)
+    assert proxy.answers("nowhere", remember_seconds=5) is False
