@@ -45,6 +45,7 @@ from kubernetes import client, config, watch  # noqa: E402
 from controllers.kube import RESOURCE_BINDINGS  # noqa: E402
 from failover.application_failover import UNHEALTHY_SINCE_ANNOTATION  # noqa: E402
 from failover.decision import parse_time  # noqa: E402
+from tests.crd_sources import envtest_crds, karmada_tree  # noqa: E402
 from tests.envtest import REPO_ROOT, ControlPlane, ensure_binaries, free_port  # noqa: E402
 
 NAMESPACE = "bench"
@@ -272,7 +273,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"work directory: {workdir}", file=sys.stderr)
 
     with ControlPlane(ensure_binaries()) as plane:
-        plane.apply_crds(REPO_ROOT / "manifests" / "crds")
+        for crds in envtest_crds(karmada_tree(source_only=True), workdir / "karmada-crds"):
+            plane.apply_crds(crds)
         api = api_client(plane.kubeconfig_path, args.threads)
         client.CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
         print(f"creating {count} bindings ({bad_count} Unhealthy) with {args.threads} threads", file=sys.stderr)

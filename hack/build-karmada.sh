@@ -11,6 +11,8 @@
 #
 # Usage: bash hack/build-karmada.sh [--source-only]
 #   --source-only: unpack (or copy) the source tree and stop; enough for tests that only need Karmada's CRDs.
+# Exit status: 0 done; 3 no Karmada source could be found; 4 the binaries are missing and there is no Go to build
+# them; anything else a failed build. tests/crd_sources.py turns 3 and 4 into a skip (locally) or a failure (CI).
 # Output: ${XDG_CACHE_HOME:-$HOME/.cache}/failover-relay/karmada/<commit>/ with bin/ (the four binaries) and src/ (the
 # tree); that directory is printed as the last line of stdout. tests/karmada_env.py finds it the same way.
 #
@@ -47,7 +49,7 @@ find_tarball() {
 source_kind=""
 tarball=""
 if [[ -n "${KARMADA_SRC:-}" ]]; then
-  [[ -d "$KARMADA_SRC/cmd/controller-manager" ]] || { log "KARMADA_SRC=$KARMADA_SRC is not a Karmada source tree"; exit 1; }
+  [[ -d "$KARMADA_SRC/cmd/controller-manager" ]] || { log "KARMADA_SRC=$KARMADA_SRC is not a Karmada source tree"; exit 3; }
   source_kind=checkout
   key="$(git -C "$KARMADA_SRC" rev-parse --short=9 HEAD 2>/dev/null || echo local)"
 else
@@ -104,10 +106,10 @@ if [[ ! -f "$cache_dir/src/charts/karmada/_crds/kustomization.yaml" ]]; then
       tar -xzf "$tarball" -C "$cache_dir/.src.partial" --strip-components=1
       ;;
     clone)
-      command -v git >/dev/null || { log "no Karmada source: set KARMADA_SRC, or provide the tarball"; exit 1; }
+      command -v git >/dev/null || { log "no Karmada source: set KARMADA_SRC, or provide the tarball"; exit 3; }
       log "cloning karmada $KARMADA_REF"
       git clone --quiet --depth 1 --branch "$KARMADA_REF" https://github.com/karmada-io/karmada.git \
-        "$cache_dir/.src.partial" >&2 || { log "no Karmada source: clone failed; set KARMADA_SRC or provide the tarball"; exit 1; }
+        "$cache_dir/.src.partial" >&2 || { log "no Karmada source: clone failed; set KARMADA_SRC or provide the tarball"; exit 3; }
       ;;
   esac
   mv "$cache_dir/.src.partial" "$cache_dir/src"
@@ -117,7 +119,7 @@ if [[ "$source_only" == true ]]; then
   echo "$cache_dir"
   exit 0
 fi
-command -v go >/dev/null || { log "go is not on PATH; install Go $(cat "$cache_dir/src/.go-version" 2>/dev/null || echo 1.26) to build Karmada"; exit 1; }
+command -v go >/dev/null || { log "go is not on PATH; install Go $(cat "$cache_dir/src/.go-version" 2>/dev/null || echo 1.26) to build Karmada"; exit 4; }
 mod_flag="-mod=mod"
 [[ -d "$cache_dir/src/vendor" ]] && mod_flag="-mod=vendor"
 export GOWORK=off CGO_ENABLED=0 GOFLAGS="$mod_flag"

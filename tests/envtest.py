@@ -408,32 +408,44 @@ class ControlPlane:
             raise KubectlError(result.returncode, command, result.stdout, result.stderr)
         return result
 
-    def apply_crds(self, directory: Path | str, *, timeout: float = STARTUP_TIMEOUT_SECONDS) -> list[str]:
-        """Apply a kustomization directory (``kubectl apply -k``) and wait until each CRD in it is Established.
+    def apply_crds(self, source: Path | str, *, timeout: float = STARTUP_TIMEOUT_SECONDS) -> list[str]:
+        """Apply CRDs (a kustomization directory, ``kubectl apply -k``, or one file) and wait until each is
+        Established.
 
         Server-side apply, because client-side apply stores the whole object in the last-applied annotation, which
         large CRDs (Karmada's PropagationPolicy schema) push past the 256 KiB annotation limit. Returns the CRD
         names, e.g. ``propagationpolicies.policy.karmada.io``.
         """
-        if not (Path(directory) / "kustomization.yaml").is_file():
-            raise ValueError(f"{directory} has no kustomization.yaml")
+        path = Path(source)
+        if path.is_dir() and (path / "kustomization.yaml").is_file():
+            what = ["-k", str(path)]
+        elif path.is_file():
+            what = ["-f", str(path)]
+        else:
+            raise ValueError(f"{source} is neither a file nor a directory with a kustomization.yaml")
         applied = self.kubectl(
-            "apply", "--server-side", "--force-conflicts", "--field-manager=envtest", "-o", "name", "-k",
-            str(directory),
+            "apply", "--server-side", "--force-conflicts", "--field-manager=envtest", "-o", "name", *what,
         )
         crds = [
             line.split("/", 1)[1]
             for line in applied.stdout.split()
             if line.startswith("customresourcedefinition.apiextensions.k8s.io/")
         ]
-        if crds:
-            self.kubectl(
-                "wait",
-                "--for=condition=Established",
-                f"--timeout={int(timeout)}s",
-                *(f"customresourcedefinition/{name}" for name in crds),
-                timeout=timeout + 10,
-            )
+        # Polled instead of `kubectl wait --for=condition=Established`, which fails at once on a CRD whose status
+        # has no conditions yet (a large CRD, a busy apiserver).
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        deadline = time.monotonic() + timeout
+        for name in crds:
+            url = f"{self.server_url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+            while True:
+                answer = self._get(url, context=context)
+                conditions = (json.loads(answer.body).get("status") or {}).get("conditions") or [] if (
+                    answer.status == 200) else []
+                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                    break
+                if time.monotonic() > deadline:
+                    raise ControlPlaneError(f"CRD {name} not Established after {timeout:.0f} s")
+                time.sleep(POLL_INTERVAL_SECONDS)
         return crds
 
     # -- plumbing ------------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 webhook configurations rendered by `failover-relay manifests webhook` registered in it.
 
 On CI (``CI=true``) missing binaries are built, and a build that cannot run or fails is a test failure, never a
-skip. Locally the tests skip, with one line saying how to get the binaries, only when there is no Go to build them.
+skip. Locally the tests skip, with one line saying how to get the binaries, only when there is no Go to build them
+or no Karmada source for the CRDs (tests/crd_sources.py).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from tests.crd_sources import KarmadaBuildFailed, KarmadaUnavailable, envtest_crds, karmada_tree
 from tests.e2e.relay_process import RelayProcess, WebhookRegistration
 from tests.envtest import (
-    REPO_ROOT,
     BinariesUnavailable,
     ControlPlane,
     GoUnavailable,
@@ -28,8 +29,6 @@ from tests.envtest import (
     ensure_binaries,
     find_binaries,
 )
-
-CRD_DIR = REPO_ROOT / "manifests" / "crds"
 
 TIMINGS: dict[str, float] = {}
 
@@ -64,8 +63,22 @@ def _tell(config: pytest.Config, line: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def control_plane(pytestconfig: pytest.Config) -> Iterator[ControlPlane]:
-    """etcd + kube-apiserver for the whole session, with every CRD of manifests/crds Established."""
+def crd_sources(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Karmada's real CRDs (from its source, unpacked by hack/build-karmada.sh --source-only) and the others."""
+    try:
+        return envtest_crds(karmada_tree(source_only=True), tmp_path_factory.mktemp("crds") / "karmada")
+    except KarmadaUnavailable as error:
+        if on_ci():
+            pytest.fail(f"CI must run the envtest suite: {error}", pytrace=False)
+        pytest.skip(f"envtest: {error}")
+    except (KarmadaBuildFailed, FileNotFoundError) as error:
+        pytest.fail(str(error), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def control_plane(pytestconfig: pytest.Config, crd_sources: list[Path]) -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver for the whole session, with Karmada's CRDs and the others (tests/crd_sources.py)
+    Established."""
     binaries = _binaries(pytestconfig)
     if shutil.which("kubectl") is None:
         pytest.fail("kubectl is not on PATH; the end-to-end tests apply objects with it (.ci/run installs it)",
@@ -75,7 +88,8 @@ def control_plane(pytestconfig: pytest.Config) -> Iterator[ControlPlane]:
         TIMINGS["control plane start (etcd + kube-apiserver ready)"] = time.monotonic() - started
         TIMINGS["kube-apiserver start"] = plane.apiserver_startup_seconds or 0.0
         crds_started = time.monotonic()
-        plane.apply_crds(CRD_DIR)
+        for source in crd_sources:
+            plane.apply_crds(source)
         TIMINGS["CRDs applied and Established"] = time.monotonic() - crds_started
         yield plane
 

@@ -1,0 +1,956 @@
+"""A real Karmada v1.19 control plane with member clusters and failover-relay, on loopback, for tests and benchmarks.
+
+Karmada's scheduler and controllers decide what happens to a workload after failover-relay writes a binding or
+mutates a Work; only they can tell whether a promise holds. This module runs them for real: Karmada's own binaries
+(``hack/build-karmada.sh``) and CRDs, the envtest tier's kube-apiserver and etcd (``tests/envtest.py``), no kubelet,
+no kube-controller-manager, no Flink operator. The test plays the member clusters' workloads by writing their status
+through the status subresource, which Karmada's status controllers then reflect, exactly as from a real operator.
+It imports nothing from pytest; ``tests/karmada/conftest.py`` starts it once per session.
+
+What ``KarmadaEnv.start()`` brings up, all on 127.0.0.1 with free ports (``../shared/reference/real-karmada.md``
+"What the harness starts"; Karmada's ``hack/deploy-karmada.sh`` and ``artifacts/deploy/*.yaml`` are the originals):
+
+1. A PKI: one CA (serving and client certificates), a front-proxy CA for the aggregation layer, a client
+   certificate in ``system:masters`` for Karmada's components and the tests, one for the relay
+   (``system:serviceaccount:failover-relay:failover-relay``, so the RBAC of ``manifests/deploy/rbac.yaml`` is what
+   it gets), and a static token for the member clusters.
+2. One etcd; karmada-apiserver (``/registry``, with ``artifacts/deploy/karmada-apiserver.yaml``'s flags) and one
+   kube-apiserver per member (``/<member>``) keep their data under separate prefixes of it. One etcd instead of
+   four saves half a GiB and a core's worth of idle work; the apiservers cannot tell the difference.
+3. On karmada-apiserver: Karmada's CRDs (``charts/karmada/_crds``) with the conversion patches pointing at
+   karmada-webhook ``/convert``; karmada-aggregated-apiserver behind the APIService ``v1alpha1.cluster.karmada.io``;
+   karmada-webhook with ``artifacts/deploy/webhook-configuration.yaml``; karmada-controller-manager with
+   ``--controllers=*,-applicationFailover,-gracefulEviction,-workloadRebalancer --feature-gates=Failover=true
+   --enable-no-execute-taint-eviction=true --cluster-status-update-frequency=10s`` (``RELAY_CONTROLLERS``) and
+   karmada-scheduler, both without leader election.
+4. The Flink operator's FlinkDeployment CRD on karmada-apiserver and every member; the members registered as
+   Push-mode Clusters (secretRef + impersonatorSecretRef, ``spec.id`` = the member's kube-system UID), waited for
+   until Ready with FlinkDeployment in ``status.apiEnablements``.
+5. failover-relay the way docs/operations.md installs it: ``manifests/deploy/{namespace,serviceaccount,rbac}.yaml``
+   applied, ``failover-relay serve --config relay.yaml`` (``RELAY_CONFIG``: control-plane mode with Work labels
+   and Work savepoints, checkpoints under ``checkpoint_root``), and ``failover-relay manifests webhook`` applied.
+
+API (everything else is private):
+
+- ``KarmadaEnv(members=3, relay=True)``; ``start()`` / ``stop(keep=False)`` or ``with KarmadaEnv() as env:``.
+  ``startup_seconds`` says how long ``start()`` took. A failed start stops everything and raises
+  ``ControlPlaneError`` with the tails of every log; the temp dir is kept then.
+- ``members``: the member names; ``kubeconfig(cluster)``: kubeconfig path for ``"karmada"`` (karmada-apiserver,
+  admin) or a member; ``relay_kubeconfig``: the relay's identity.
+- ``api(cluster)``: a small REST client (``Api``: ``get``/``list``/``create``/``patch``/``delete``, paths from
+  ``resource_path``) for polling without a kubectl process per poll; ``kubectl(*args, cluster=..., input=...)``.
+- ``stop_member(name)`` / ``start_member(name)``: SIGTERM/SIGKILL that member's kube-apiserver by PID (its data
+  stays in etcd) and start it again on the same port; ``member_pid(name)``.
+- ``restart_relay(config=None, args=())``: stop the relay and start it again on the same port and certificates,
+  with ``config`` merged over ``RELAY_CONFIG`` (per section) and extra ``serve`` flags; ``stop_relay()``,
+  ``start_relay(...)``; ``relay_log``; returns the seconds until ``/readyz``.
+- ``restart_controller_manager(controllers=..., feature_gates=..., args=())``: e.g.
+  ``restart_controller_manager(KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES)`` to compare with Karmada's own
+  failover controllers (then run the relay with ``config={"controllers": {"mode": "off"}}``).
+- ``checkpoint_root``: the relay's ``savepoint.checkpointRoot`` (a directory; layout
+  ``<root>/<namespace>/<job id>/checkpoints/chk-N/_metadata``).
+- ``rss_bytes()``: resident memory of every process the harness runs; ``pids()``; ``logs()``: name -> log file;
+  ``log_tails(lines)``: the end of each log, for failure reports.
+- ``wait_until(condition, timeout, what)``: poll until ``condition()`` returns something truthy, return it.
+
+Cleanup: every process runs in its own process group and is stopped by PID (SIGTERM, SIGKILL after a timeout);
+``atexit``, SIGTERM and SIGHUP stop every running environment; on Linux the children also get SIGKILL if the Python
+process dies without cleaning up (``PR_SET_PDEATHSIG``). Karmada's log verbosity is ``--v=$KARMADA_ENV_VERBOSITY``
+(default 1).
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import copy
+import ctypes
+import datetime
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any, TypeVar
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tests.crd_sources import ConversionWebhook, KarmadaTree, flink_deployment_crd, karmada_crds
+from tests.envtest import ControlPlaneError, KubectlError, _loopback_env, free_port
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+LOOPBACK = "127.0.0.1"
+KARMADA = "karmada"
+DEFAULT_MEMBERS = ("member1", "member2", "member3")
+
+# karmada-controller-manager beside the relay: the three controllers the relay replaces are off (README "Reconcile
+# loop"). Failover=true turns on the taint manager (cluster failover); Karmada itself only adds NoSchedule taints.
+RELAY_CONTROLLERS = "*,-applicationFailover,-gracefulEviction,-workloadRebalancer"
+KARMADA_CONTROLLERS = "*"
+RELAY_GATES = "Failover=true"
+# Karmada alone, as a user would run it for stateful failover (the gate writes preservedLabelState).
+KARMADA_STATEFUL_GATES = "Failover=true,StatefulFailoverInjection=true"
+CLUSTER_STATUS_UPDATE_FREQUENCY = "10s"
+
+RELAY_NAMESPACE = "failover-relay"
+RELAY_USER = f"system:serviceaccount:{RELAY_NAMESPACE}:failover-relay"
+# The relay as docs/operations.md runs it in control-plane mode; restart_relay(config=...) merges per section.
+RELAY_CONFIG: dict[str, dict[str, Any]] = {
+    "logging": {"format": "json", "level": "info"},
+    "savepoint": {"workLabels": True, "workSavepoints": True},
+    "controllers": {"mode": "on", "leaseNamespace": RELAY_NAMESPACE},
+}
+
+# Cold start on two busy cores: an apiserver takes up to ~20 s, Clusters turn Ready after one status round.
+STARTUP_TIMEOUT_SECONDS = 180.0
+STOP_TIMEOUT_SECONDS = 10.0
+POLL_SECONDS = 0.1
+LOG_TAIL_LINES = 30
+KUBECTL_TIMEOUT_SECONDS = 120.0
+HTTP_TIMEOUT_SECONDS = 10.0
+
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], timeout: float, what: str, interval: float = POLL_SECONDS) -> T:
+    """Call ``condition`` until it returns something truthy and return that; TimeoutError naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"not within {timeout:.0f} s: {what}")
+        time.sleep(interval)
+
+
+def resource_path(api_version: str, plural: str, name: str | None = None, namespace: str | None = None,
+                  subresource: str | None = None) -> str:
+    """The REST path of a resource: ``resource_path("work.karmada.io/v1alpha2", "resourcebindings", "x", "ns")``."""
+    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+    parts = [base] + ([f"namespaces/{namespace}"] if namespace else []) + [plural] + ([name] if name else [])
+    return "/".join(parts) + (f"/{subresource}" if subresource else "")
+
+
+class ApiError(RuntimeError):
+    """An apiserver answered with an unexpected status; carries it and the body."""
+
+    def __init__(self, method: str, path: str, status: int, body: str) -> None:
+        super().__init__(f"{method} {path}: {status} {body[:1000]}")
+        self.status = status
+        self.body = body
+
+
+class Api:
+    """A minimal JSON REST client for one apiserver (urllib, no discovery, no proxy)."""
+
+    def __init__(self, server: str, ca_file: Path, *, token: str | None = None,
+                 client_cert: tuple[Path, Path] | None = None) -> None:
+        self.server = server
+        context = ssl.create_default_context(cafile=str(ca_file))
+        if client_cert:
+            context.load_cert_chain(str(client_cert[0]), str(client_cert[1]))
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                                   urllib.request.HTTPSHandler(context=context))
+        self._headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
+
+    def request(self, method: str, path: str, body: Any = None,
+                content_type: str = "application/json") -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        headers = dict(self._headers) | ({"Content-Type": content_type} if data is not None else {})
+        request = urllib.request.Request(self.server + path, data=data, method=method, headers=headers)
+        try:
+            with self._opener.open(request, timeout=HTTP_TIMEOUT_SECONDS) as response:
+                raw = response.read()
+                return response.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as error:
+            raw = error.read()
+            try:
+                return error.code, json.loads(raw)
+            except ValueError:
+                return error.code, raw.decode(errors="replace")
+
+    def _checked(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
+                 ok: Iterable[int] = (200, 201)) -> Any:
+        status, answer = self.request(method, path, body, content_type)
+        if status not in ok:
+            raise ApiError(method, path, status, json.dumps(answer) if not isinstance(answer, str) else answer)
+        return answer
+
+    def get(self, path: str) -> dict[str, Any] | None:
+        """The object, or None when it does not exist (404)."""
+        status, answer = self.request("GET", path)
+        if status == 404:
+            return None
+        if status != 200:
+            raise ApiError("GET", path, status, str(answer))
+        return answer
+
+    def list(self, path: str) -> list[dict[str, Any]]:
+        return list(self._checked("GET", path).get("items") or [])
+
+    def create(self, path: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+        return self._checked("POST", path, obj)
+
+    def patch(self, path: str, patch: Any, patch_type: str = "merge") -> dict[str, Any]:
+        return self._checked("PATCH", path, patch, f"application/{patch_type}-patch+json")
+
+    def delete(self, path: str) -> None:
+        """Delete (background propagation); a missing object is fine."""
+        self._checked("DELETE", path, {"kind": "DeleteOptions", "apiVersion": "v1",
+                                       "propagationPolicy": "Background"}, ok=(200, 202, 404))
+
+
+# -- PKI --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Pair:
+    cert: Path
+    key: Path
+
+
+class _Authority:
+    """A CA that writes PEM files: what ``util::create_certkey`` of Karmada's scripts does with openssl."""
+
+    def __init__(self, directory: Path, name: str) -> None:
+        self.directory = directory
+        self._key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+        now = datetime.datetime.now(datetime.timezone.utc)
+        self._cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
+                      .public_key(self._key.public_key()).serial_number(x509.random_serial_number())
+                      .not_valid_before(now - datetime.timedelta(minutes=5))
+                      .not_valid_after(now + datetime.timedelta(days=2))
+                      .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                      .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                                   content_commitment=False, key_encipherment=False,
+                                                   data_encipherment=False, key_agreement=False,
+                                                   encipher_only=False, decipher_only=False), critical=True)
+                      .sign(self._key, hashes.SHA256()))
+        self.pem = self._cert.public_bytes(serialization.Encoding.PEM)
+        self.cert_file = directory / f"{name}.crt"
+        self.cert_file.write_bytes(self.pem)
+
+    def issue(self, name: str, *, common_name: str, organizations: Sequence[str] = (), dns: Sequence[str] = (),
+              ips: Sequence[str] = (), server: bool = False, client: bool = False) -> _Pair:
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+                             *(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations)])
+        now = datetime.datetime.now(datetime.timezone.utc)
+        usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + (
+            [ExtendedKeyUsageOID.CLIENT_AUTH] if client else [])
+        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(self._cert.subject)
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=2))
+                   .add_extension(x509.ExtendedKeyUsage(usages), critical=False))
+        names = [x509.DNSName(n) for n in dns] + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+        if names:
+            builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+        cert = builder.sign(self._key, hashes.SHA256())
+        pair = _Pair(self.directory / f"{name}.crt", self.directory / f"{name}.key")
+        pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        pair.key.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+        pair.key.chmod(0o600)
+        return pair
+
+
+# -- processes --------------------------------------------------------------------------------------------------
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: SIGKILL it when the test process dies without stopping it (Linux)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class _Process:
+    """One child process in its own process group, with its log file; stopped by PID."""
+
+    name: str
+    args: list[str]
+    log: Path
+    env: dict[str, str] | None = None
+    cwd: Path | None = None
+    popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int | None:
+        return self.popen.pid if self.running() and self.popen else None
+
+    def running(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def start(self) -> None:
+        if self.running():
+            raise ControlPlaneError(f"{self.name} is already running (pid {self.pid})")
+        with self.log.open("ab") as log:
+            log.write(f"\n=== {self.name} started {time.strftime('%H:%M:%S')}: {' '.join(self.args)}\n".encode())
+            log.flush()
+            # A new session: a Ctrl-C in the terminal reaches only the test process, which then stops the group.
+            self.popen = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                          env=self.env or _loopback_env(), cwd=self.cwd, start_new_session=True,
+                                          preexec_fn=_die_with_parent)
+
+    def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
+        popen = self.popen
+        if popen is None:
+            return
+        if popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(popen.pid, signal.SIGTERM)
+            try:
+                popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(popen.pid, signal.SIGKILL)
+                popen.wait()
+        # Anything the process left in its group (none of these fork, but a wrapper might).
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(popen.pid, signal.SIGKILL)
+
+    def exited(self) -> str | None:
+        """None while running; else a message with the exit code and the log tail."""
+        if self.popen is None or self.popen.poll() is None:
+            return None
+        return f"{self.name} exited with code {self.popen.returncode}; log tail:\n{_tail(self.log)}"
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log written)"
+
+
+def _http_status(url: str, context: ssl.SSLContext | None = None) -> int:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                         urllib.request.HTTPSHandler(context=context))
+    try:
+        with opener.open(url, timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except (urllib.error.URLError, OSError, ssl.SSLError):
+        return 0
+
+
+def _unverified() -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+# Every started environment, for atexit and the signal handlers.
+_LIVE: set[KarmadaEnv] = set()
+_LIVE_LOCK = threading.Lock()
+_HANDLERS_INSTALLED = False
+
+
+def _stop_all() -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for env in live:
+        env.stop(keep=True)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    _stop_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _install_cleanup() -> None:
+    global _HANDLERS_INSTALLED
+    if _HANDLERS_INSTALLED:
+        return
+    _HANDLERS_INSTALLED = True
+    atexit.register(_stop_all)
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(signum) in (signal.SIG_DFL, None):
+                signal.signal(signum, _on_signal)
+
+
+def _merge(base: Mapping[str, Any], overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    merged = copy.deepcopy(dict(base))
+    for section, values in (overrides or {}).items():
+        if isinstance(values, Mapping) and isinstance(merged.get(section), Mapping):
+            merged[section] = {**merged[section], **values}
+        else:
+            merged[section] = copy.deepcopy(values)
+    return merged
+
+
+def _relay_command() -> list[str]:
+    """The installed ``failover-relay`` console script of this interpreter's environment (``python -m`` else)."""
+    script = Path(sys.executable).parent / "failover-relay"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "relay.cli"]
+
+
+@dataclass
+class _Apiserver:
+    name: str
+    port: int
+    process: _Process
+
+    @property
+    def url(self) -> str:
+        return f"https://{LOOPBACK}:{self.port}"
+
+
+class KarmadaEnv:
+    """Karmada's control plane, member kube-apiservers and failover-relay as local processes (see module doc)."""
+
+    def __init__(self, tree: KarmadaTree, envtest_binaries: Path, *, members: Sequence[str] = DEFAULT_MEMBERS,
+                 relay: bool = True, startup_timeout: float = STARTUP_TIMEOUT_SECONDS) -> None:
+        self.tree = tree
+        self.envtest_binaries = envtest_binaries
+        self.members = tuple(members)
+        self.with_relay = relay
+        self.startup_timeout = startup_timeout
+        self.verbosity = os.environ.get("KARMADA_ENV_VERBOSITY", "1")
+        self.startup_seconds: float | None = None
+        self.member_token = base64.b32encode(os.urandom(20)).decode().lower()
+        self._root: Path | None = None
+        self._processes: dict[str, _Process] = {}
+        self._apiservers: dict[str, _Apiserver] = {}
+        self._ports: dict[str, int] = {}
+        self._relay_config: dict[str, Any] = {}
+        self._relay_args: tuple[str, ...] = ()
+        self._stopping = threading.Lock()
+        # Processes a test stopped (a member apiserver, the relay): their exit is no failure of the harness.
+        self._stopped_on_purpose: set[str] = set()
+        self._kept: Path | None = None
+
+    # -- paths ----------------------------------------------------------------------------------------------------
+
+    @property
+    def root(self) -> Path:
+        if self._root is None:
+            raise ControlPlaneError("the Karmada environment is not started")
+        return self._root
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.pki / "ca.crt"
+
+    @property
+    def checkpoint_root(self) -> Path:
+        return self.root / "checkpoints"
+
+    def kubeconfig(self, cluster: str = KARMADA) -> Path:
+        if cluster != KARMADA and cluster not in self.members:
+            raise KeyError(f"no cluster {cluster!r}: karmada or one of {self.members}")
+        return self.root / f"{cluster}.kubeconfig"
+
+    @property
+    def relay_kubeconfig(self) -> Path:
+        return self.root / "relay.kubeconfig"
+
+    @property
+    def relay_url(self) -> str:
+        return f"https://{LOOPBACK}:{self._ports['relay']}"
+
+    @property
+    def relay_cert_dir(self) -> Path:
+        return self.root / "relay-certs"
+
+    @property
+    def relay_log(self) -> Path:
+        return self.logs_dir / "failover-relay.log"
+
+    @property
+    def webhook_url(self) -> str:
+        return f"https://{LOOPBACK}:{self._ports['karmada-webhook']}"
+
+    def server_url(self, cluster: str = KARMADA) -> str:
+        return self._apiservers[cluster].url
+
+    def logs(self) -> dict[str, Path]:
+        return {name: process.log for name, process in self._processes.items()}
+
+    def pids(self) -> dict[str, int]:
+        return {name: process.pid for name, process in self._processes.items() if process.pid is not None}
+
+    def member_pid(self, member: str) -> int | None:
+        return self._apiservers[member].process.pid
+
+    # -- lifecycle ------------------------------------------------------------------------------------------------
+
+    def __enter__(self) -> KarmadaEnv:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.stop(keep=exc is not None)
+
+    def start(self) -> None:
+        """Bring everything up (about 30 s warm on two cores); on failure stop it all and raise with the logs."""
+        if self._root is not None:
+            raise ControlPlaneError("the Karmada environment is already started")
+        started = time.monotonic()
+        self._root = Path(tempfile.mkdtemp(prefix="failover-relay-karmada-"))
+        _install_cleanup()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        try:
+            self.logs_dir.mkdir()
+            self.checkpoint_root.mkdir()
+            for name in ("karmada-apiserver", *self.members, "etcd", "etcd-peer", "karmada-aggregated-apiserver",
+                         "karmada-webhook", "webhook-metrics", "webhook-health", "cm-metrics", "cm-health",
+                         "scheduler-metrics", "scheduler-health", "relay"):
+                self._ports[name] = free_port()
+            self._write_pki()
+            self._start_etcd()
+            self._start_apiservers()
+            self._write_kubeconfigs()
+            self._install_karmada()
+            self._register_members()
+            if self.with_relay:
+                self._install_relay()
+            self.startup_seconds = time.monotonic() - started
+        except BaseException as error:
+            tails = self.log_tails()
+            self.stop(keep=True)
+            if isinstance(error, Exception):
+                raise ControlPlaneError(f"Karmada environment failed to start: {error}\nlogs kept in "
+                                        f"{self._kept}\n{tails}") from error
+            raise
+
+    def stop(self, keep: bool = False) -> None:
+        """Stop every process (relay and controllers first, etcd last); remove the temp dir unless ``keep``."""
+        if not self._stopping.acquire(blocking=False):
+            return
+        try:
+            order = ["failover-relay", "karmada-controller-manager", "karmada-scheduler", "karmada-webhook",
+                     "karmada-aggregated-apiserver", *self.members, "karmada-apiserver", "etcd"]
+            for name in order + [n for n in self._processes if n not in order]:
+                process = self._processes.get(name)
+                if process is not None:
+                    process.stop()
+            self._processes.clear()
+            if self._root is not None:
+                if keep:
+                    self._kept = self._root
+                    print(f"karmada_env: logs kept in {self._root / 'logs'}", file=sys.stderr)
+                else:
+                    shutil.rmtree(self._root, ignore_errors=True)
+                self._root = None
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
+        finally:
+            self._stopping.release()
+
+    # -- clients --------------------------------------------------------------------------------------------------
+
+    def api(self, cluster: str = KARMADA) -> Api:
+        """A REST client as admin of karmada-apiserver or a member."""
+        if cluster == KARMADA:
+            return Api(self.server_url(KARMADA), self.ca_file,
+                       client_cert=(self.pki / "admin.crt", self.pki / "admin.key"))
+        return Api(self.server_url(cluster), self.ca_file, token=self.member_token)
+
+    def kubectl(self, *args: str, cluster: str = KARMADA, input: str | None = None, check: bool = True,
+                timeout: float = KUBECTL_TIMEOUT_SECONDS) -> subprocess.CompletedProcess[str]:
+        command = ["kubectl", f"--kubeconfig={self.kubeconfig(cluster)}",
+                   f"--cache-dir={self.root / 'kubectl-cache'}", *args]
+        result = subprocess.run(command, input=input, capture_output=True, text=True, timeout=timeout,
+                                env=_loopback_env())
+        if check and result.returncode != 0:
+            raise KubectlError(result.returncode, command, result.stdout, result.stderr)
+        return result
+
+    def wait_until(self, condition: Callable[[], T], timeout: float, what: str,
+                   interval: float = POLL_SECONDS) -> T:
+        """``wait_until`` that also fails at once when one of the harness's processes has died."""
+        def checked() -> T:
+            for process in self._processes.values():
+                message = process.exited()
+                if message and process.name not in self._stopped_on_purpose:
+                    raise ControlPlaneError(f"while waiting for {what}: {message}")
+            return condition()
+        return wait_until(checked, timeout, what, interval)
+
+    # -- what tests do to the environment ---------------------------------------------------------------------
+
+    def stop_member(self, member: str) -> None:
+        """Stop that member's kube-apiserver (by PID, SIGTERM then SIGKILL); its data stays in etcd."""
+        process = self._apiservers[member].process
+        self._stopped_on_purpose = self._stopped_on_purpose | {process.name}
+        process.stop()
+
+    def start_member(self, member: str) -> float:
+        """Start a stopped member's kube-apiserver on its port again; return the seconds until ``/readyz``."""
+        started = time.monotonic()
+        apiserver = self._apiservers[member]
+        apiserver.process.start()
+        self._stopped_on_purpose = self._stopped_on_purpose - {apiserver.process.name}
+        self._wait_ready(apiserver.process, f"{apiserver.url}/readyz", _unverified())
+        return time.monotonic() - started
+
+    def stop_relay(self) -> None:
+        process = self._processes.get("failover-relay")
+        if process is not None:
+            self._stopped_on_purpose = self._stopped_on_purpose | {process.name}
+            process.stop(timeout=30)
+
+    def start_relay(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
+        """Start the relay with ``config`` merged over ``RELAY_CONFIG``; return the seconds until ``/readyz``."""
+        started = time.monotonic()
+        self._relay_config = _merge(self._base_relay_config(), config)
+        self._relay_args = tuple(args)
+        config_file = self.root / "relay.yaml"
+        config_file.write_text(yaml.safe_dump(self._relay_config, sort_keys=False))
+        env = _loopback_env()
+        env.pop("KUBERNETES_SERVICE_HOST", None)  # never mistake the test machine for a pod
+        env.pop("KUBECONFIG", None)
+        process = _Process("failover-relay", [*_relay_command(), "serve", "--config", str(config_file),
+                                              *self._relay_args], self.relay_log, env=env, cwd=REPO_ROOT)
+        self._processes["failover-relay"] = process
+        process.start()
+        self._stopped_on_purpose = self._stopped_on_purpose - {process.name}
+        self.wait_until(lambda: (self.relay_cert_dir / "ca.crt").exists()
+                        and _http_status(f"{self.relay_url}/readyz", _unverified()) == 200,
+                        60, "failover-relay /readyz")
+        return time.monotonic() - started
+
+    def restart_relay(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
+        """Stop the relay and start it again (same port, same certificates, so the webhook registration holds)."""
+        started = time.monotonic()
+        self.stop_relay()
+        self.start_relay(config, args)
+        return time.monotonic() - started
+
+    def restart_controller_manager(self, controllers: str = RELAY_CONTROLLERS, feature_gates: str = RELAY_GATES,
+                                   args: Sequence[str] = ()) -> float:
+        """Run karmada-controller-manager with other ``--controllers``/``--feature-gates``; seconds until healthy."""
+        started = time.monotonic()
+        process = self._processes.get("karmada-controller-manager")
+        if process is not None:
+            process.stop()
+        self._start_controller_manager(controllers, feature_gates, args)
+        return time.monotonic() - started
+
+    def rss_bytes(self) -> int:
+        """Resident memory of every running process of the harness (VmRSS from /proc)."""
+        total = 0
+        for pid in self.pids().values():
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+        return total
+
+    def log_tails(self, lines: int = LOG_TAIL_LINES) -> str:
+        return "\n".join(f"--- {name} ({process.log}) ---\n{_tail(process.log, lines)}"
+                         for name, process in self._processes.items())
+
+    # -- start-up steps -------------------------------------------------------------------------------------------
+
+    def _write_pki(self) -> None:
+        self.pki.mkdir(mode=0o700)
+        ca = _Authority(self.pki, "ca")
+        self._ca_pem = ca.pem
+        front_proxy = _Authority(self.pki, "front-proxy-ca")
+        front_proxy.issue("front-proxy-client", common_name="front-proxy-client", client=True)
+        local = dict(dns=["localhost"], ips=[LOOPBACK])
+        ca.issue("karmada-apiserver", common_name="karmada-apiserver", server=True,
+                 dns=["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"], ips=[LOOPBACK])
+        # The aggregator dials the Service's externalName (localhost) and verifies the name <service>.<ns>.svc.
+        ca.issue("karmada-aggregated-apiserver", common_name="karmada-aggregated-apiserver", server=True,
+                 dns=["karmada-aggregated-apiserver.karmada-system.svc", "localhost"], ips=[LOOPBACK])
+        webhook_dir = self.pki / "karmada-webhook"
+        webhook_dir.mkdir()
+        webhook = ca.issue("karmada-webhook", common_name="karmada-webhook", server=True, **local)
+        shutil.copy(webhook.cert, webhook_dir / "tls.crt")
+        shutil.copy(webhook.key, webhook_dir / "tls.key")
+        for member in self.members:
+            ca.issue(member, common_name=member, server=True, **local)
+        ca.issue("admin", common_name="karmada-admin", organizations=["system:masters"], client=True)
+        ca.issue("relay", common_name=RELAY_USER,
+                 organizations=["system:serviceaccounts", f"system:serviceaccounts:{RELAY_NAMESPACE}"], client=True)
+        sa_key = ec.generate_private_key(ec.SECP256R1())
+        (self.pki / "sa.key").write_bytes(sa_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        (self.pki / "sa.pub").write_bytes(sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        # Static token file columns: token, user name, user uid, "group1,group2".
+        (self.pki / "member-tokens.csv").write_text(
+            f'{self.member_token},karmada-member-admin,karmada-member-admin,"system:masters"\n')
+
+    def _spawn(self, name: str, args: list[str], **kwargs: Any) -> _Process:
+        process = _Process(name, args, self.logs_dir / f"{name}.log", **kwargs)
+        self._processes[name] = process
+        process.start()
+        return process
+
+    def _wait_ready(self, process: _Process, url: str, context: ssl.SSLContext | None = None,
+                    timeout: float | None = None) -> None:
+        self.wait_until(lambda: _http_status(url, context) == 200, timeout or self.startup_timeout,
+                        f"{process.name} {url}")
+
+    @property
+    def _etcd_url(self) -> str:
+        return f"http://{LOOPBACK}:{self._ports['etcd']}"
+
+    def _start_etcd(self) -> None:
+        peer = f"http://{LOOPBACK}:{self._ports['etcd-peer']}"
+        data = self.root / "etcd-data"
+        data.mkdir(mode=0o700)
+        process = self._spawn("etcd", [
+            str(self.envtest_binaries / "etcd"), "--name=karmada-env", f"--data-dir={data}",
+            f"--listen-client-urls={self._etcd_url}", f"--advertise-client-urls={self._etcd_url}",
+            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=karmada-env={peer}", "--logger=zap", "--log-outputs=stderr", "--log-level=warn",
+        ])
+        self._wait_ready(process, f"{self._etcd_url}/health")
+
+    def _apiserver_args(self, name: str, etcd_prefix: str) -> list[str]:
+        pki = self.pki
+        common = [
+            str(self.envtest_binaries / "kube-apiserver"),
+            f"--advertise-address={LOOPBACK}", f"--bind-address={LOOPBACK}",
+            f"--secure-port={self._ports[name]}", f"--etcd-servers={self._etcd_url}",
+            f"--etcd-prefix={etcd_prefix}", "--allow-privileged=true",
+            f"--client-ca-file={pki / 'ca.crt'}",
+            f"--tls-cert-file={pki / (name + '.crt')}", f"--tls-private-key-file={pki / (name + '.key')}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki / 'sa.pub'}", f"--service-account-signing-key-file={pki / 'sa.key'}",
+            "--profiling=false", "--v=0",
+        ]
+        if name != "karmada-apiserver":
+            # A member: what the envtest tier runs, with a static token the Cluster secret carries.
+            return common + [f"--token-auth-file={pki / 'member-tokens.csv'}", "--authorization-mode=RBAC",
+                             "--service-cluster-ip-range=10.0.0.0/24",
+                             # No controller manager creates ServiceAccount tokens this plugin would wait for.
+                             "--disable-admission-plugins=ServiceAccount"]
+        # artifacts/deploy/karmada-apiserver.yaml, with its paths and addresses.
+        return common + [
+            "--authorization-mode=Node,RBAC", "--enable-bootstrap-token-auth=true",
+            "--disable-admission-plugins=StorageObjectInUseProtection,ServiceAccount", "--runtime-config=",
+            "--service-cluster-ip-range=10.96.0.0/12",
+            f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
+            f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
+            f"--requestheader-client-ca-file={pki / 'front-proxy-ca.crt'}",
+            "--requestheader-allowed-names=front-proxy-client", "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            "--requestheader-group-headers=X-Remote-Group", "--requestheader-username-headers=X-Remote-User",
+            "--tls-min-version=VersionTLS13",
+        ]
+
+    def _start_apiservers(self) -> None:
+        # All four at once: each is CPU-bound for a few seconds on its post-start hooks.
+        for name, prefix in (("karmada-apiserver", "/registry"), *((m, f"/{m}") for m in self.members)):
+            process = self._spawn(name, self._apiserver_args(name, prefix))
+            self._apiservers[KARMADA if name == "karmada-apiserver" else name] = _Apiserver(
+                name, self._ports[name], process)
+        for apiserver in self._apiservers.values():
+            self._wait_ready(apiserver.process, f"{apiserver.url}/readyz", _unverified())
+
+    def _write_kubeconfigs(self) -> None:
+        def write(path: Path, server: str, user: dict[str, str]) -> None:
+            path.write_text(json.dumps({
+                "apiVersion": "v1", "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server, "certificate-authority": str(self.ca_file)}}],
+                "users": [{"name": "u", "user": user}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "current-context": "c",
+            }, indent=2))
+            path.chmod(0o600)
+
+        karmada = self.server_url(KARMADA)
+        write(self.kubeconfig(KARMADA), karmada, {"client-certificate": str(self.pki / "admin.crt"),
+                                                  "client-key": str(self.pki / "admin.key")})
+        write(self.relay_kubeconfig, karmada, {"client-certificate": str(self.pki / "relay.crt"),
+                                               "client-key": str(self.pki / "relay.key")})
+        for member in self.members:
+            write(self.kubeconfig(member), self.server_url(member), {"token": self.member_token})
+
+    def _install_karmada(self) -> None:
+        source = self.tree.source
+        deploy = source / "artifacts" / "deploy"
+        self.kubectl("apply", "-f", str(deploy / "namespace.yaml"))
+        self.kubectl("create", "namespace", "karmada-cluster")
+        # The components that only need karmada-apiserver start now and get ready while the CRDs go in.
+        admin = str(self.kubeconfig(KARMADA))
+        aggregated = self._spawn("karmada-aggregated-apiserver", [
+            str(self.tree.bin / "karmada-aggregated-apiserver"), f"--kubeconfig={admin}",
+            f"--authentication-kubeconfig={admin}", f"--authorization-kubeconfig={admin}",
+            f"--etcd-servers={self._etcd_url}", f"--tls-cert-file={self.pki / 'karmada-aggregated-apiserver.crt'}",
+            f"--tls-private-key-file={self.pki / 'karmada-aggregated-apiserver.key'}",
+            f"--bind-address={LOOPBACK}", f"--secure-port={self._ports['karmada-aggregated-apiserver']}",
+            "--tls-min-version=VersionTLS13", f"--v={self.verbosity}",
+        ])
+        webhook = self._spawn("karmada-webhook", [
+            str(self.tree.bin / "karmada-webhook"), f"--kubeconfig={admin}", f"--bind-address={LOOPBACK}",
+            f"--secure-port={self._ports['karmada-webhook']}", f"--cert-dir={self.pki / 'karmada-webhook'}",
+            f"--metrics-bind-address={LOOPBACK}:{self._ports['webhook-metrics']}",
+            f"--health-probe-bind-address={LOOPBACK}:{self._ports['webhook-health']}",
+            "--allow-no-execute-taint-policy=true", f"--v={self.verbosity}",
+        ])
+        crds = karmada_crds(self.tree, self.root / "karmada-crds",
+                            conversion=ConversionWebhook(f"{self.webhook_url}/convert", self._ca_pem))
+        self._apply_crds(KARMADA, "-k", str(crds))
+        self._apply_crds(KARMADA, "-f", str(flink_deployment_crd()))
+        for member in self.members:
+            self._apply_crds(member, "-f", str(flink_deployment_crd()))
+
+        ca_bundle = base64.b64encode(self._ca_pem).decode()
+        documents = list(yaml.safe_load_all((deploy / "karmada-aggregated-apiserver-apiservice.yaml").read_text()
+                                            .replace("{{caBundle}}", ca_bundle)))
+        for document in documents:
+            if document["kind"] == "APIService":
+                document["spec"]["service"]["port"] = self._ports["karmada-aggregated-apiserver"]
+            elif document["kind"] == "Service":
+                document["spec"]["externalName"] = "localhost"
+        self.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(documents))
+        webhooks = (deploy / "webhook-configuration.yaml").read_text().replace(
+            "https://karmada-webhook.karmada-system.svc:443", self.webhook_url).replace("{{caBundle}}", ca_bundle)
+        self.kubectl("apply", "-f", "-", input=webhooks)
+
+        # Its readiness is served on the webhook port (artifacts/deploy/karmada-webhook.yaml readinessProbe).
+        self._wait_ready(webhook, f"{self.webhook_url}/readyz", ssl.create_default_context(cafile=str(self.ca_file)))
+        self._wait_ready(aggregated, f"https://{LOOPBACK}:{self._ports['karmada-aggregated-apiserver']}/readyz",
+                         _unverified())
+        karmada = self.api(KARMADA)
+        self.wait_until(lambda: any(c.get("type") == "Available" and c.get("status") == "True" for c in (
+            (karmada.get("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.cluster.karmada.io") or {})
+            .get("status", {}).get("conditions") or [])), self.startup_timeout, "APIService v1alpha1.cluster.karmada.io")
+        self._start_controller_manager(RELAY_CONTROLLERS, RELAY_GATES, ())
+        scheduler = self._spawn("karmada-scheduler", [
+            str(self.tree.bin / "karmada-scheduler"), f"--kubeconfig={admin}", "--leader-elect=false",
+            f"--metrics-bind-address={LOOPBACK}:{self._ports['scheduler-metrics']}",
+            f"--health-probe-bind-address={LOOPBACK}:{self._ports['scheduler-health']}",
+            "--enable-scheduler-estimator=false", f"--v={self.verbosity}",
+        ])
+        self._wait_ready(scheduler, f"http://{LOOPBACK}:{self._ports['scheduler-health']}/healthz")
+
+    def _start_controller_manager(self, controllers: str, feature_gates: str, args: Sequence[str]) -> None:
+        process = self._spawn("karmada-controller-manager", [
+            str(self.tree.bin / "karmada-controller-manager"), f"--kubeconfig={self.kubeconfig(KARMADA)}",
+            f"--controllers={controllers}", f"--feature-gates={feature_gates}",
+            "--enable-no-execute-taint-eviction=true",
+            f"--cluster-status-update-frequency={CLUSTER_STATUS_UPDATE_FREQUENCY}", "--leader-elect=false",
+            f"--metrics-bind-address={LOOPBACK}:{self._ports['cm-metrics']}",
+            f"--health-probe-bind-address={LOOPBACK}:{self._ports['cm-health']}",
+            f"--v={self.verbosity}", *args,
+        ])
+        self._wait_ready(process, f"http://{LOOPBACK}:{self._ports['cm-health']}/healthz")
+
+    def _apply_crds(self, cluster: str, *source: str) -> None:
+        """Server-side apply (Karmada's CRDs exceed client-side apply's annotation limit); wait for Established."""
+        applied = self.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=karmada-env",
+                               "-o", "name", *source, cluster=cluster)
+        names = [line.split("/", 1)[1] for line in applied.stdout.split()
+                 if line.startswith("customresourcedefinition")]
+        api = self.api(cluster)
+
+        def established() -> bool:
+            # Polled here: `kubectl wait` fails at once on a CRD whose status has no conditions yet.
+            for name in names:
+                crd = api.get(resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions", name)) or {}
+                conditions = (crd.get("status") or {}).get("conditions") or []
+                if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                    return False
+            return True
+
+        self.wait_until(established, self.startup_timeout, f"CRDs Established in {cluster}: {names}")
+
+    def _register_members(self) -> None:
+        """Push-mode Clusters as ``karmadactl join`` creates them: secrets in karmada-cluster, spec.id."""
+        karmada = self.api(KARMADA)
+        token = base64.b64encode(self.member_token.encode()).decode()
+        ca_bundle = base64.b64encode(self._ca_pem).decode()
+        for member in self.members:
+            for name in (member, f"{member}-impersonator"):
+                karmada.create(resource_path("v1", "secrets", namespace="karmada-cluster"), {
+                    "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "karmada-cluster"},
+                    "data": {"token": token, "caBundle": ca_bundle}})
+            kube_system = self.api(member).get(resource_path("v1", "namespaces", "kube-system"))
+            assert kube_system is not None
+            karmada.create("/apis/cluster.karmada.io/v1alpha1/clusters", {
+                "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": member},
+                "spec": {"id": kube_system["metadata"]["uid"], "apiEndpoint": self.server_url(member),
+                         "syncMode": "Push",
+                         "secretRef": {"namespace": "karmada-cluster", "name": member},
+                         "impersonatorSecretRef": {"namespace": "karmada-cluster",
+                                                   "name": f"{member}-impersonator"}}})
+
+        def registered(member: str) -> bool:
+            cluster = karmada.get(f"/apis/cluster.karmada.io/v1alpha1/clusters/{member}") or {}
+            status = cluster.get("status") or {}
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+            flink = any(e.get("groupVersion") == "flink.apache.org/v1beta1"
+                        and any(r.get("kind") == "FlinkDeployment" for r in e.get("resources") or [])
+                        for e in status.get("apiEnablements") or [])
+            return ready and flink
+
+        for member in self.members:
+            self.wait_until(lambda: registered(member), self.startup_timeout,
+                            f"Cluster {member} Ready with FlinkDeployment in status.apiEnablements")
+
+    def _base_relay_config(self) -> dict[str, Any]:
+        config = copy.deepcopy(RELAY_CONFIG)
+        config["server"] = {"host": LOOPBACK, "port": self._ports["relay"], "certDir": str(self.relay_cert_dir)}
+        config["savepoint"]["checkpointRoot"] = str(self.checkpoint_root)
+        config["controllers"]["kubeconfig"] = str(self.relay_kubeconfig)
+        return config
+
+    def _install_relay(self) -> None:
+        deploy = REPO_ROOT / "manifests" / "deploy"
+        for manifest in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
+            self.kubectl("apply", "-f", str(deploy / manifest))
+        self.start_relay()
+        rendered = subprocess.run(
+            [*_relay_command(), "manifests", "webhook", "--url", self.relay_url, "--namespace", RELAY_NAMESPACE,
+             "--cert-dir", str(self.relay_cert_dir)],
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, env=_loopback_env())
+        if rendered.returncode != 0:
+            raise ControlPlaneError(f"failover-relay manifests webhook exited {rendered.returncode}: "
+                                    f"{rendered.stderr}")
+        self.kubectl("apply", "-f", "-", input=rendered.stdout)
+        # Registered means the apiserver calls it: a policy only the relay refuses (statePreservation with a
+        # Gracefully purge, README "Policy admission") is refused.
+        probe = json.dumps({
+            "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": "relay-registration-probe", "namespace": "default"},
+            "spec": {"propagateDeps": True,
+                     "resourceSelectors": [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment"}],
+                     "placement": {"clusterAffinity": {"clusterNames": list(self.members)}},
+                     "failover": {"application": {
+                         "decisionConditions": {"tolerationSeconds": 10}, "purgeMode": "Gracefully",
+                         "statePreservation": {"rules": [{"aliasLabelName": "application.karmada.io/failover-jobid",
+                                                          "jsonPath": "{ .jobStatus.jobId }"}]}}}}})
+        self.wait_until(lambda: "failover-relay.io" in self.kubectl(
+            "create", "--dry-run=server", "-f", "-", input=probe, check=False).stderr, 30,
+            "the apiserver calling failover-relay's validating webhook", interval=0.5)
