@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from controllers.informer import Informer, ListFunction
+from controllers.kube import conflict
 from controllers.queue import ShutDown, WorkQueue
 
 Reconcile = Callable[[str], Awaitable[timedelta | None]]
@@ -75,8 +76,8 @@ class Controller:
             try:
                 requeue_after = await self.reconcile(str(key))
             except ApiException as error:
-                result = "conflict" if error.status == 409 else "api-error"
-                if error.status == 409:
+                result = "conflict" if conflict(error) else "api-error"
+                if conflict(error):
                     self.queue.add_after(key, 0.05)
                 else:
                     log.warning("reconcile_failed", controller=self.name, key=key, status=error.status,
