@@ -214,7 +214,8 @@ def failback_route(binding: Mapping[str, Any], recovered: str,
         for term in affinities:
             names = _cluster_names(term)
             if names is None:
-                return REFUSE, "an affinity term selects clusters by label or field, so the scheduler's choice is unknown"
+                return REFUSE, ("an affinity term selects clusters by label or field, so the scheduler's choice is"
+                                " unknown")
             picked = choice(names)
             if picked is not None:
                 if picked == recovered:

@@ -13,7 +13,8 @@ for the graceful eviction timeout and then start empty. The decisions here, per 
   `fence_needs_no_execute_taint`, carries a NoExecute taint): record its member copies in `FENCED_ANNOTATION` on
   the binding, then release the Work (remove that finalizer), so the binding controller goes on and creates the new
   copy. Karmada does the same when a cluster is removed (`pkg/controllers/cluster/cluster_controller.go`
-  `removeExecutionSpace` strips the finalizer). `fence_after` None never fences: the task then waits for its timeout.
+  `removeExecutionSpace` strips the finalizer). `fence_after` None never fences: the new copy then waits until the
+  member answers again or the task times out.
 - **Finish a stuck deletion.** The execution controller retries a failed delete with exponential backoff and nothing
   re-queues it when the cluster turns Ready again (`GenerationChangedPredicate`): the old copy ran beside the new one
   for about 3 minutes. A Work deleting for `stuck_deletion_after` on a cluster that is Ready is finished here the way
@@ -22,9 +23,9 @@ for the graceful eviction timeout and then start empty. The decisions here, per 
   copies after, the old copy is deleted through the cluster proxy as soon as the member's apiserver answers again
   (tried every `probe_interval`), without waiting for Karmada to call the cluster Ready (its
   `--cluster-success-threshold` adds 30 s). A recorded copy is left alone when the workload is back on that
-  cluster (targeted, or a live Work there): Karmada owns it again, and the record is dropped. The adapter deletes only an object whose
-  `work.karmada.io/name` / `work.karmada.io/namespace` annotations name the fenced Work (`is_fenced_copy`), with
-  its uid as precondition.
+  cluster (targeted, or a live Work there): Karmada owns it again, and the record is dropped. The adapter deletes
+  only an object whose `work.karmada.io/name` / `work.karmada.io/namespace` annotations name the fenced Work
+  (`is_fenced_copy`), with its uid as precondition.
 - **Wake.** When the last Work on a Directly task's cluster is gone and a target has no Work yet, the task's
   `message` gets a note: a spec change, so the binding controller (which reacts only to generation changes)
   creates the new Work at once instead of at its next 5 s re-check.
@@ -40,6 +41,7 @@ from typing import Any, Iterable, Mapping
 from failover import binding as b
 from failover.api import EXECUTION_NAMESPACE_PREFIX, PurgeMode
 from failover.decision import (
+    MAX_MESSAGE_LENGTH,
     NORMAL,
     WARNING,
     DecisionSettings,
@@ -281,9 +283,12 @@ def _note(cluster: str) -> str:
 
 
 def _with_note(task: Mapping[str, Any]) -> str:
+    """The task's message with the note at its end, within the CRD's 1024 characters."""
     message = task.get("message")
     note = _note(str(task["fromCluster"]))
-    return f"{message} {note}" if isinstance(message, str) and message else note
+    if not isinstance(message, str) or not message:
+        return note
+    return f"{message[:MAX_MESSAGE_LENGTH - len(note) - 2]} {note}"
 
 
 def _is_directly(task: Mapping[str, Any]) -> bool:

@@ -189,3 +189,13 @@ def test_a_hand_edited_fenced_annotation_is_read_tolerantly() -> None:
     binding = evicted()
     binding["metadata"]["annotations"][FENCED_ANNOTATION] = '{"member1": [{"kind": 1}], "member2": "x"}'
     assert fenced_copies(binding) == {}
+
+
+def test_the_note_keeps_a_long_message_within_the_crd_limit() -> None:
+    binding = evicted(message="x" * 1024)
+    decision = decide_fencing(binding, [], clusters(True, since=-100), SETTINGS, at(1))
+    message = decision.binding_patch["spec"]["gracefulEvictionTasks"][0]["message"]
+    assert len(message) <= 1024 and message.endswith("is gone]")
+    again = decide_fencing(merge_patch(binding, decision.binding_patch), [], clusters(True, since=-100), SETTINGS,
+                           at(2))
+    assert again.woken == ()
