@@ -11,14 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.karmada.workloads import FLINK, POLICIES, FlinkJob, stateful_policy
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLUSTERS = "cluster.karmada.io/v1alpha1"
 CLUSTER_JOB_ID_LABEL = "application.karmada.io/cluster-failover-jobid"
-TAINT_KEY = "failover.example.io/not-ready"
-TAINT_POLICY = "evict-not-ready"
+TAINT_POLICY_FILE = REPO_ROOT / "manifests" / "karmada" / "cluster-taint-policy.yaml"
 
 
 def stateful_cluster_policy(name: str, namespace: str, deployment: str, members: tuple[str, ...],
@@ -32,19 +33,14 @@ def stateful_cluster_policy(name: str, namespace: str, deployment: str, members:
 
 @contextlib.contextmanager
 def taint_not_ready_clusters(env: KarmadaEnv) -> Iterator[None]:
-    """The ClusterTaintPolicy of docs/operations.md: NoExecute on a cluster whose Ready is False or Unknown."""
+    """manifests/karmada/cluster-taint-policy.yaml: NoExecute on a cluster whose Ready is False or Unknown."""
+    policy = yaml.safe_load(TAINT_POLICY_FILE.read_text())
     karmada = env.api(KARMADA)
-    karmada.create(resource_path(POLICIES, "clustertaintpolicies"), {
-        "apiVersion": POLICIES, "kind": "ClusterTaintPolicy", "metadata": {"name": TAINT_POLICY},
-        "spec": {"targetClusters": {},
-                 "addOnConditions": [{"conditionType": "Ready", "operator": "In",
-                                      "statusValues": ["False", "Unknown"]}],
-                 "removeOnConditions": [{"conditionType": "Ready", "operator": "In", "statusValues": ["True"]}],
-                 "taints": [{"key": TAINT_KEY, "effect": "NoExecute"}]}})
+    karmada.create(resource_path(POLICIES, "clustertaintpolicies"), policy)
     try:
         yield
     finally:
-        karmada.delete(resource_path(POLICIES, "clustertaintpolicies", TAINT_POLICY))
+        karmada.delete(resource_path(POLICIES, "clustertaintpolicies", policy["metadata"]["name"]))
 
 
 def grant_fencing_in_members(env: KarmadaEnv) -> None:
