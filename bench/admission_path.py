@@ -19,6 +19,7 @@ from aiohttp.test_utils import TestClient, TestServer
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from relay.settings import Settings  # noqa: E402
 from tests.support import admission_review, flink_policy  # noqa: E402
 from webhook.handlers import AdmissionHandlers  # noqa: E402
 from webhook.health import Readiness  # noqa: E402
@@ -37,8 +38,8 @@ def _ours(filename: str) -> str | None:
 
 
 async def trace(endpoint: str) -> list[str]:
-    server = AdmissionServer(AdmissionHandlers(), Readiness(host="127.0.0.1", port=0, ca_file=None,
-                                                              certificate_not_after=lambda: None))
+    readiness = Readiness(host="127.0.0.1", port=0, ca_file=None, certificate_not_after=lambda: None)
+    server = AdmissionServer(AdmissionHandlers(), readiness, max_body_bytes=Settings().max_body_bytes)
     body = json.dumps(admission_review(flink_policy(purgeMode="Gracefully"))).encode()
     sequence: list[str] = []
 

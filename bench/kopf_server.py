@@ -28,9 +28,10 @@ from kopf._core.reactor import inventory
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from failover.api import FLINK_DEPLOYMENT  # noqa: E402
-from failover.checkpoints import DEFAULT_LAYOUT, LookupCache, find_restore_point, open_store  # noqa: E402
+from failover.checkpoints import DEFAULT_LAYOUT, LookupCache, open_store  # noqa: E402
 from failover.policy import validate_policy  # noqa: E402
 from failover.profiles import load_profiles  # noqa: E402
+from failover.restore import find_restore_point  # noqa: E402
 from failover.savepoint import FAIL_OPEN, injection_verdict, plan_lookup  # noqa: E402
 
 LABEL = "application.karmada.io/failover-jobid"
@@ -64,21 +65,22 @@ async def validate(body: kopf.Body, warnings: list[str], **_: Any) -> None:
 async def mutate(body: kopf.Body, old: kopf.Body | None, operation: str, patch: kopf.Patch, warnings: list[str],
                  **_: Any) -> None:
     obj = dict(body)
-    plan = plan_lookup(PROFILE, obj, operation, dict(old) if old is not None else None)
+    namespace = body.metadata.namespace or ""
+    plan = plan_lookup(PROFILE, obj, operation, dict(old) if old is not None else None, namespace)
     if plan.skip:
         return
-    namespace = body.metadata.namespace or ""
     result = plan.result
     if result is None:
-        key = (namespace, plan.job_id.value)
+        key = plan.query
         loop = asyncio.get_running_loop()
         result = CACHE.get(key, loop.time())
         if result is None:
             result = await asyncio.wait_for(asyncio.to_thread(
-                find_restore_point, STORE, PROFILE.layouts, PROFILE.savepoint_layouts, namespace, plan.job_id),
+                find_restore_point, (STORE,), PROFILE.layouts, PROFILE.savepoint_layouts, plan.query),
                 LOOKUP_DEADLINE_SECONDS)
             CACHE.put(key, result, loop.time())
-    verdict = injection_verdict(PROFILE, obj, result, FAIL_OPEN, namespace)
+    verdict = injection_verdict(PROFILE, obj, result, FAIL_OPEN, namespace, operation=operation,
+                                old_object=dict(old) if old is not None else None, warnings=plan.warnings)
     warnings.extend(verdict.warnings)
     if not verdict.allowed:
         raise kopf.AdmissionError(verdict.message, code=422)

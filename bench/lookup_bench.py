@@ -1,29 +1,27 @@
-"""Benchmark of the checkpoint lookup: newest completed `chk-<n>` of one job among many, on a local filesystem.
+"""Benchmark of the restore lookup: newest restorable state of one job among many, on a local filesystem.
 
     python bench/lookup_bench.py                      # 10,000 jobs x 100 checkpoints, in a temporary directory
     python bench/lookup_bench.py --jobs 1000 --checkpoints 50 --root /mnt/shared/bench --keep
 
-The tree follows the default layout `<root>/<namespace>/<jobId>/checkpoints/chk-<n>/_metadata`; the newest
-checkpoint of every job is in progress (no `_metadata`), so each lookup has to skip one. Measured per lookup:
+The tree follows Flink's own layout, the default: `<root>/checkpoints/<jobId>/chk-<n>/_metadata`, plus one shared
+savepoint directory `<root>/savepoints/savepoint-<6 hex>-<12 hex>/_metadata` holding a savepoint of every tenth job
+(Flink writes the savepoints of all jobs side by side). The newest checkpoint of every job is in progress (no
+`_metadata`), so each lookup has to skip one. Measured per lookup:
 
-- `lookup`: `find_restore_point` through fsspec's LocalFileSystem (what the webhook runs in its thread pool);
-- `mutator`: the whole async adapter (thread hop, deadline, verdict), uncached;
+- `lookup`: `failover.restore.find_restore_point` through fsspec's LocalFileSystem for a workload that names no
+  directories (the configured root and layout), what the webhook runs in its thread pool;
+- `lookup + savepoint dir`: the same for a workload whose `flinkConfiguration` names its checkpoint dir and the
+  shared savepoint dir: the savepoint directory is listed too and both kinds are compared by completion time;
+- `mutator`: the whole async adapter (thread hop, deadline, verdict) for that second workload, uncached;
 - `cached`: the adapter again for the same jobs, answered from the TTL cache;
-- `ceiling`: the least work that can answer the question (one `os.scandir` of the job directory, a parse of the
-  names, one `os.stat` of `_metadata` per candidate); the ratio lookup/ceiling is the price of fsspec and checks.
+- `ceiling`: the least work that can answer the first question (one `os.scandir` of the job directory, a parse of
+  the names, one `os.stat` of `_metadata` per candidate); the ratio lookup/ceiling is the price of fsspec and checks
+  (since issue 13 that includes resolving each directory, so a symbolic link cannot lead out of the root).
 
 "Cold" here means not in our cache; the kernel's dentry cache is warm after the tree is built (drop it with
 `echo 2 > /proc/sys/vm/drop_caches` between build and run, as root, to see a disk-cold number).
 
-A run of `python bench/lookup_bench.py` on the development machine (2 shared cores, ext4; building the tree took
-193 s; not asserted by any test, numbers move with the machine's load):
-
-    10000 jobs x 100 checkpoints, 2000 lookups each
-    measurement                 p50 ms    p99 ms  p50/ceiling  p99/ceiling
-    ceiling (os.scandir)         0.321     5.018         1.00         1.00
-    lookup (fsspec)              0.519     6.105         1.62         1.22
-    mutator, cold                1.270     6.767         3.95         1.35
-    mutator, cached              0.063     0.102         0.20         0.02
+Numbers are in docs/benchmarks.md ("Savepoint lookup"); no test asserts them.
 """
 
 from __future__ import annotations
@@ -42,9 +40,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from failover.api import FLINK_DEPLOYMENT  # noqa: E402
-from failover.checkpoints import DEFAULT_LAYOUT, LookupCache, find_restore_point, open_store  # noqa: E402
+from failover.checkpoints import DEFAULT_LAYOUT, LookupCache, open_store  # noqa: E402
 from failover.jobid import JobId  # noqa: E402
 from failover.profiles import load_profiles  # noqa: E402
+from failover.restore import RestoreQuery, find_restore_point  # noqa: E402
 from webhook.mutators import LookupPool, SavepointMutator  # noqa: E402
 from webhook.review import AdmissionRequest  # noqa: E402
 
@@ -52,10 +51,18 @@ NAMESPACE = "flink"
 LABEL = "application.karmada.io/failover-jobid"
 
 
+SAVEPOINT_EVERY = 10  # every tenth job has a savepoint in the shared savepoint directory
+
+
 def build_tree(root: Path, jobs: int, checkpoints: int) -> list[JobId]:
     ids = [JobId(f"{random.getrandbits(128):032x}") for _ in range(jobs)]
     for index, job in enumerate(ids):
-        directory = root / NAMESPACE / job.value / "checkpoints"
+        directory = root / "checkpoints" / job.value
+        if index % SAVEPOINT_EVERY == 0:
+            savepoint = root / "savepoints" / f"savepoint-{job.value[:6]}-{random.getrandbits(48):012x}"
+            savepoint.mkdir(parents=True)
+            (savepoint / "_metadata").touch()
+            os.utime(savepoint / "_metadata", (1, 1))  # older than every checkpoint: the checkpoint still wins
         (directory / "shared").mkdir(parents=True)
         (directory / "taskowned").mkdir()
         for n in range(1, checkpoints + 1):
@@ -70,7 +77,7 @@ def build_tree(root: Path, jobs: int, checkpoints: int) -> list[JobId]:
 
 def ceiling(root: Path, job: JobId) -> str | None:
     """The minimal local answer: one scandir, numeric sort, stat until a `_metadata` is found."""
-    directory = os.path.join(root, NAMESPACE, job.value, "checkpoints")
+    directory = os.path.join(root, "checkpoints", job.value)
     numbered = []
     with os.scandir(directory) as entries:
         for entry in entries:
@@ -119,7 +126,7 @@ def main() -> int:
 
     root = args.root or Path(tempfile.mkdtemp(prefix="lookup-bench-"))
     try:
-        existing = root / NAMESPACE
+        existing = root / "checkpoints"
         started = time.perf_counter()
         if existing.is_dir() and any(existing.iterdir()):
             ids = [JobId(path.name) for path in existing.iterdir()]
@@ -129,27 +136,39 @@ def main() -> int:
             ids = build_tree(root, args.jobs, args.checkpoints)
             print(f"built in {time.perf_counter() - started:.1f}s", file=sys.stderr)
         sample = random.sample(ids, min(args.samples, len(ids)))
-        store = open_store(str(root))
+        store = open_store(str(root / "checkpoints"))
+        roots = (open_store(str(root)),)
         profile = load_profiles([], label=LABEL, layouts=(DEFAULT_LAYOUT,))[FLINK_DEPLOYMENT]
+        configuration = {"state.checkpoints.dir": f"{root}/checkpoints", "state.savepoints.dir": f"{root}/savepoints"}
         expected = {job: ceiling(root, job) for job in sample}  # also warms the dentry cache evenly for both
+
+        def plain(job: JobId) -> str | None:
+            return find_restore_point((store,), profile.layouts, (), RestoreQuery(NAMESPACE, (job,))).path
+
+        def with_savepoints(job: JobId) -> str | None:
+            query = RestoreQuery(NAMESPACE, (job,), checkpoint_dir=configuration["state.checkpoints.dir"],
+                                 savepoint_dir=configuration["state.savepoints.dir"])
+            return find_restore_point(roots, profile.layouts, (), query).path
+
         for job in sample[:50]:
-            path = find_restore_point(store, profile.layouts, (), NAMESPACE, job).path
-            assert path and path.endswith("/" + expected[job]), (path, expected[job])
+            for lookup in (plain, with_savepoints):
+                path = lookup(job)
+                assert path and path.endswith("/" + expected[job]), (path, expected[job])
 
         results = {
             "ceiling (os.scandir)": timed(lambda job: ceiling(root, job), sample),
-            "lookup (fsspec)": timed(lambda job: find_restore_point(store, profile.layouts, (), NAMESPACE, job),
-                                     sample),
+            "lookup (fsspec)": timed(plain, sample),
+            "lookup + savepoint dir": timed(with_savepoints, sample),
         }
 
         async def adapter() -> None:
             pool = LookupPool()
-            mutator = SavepointMutator(profile, store, executor=pool, deadline=5.0, cache=LookupCache(ttl=3600))
+            mutator = SavepointMutator(profile, roots[0], executor=pool, deadline=5.0, cache=LookupCache(ttl=3600))
 
             def request(job: JobId) -> AdmissionRequest:
                 obj = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
                        "metadata": {"name": "job", "namespace": NAMESPACE, "labels": {LABEL: job.value}},
-                       "spec": {"job": {"upgradeMode": "stateless"}}}
+                       "spec": {"flinkConfiguration": configuration, "job": {"upgradeMode": "stateless"}}}
                 return AdmissionRequest("admission.k8s.io/v1", "uid", "flink.apache.org", "v1beta1",
                                         "FlinkDeployment", "CREATE", NAMESPACE, "job", obj, None, False)
 

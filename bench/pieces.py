@@ -78,7 +78,7 @@ def main() -> None:
         ("parse_review /validate (decode + checks)", lambda: parse_review(policy_body)),
         ("parse_review /mutate", lambda: parse_review(flink_body)),
         ("policy rules: validate_policy", lambda: VALIDATORS[PROPAGATION_POLICY](policy.object)),
-        ("policy rules: default_policy", lambda: DEFAULTERS[PROPAGATION_POLICY](policy.object)),
+        ("policy rules: mutate_policy", lambda: DEFAULTERS[PROPAGATION_POLICY](policy.object)),
         # Many awaits inside one loop turn, as the server makes them: a run_until_complete per call would time
         # the event loop's start and stop instead.
         ("savepoint mutation, cache hit", lambda: loop.run_until_complete(mutate_cached(1000))),

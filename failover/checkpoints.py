@@ -1,41 +1,45 @@
-"""Finding the checkpoint a migrated Flink job restarts from, over any fsspec filesystem.
+"""The storage side of a restore: completed checkpoints and savepoints of a Flink job, over any fsspec filesystem.
 
-Flink writes a checkpoint into `<checkpoint dir>/<jobId>/chk-<n>/` and writes `chk-<n>/_metadata` last, so a
-`chk-<n>` without `_metadata` is in progress or broken and cannot be restored (Flink docs, FLINK-8531/10930; reference
-section 6). The newest completed checkpoint is the `chk-<n>` with the highest n that holds `_metadata`.
+Flink writes a checkpoint into `<checkpoint dir>/<jobId>/chk-<n>/` (no `<jobId>` level with `create-subdir: false`)
+and writes `chk-<n>/_metadata` last, so a `chk-<n>` without `_metadata` is in progress or broken and cannot be
+restored (Flink docs, FLINK-8531/10930). A savepoint is `<savepoint dir>/savepoint-<6 hex of the job id>-<12 hex>/`,
+also complete once its `_metadata` is written. The time `_metadata` was written is the state's completion time:
+it is what `failover/restore.py` compares to choose the newest restorable state.
 
-Where the job's checkpoint directory lives is a layout template over `{root}`, `{namespace}` and `{job_id}`:
-`{root}/{namespace}/{job_id}/checkpoints` (the layout Karmada's documentation describes) or Flink's native
-`{root}/{job_id}` (with `{root}` = `state.checkpoints.dir`). Savepoint layouts are searched only when no layout holds
-a completed checkpoint; there the newest `savepoint-*` directory holding `_metadata` wins.
+Where a job's checkpoints live below a directory is a layout template over `{root}`, `{namespace}` and `{job_id}`:
+Flink's native `{root}/{job_id}` (the default) or `{root}/{namespace}/{job_id}/checkpoints` (the layout Karmada's
+documentation illustrates).
 
 Safety: a path is only ever built from a configured template, a checked `JobId`, a namespace that is a DNS label and
-directory names that match `chk-<digits>` / `savepoint-…` exactly; symbolic links are not followed. So nothing outside
-the configured root is read, whatever a label says.
+directory names that match `chk-<digits>` / `savepoint-<hex>-<hex>` exactly. On a local filesystem every directory
+is resolved before it is listed or read: a symbolic link anywhere below the root (namespace, job, `checkpoints`,
+`chk-<n>`, `_metadata`) makes it not count, so nothing outside the root is read, whatever a label or a link says.
 
 Everything here blocks on storage; the webhook runs it in a thread under a deadline (webhook/mutators.py).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import string
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Protocol
 
 from failover.jobid import JobId
 
-DEFAULT_LAYOUT = "{root}/{namespace}/{job_id}/checkpoints"
+KARMADA_EXAMPLE_LAYOUT = "{root}/{namespace}/{job_id}/checkpoints"
 FLINK_NATIVE_LAYOUT = "{root}/{job_id}"
+DEFAULT_LAYOUT = FLINK_NATIVE_LAYOUT
 METADATA_FILE = "_metadata"
 LAYOUT_FIELDS = frozenset({"root", "namespace", "job_id"})
 
 _CHECKPOINT_DIR = re.compile(r"chk-([0-9]{1,18})\Z")
-# Flink names savepoints `savepoint-<first 6 hex of the job id>-<12 random hex>`; accept any such-shaped name.
-_SAVEPOINT_DIR = re.compile(r"savepoint-[0-9a-z]+(-[0-9a-z]+)*\Z")
+# The part after `savepoint-<6 hex>-`: 12 hex digits (Flink `AbstractID` bytes, `StringUtils.byteToHexString`).
+_SAVEPOINT_SUFFIX = re.compile(r"[0-9a-f]{12}\Z")
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 
 
@@ -55,14 +59,17 @@ class Outcome(str, Enum):
     TIMEOUT = "timeout"
     STORAGE_ERROR = "storage-error"
     INVALID_JOB_ID = "invalid-job-id"
+    REFUSED_DIRECTORY = "refused-directory"
 
 
 @dataclass(frozen=True)
 class LookupResult:
     outcome: Outcome
     path: str | None = None  # the URL to restore from (FOUND only), in the spelling of the configured root
-    source: str = ""  # "checkpoint" or "savepoint"
+    source: str = ""  # "checkpoint", "savepoint", "upgrade-savepoint-path" or "previous-admission"
     reason: str = ""
+    job_id: str = ""  # the job whose state it is ("" when not known: a carried or a start path)
+    fallback: str = ""  # "" when the preserved job id had the state; else which fallback found it
 
     @property
     def found(self) -> bool:
@@ -127,6 +134,17 @@ class CheckpointStore:
     fs: FileSystem
     fs_root: str  # e.g. "bucket/checkpoints" for s3://bucket/checkpoints
     url_root: str  # what results are built from: "s3://bucket/checkpoints", "/mnt/checkpoints", "file:///…"
+    # The root with every symbolic link resolved, on a filesystem that has links (local); None elsewhere.
+    real_root: str | None = None
+
+    def contains(self, path: str) -> bool:
+        """Whether `path` (below `fs_root`) stays inside the root once links are resolved: it does when resolving
+        changes nothing below the root, i.e. no component under the root is a link."""
+        if self.real_root is None:
+            return True
+        if not path.startswith(self.fs_root):
+            return False
+        return os.path.realpath(path) == os.path.normpath(self.real_root + path[len(self.fs_root):])
 
 
 def open_store(url: str, storage_options: Mapping[str, Any] | None = None) -> CheckpointStore:
@@ -145,66 +163,112 @@ def open_store(url: str, storage_options: Mapping[str, Any] | None = None) -> Ch
     has_scheme = "://" in url
     # A relative local path is made absolute (Flink resolves the restore path on another machine).
     url_root = url.rstrip("/") if has_scheme or url.startswith("/") else fs_root
-    return CheckpointStore(fs=fs, fs_root=fs_root if fs_root != "/" else "", url_root=url_root)
+    fs_root = fs_root if fs_root != "/" else ""
+    local = "file" in (fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,))
+    real_root = os.path.realpath(fs_root or "/").rstrip("/") if local else None
+    return CheckpointStore(fs=fs, fs_root=fs_root, url_root=url_root, real_root=real_root)
 
 
-def find_restore_point(store: CheckpointStore, layouts: Sequence[Layout], savepoint_layouts: Sequence[Layout],
-                       namespace: str, job_id: JobId) -> LookupResult:
-    """The newest completed checkpoint of the job under the first layout that has one, else the newest savepoint."""
-    try:
-        relatives = [layout.relative(namespace, job_id) for layout in layouts]
-        savepoint_relatives = [layout.relative(namespace, job_id) for layout in savepoint_layouts]
-    except LayoutError as error:
-        return LookupResult(Outcome.NOT_FOUND, reason=str(error))
-    try:
-        for relative in relatives:
-            name = _newest_checkpoint(store.fs, store.fs_root + relative)
-            if name:
-                return LookupResult(Outcome.FOUND, f"{store.url_root}{relative}/{name}", "checkpoint")
-        for relative in savepoint_relatives:
-            name = _newest_savepoint(store.fs, store.fs_root + relative)
-            if name:
-                return LookupResult(Outcome.FOUND, f"{store.url_root}{relative}/{name}", "savepoint")
-        if not _exists(store.fs, store.fs_root or "/"):
-            raise StorageError(f"checkpoint root does not exist: {store.url_root}")
-    except StorageError as error:
-        return LookupResult(Outcome.STORAGE_ERROR, reason=str(error))
-    searched = f"{store.url_root}{relatives[0]}" if relatives else store.url_root
-    return LookupResult(Outcome.NOT_FOUND, reason=f"no completed checkpoint in {searched}")
+def newest_checkpoint(store: CheckpointStore, directory: str, per_job: bool = True) -> tuple[str, float] | None:
+    """The newest completed `chk-<n>` in `directory` (a filesystem path) and when its `_metadata` was written.
 
-
-def _newest_checkpoint(fs: FileSystem, directory: str) -> str | None:
+    In a job's own directory the numbers order the checkpoints; in a directory shared by the runs of a workload
+    (`create-subdir: false`) each new job id counts from 1 again, so there the time of `_metadata` decides.
+    """
     numbered = []
-    for name in _entry_names(fs, directory):
+    for name in _entry_names(store, directory):
         match = _CHECKPOINT_DIR.match(name)
         if match:
             numbered.append((int(match.group(1)), name))
-    for _, name in sorted(numbered, reverse=True):
-        if _metadata_time(fs, f"{directory}/{name}") is not None:
-            return name
-    return None
-
-
-def _newest_savepoint(fs: FileSystem, directory: str) -> str | None:
-    """Savepoint names carry no sequence number: the one whose `_metadata` was written last wins."""
+    if per_job:
+        for _, name in sorted(numbered, reverse=True):
+            written = _metadata_time(store, f"{directory}/{name}")
+            if written is not None:
+                return name, written
+        return None
     newest: tuple[float, str] | None = None
-    for name in _entry_names(fs, directory):
-        if not _SAVEPOINT_DIR.match(name):
-            continue
-        written = _metadata_time(fs, f"{directory}/{name}")
+    for _, name in numbered:
+        written = _metadata_time(store, f"{directory}/{name}")
         if written is not None and (newest is None or (written, name) > newest):
             newest = (written, name)
-    return newest[1] if newest else None
+    return (newest[1], newest[0]) if newest else None
 
 
-def _entry_names(fs: FileSystem, directory: str) -> list[str]:
-    """Names in `directory`; none when it does not exist.
+def newest_savepoint(store: CheckpointStore, directory: str, job_id: JobId) -> tuple[str, float] | None:
+    """The job's own savepoint in `directory` whose `_metadata` was written last, and when.
+
+    Flink names a savepoint directory `savepoint-<first 6 hex of the job id>-<12 random hex>`
+    (`AbstractFsCheckpointStorageAccess.initializeLocationForSavepoint`); savepoints of every job share the directory,
+    so only names with this job's prefix count. Names carry no order: the time of `_metadata` decides.
+    """
+    prefix = f"savepoint-{job_id.value[:6]}-"
+    completed = _completed_by_prefix(store, directory, prefix) if store.real_root is None else None
+    newest: tuple[float, str] | None = None
+    if completed is not None:
+        for name, written in completed.items():
+            if _SAVEPOINT_SUFFIX.match(name[len(prefix):]) and (newest is None or (written, name) > newest):
+                newest = (written, name)
+        return (newest[1], newest[0]) if newest else None
+    for name in _entry_names(store, directory):
+        if not (name.startswith(prefix) and _SAVEPOINT_SUFFIX.match(name[len(prefix):])):
+            continue
+        written = _metadata_time(store, f"{directory}/{name}")
+        if written is not None and (newest is None or (written, name) > newest):
+            newest = (written, name)
+    return (newest[1], newest[0]) if newest else None
+
+
+def _completed_by_prefix(store: CheckpointStore, directory: str, prefix: str) -> dict[str, float] | None:
+    """On an object store: `{name: time of _metadata}` for the directories under `directory` named `prefix…`, from
+    one listing of the keys starting with that prefix (s3fs and gcsfs filter on the server), instead of listing every
+    job's savepoints and asking for each `_metadata`; a shared savepoint directory grows with every job. None when
+    the store cannot list this way (then the caller lists the directory)."""
+    find = getattr(store.fs, "find", None)
+    if find is None:
+        return None
+    try:
+        found = find(directory, prefix=prefix, detail=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    except TypeError:  # a find without prefix or detail
+        return None
+    except Exception as error:
+        raise StorageError(_describe(error, directory)) from None
+    completed: dict[str, float] = {}
+    base = directory.rstrip("/") + "/"
+    for path, info in (found.items() if isinstance(found, dict) else ()):
+        relative = str(path)[len(base):] if str(path).startswith(base) else ""
+        name, _, rest = relative.partition("/")
+        if rest != METADATA_FILE or not name.startswith(prefix) or info.get("type", "file") != "file":
+            continue
+        written = info.get("mtime", info.get("LastModified"))
+        completed[name] = (written.timestamp() if isinstance(written, datetime)
+                           else float(written) if isinstance(written, (int, float)) else 0.0)
+    return completed
+
+
+def restorable_time(store: CheckpointStore, path: str) -> float | None:
+    """When the state at `path` (a checkpoint or savepoint directory, or its `_metadata`) completed; None when it is
+    not a complete state inside the root."""
+    if path.rstrip("/").endswith("/" + METADATA_FILE):
+        path = path.rstrip("/")[: -len(METADATA_FILE) - 1]
+    return _metadata_time(store, path)
+
+
+def root_exists(store: CheckpointStore) -> bool:
+    return _exists(store.fs, store.fs_root or "/")
+
+
+def _entry_names(store: CheckpointStore, directory: str) -> list[str]:
+    """Names in `directory`; none when it does not exist or leads out of the root.
 
     Names only: with details, a local listing stats every entry (100 checkpoints: 100 stats, 6x the cost of the
     lookup); the few candidates are checked one by one instead, newest first.
     """
+    if not store.contains(directory):
+        return []
     try:
-        entries = fs.ls(directory, detail=False)
+        entries = store.fs.ls(directory, detail=False)
     except (FileNotFoundError, NotADirectoryError):
         return []
     except Exception as error:  # any backend failure: permissions, network, throttling
@@ -218,18 +282,15 @@ def _entry_names(fs: FileSystem, directory: str) -> list[str]:
     return names
 
 
-def _metadata_time(fs: FileSystem, checkpoint: str) -> float | None:
+def _metadata_time(store: CheckpointStore, checkpoint: str) -> float | None:
     """When `_metadata` in `checkpoint` was written (0.0 when the store does not say); None when it is not there.
 
-    A checkpoint directory or `_metadata` that is a symbolic link does not count: it could lead out of the root.
+    A `_metadata` reached through a symbolic link anywhere below the root does not count: it could lead out of it.
     """
-    info = _info(fs, f"{checkpoint}/{METADATA_FILE}")
-    if info is None or info.get("type") != "file" or info.get("islink"):
+    metadata = f"{checkpoint}/{METADATA_FILE}"
+    info = _info(store.fs, metadata)
+    if info is None or info.get("type") != "file" or info.get("islink") or not store.contains(metadata):
         return None
-    if "islink" in info:  # a filesystem with links (local): the directory itself must not be one either
-        directory = _info(fs, checkpoint)
-        if directory is None or directory.get("islink") or directory.get("type") != "directory":
-            return None
     written = info.get("mtime", info.get("LastModified"))
     if isinstance(written, datetime):
         return written.timestamp()

@@ -95,6 +95,46 @@ def default_policy(policy: Mapping[str, Any], legacy_purge_modes: bool = False) 
     return tuple(ops)
 
 
+def mutate_policy(policy: Mapping[str, Any], legacy_purge_modes: bool = False) -> Verdict:
+    """`/mutate` of a policy: Karmada's defaults (`default_policy`), and legacy purge-mode names rewritten.
+
+    Karmada v1.19 removed `Immediately` and `Graciously` from the CRD enum with no conversion (#7792), while its docs
+    still print them; mutating webhooks run before schema validation, so the rewrite keeps such manifests working,
+    with a warning asking for the new name. With `legacy_purge_modes` (Karmada v1.12-v1.14, whose enum knows only
+    the legacy names) nothing is rewritten.
+    """
+    patch = list(default_policy(policy, legacy_purge_modes))
+    warnings = []
+    if not legacy_purge_modes:
+        for path, pointer, mode in legacy_purge_modes_in(policy):
+            patch.append({"op": "replace", "path": pointer, "value": mode.canonical.value})
+            # Within the 120 characters a warning may have: write the new name in the manifest.
+            warnings.append(f"{path}: {mode.value} rewritten to {mode.canonical.value} (removed in Karmada v1.19)")
+    return Verdict(patch=tuple(patch), warnings=tuple(warnings))
+
+
+def legacy_purge_modes_in(obj: Mapping[str, Any]) -> list[tuple[str, str, PurgeMode]]:
+    """(field path, JSON pointer, mode) of every legacy purge-mode name in a policy or binding: its failover sections
+    and, in a binding, its graceful eviction tasks (the places Karmada v1.19's CRDs enumerate purge modes)."""
+    spec = obj.get("spec") if isinstance(obj, dict) else None
+    if not isinstance(spec, dict):
+        return []
+    found = []
+    failover = spec.get("failover")
+    for section in ("application", "cluster"):
+        behaviour = failover.get(section) if isinstance(failover, dict) else None
+        mode = _parse_purge_mode(behaviour.get("purgeMode")) if isinstance(behaviour, dict) else None
+        if mode is not None and mode.is_legacy:
+            found.append((f"spec.failover.{section}.purgeMode", f"/spec/failover/{section}/purgeMode", mode))
+    tasks = spec.get("gracefulEvictionTasks")
+    for index, task in enumerate(tasks if isinstance(tasks, list) else ()):
+        mode = _parse_purge_mode(task.get("purgeMode")) if isinstance(task, dict) else None
+        if mode is not None and mode.is_legacy:
+            found.append((f"spec.gracefulEvictionTasks[{index}].purgeMode",
+                          f"/spec/gracefulEvictionTasks/{index}/purgeMode", mode))
+    return found
+
+
 def _parse_purge_mode(value: Any) -> PurgeMode | None:
     return PurgeMode(value) if isinstance(value, str) and value in PURGE_MODE_NAMES else None
 
@@ -234,6 +274,9 @@ def _validate_rule(
         return
     if targets_flink and FLINK_JOB_ID_TYPO in template.field_names():
         findings.warn(f"{rule_path}.jsonPath: use jobId: FlinkDeployment status has no jobID")
+    # Valid for Karmada (client-go's jsonpath evaluates it), but the label value may not be what was meant.
+    for problem in template.unusable_as_label():
+        findings.warn(f"{rule_path}.jsonPath: {problem}")
 
 
 def _selects_flink(findings: Findings, spec: Mapping[str, Any]) -> bool:

@@ -1,21 +1,28 @@
-"""Injection profiles: which kinds restart from a savepoint, which label names the job, which fields get the path.
+"""Injection profiles: which kinds restart from a savepoint, which labels name the job, which fields get the path.
 
-FlinkDeployment (`flink.apache.org/v1beta1`) is built in: `spec.job.initialSavepointPath` gets the checkpoint,
-`spec.job.upgradeMode` becomes `savepoint` unless it already restores state (`savepoint`, `last-state`), and
-`spec.job.state` becomes `running` (the fields users set by hand or through Kyverno, Karmada issue #4969).
+Built in, for the Flink operator's kinds (`flink.apache.org/v1beta1`):
+- FlinkDeployment: `spec.job.initialSavepointPath`, configuration in `spec.flinkConfiguration`;
+- FlinkSessionJob: `spec.job.initialSavepointPath`, `spec.flinkConfiguration` (the job's own overrides);
+- FlinkBlueGreenDeployment (operator 1.14, FLINK-37515): `spec.template.spec.job.initialSavepointPath`,
+  `spec.template.spec.flinkConfiguration`.
+For these the decision also reads where the state is from the configuration, sets `upgradeMode` only where the
+operator's validator accepts it and never touches `job.state` (failover/savepoint.py).
+
+A job id is read from any of several trigger labels (`savepoint.jobIdLabel` first, then Karmada's conventions:
+application failover, cluster failover, and `resourcebinding.karmada.io/failover-jobid` of Karmada PR #7478).
 
 Other kinds are configured (`savepoint.profiles` in the config file), for example:
 
-    - kind: FlinkSessionJob
-      group: flink.apache.org
-      version: v1beta1
-      label: application.karmada.io/failover-jobid      # default: savepoint.jobIdLabel
-      layouts: ["{root}/{namespace}/{job_id}/checkpoints"]  # default: savepoint.layouts
+    - kind: MyStatefulJob
+      group: example.com
+      version: v1
+      label: application.karmada.io/failover-jobid      # default: the trigger labels above
+      layouts: ["{root}/{job_id}"]                       # default: savepoint.layouts
       targets:
-        - {field: spec.job.initialSavepointPath, value: "{path}"}
-        - {field: spec.job.upgradeMode, value: savepoint, keep: [savepoint, last-state]}
+        - {field: spec.restore.path, value: "{path}"}
+        - {field: spec.restore.mode, value: savepoint, keep: [savepoint, last-state]}
 
-A configured profile for FlinkDeployment replaces the built-in one. Every profile is checked when it is loaded, so
+A configured profile for a built-in kind replaces the built-in one. Every profile is checked when it is loaded, so
 one that cannot work (a field path we cannot patch, a template with an unknown field) stops start-up with a
 message naming it.
 """
@@ -27,7 +34,14 @@ import string
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from failover.api import FLINK_DEPLOYMENT, FLINK_DEPLOYMENTS, GroupKind
+from failover.api import (
+    DEFAULT_JOB_ID_LABEL,
+    FLINK_BLUE_GREEN_DEPLOYMENT,
+    FLINK_DEPLOYMENT,
+    FLINK_SESSION_JOB,
+    RESOURCES_BY_GROUP_KIND,
+    GroupKind,
+)
 from failover.checkpoints import Layout, LayoutError, parse_layout
 from failover.labels import label_key_problems
 
@@ -65,16 +79,38 @@ class TargetField:
         return self.value.format(path=path, job_id=job_id, namespace=namespace)
 
 
+# Karmada's label conventions for a preserved job id: the application-failover guide, the cluster-failover guide,
+# and the key of Karmada PR #7478 (the binding-level label).
+TRIGGER_LABELS = (DEFAULT_JOB_ID_LABEL, "application.karmada.io/cluster-failover-jobid",
+                  "resourcebinding.karmada.io/failover-jobid")
+
+
+@dataclass(frozen=True)
+class FlinkShape:
+    """Where a Flink operator kind keeps its job spec, its configuration and its "deployed once" marker."""
+
+    job: tuple[str, ...]
+    configuration: tuple[str, ...]
+    # Set once the operator has deployed the resource (`ReconciliationStatus.isBeforeFirstDeployment` is its absence).
+    last_reconciled_spec: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class InjectionProfile:
     name: str
     group: str
     version: str
     kind: str
-    label: str
+    labels: tuple[str, ...]  # trigger labels, in order of preference
     layouts: tuple[Layout, ...]
     savepoint_layouts: tuple[Layout, ...]
     targets: tuple[TargetField, ...]
+    flink: FlinkShape | None = None  # a Flink operator kind: upgradeMode, warnings and directories from the spec
+
+    @property
+    def label(self) -> str:
+        """The first trigger label, named in denials."""
+        return self.labels[0]
 
     @property
     def group_kind(self) -> GroupKind:
@@ -85,31 +121,49 @@ class InjectionProfile:
         return tuple(target for target in self.targets if target.takes_path)
 
 
-FLINK_TARGETS = (
-    TargetField("spec.job.initialSavepointPath", "{path}"),
-    TargetField("spec.job.upgradeMode", "savepoint", frozenset({"savepoint", "last-state"})),
-    TargetField("spec.job.state", "running"),
-)
+_DEPLOYMENT_SHAPE = FlinkShape(("spec", "job"), ("spec", "flinkConfiguration"),
+                               ("status", "reconciliationStatus", "lastReconciledSpec"))
+FLINK_SHAPES = {
+    FLINK_DEPLOYMENT: _DEPLOYMENT_SHAPE,
+    FLINK_SESSION_JOB: _DEPLOYMENT_SHAPE,
+    FLINK_BLUE_GREEN_DEPLOYMENT: FlinkShape(("spec", "template", "spec", "job"),
+                                            ("spec", "template", "spec", "flinkConfiguration"),
+                                            ("status", "lastReconciledSpec")),
+}
+
+
+def trigger_labels(label: str) -> tuple[str, ...]:
+    """The configured label first, then Karmada's conventions."""
+    return (label, *(other for other in TRIGGER_LABELS if other != label))
+
+
+def flink_profile(group_kind: GroupKind, labels: Sequence[str], layouts: Sequence[Layout],
+                  savepoint_layouts: Sequence[Layout] = ()) -> InjectionProfile:
+    shape = FLINK_SHAPES[group_kind]
+    path_field = ".".join((*shape.job, "initialSavepointPath"))
+    return InjectionProfile(
+        name=group_kind.kind, group=group_kind.group, version=RESOURCES_BY_GROUP_KIND[group_kind].version,
+        kind=group_kind.kind,
+        labels=tuple(labels), layouts=tuple(layouts), savepoint_layouts=tuple(savepoint_layouts),
+        targets=(TargetField(path_field, "{path}"),), flink=shape)
 
 
 def flink_deployment_profile(label: str, layouts: Sequence[Layout],
                              savepoint_layouts: Sequence[Layout] = ()) -> InjectionProfile:
-    return InjectionProfile(
-        name="FlinkDeployment", group=FLINK_DEPLOYMENTS.group, version=FLINK_DEPLOYMENTS.version,
-        kind=FLINK_DEPLOYMENTS.kind,
-        label=label, layouts=tuple(layouts), savepoint_layouts=tuple(savepoint_layouts), targets=FLINK_TARGETS)
+    return flink_profile(FLINK_DEPLOYMENT, trigger_labels(label), layouts, savepoint_layouts)
 
 
 def load_profiles(configs: Sequence[Any], *, label: str, layouts: Sequence[str],
                   savepoint_layouts: Sequence[str] = ()) -> dict[GroupKind, InjectionProfile]:
-    """The built-in FlinkDeployment profile plus the configured ones, by group and kind; raises `ProfileError`."""
+    """The built-in Flink profiles plus the configured ones, by group and kind; raises `ProfileError`."""
     _check_label("savepoint.jobIdLabel", label)
+    labels = trigger_labels(label)
     default_layouts = _layouts("savepoint.layouts", layouts, required=True)
     default_savepoints = _layouts("savepoint.savepointLayouts", savepoint_layouts, required=False)
-    profiles = {FLINK_DEPLOYMENT: flink_deployment_profile(label, default_layouts, default_savepoints)}
+    profiles = {kind: flink_profile(kind, labels, default_layouts, default_savepoints) for kind in FLINK_SHAPES}
     configured: set[GroupKind] = set()
     for index, config in enumerate(configs):
-        profile = parse_profile(config, index, label=label, layouts=default_layouts,
+        profile = parse_profile(config, index, labels=labels, layouts=default_layouts,
                                 savepoint_layouts=default_savepoints)
         if profile.group_kind in configured:
             raise ProfileError(f"savepoint.profiles[{index}]: a second profile for {profile.group_kind}")
@@ -118,7 +172,7 @@ def load_profiles(configs: Sequence[Any], *, label: str, layouts: Sequence[str],
     return profiles
 
 
-def parse_profile(config: Any, index: int, *, label: str, layouts: tuple[Layout, ...],
+def parse_profile(config: Any, index: int, *, labels: tuple[str, ...], layouts: tuple[Layout, ...],
                   savepoint_layouts: tuple[Layout, ...]) -> InjectionProfile:
     where = f"savepoint.profiles[{index}]"
     if not isinstance(config, dict):
@@ -133,8 +187,9 @@ def parse_profile(config: Any, index: int, *, label: str, layouts: tuple[Layout,
     name = config.get("name", kind)
     if not isinstance(name, str) or not name:
         raise ProfileError(f"{where}.name: must be a non-empty string")
-    profile_label = config.get("label", label)
-    _check_label(f"{where}.label", profile_label)
+    if "label" in config:
+        _check_label(f"{where}.label", config["label"])
+        labels = (config["label"],)
     targets_config = config.get("targets")
     if not isinstance(targets_config, list) or not targets_config:
         raise ProfileError(f"{where}.targets: needs at least one {{field, value}} entry")
@@ -148,7 +203,7 @@ def parse_profile(config: Any, index: int, *, label: str, layouts: tuple[Layout,
         if any(other.startswith(field + ".") for other in fields):
             raise ProfileError(f"{where}.targets: field {field} contains another target field")
     return InjectionProfile(
-        name=name, group=group, version=version, kind=kind, label=profile_label,
+        name=name, group=group, version=version, kind=kind, labels=labels,
         layouts=_layouts(f"{where}.layouts", config["layouts"], True) if "layouts" in config else layouts,
         savepoint_layouts=(_layouts(f"{where}.savepointLayouts", config["savepointLayouts"], False)
                            if "savepointLayouts" in config else savepoint_layouts),

@@ -13,19 +13,19 @@ from typing import Any, Callable, Mapping
 
 from failover.api import (
     CLUSTER_PROPAGATION_POLICIES,
-    FLINK_DEPLOYMENTS,
+    FLINK_RESOURCES,
     PROPAGATION_POLICIES,
     WORKLOAD_REBALANCERS,
     WORKS,
     GroupKind,
     Resource,
 )
-from failover.policy import default_policy, validate_policy
+from failover.policy import mutate_policy, validate_policy
 from failover.rebalancer_rules import validate_rebalancer
 from failover.verdict import Verdict
 
 Validator = Callable[[Mapping[str, Any]], Verdict]
-Defaulter = Callable[[Mapping[str, Any]], tuple[dict[str, Any], ...]]
+Defaulter = Callable[[Mapping[str, Any]], Verdict]
 
 
 class Endpoint(str, Enum):
@@ -58,7 +58,7 @@ class Webhook:
     endpoint: Endpoint
     resources: tuple[Resource, ...]
     decider: Decider
-    # For Decider.RULE: a Validator on /validate, a Defaulter on /mutate.
+    # For Decider.RULE: a Validator on /validate, a Defaulter on /mutate (both return a Verdict).
     rule: Callable[[Mapping[str, Any]], Any] | None = None
 
 
@@ -70,8 +70,8 @@ WEBHOOKS = (
     Webhook("policies.validate.failover-relay.io", Endpoint.VALIDATE, POLICIES, Decider.RULE, validate_policy),
     Webhook("rebalancers.validate.failover-relay.io", Endpoint.VALIDATE, (WORKLOAD_REBALANCERS,), Decider.RULE,
             validate_rebalancer),
-    Webhook("policies.mutate.failover-relay.io", Endpoint.MUTATE, POLICIES, Decider.RULE, default_policy),
-    Webhook("savepoints.mutate.failover-relay.io", Endpoint.MUTATE, (FLINK_DEPLOYMENTS,), Decider.SAVEPOINT),
+    Webhook("policies.mutate.failover-relay.io", Endpoint.MUTATE, POLICIES, Decider.RULE, mutate_policy),
+    Webhook("savepoints.mutate.failover-relay.io", Endpoint.MUTATE, FLINK_RESOURCES, Decider.SAVEPOINT),
     Webhook("works.mutate.failover-relay.io", Endpoint.MUTATE, (WORKS,), Decider.WORK_LABELS),
 )
 
@@ -95,13 +95,13 @@ VALIDATORS: Mapping[GroupKind, Validator] = _rules_at(Endpoint.VALIDATE)
 DEFAULTERS: Mapping[GroupKind, Defaulter] = _rules_at(Endpoint.MUTATE)
 
 
-def _default_policy_legacy(policy: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
-    return default_policy(policy, legacy_purge_modes=True)
+def _mutate_policy_legacy(policy: Mapping[str, Any]) -> Verdict:
+    return mutate_policy(policy, legacy_purge_modes=True)
 
 
 # For Karmada v1.12-v1.14, whose CRDs know only the legacy purge-mode names (`purgeModeSpelling: legacy`).
 LEGACY_DEFAULTERS: Mapping[GroupKind, Defaulter] = {
-    group_kind: _default_policy_legacy for group_kind, defaulter in DEFAULTERS.items() if defaulter is default_policy
+    group_kind: _mutate_policy_legacy for group_kind, defaulter in DEFAULTERS.items() if defaulter is mutate_policy
 }
 
 

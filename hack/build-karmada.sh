@@ -18,6 +18,8 @@
 #
 # Idempotent: a warm cache costs nothing. Binaries are written under a temporary name and renamed, so an interrupted
 # run never leaves a half-written binary.
+# The whole script is one block, read before it runs: editing this file during a build cannot derail the build.
+{
 set -euo pipefail
 
 # Pinned release used only when neither $KARMADA_SRC nor the tarball is there.
@@ -135,3 +137,5 @@ for name in "${BINARIES[@]}"; do
 done
 log "done in $((SECONDS - started)) s"
 echo "$cache_dir"
+exit
+}

@@ -47,8 +47,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_setting_flags(inject, *INJECT_FLAGS, flags={"savepoint.failureMode": "--failure-mode"})
     inject.add_argument("--patch", action="store_true", help="print the JSONPatch instead of the object")
 
-    check = commands.add_parser("check", help="validate policy manifests offline; exit 1 on a deny, 2 on bad files")
+    check = commands.add_parser("check", help="what kubectl apply will say about manifests; exit 1 on a deny, "
+                                              "2 on bad input")
     check.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="YAML files or directories")
+    _add_check_flags(check)
+
+    test = commands.add_parser("test", help="run the test cases of a directory (failover-relay-test.yaml): "
+                                            "expected verdicts, warnings and patches")
+    test.add_argument("paths", nargs="+", type=Path, metavar="DIR",
+                      help="directories holding failover-relay-test.yaml")
+    _add_check_flags(test)
+
+    legacy = commands.add_parser("legacy-purge-modes", help="list stored policies, bindings and eviction tasks "
+                                                            "that still hold Immediately/Graciously")
+    legacy.add_argument("--kubeconfig", type=Path, help="Karmada control plane (default: $KUBECONFIG, ~/.kube/config)")
 
     manifests = commands.add_parser("manifests", help="render Kubernetes manifests for the relay")
     manifest_kinds = manifests.add_subparsers(dest="manifest", required=True, metavar="MANIFEST")
@@ -77,10 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "check":
-        from relay.check import run_check
+    if args.command in ("check", "test"):
+        from relay.check import run_check_command
 
-        return run_check(args.paths, sys.stdout, sys.stderr)
+        return run_check_command(args, sys.stdout, sys.stderr)
+    if args.command == "legacy-purge-modes":
+        from relay.migration import run_legacy_purge_modes
+
+        return run_legacy_purge_modes(args.kubeconfig, sys.stdout, sys.stderr)
     if args.command == "serve":
         return _serve(args)
     if args.command == "controllers":
@@ -92,6 +108,19 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_webhook_manifests(args, sys.stdout, sys.stderr)
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def _add_check_flags(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--crds", type=Path, metavar="DIR",
+                        help="Karmada CRDs to check against, e.g. charts/karmada/_crds/bases of a Karmada checkout "
+                             "(default: Karmada v1.19's, bundled)")
+    source.add_argument("--server", action="store_true",
+                        help="ask the Karmada apiserver of --kubeconfig: a server-side apply with dryRun=All")
+    source.add_argument("--rules-only", action="store_true", help="the failover rules only, no CRD schema")
+    parser.add_argument("--kubeconfig", type=Path, help="with --server (default: $KUBECONFIG, ~/.kube/config)")
+    parser.add_argument("-n", "--namespace", default="default",
+                        help="namespace of objects that name none, as kubectl -n (default: default)")
 
 
 def _settings(args: argparse.Namespace, **fixed: object) -> Settings:

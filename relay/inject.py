@@ -14,13 +14,13 @@ from typing import Any, TextIO
 import jsonpatch
 import yaml
 
-from failover.checkpoints import LayoutError, open_store
+from failover.checkpoints import LayoutError
 from failover.jobid import job_id_problem
 from failover.profiles import ProfileError, load_profiles
 from failover.rules import group_kind_of
 from failover.verdict import Verdict
 from relay.settings import SavepointSettings
-from webhook.mutators import SavepointMutator, lookup_executor
+from webhook.mutators import SavepointMutator, lookup_executor, open_stores
 from webhook.review import AdmissionRequest
 
 
@@ -38,7 +38,8 @@ def run_inject(path: Path, settings: SavepointSettings, job_id: str | None, show
     try:
         profiles = load_profiles(settings.profiles, label=settings.job_id_label, layouts=settings.layouts,
                                  savepoint_layouts=settings.savepoint_layouts)
-        store = open_store(settings.checkpoint_root, settings.storage_options)
+        store, allowed_roots = open_stores(settings.checkpoint_root, settings.allowed_roots,
+                                           settings.storage_options)
     except (ProfileError, LayoutError) as error:
         print(f"failover-relay: {error}", file=err)
         return 2
@@ -66,7 +67,7 @@ def run_inject(path: Path, settings: SavepointSettings, job_id: str | None, show
         name=str(metadata.get("name") or ""), object=obj, old_object=None, dry_run=True)
     pool = lookup_executor()
     mutator = SavepointMutator(profile, store, executor=pool, deadline=settings.lookup_deadline_seconds,
-                               failure_mode=settings.failure_mode)
+                               failure_mode=settings.failure_mode, allowed_roots=allowed_roots)
     try:
         verdict = asyncio.run(mutator(request))
     finally:

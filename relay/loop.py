@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -11,6 +13,7 @@ from prometheus_client import CollectorRegistry
 from controllers.cabundle import CaBundleInjector
 from controllers.kube import NoClusterConfig, load_api_client
 from controllers.manager import LoopSettings, ReconcileLoop, default_lease_namespace
+from relay.migration import installed_spelling
 from relay.settings import ControllerMode, ControllerSettings, Settings
 
 log = structlog.get_logger("failover_relay")
@@ -19,6 +22,13 @@ log = structlog.get_logger("failover_relay")
 def loop_settings(settings: ControllerSettings) -> LoopSettings:
     return LoopSettings(lease_namespace=settings.lease_namespace or default_lease_namespace(),
                         lease_name=settings.lease_name, workers=settings.workers, decisions=settings.decisions())
+
+
+def cluster_loop_settings(api_client: Any, settings: ControllerSettings) -> LoopSettings:
+    """`loop_settings`, with the purge-mode spelling the installed CRD accepts: never legacy on Karmada v1.19."""
+    looped = loop_settings(settings)
+    spelling = installed_spelling(api_client, looped.decisions.purge_mode_spelling)  # karmada#7792
+    return replace(looped, decisions=replace(looped.decisions, purge_mode_spelling=spelling))
 
 
 def start_cabundle_sync(settings: Settings, registry: CollectorRegistry) -> asyncio.Task[None] | None:
@@ -48,6 +58,6 @@ def start_reconcile_loop(settings: ControllerSettings, registry: CollectorRegist
             raise
         log.info("controllers_disabled", reason=str(error))
         return None
-    loop = ReconcileLoop(api_client, loop_settings(settings), registry)
+    loop = ReconcileLoop(api_client, cluster_loop_settings(api_client, settings), registry)
     log.info("controllers_enabled", host=api_client.configuration.host, lease_namespace=loop.settings.lease_namespace)
     return asyncio.create_task(loop.run(), name="reconcile-loop")

@@ -38,6 +38,7 @@ from certs.store import CertificateError, load_certificates, read_ca_bundle
 from failover.api import DEFAULT_JOB_ID_LABEL, Resource
 from failover.labels import label_key_problems
 from failover import rules as registry
+from failover.profiles import trigger_labels
 from failover.rules import ADMITTED_OPERATIONS, Decider, Webhook, webhooks_at
 from relay.settings import default_cert_dir
 
@@ -213,8 +214,23 @@ def _configuration(
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": kind,
         "metadata": metadata,
-        "webhooks": [_webhook(webhook, options, mutating=mutating) for webhook in webhooks],
+        "webhooks": [entry for webhook in webhooks for entry in _webhooks(webhook, options, mutating=mutating)],
     }
+
+
+def _webhooks(webhook: Webhook, options: WebhookOptions, *, mutating: bool) -> list[dict[str, Any]]:
+    """The savepoint webhook once per trigger label: an objectSelector ANDs its requirements, so "carries any of
+    these labels" takes one webhook each (an object with two is judged twice; the second sees the path and changes
+    nothing). Every other webhook once."""
+    if webhook.decider is not Decider.SAVEPOINT:
+        return [_webhook(webhook, options, mutating=mutating)]
+    entries = []
+    for index, label in enumerate(trigger_labels(options.job_id_label)):
+        entry = _webhook(webhook, options, mutating=mutating)
+        entry["name"] = webhook.name if index == 0 else f"{index + 1}.{webhook.name}"
+        entry["objectSelector"] = {"matchExpressions": [{"key": label, "operator": "Exists"}]}
+        entries.append(entry)
+    return entries
 
 
 def _webhook(webhook: Webhook, options: WebhookOptions, *, mutating: bool) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from aiohttp import web
 from certs.reload import ReloadingSSLContext
 from certs.store import ensure_certificates
 from failover.api import GroupKind
-from failover.checkpoints import LayoutError, open_store
+from failover.checkpoints import LayoutError
 from failover.profiles import ProfileError, load_profiles
 from failover.rules import defaulters_for
 from relay.loop import start_cabundle_sync, start_reconcile_loop
@@ -22,7 +22,7 @@ from relay.work_labels import work_mutators
 from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
 from webhook.metrics import AdmissionMetrics
-from webhook.mutators import LookupPool, lookup_executor, savepoint_mutators
+from webhook.mutators import LookupPool, lookup_executor, open_stores, savepoint_mutators
 from webhook.server import AdmissionServer, connection_options
 
 # How often the certificate files are re-checked: renewal happens days before expiry, and files mounted from a
@@ -78,16 +78,19 @@ class RelayServer:
         try:
             profiles = load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
                                      savepoint_layouts=savepoint.savepoint_layouts)
-            store = open_store(savepoint.checkpoint_root, savepoint.storage_options)
+            store, allowed_roots = open_stores(savepoint.checkpoint_root, savepoint.allowed_roots,
+                                               savepoint.storage_options)
         except (ProfileError, LayoutError) as error:
             raise SettingsError(str(error)) from None
         self.lookup_pool = lookup_executor()
         log.info("savepoint_injection", checkpoint_root=store.url_root,
+                 allowed_roots=[root.url_root for root in allowed_roots], late_restore=savepoint.late_restore,
                  kinds=sorted(map(str, profiles)), failure_mode=savepoint.failure_mode,
                  deadline_seconds=savepoint.lookup_deadline_seconds)
         return savepoint_mutators(profiles, store, executor=self.lookup_pool,
                                   deadline=savepoint.lookup_deadline_seconds, failure_mode=savepoint.failure_mode,
-                                  cache_ttl=savepoint.cache_ttl_seconds, metrics=self.metrics)
+                                  cache_ttl=savepoint.cache_ttl_seconds, metrics=self.metrics,
+                                  allowed_roots=allowed_roots, late_restore=savepoint.late_restore)
 
     @property
     def url(self) -> str:

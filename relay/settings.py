@@ -31,6 +31,7 @@ import yaml
 from failover.api import DEFAULT_JOB_ID_LABEL
 from failover.decision import DecisionSettings
 from failover.profiles import ProfileError, load_profiles
+from failover.state_roots import DirectoryRefused, parse_state_url
 
 
 class SettingsError(ValueError):
@@ -125,9 +126,18 @@ class SavepointSettings:
     checkpoint_root: str | None = setting(
         "savepoint.checkpointRoot", None, flag="--checkpoint-root",
         help="shared checkpoint storage (path, file://, s3://, any fsspec URL); enables savepoint injection into "
-             "FlinkDeployments carrying the job-id label")
-    layouts: tuple[str, ...] = setting("savepoint.layouts", ("{root}/{namespace}/{job_id}/checkpoints",))
+             "Flink operator resources carrying a job-id label")
+    # Below a checkpoint dir: Flink's own layout (Karmada's documented example is "{root}/{namespace}/{job_id}/
+    # checkpoints"). docs/restore.md "Where Flink writes state".
+    layouts: tuple[str, ...] = setting("savepoint.layouts", ("{root}/{job_id}",))
     savepoint_layouts: tuple[str, ...] = setting("savepoint.savepointLayouts", ())
+    # Further roots the checkpoint and savepoint dirs a workload names in its flinkConfiguration may lie in; the
+    # checkpoint root is always one. Anything outside them is refused (docs/restore.md "Safety").
+    allowed_roots: tuple[str, ...] = setting("savepoint.allowedRoots", ())
+    # A path found on an UPDATE of a job the operator already deployed from empty state: also change
+    # savepointRedeployNonce, which cancels the job statelessly and restarts it from the path (docs/restore.md
+    # "A path that arrives late").
+    late_restore: bool = setting("savepoint.lateRestore", False)
     # The mutating webhook is registered with timeoutSeconds 5; 2 s leaves room for TLS, queueing and the reply.
     lookup_deadline_seconds: float = setting("savepoint.lookupDeadlineSeconds", 2.0, gt=0, lt=30)
     failure_mode: FailureMode = setting(
@@ -410,6 +420,11 @@ def check_settings(settings: Settings) -> None:
         # The root is the prefix of every injected initialSavepointPath, audit annotation and log line.
         raise SettingsError("savepoint.checkpointRoot must not carry a password (user:password@host): it would be "
                             "written into every injected path; give credentials in savepoint.storageOptions")
+    for index, root in enumerate(savepoint.allowed_roots):
+        try:  # the same checks as a directory a workload names: absolute, no '..', no credentials
+            parse_state_url(root)
+        except DirectoryRefused as error:
+            raise SettingsError(f"savepoint.allowedRoots[{index}]: {error}") from None
     try:  # a profile or layout that cannot work stops start-up here, not at the first failover
         load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
                       savepoint_layouts=savepoint.savepoint_layouts)

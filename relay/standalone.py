@@ -12,7 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from controllers.kube import load_api_client
 from controllers.manager import ReconcileLoop
-from relay.loop import loop_settings
+from relay.loop import cluster_loop_settings
 from relay.settings import Settings
 
 log = structlog.get_logger("failover_relay")
@@ -24,7 +24,7 @@ async def run_controllers(settings: Settings, metrics_address: tuple[str, int]) 
     kubeconfig = controller_settings.kubeconfig
     api_client = load_api_client(Path(kubeconfig) if kubeconfig else None)
     registry = CollectorRegistry()
-    loop = ReconcileLoop(api_client, loop_settings(controller_settings), registry)
+    loop = ReconcileLoop(api_client, cluster_loop_settings(api_client, controller_settings), registry)
 
     async def metrics(_: web.Request) -> web.Response:
         response = web.Response(body=generate_latest(registry))

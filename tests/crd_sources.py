@@ -71,8 +71,12 @@ def karmada_tree(*, source_only: bool, log: Path | None = None) -> KarmadaTree:
     with (log.open("ab") if log else open(os.devnull, "wb")) as progress:
         result = subprocess.run(command, stdout=subprocess.PIPE, stderr=progress, text=True)
     if result.returncode in (EXIT_NO_SOURCE, EXIT_NO_GO):
-        why = "no Karmada source (set KARMADA_SRC to a checkout)" if result.returncode == EXIT_NO_SOURCE else (
-            "the Karmada binaries are not built and there is no Go to build them")
+        if result.returncode == EXIT_NO_GO:
+            why = "the Karmada binaries are not built and there is no Go to build them"
+        elif os.environ.get("KARMADA_SRC"):
+            why = f"KARMADA_SRC={os.environ['KARMADA_SRC']} is not a Karmada source tree"
+        else:
+            why = "no Karmada source (set KARMADA_SRC to a checkout)"
         raise KarmadaUnavailable(f"{why}; see `bash hack/build-karmada.sh --help`" + (f", log: {log}" if log else ""))
     if result.returncode != 0:
         raise KarmadaBuildFailed(f"{KARMADA_BUILD_SCRIPT.name} failed with exit code {result.returncode}"

@@ -5,7 +5,8 @@ mutates a Work; only they can tell whether a promise holds. This module runs the
 (``hack/build-karmada.sh``) and CRDs, the envtest tier's kube-apiserver and etcd (``tests/envtest.py``), no kubelet,
 no kube-controller-manager, no Flink operator. The test plays the member clusters' workloads by writing their status
 through the status subresource, which Karmada's status controllers then reflect, exactly as from a real operator.
-It imports nothing from pytest; ``tests/karmada/conftest.py`` starts it once per session.
+It imports nothing from pytest; ``tests/karmada/conftest.py`` starts it once per session, and
+``python -m tests.karmada_env`` starts one for a manual session (prints the kubeconfigs, runs until Ctrl-C).
 
 What ``KarmadaEnv.start()`` brings up, all on 127.0.0.1 with free ports (``../shared/reference/real-karmada.md``
 "What the harness starts"; Karmada's ``hack/deploy-karmada.sh`` and ``artifacts/deploy/*.yaml`` are the originals):
@@ -16,7 +17,7 @@ What ``KarmadaEnv.start()`` brings up, all on 127.0.0.1 with free ports (``../sh
    it gets), and a static token for the member clusters.
 2. One etcd; karmada-apiserver (``/registry``, with ``artifacts/deploy/karmada-apiserver.yaml``'s flags) and one
    kube-apiserver per member (``/<member>``) keep their data under separate prefixes of it. One etcd instead of
-   four saves half a GiB and a core's worth of idle work; the apiservers cannot tell the difference.
+   four saves three processes and their idle work; the apiservers cannot tell the difference.
 3. On karmada-apiserver: Karmada's CRDs (``charts/karmada/_crds``) with the conversion patches pointing at
    karmada-webhook ``/convert``; karmada-aggregated-apiserver behind the APIService ``v1alpha1.cluster.karmada.io``;
    karmada-webhook with ``artifacts/deploy/webhook-configuration.yaml``; karmada-controller-manager with
@@ -27,7 +28,7 @@ What ``KarmadaEnv.start()`` brings up, all on 127.0.0.1 with free ports (``../sh
    Push-mode Clusters (secretRef + impersonatorSecretRef, ``spec.id`` = the member's kube-system UID), waited for
    until Ready with FlinkDeployment in ``status.apiEnablements``.
 5. failover-relay the way docs/operations.md installs it: ``manifests/deploy/{namespace,serviceaccount,rbac}.yaml``
-   applied, ``failover-relay serve --config relay.yaml`` (``RELAY_CONFIG``: control-plane mode with Work labels
+   applied (and ``manifests/member/*.yaml`` to every member), ``failover-relay serve --config relay.yaml`` (``RELAY_CONFIG``: control-plane mode with Work labels
    and Work savepoints, checkpoints under ``checkpoint_root``), and ``failover-relay manifests webhook`` applied.
 
 API (everything else is private):
@@ -47,11 +48,14 @@ API (everything else is private):
 - ``restart_controller_manager(controllers=..., feature_gates=..., args=())``: e.g.
   ``restart_controller_manager(KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES)`` to compare with Karmada's own
   failover controllers (then run the relay with ``config={"controllers": {"mode": "off"}}``).
-- ``checkpoint_root``: the relay's ``savepoint.checkpointRoot`` (a directory; layout
-  ``<root>/<namespace>/<job id>/checkpoints/chk-N/_metadata``).
-- ``rss_bytes()``: resident memory of every process the harness runs; ``pids()``; ``logs()``: name -> log file;
+- ``checkpoint_root``: the relay's ``savepoint.checkpointRoot`` (a directory; the tier's FlinkDeployments name
+  ``<root>/<namespace>`` as their checkpoint dir, Flink's layout ``<dir>/<job id>/chk-N/_metadata`` below it).
+- ``rss_bytes()``: resident memory of every process the harness runs; ``pids()``; ``ports()``; ``logs()``: name -> log file;
   ``log_tails(lines)``: the end of each log, for failure reports.
 - ``wait_until(condition, timeout, what)``: poll until ``condition()`` returns something truthy, return it.
+
+Ports: ``free_port()`` picks each one; a component that exits with "address already in use" (another process took
+the port first) is started again on new ports, up to ``PORT_ATTEMPTS`` times, before anything names its address.
 
 Cleanup: every process runs in its own process group and is stopped by PID (SIGTERM, SIGKILL after a timeout);
 ``atexit``, SIGTERM and SIGHUP stop every running environment; on Linux the children also get SIGKILL if the Python
@@ -115,7 +119,9 @@ RELAY_USER = f"system:serviceaccount:{RELAY_NAMESPACE}:failover-relay"
 # The relay as docs/operations.md runs it in control-plane mode; restart_relay(config=...) merges per section.
 RELAY_CONFIG: dict[str, dict[str, Any]] = {
     "logging": {"format": "json", "level": "info"},
-    "savepoint": {"workLabels": True, "workSavepoints": True},
+    # The layout is spelled out so that the tests' checkpoints are found whatever the default layout is.
+    "savepoint": {"workLabels": True, "workSavepoints": True,
+                  "layouts": ["{root}/{namespace}/{job_id}/checkpoints"]},
     "controllers": {"mode": "on", "leaseNamespace": RELAY_NAMESPACE},
 }
 
@@ -126,6 +132,11 @@ POLL_SECONDS = 0.1
 LOG_TAIL_LINES = 30
 KUBECTL_TIMEOUT_SECONDS = 120.0
 HTTP_TIMEOUT_SECONDS = 10.0
+# A component that finds its port taken is started again on new ports, this many times in all.
+PORT_ATTEMPTS = 3
+# Nothing reads Karmada's metrics here; each listener would be one more port to lose to free_port()'s race, and a
+# controller-runtime manager that loses its metrics port still answers /healthz for the 30 s it takes to exit.
+NO_METRICS = "--metrics-bind-address=0"
 
 T = TypeVar("T")
 
@@ -294,6 +305,7 @@ class _Process:
     env: dict[str, str] | None = None
     cwd: Path | None = None
     popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    log_offset: int = 0
 
     @property
     def pid(self) -> int | None:
@@ -306,6 +318,7 @@ class _Process:
         if self.running():
             raise ControlPlaneError(f"{self.name} is already running (pid {self.pid})")
         with self.log.open("ab") as log:
+            self.log_offset = log.tell()
             log.write(f"\n=== {self.name} started {time.strftime('%H:%M:%S')}: {' '.join(self.args)}\n".encode())
             log.flush()
             # A new session: a Ctrl-C in the terminal reaches only the test process, which then stops the group.
@@ -329,6 +342,15 @@ class _Process:
         # Anything the process left in its group (none of these fork, but a wrapper might).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(popen.pid, signal.SIGKILL)
+
+    def lost_its_port(self) -> bool:
+        """Whether this run exited because a port it was given had been taken meanwhile (free_port's race with
+        other processes on the machine: other test sessions, CI's other tiers)."""
+        if self.running():
+            return False
+        with self.log.open("rb") as log:
+            log.seek(self.log_offset)
+            return b"address already in use" in log.read()
 
     def exited(self) -> str | None:
         """None while running; else a message with the exit code and the log tail."""
@@ -413,12 +435,12 @@ def _relay_command() -> list[str]:
 @dataclass
 class _Apiserver:
     name: str
-    port: int
+    ports: dict[str, int]
     process: _Process
 
     @property
     def url(self) -> str:
-        return f"https://{LOOPBACK}:{self.port}"
+        return f"https://{LOOPBACK}:{self.ports[self.name]}"
 
 
 class KarmadaEnv:
@@ -444,6 +466,8 @@ class KarmadaEnv:
         # Processes a test stopped (a member apiserver, the relay): their exit is no failure of the harness.
         self._stopped_on_purpose: set[str] = set()
         self._kept: Path | None = None
+        # Components whose address is written into karmada-apiserver (they must keep their port).
+        self._registered: set[str] = set()
 
     # -- paths ----------------------------------------------------------------------------------------------------
 
@@ -500,6 +524,10 @@ class KarmadaEnv:
     def logs(self) -> dict[str, Path]:
         return {name: process.log for name, process in self._processes.items()}
 
+    def ports(self) -> dict[str, int]:
+        """Every loopback port the harness chose, by what it is for."""
+        return dict(self._ports)
+
     def pids(self) -> dict[str, int]:
         return {name: process.pid for name, process in self._processes.items() if process.pid is not None}
 
@@ -529,8 +557,7 @@ class KarmadaEnv:
             self.logs_dir.mkdir()
             self.checkpoint_root.mkdir()
             for name in ("karmada-apiserver", *self.members, "etcd", "etcd-peer", "karmada-aggregated-apiserver",
-                         "karmada-webhook", "webhook-metrics", "webhook-health", "cm-metrics", "cm-health",
-                         "scheduler-metrics", "scheduler-health", "relay"):
+                         "karmada-webhook", "cm-health", "scheduler-health", "relay"):
                 self._ports[name] = free_port()
             self._write_pki()
             self._start_etcd()
@@ -629,21 +656,21 @@ class KarmadaEnv:
     def start_relay(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
         """Start the relay with ``config`` merged over ``RELAY_CONFIG``; return the seconds until ``/readyz``."""
         started = time.monotonic()
-        self._relay_config = _merge(self._base_relay_config(), config)
-        self._relay_args = tuple(args)
+        overrides, self._relay_args = config, tuple(args)
         config_file = self.root / "relay.yaml"
-        config_file.write_text(yaml.safe_dump(self._relay_config, sort_keys=False))
+
+        def command() -> list[str]:
+            self._relay_config = _merge(self._base_relay_config(), overrides)
+            config_file.write_text(yaml.safe_dump(self._relay_config, sort_keys=False))
+            return [*_relay_command(), "serve", "--config", str(config_file), *self._relay_args]
+
         env = _loopback_env()
         env.pop("KUBERNETES_SERVICE_HOST", None)  # never mistake the test machine for a pod
         env.pop("KUBECONFIG", None)
-        process = _Process("failover-relay", [*_relay_command(), "serve", "--config", str(config_file),
-                                              *self._relay_args], self.relay_log, env=env, cwd=REPO_ROOT)
-        self._processes["failover-relay"] = process
-        process.start()
-        self._stopped_on_purpose = self._stopped_on_purpose - {process.name}
-        self.wait_until(lambda: (self.relay_cert_dir / "ca.crt").exists()
-                        and _http_status(f"{self.relay_url}/readyz", _unverified()) == 200,
-                        60, "failover-relay /readyz")
+        self._stopped_on_purpose = self._stopped_on_purpose - {"failover-relay"}
+        # A restart keeps the port the webhook configurations name; only the first start may move to another.
+        self._start("failover-relay", command, () if "failover-relay" in self._registered else ("relay",),
+                    lambda: f"{self.relay_url}/readyz", _unverified(), env=env, cwd=REPO_ROOT)
         return time.monotonic() - started
 
     def restart_relay(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
@@ -721,21 +748,47 @@ class KarmadaEnv:
         self.wait_until(lambda: _http_status(url, context) == 200, timeout or self.startup_timeout,
                         f"{process.name} {url}")
 
+    def _start(self, name: str, args: Callable[[], list[str]], ports: Sequence[str], ready_url: Callable[[], str],
+               context: ssl.SSLContext | None = None, **kwargs: Any) -> _Process:
+        """Spawn a component and wait until ``ready_url()`` answers 200; when it exits because one of its
+        ``ports`` was taken in the meantime, pick new ones and start it again (``args``, ``ready_url`` read them)."""
+        process = self._spawn(name, args(), **kwargs)
+        self._await_ready(process, args, ports, ready_url, context)
+        return process
+
+    def _await_ready(self, process: _Process, args: Callable[[], list[str]], ports: Sequence[str],
+                     ready_url: Callable[[], str], context: ssl.SSLContext | None = None) -> None:
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                self._wait_ready(process, ready_url(), context)
+                return
+            except ControlPlaneError:
+                if attempt == PORT_ATTEMPTS or not process.lost_its_port():
+                    raise
+            for key in ports:
+                self._ports[key] = free_port()
+            process.args = args()
+            process.start()
+
     @property
     def _etcd_url(self) -> str:
         return f"http://{LOOPBACK}:{self._ports['etcd']}"
 
     def _start_etcd(self) -> None:
-        peer = f"http://{LOOPBACK}:{self._ports['etcd-peer']}"
         data = self.root / "etcd-data"
-        data.mkdir(mode=0o700)
-        process = self._spawn("etcd", [
-            str(self.envtest_binaries / "etcd"), "--name=karmada-env", f"--data-dir={data}",
-            f"--listen-client-urls={self._etcd_url}", f"--advertise-client-urls={self._etcd_url}",
-            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
-            f"--initial-cluster=karmada-env={peer}", "--logger=zap", "--log-outputs=stderr", "--log-level=warn",
-        ])
-        self._wait_ready(process, f"{self._etcd_url}/health")
+
+        def args() -> list[str]:
+            # A fresh data dir each attempt: an etcd that failed to bind may have written its member id.
+            shutil.rmtree(data, ignore_errors=True)
+            data.mkdir(mode=0o700)
+            peer = f"http://{LOOPBACK}:{self._ports['etcd-peer']}"
+            return [str(self.envtest_binaries / "etcd"), "--name=karmada-env", f"--data-dir={data}",
+                    f"--listen-client-urls={self._etcd_url}", f"--advertise-client-urls={self._etcd_url}",
+                    f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+                    f"--initial-cluster=karmada-env={peer}", "--logger=zap", "--log-outputs=stderr",
+                    "--log-level=warn"]
+
+        self._start("etcd", args, ("etcd", "etcd-peer"), lambda: f"{self._etcd_url}/health")
 
     def _apiserver_args(self, name: str, etcd_prefix: str) -> list[str]:
         pki = self.pki
@@ -771,12 +824,14 @@ class KarmadaEnv:
 
     def _start_apiservers(self) -> None:
         # All four at once: each is CPU-bound for a few seconds on its post-start hooks.
-        for name, prefix in (("karmada-apiserver", "/registry"), *((m, f"/{m}") for m in self.members)):
+        prefixes = {"karmada-apiserver": "/registry", **{member: f"/{member}" for member in self.members}}
+        for name, prefix in prefixes.items():
             process = self._spawn(name, self._apiserver_args(name, prefix))
-            self._apiservers[KARMADA if name == "karmada-apiserver" else name] = _Apiserver(
-                name, self._ports[name], process)
+            self._apiservers[KARMADA if name == "karmada-apiserver" else name] = _Apiserver(name, self._ports,
+                                                                                           process)
         for apiserver in self._apiservers.values():
-            self._wait_ready(apiserver.process, f"{apiserver.url}/readyz", _unverified())
+            self._await_ready(apiserver.process, lambda a=apiserver: self._apiserver_args(a.name, prefixes[a.name]),
+                              (apiserver.name,), lambda a=apiserver: f"{a.url}/readyz", _unverified())
 
     def _write_kubeconfigs(self) -> None:
         def write(path: Path, server: str, user: dict[str, str]) -> None:
@@ -801,23 +856,26 @@ class KarmadaEnv:
         deploy = source / "artifacts" / "deploy"
         self.kubectl("apply", "-f", str(deploy / "namespace.yaml"))
         self.kubectl("create", "namespace", "karmada-cluster")
-        # The components that only need karmada-apiserver start now and get ready while the CRDs go in.
         admin = str(self.kubeconfig(KARMADA))
-        aggregated = self._spawn("karmada-aggregated-apiserver", [
+        # The aggregated apiserver and the webhook are up (on their final ports) before anything names their URLs.
+        self._start("karmada-aggregated-apiserver", lambda: [
             str(self.tree.bin / "karmada-aggregated-apiserver"), f"--kubeconfig={admin}",
             f"--authentication-kubeconfig={admin}", f"--authorization-kubeconfig={admin}",
             f"--etcd-servers={self._etcd_url}", f"--tls-cert-file={self.pki / 'karmada-aggregated-apiserver.crt'}",
             f"--tls-private-key-file={self.pki / 'karmada-aggregated-apiserver.key'}",
             f"--bind-address={LOOPBACK}", f"--secure-port={self._ports['karmada-aggregated-apiserver']}",
             "--tls-min-version=VersionTLS13", f"--v={self.verbosity}",
-        ])
-        webhook = self._spawn("karmada-webhook", [
+        ], ("karmada-aggregated-apiserver",),
+            lambda: f"https://{LOOPBACK}:{self._ports['karmada-aggregated-apiserver']}/readyz", _unverified())
+        # Its readiness is served on the webhook port (artifacts/deploy/karmada-webhook.yaml readinessProbe).
+        self._start("karmada-webhook", lambda: [
             str(self.tree.bin / "karmada-webhook"), f"--kubeconfig={admin}", f"--bind-address={LOOPBACK}",
             f"--secure-port={self._ports['karmada-webhook']}", f"--cert-dir={self.pki / 'karmada-webhook'}",
-            f"--metrics-bind-address={LOOPBACK}:{self._ports['webhook-metrics']}",
-            f"--health-probe-bind-address={LOOPBACK}:{self._ports['webhook-health']}",
+            NO_METRICS, "--health-probe-bind-address=0",
             "--allow-no-execute-taint-policy=true", f"--v={self.verbosity}",
-        ])
+        ], ("karmada-webhook",), lambda: f"{self.webhook_url}/readyz",
+            ssl.create_default_context(cafile=str(self.ca_file)))
+
         crds = karmada_crds(self.tree, self.root / "karmada-crds",
                             conversion=ConversionWebhook(f"{self.webhook_url}/convert", self._ca_pem))
         self._apply_crds(KARMADA, "-k", str(crds))
@@ -838,34 +896,27 @@ class KarmadaEnv:
             "https://karmada-webhook.karmada-system.svc:443", self.webhook_url).replace("{{caBundle}}", ca_bundle)
         self.kubectl("apply", "-f", "-", input=webhooks)
 
-        # Its readiness is served on the webhook port (artifacts/deploy/karmada-webhook.yaml readinessProbe).
-        self._wait_ready(webhook, f"{self.webhook_url}/readyz", ssl.create_default_context(cafile=str(self.ca_file)))
-        self._wait_ready(aggregated, f"https://{LOOPBACK}:{self._ports['karmada-aggregated-apiserver']}/readyz",
-                         _unverified())
         karmada = self.api(KARMADA)
         self.wait_until(lambda: any(c.get("type") == "Available" and c.get("status") == "True" for c in (
             (karmada.get("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.cluster.karmada.io") or {})
             .get("status", {}).get("conditions") or [])), self.startup_timeout, "APIService v1alpha1.cluster.karmada.io")
         self._start_controller_manager(RELAY_CONTROLLERS, RELAY_GATES, ())
-        scheduler = self._spawn("karmada-scheduler", [
+        self._start("karmada-scheduler", lambda: [
             str(self.tree.bin / "karmada-scheduler"), f"--kubeconfig={admin}", "--leader-elect=false",
-            f"--metrics-bind-address={LOOPBACK}:{self._ports['scheduler-metrics']}",
-            f"--health-probe-bind-address={LOOPBACK}:{self._ports['scheduler-health']}",
+            NO_METRICS, f"--health-probe-bind-address={LOOPBACK}:{self._ports['scheduler-health']}",
             "--enable-scheduler-estimator=false", f"--v={self.verbosity}",
-        ])
-        self._wait_ready(scheduler, f"http://{LOOPBACK}:{self._ports['scheduler-health']}/healthz")
+        ], ("scheduler-health",),
+            lambda: f"http://{LOOPBACK}:{self._ports['scheduler-health']}/healthz")
 
     def _start_controller_manager(self, controllers: str, feature_gates: str, args: Sequence[str]) -> None:
-        process = self._spawn("karmada-controller-manager", [
+        self._start("karmada-controller-manager", lambda: [
             str(self.tree.bin / "karmada-controller-manager"), f"--kubeconfig={self.kubeconfig(KARMADA)}",
             f"--controllers={controllers}", f"--feature-gates={feature_gates}",
             "--enable-no-execute-taint-eviction=true",
             f"--cluster-status-update-frequency={CLUSTER_STATUS_UPDATE_FREQUENCY}", "--leader-elect=false",
-            f"--metrics-bind-address={LOOPBACK}:{self._ports['cm-metrics']}",
-            f"--health-probe-bind-address={LOOPBACK}:{self._ports['cm-health']}",
+            NO_METRICS, f"--health-probe-bind-address={LOOPBACK}:{self._ports['cm-health']}",
             f"--v={self.verbosity}", *args,
-        ])
-        self._wait_ready(process, f"http://{LOOPBACK}:{self._ports['cm-health']}/healthz")
+        ], ("cm-health",), lambda: f"http://{LOOPBACK}:{self._ports['cm-health']}/healthz")
 
     def _apply_crds(self, cluster: str, *source: str) -> None:
         """Server-side apply (Karmada's CRDs exceed client-side apply's annotation limit); wait for Established."""
@@ -930,6 +981,10 @@ class KarmadaEnv:
         deploy = REPO_ROOT / "manifests" / "deploy"
         for manifest in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
             self.kubectl("apply", "-f", str(deploy / manifest))
+        # What the relay needs in each member cluster, when the install has such manifests (docs/operations.md).
+        for manifest in sorted((REPO_ROOT / "manifests" / "member").glob("*.yaml")):
+            for member in self.members:
+                self.kubectl("apply", "-f", str(manifest), cluster=member)
         self.start_relay()
         rendered = subprocess.run(
             [*_relay_command(), "manifests", "webhook", "--url", self.relay_url, "--namespace", RELAY_NAMESPACE,
@@ -939,6 +994,7 @@ class KarmadaEnv:
             raise ControlPlaneError(f"failover-relay manifests webhook exited {rendered.returncode}: "
                                     f"{rendered.stderr}")
         self.kubectl("apply", "-f", "-", input=rendered.stdout)
+        self._registered.add("failover-relay")
         # Registered means the apiserver calls it: a policy only the relay refuses (statePreservation with a
         # Gracefully purge, README "Policy admission") is refused.
         probe = json.dumps({
@@ -954,3 +1010,29 @@ class KarmadaEnv:
         self.wait_until(lambda: "failover-relay.io" in self.kubectl(
             "create", "--dry-run=server", "-f", "-", input=probe, check=False).stderr, 30,
             "the apiserver calling failover-relay's validating webhook", interval=0.5)
+
+
+def main() -> int:
+    """``python -m tests.karmada_env``: start the environment, print where everything is, run until Ctrl-C."""
+    from tests.crd_sources import karmada_tree
+    from tests.envtest import ensure_binaries
+
+    env = KarmadaEnv(karmada_tree(source_only=False), ensure_binaries())
+    env.start()
+    try:
+        print(f"Karmada {env.tree.version} ready in {env.startup_seconds:.1f} s; "
+              f"RSS {env.rss_bytes() / 2**30:.2f} GiB", flush=True)
+        for cluster in (KARMADA, *env.members):
+            print(f"  {cluster}: KUBECONFIG={env.kubeconfig(cluster)}")
+        print(f"  relay: {env.relay_url} (log {env.relay_log}); checkpoints: {env.checkpoint_root}")
+        print(f"  logs: {env.logs_dir}\nCtrl-C stops everything.", flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        env.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,6 +14,8 @@ GVK = {
     "ClusterPropagationPolicy": ("policy.karmada.io", "v1alpha1"),
     "WorkloadRebalancer": ("apps.karmada.io", "v1alpha1"),
     "FlinkDeployment": ("flink.apache.org", "v1beta1"),
+    "FlinkSessionJob": ("flink.apache.org", "v1beta1"),
+    "FlinkBlueGreenDeployment": ("flink.apache.org", "v1beta1"),
     "Deployment": ("apps", "v1"),
 }
 

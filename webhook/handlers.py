@@ -44,7 +44,7 @@ class AdmissionHandlers:
         group_kind = GroupKind(request.group, request.kind)
         defaulter = self.defaulters.get(group_kind)
         if defaulter is not None:
-            return Verdict(patch=defaulter(request.object))
+            return defaulter(request.object)
         mutator = self.mutators.get(group_kind)
         if mutator is not None:
             return await mutator(request)

@@ -14,14 +14,15 @@ import asyncio
 import queue
 import threading
 import time
-from typing import Any, Callable, Mapping, NamedTuple
+from dataclasses import replace
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import structlog
 
 from failover.api import GroupKind
-from failover.checkpoints import CheckpointStore, LookupCache, LookupResult, Outcome, find_restore_point
-from failover.jobid import JobId
+from failover.checkpoints import CheckpointStore, LookupCache, LookupResult, Outcome, open_store
 from failover.profiles import InjectionProfile
+from failover.restore import RestoreQuery, carried_path_belongs, find_restore_point
 from failover.savepoint import CARRIED_FORWARD, FAIL_OPEN, injection_verdict, plan_lookup
 from failover.verdict import ALLOWED, Verdict
 from webhook.handlers import Mutator
@@ -89,21 +90,28 @@ class Injection(NamedTuple):
 
 
 class SavepointMutator:
-    """Injects the newest completed checkpoint into objects of one profile's kind."""
+    """Injects the newest restorable state into objects of one profile's kind.
+
+    `store` is the configured root (where a workload that names no directory of its own is looked up);
+    `allowed_roots` are further roots a workload's own directories may lie in. `late_restore` opts in to the
+    redeploy of a deployed job whose path arrives late (failover/savepoint.py)."""
 
     def __init__(self, profile: InjectionProfile, store: CheckpointStore, *, executor: LookupPool,
                  deadline: float = DEFAULT_DEADLINE_SECONDS, failure_mode: str = FAIL_OPEN,
                  cache: LookupCache | None = None, metrics: AdmissionMetrics | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, allowed_roots: Sequence[CheckpointStore] = (),
+                 late_restore: bool = False) -> None:
         self.profile = profile
         self.store = store
+        self.roots = (store, *allowed_roots)
+        self.late_restore = late_restore
         self.executor = executor
         self.deadline = deadline
         self.failure_mode = failure_mode
         self.cache = cache if cache is not None else LookupCache(ttl=0)
         self.metrics = metrics
         self.clock = clock
-        self._in_flight: dict[tuple[str, str], asyncio.Future[LookupResult]] = {}
+        self._in_flight: dict[tuple[RestoreQuery, str | None], asyncio.Future[LookupResult]] = {}
 
     async def __call__(self, request: AdmissionRequest) -> Verdict:
         obj = request.object
@@ -119,7 +127,8 @@ class SavepointMutator:
             return verdict
         log.info("savepoint_lookup", kind=request.kind, object=request.display_name, operation=request.operation,
                  dry_run=request.dry_run, outcome=decided.outcome, path=decided.result.path,
-                 reason=decided.result.reason or None, cached=decided.cached, failure_mode=self.failure_mode,
+                 reason=decided.result.reason or None, job_id=decided.result.job_id or None,
+                 fallback=decided.result.fallback or None, warnings=len(verdict.warnings), cached=decided.cached, failure_mode=self.failure_mode,
                  patched=bool(verdict.patch), denied=not verdict.allowed,
                  latency_ms=round((time.perf_counter() - started) * 1000, 3))
         return verdict
@@ -128,37 +137,38 @@ class SavepointMutator:
                      namespace: str) -> "Injection | None":
         """Plan, look up (or carry forward) and decide for one object of this profile, counting the outcome; None
         when the object is not for injection. Shared by this mutator and the Work mutator's manifests."""
-        plan = plan_lookup(self.profile, obj, operation, old_object)
+        plan = plan_lookup(self.profile, obj, operation, old_object, namespace)
         if plan.skip:
             return None
         cached = False
         if plan.result is not None:
             result = plan.result
         else:
-            assert plan.job_id is not None
-            result, cached = await self.lookup(namespace, plan.job_id)
+            assert plan.query is not None
+            result, cached = await self.lookup(plan.query, plan.carried)
         outcome = CARRIED_FORWARD if result.source == CARRIED_FORWARD else result.outcome.value
         if self.metrics is not None:
             self.metrics.count_savepoint_lookup(outcome)
-        verdict = injection_verdict(self.profile, obj, result, self.failure_mode, namespace)
+        verdict = injection_verdict(self.profile, obj, result, self.failure_mode, namespace, operation=operation,
+                                    old_object=old_object, late_restore=self.late_restore, warnings=plan.warnings)
         return Injection(verdict, result, outcome, cached)
 
-    async def lookup(self, namespace: str, job_id: JobId) -> tuple[LookupResult, bool]:
+    async def lookup(self, query: RestoreQuery, carried: str | None = None) -> tuple[LookupResult, bool]:
         """The lookup result and whether it came from the cache; a timeout is a result too, never an exception."""
-        key = (namespace, job_id.value)
+        key = (query, carried)
         cached = self.cache.get(key, self.clock())
         if cached is not None:
             return cached, True
         future = self._in_flight.get(key)
         if future is None:
-            future = self._start(key, namespace, job_id)
+            future = self._start(key)
         try:
             return await asyncio.wait_for(asyncio.shield(future), self.deadline), False
         except TimeoutError:
             return LookupResult(Outcome.TIMEOUT, reason=f"checkpoint lookup timed out after {self.deadline:g}s"), False
 
-    def _start(self, key: tuple[str, str], namespace: str, job_id: JobId) -> asyncio.Future[LookupResult]:
-        future = self.executor.submit(self._find, namespace, job_id)
+    def _start(self, key: tuple[RestoreQuery, str | None]) -> asyncio.Future[LookupResult]:
+        future = self.executor.submit(self._find, *key)
         self._in_flight[key] = future
 
         def finished(done: asyncio.Future[LookupResult]) -> None:
@@ -169,26 +179,40 @@ class SavepointMutator:
         future.add_done_callback(finished)
         return future
 
-    def _find(self, namespace: str, job_id: JobId) -> LookupResult:
+    def _find(self, query: RestoreQuery, carried: str | None) -> LookupResult:
+        """Keep the carried path when it still belongs to the job (it also checks links), else look up afresh."""
         try:
-            return find_restore_point(self.store, self.profile.layouts, self.profile.savepoint_layouts,
-                                      namespace, job_id)
+            if carried is not None:
+                if carried_path_belongs(carried, self.roots, query):
+                    return LookupResult(Outcome.FOUND, carried, CARRIED_FORWARD)
+            result = find_restore_point(self.roots, self.profile.layouts, self.profile.savepoint_layouts, query)
+            if carried is not None and not result.reason:
+                result = replace(result, reason="the previous admission's path is not this job's state in the roots")
+            return result
         except Exception as error:  # a backend raising something unforeseen is a storage error, not a 500
-            log.exception("savepoint_lookup_failed", job_id=job_id.value)
+            log.exception("savepoint_lookup_failed", job_id=query.job_ids[0].value)
             return LookupResult(Outcome.STORAGE_ERROR, reason=f"storage error: {type(error).__name__}")
 
 
 def savepoint_mutators(profiles: Mapping[GroupKind, InjectionProfile], store: CheckpointStore, *,
                        executor: LookupPool | None = None, deadline: float = DEFAULT_DEADLINE_SECONDS,
                        failure_mode: str = FAIL_OPEN, cache_ttl: float = 10.0,
-                       metrics: AdmissionMetrics | None = None) -> dict[GroupKind, Mutator]:
+                       metrics: AdmissionMetrics | None = None, allowed_roots: Sequence[CheckpointStore] = (),
+                       late_restore: bool = False) -> dict[GroupKind, Mutator]:
     """One mutator per profile, for `AdmissionHandlers(mutators=...)`; they share the thread pool."""
     pool = executor or lookup_executor()
     return {
         group_kind: SavepointMutator(profile, store, executor=pool, deadline=deadline, failure_mode=failure_mode,
-                                     cache=LookupCache(cache_ttl), metrics=metrics)
+                                     cache=LookupCache(cache_ttl), metrics=metrics, allowed_roots=allowed_roots,
+                                     late_restore=late_restore)
         for group_kind, profile in profiles.items()
     }
+
+
+def open_stores(root: str, allowed_roots: Sequence[str],
+                storage_options: Mapping[str, Any]) -> tuple[CheckpointStore, tuple[CheckpointStore, ...]]:
+    """The configured root's store and those of the further allowed roots (no I/O); raises `LayoutError`."""
+    return open_store(root, storage_options), tuple(open_store(url, storage_options) for url in allowed_roots)
 
 
 def lookup_executor() -> LookupPool:

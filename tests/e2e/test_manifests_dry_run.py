@@ -157,6 +157,7 @@ ALLOWED = [
     ("create", "leases.coordination.k8s.io", NAMESPACE),
     ("get", "leases.coordination.k8s.io/failover-relay", NAMESPACE),
     ("update", "leases.coordination.k8s.io/failover-relay", NAMESPACE),
+    ("get", "customresourcedefinitions.apiextensions.k8s.io/resourcebindings.work.karmada.io", None),
 ]
 DENIED = [
     ("update", "resourcebindings.work.karmada.io", None),
@@ -174,6 +175,8 @@ DENIED = [
     ("update", "leases.coordination.k8s.io/kube-controller-manager", NAMESPACE),
     ("create", "leases.coordination.k8s.io", "kube-system"),
     ("patch", "events", "default"),
+    ("list", "customresourcedefinitions.apiextensions.k8s.io", None),
+    ("get", "customresourcedefinitions.apiextensions.k8s.io/propagationpolicies.policy.karmada.io", None),
 ]
 
 

@@ -141,15 +141,19 @@ def test_explicit_values_are_kept_and_directly_gets_no_grace_period(
     assert "gracePeriodSeconds" not in application
 
 
-def test_legacy_purge_mode_is_refused_by_karmada_v1_19s_schema(control_plane: ControlPlane, namespace: str) -> None:
-    """Karmada v1.19 removed the legacy names from its CRD enum, so its apiserver refuses them before any webhook.
-    The relay's warning for them ("a legacy name removed in Karmada v1.19") serves the v1.12-v1.18 CRDs that still
-    accept them; tests/failover/test_policy.py holds its wording."""
+def test_legacy_purge_mode_is_rewritten_and_kubectl_prints_our_warning(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    """Karmada v1.19 removed the legacy names from its CRD enum (karmada#7792); mutating webhooks run before the
+    schema, so the relay's rewrite keeps a manifest copied from Karmada's docs applying."""
     result = apply(control_plane, good_policy("legacy", namespace, purgeMode="Graciously"))
 
-    assert result.returncode != 0
-    assert 'spec.failover.application.purgeMode: Unsupported value: "Graciously"' in result.stderr
-    assert get(control_plane, "propagationpolicy", "legacy", namespace) is None
+    assert result.returncode == 0, result.stderr
+    assert warnings_of(result) == [
+        f"{APPLICATION}.purgeMode: Graciously rewritten to Gracefully (removed in Karmada v1.19)"]
+    application = get(control_plane, "propagationpolicy", "legacy", namespace)["spec"]["failover"]["application"]
+    assert application["purgeMode"] == "Gracefully"
+    assert application["gracePeriodSeconds"] == 600
 
 
 def test_zero_toleration_is_admitted_with_a_warning(control_plane: ControlPlane, namespace: str) -> None:

@@ -17,13 +17,21 @@ pytestmark = pytest.mark.envtest
 
 
 def checkpoints(root: Path, namespace: str, *completed: int, in_progress: tuple[int, ...] = ()) -> Path:
-    """`<root>/<namespace>/<JOB_ID>/checkpoints/chk-<n>`, with `_metadata` only in the completed ones."""
-    directory = root / namespace / JOB_ID / "checkpoints"
+    """Flink's own layout under the workload's checkpoint dir `<root>/<namespace>`: `<JOB_ID>/chk-<n>`, with
+    `_metadata` only in the completed ones."""
+    directory = root / namespace / JOB_ID
     for n in (*completed, *in_progress):
         (directory / f"chk-{n}").mkdir(parents=True)
     for n in completed:
         (directory / f"chk-{n}" / "_metadata").write_bytes(b"flink checkpoint metadata")
     return directory
+
+
+def stateful(deployment: dict, root: Path, namespace: str) -> dict:
+    """The deployment with its own checkpoint and savepoint directories, inside the relay's root."""
+    deployment["spec"]["flinkConfiguration"] = {"state.checkpoints.dir": f"file://{root}/{namespace}",
+                                                "state.savepoints.dir": f"file://{root}/{namespace}/savepoints"}
+    return deployment
 
 
 @pytest.fixture
@@ -40,27 +48,43 @@ def test_created_flink_deployment_restores_from_the_newest_completed_checkpoint(
 ) -> None:
     directory = checkpoints(checkpoint_relay, namespace, 3, 7, in_progress=(8,))
 
-    result = apply(control_plane, flink_deployment("restored", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID}))
+    result = apply(control_plane, stateful(flink_deployment(
+        "restored", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID}), checkpoint_relay, namespace))
 
     assert result.returncode == 0, result.stderr
     assert warnings_of(result) == []
     job = get(control_plane, "flinkdeployment", "restored", namespace)["spec"]["job"]
-    assert job["initialSavepointPath"] == str(directory / "chk-7")
-    assert job["upgradeMode"] == "savepoint"
-    assert job["state"] == "running"
+    assert job["initialSavepointPath"] == f"file://{directory}/chk-7"
+    assert job["upgradeMode"] == "savepoint"  # both directories are set: the operator's validator accepts it
+    assert "state" not in job  # never forced (the operator's JobSpec defaults it to running)
+
+
+def test_without_directories_only_the_path_is_set_and_the_state_loss_is_warned(
+    checkpoint_relay: Path, control_plane: ControlPlane, namespace: str
+) -> None:
+    checkpoints(checkpoint_relay, "", 4)  # no directory of its own: the relay's root, Flink's layout
+
+    result = apply(control_plane, flink_deployment("bare", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID}))
+
+    assert result.returncode == 0, result.stderr
+    assert [w for w in warnings_of(result) if "sets no checkpoint dir" in w]
+    job = get(control_plane, "flinkdeployment", "bare", namespace)["spec"]["job"]
+    assert job["initialSavepointPath"] == str(checkpoint_relay / JOB_ID / "chk-4")
+    assert job["upgradeMode"] == "stateless"
 
 
 def test_without_a_completed_checkpoint_it_is_admitted_unchanged_with_a_warning(
     checkpoint_relay: Path, control_plane: ControlPlane, namespace: str
 ) -> None:
     checkpoints(checkpoint_relay, namespace, in_progress=(1, 2))
-    deployment = flink_deployment("fresh", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID})
+    deployment = stateful(flink_deployment("fresh", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID}),
+                          checkpoint_relay, namespace)
 
     result = apply(control_plane, deployment)
 
     assert result.returncode == 0, result.stderr
     (warning,) = warnings_of(result)
-    assert warning.startswith("no savepoint set: no completed checkpoint in")
+    assert warning.startswith("no savepoint set: no completed checkpoint or savepoint of the job in")
     assert get(control_plane, "flinkdeployment", "fresh", namespace)["spec"]["job"] == deployment["spec"]["job"]
 
 
@@ -69,7 +93,8 @@ def test_a_reapplied_flink_deployment_keeps_its_restore_path(
 ) -> None:
     # A re-sync from the Karmada control plane sends the template again, which never holds the path.
     directory = checkpoints(checkpoint_relay, namespace, 1)
-    deployment = flink_deployment("resynced", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID})
+    deployment = stateful(flink_deployment("resynced", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID}),
+                          checkpoint_relay, namespace)
     assert apply(control_plane, deployment).returncode == 0
     checkpoints(checkpoint_relay, namespace, 2)
 
@@ -78,5 +103,5 @@ def test_a_reapplied_flink_deployment_keeps_its_restore_path(
 
     assert result.returncode == 0, result.stderr
     job = get(control_plane, "flinkdeployment", "resynced", namespace)["spec"]["job"]
-    assert job["initialSavepointPath"] == str(directory / "chk-1")
+    assert job["initialSavepointPath"] == f"file://{directory}/chk-1"
     assert job["parallelism"] == 3

@@ -112,7 +112,8 @@ def test_work_savepoints_set_the_restore_path_inside_the_work(
     checkpoint.mkdir(parents=True)
     (checkpoint / "_metadata").write_bytes(b"flink checkpoint metadata")
     config = tmp_path / "relay.yaml"
-    config.write_text("savepoint:\n  workSavepoints: true\n")
+    # Karmada's documented layout (the default is Flink's own, {root}/{job_id}: issue 13).
+    config.write_text('savepoint:\n  workSavepoints: true\n  layouts: ["{root}/{namespace}/{job_id}/checkpoints"]\n')
     registered_relay(serve_args=["--config", str(config), "--checkpoint-root", str(root)])
     assert apply(control_plane, failed_over_binding("restored", namespace, cluster)).returncode == 0
 
@@ -122,5 +123,6 @@ def test_work_savepoints_set_the_restore_path_inside_the_work(
     manifest = stored_manifest(control_plane, "restored", cluster)
     assert manifest["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == JOB_ID
     assert manifest["spec"]["job"]["initialSavepointPath"] == str(checkpoint)
-    assert manifest["spec"]["job"]["upgradeMode"] == "savepoint"
-    assert manifest["spec"]["job"]["state"] == "running"
+    # No checkpoint/savepoint directory in its flinkConfiguration: upgradeMode and job.state are left as they are.
+    assert manifest["spec"]["job"]["upgradeMode"] == "stateless"
+    assert "state" not in manifest["spec"]["job"]

@@ -8,20 +8,22 @@ import pytest
 from failover.checkpoints import (
     DEFAULT_LAYOUT,
     FLINK_NATIVE_LAYOUT,
+    KARMADA_EXAMPLE_LAYOUT,
     CheckpointStore,
     LayoutError,
     LookupCache,
     LookupResult,
     Outcome,
-    find_restore_point,
+    newest_savepoint,
     open_store,
     parse_layout,
 )
 from failover.jobid import JobId
+from failover.restore import RestoreQuery, find_restore_point
 
 JOB = JobId("0123456789abcdef0123456789abcdef")
 OTHER_JOB = JobId("fedcba9876543210fedcba9876543210")
-DEFAULT = (parse_layout(DEFAULT_LAYOUT),)
+DEFAULT = (parse_layout(KARMADA_EXAMPLE_LAYOUT),)
 NATIVE = (parse_layout(FLINK_NATIVE_LAYOUT),)
 SAVEPOINTS = (parse_layout("{root}/savepoints/{namespace}/{job_id}"),)
 
@@ -41,8 +43,16 @@ def job_dir(root: Path, namespace: str = "flink", job: JobId = JOB) -> Path:
     return path
 
 
+def lookup(store, layouts, savepoints, namespace, job) -> LookupResult:
+    return find_restore_point((store,), layouts, savepoints, RestoreQuery(namespace, (job,)))
+
+
 def find(root: Path, layouts=DEFAULT, savepoints=(), namespace="flink", job=JOB) -> LookupResult:
-    return find_restore_point(open_store(str(root)), layouts, savepoints, namespace, job)
+    return lookup(open_store(str(root)), layouts, savepoints, namespace, job)
+
+
+def test_the_default_layout_is_flinks_own():
+    assert DEFAULT_LAYOUT == FLINK_NATIVE_LAYOUT == "{root}/{job_id}"
 
 
 def test_newest_completed_checkpoint_wins(tmp_path):
@@ -92,7 +102,7 @@ def test_only_in_progress_checkpoints_is_not_found(tmp_path):
     checkpoint(directory, 1, completed=False)
     result = find(tmp_path)
     assert result.outcome is Outcome.NOT_FOUND
-    assert result.reason == f"no completed checkpoint in {tmp_path}/flink/{JOB}/checkpoints"
+    assert result.reason == f"no completed checkpoint or savepoint of the job in {tmp_path}/flink/{JOB}/checkpoints"
 
 
 def test_missing_job_directory_is_not_found(tmp_path):
@@ -125,14 +135,19 @@ def test_flink_native_layout(tmp_path):
     assert result.path == f"{tmp_path}/{JOB}/chk-12"
 
 
-def test_first_layout_with_a_checkpoint_wins(tmp_path):
-    checkpoint(tmp_path / JOB.value, 99)
-    checkpoint(job_dir(tmp_path), 5)
+def completed_at(chk: Path, when: float) -> Path:
+    os.utime(chk / "_metadata", (when, when))
+    return chk
+
+
+def test_across_layouts_the_newest_completion_wins(tmp_path):
+    completed_at(checkpoint(tmp_path / JOB.value, 99), 1000)
+    completed_at(checkpoint(job_dir(tmp_path), 5), 2000)
     assert find(tmp_path, layouts=DEFAULT + NATIVE).path.endswith("/checkpoints/chk-5")
-    assert find(tmp_path, layouts=NATIVE + DEFAULT).path.endswith(f"/{JOB}/chk-99")
+    assert find(tmp_path, layouts=NATIVE + DEFAULT).path.endswith("/checkpoints/chk-5")
 
 
-def test_savepoint_is_the_fallback(tmp_path):
+def test_the_newest_of_the_jobs_savepoints_is_found(tmp_path):
     savepoints = tmp_path / "savepoints" / "flink" / JOB.value
     older = savepoints / "savepoint-012345-aaaaaaaaaaaa"
     newer = savepoints / "savepoint-012345-bbbbbbbbbbbb"
@@ -147,24 +162,27 @@ def test_savepoint_is_the_fallback(tmp_path):
     assert result.path == f"{tmp_path}/savepoints/flink/{JOB}/savepoint-012345-aaaaaaaaaaaa"
 
 
-def test_checkpoint_beats_savepoint(tmp_path):
-    checkpoint(job_dir(tmp_path), 1)
+@pytest.mark.parametrize("checkpoint_time, savepoint_time, source", [(2000, 1000, "checkpoint"),
+                                                                       (1000, 2000, "savepoint")])
+def test_checkpoint_and_savepoint_compare_by_completion_time(tmp_path, checkpoint_time, savepoint_time, source):
+    completed_at(checkpoint(job_dir(tmp_path), 1), checkpoint_time)
     sp = tmp_path / "savepoints" / "flink" / JOB.value / "savepoint-012345-aaaaaaaaaaaa"
     sp.mkdir(parents=True)
     (sp / "_metadata").write_bytes(b"m")
-    assert find(tmp_path, savepoints=SAVEPOINTS).source == "checkpoint"
+    completed_at(sp, savepoint_time)
+    assert find(tmp_path, savepoints=SAVEPOINTS).source == source
 
 
 def test_file_url_root_keeps_its_spelling(tmp_path):
     checkpoint(job_dir(tmp_path), 4)
-    result = find_restore_point(open_store(f"file://{tmp_path}/"), DEFAULT, (), "flink", JOB)
+    result = lookup(open_store(f"file://{tmp_path}/"), DEFAULT, (), "flink", JOB)
     assert result.path == f"file://{tmp_path}/flink/{JOB}/checkpoints/chk-4"
 
 
 def test_relative_root_becomes_absolute(tmp_path, monkeypatch):
     checkpoint(job_dir(tmp_path / "ckpt"), 4)
     monkeypatch.chdir(tmp_path)
-    result = find_restore_point(open_store("ckpt"), DEFAULT, (), "flink", JOB)
+    result = lookup(open_store("ckpt"), DEFAULT, (), "flink", JOB)
     assert result.path == f"{tmp_path}/ckpt/flink/{JOB}/checkpoints/chk-4"
 
 
@@ -231,7 +249,7 @@ class RaisingFileSystem:
                                    RuntimeError("throttled")])
 def test_a_raising_filesystem_is_a_storage_error(error):
     store = CheckpointStore(RaisingFileSystem(error), "root", "s3://root")
-    result = find_restore_point(store, DEFAULT, (), "flink", JOB)
+    result = lookup(store, DEFAULT, (), "flink", JOB)
     assert result.outcome is Outcome.STORAGE_ERROR
     assert type(error).__name__ in result.reason
 
@@ -254,7 +272,7 @@ def test_a_blocking_filesystem_blocks_only_the_lookup_thread():
     fs = BlockingFileSystem()
     store = CheckpointStore(fs, "root", "/root")
     results = []
-    thread = threading.Thread(target=lambda: results.append(find_restore_point(store, DEFAULT, (), "flink", JOB)))
+    thread = threading.Thread(target=lambda: results.append(lookup(store, DEFAULT, (), "flink", JOB)))
     thread.start()
     assert fs.entered.wait(2)
     assert not results
@@ -268,7 +286,7 @@ def test_memory_filesystem_through_fsspec_url():
     base = f"/ckpt/flink/{JOB}/checkpoints"
     fs.pipe(f"{base}/chk-3/_metadata", b"m")
     fs.pipe(f"{base}/chk-4/state", b"s")
-    result = find_restore_point(open_store("memory://ckpt"), DEFAULT, (), "flink", JOB)
+    result = lookup(open_store("memory://ckpt"), DEFAULT, (), "flink", JOB)
     assert result.path == f"memory://ckpt/flink/{JOB}/checkpoints/chk-3"
     fs.rm("/ckpt", recursive=True)
 
@@ -321,3 +339,15 @@ def test_zero_ttl_disables_the_cache():
     cache = LookupCache(ttl=0)
     cache.put("a", LookupResult(Outcome.FOUND, "/p"), now=0.0)
     assert cache.get("a", now=0.0) is None
+
+
+def test_savepoints_on_an_object_store_are_listed_by_the_jobs_prefix():
+    fs = fsspec.filesystem("memory")
+    fs.pipe(f"/sp/savepoint-{JOB.value[:6]}-0123456789ab/_metadata", b"m")
+    fs.pipe(f"/sp/savepoint-{OTHER_JOB.value[:6]}-0123456789ab/_metadata", b"m")
+    fs.pipe(f"/sp/savepoint-{JOB.value[:6]}-ba9876543210/state", b"s")  # no _metadata: in progress
+    store = open_store("memory://sp")
+    assert store.real_root is None  # no links: listed by prefix, not directory by directory
+    assert newest_savepoint(store, "/sp", JOB)[0] == f"savepoint-{JOB.value[:6]}-0123456789ab"
+    assert newest_savepoint(store, "/sp", JobId("ba" * 16)) is None
+    fs.rm("/sp", recursive=True)

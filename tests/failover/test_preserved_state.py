@@ -280,8 +280,9 @@ def test_the_savepoint_decision_runs_on_the_labelled_manifest_under_its_place_in
 
     flink = patched["spec"]["workload"]["manifests"][1]
     assert flink["metadata"]["labels"] == {"app": "foo", LABEL: JOB_ID}
-    assert flink["spec"]["job"] == {"jarURI": "local:///job.jar", "upgradeMode": "savepoint",
-                                    "initialSavepointPath": checkpoint, "state": "running"}
+    # No checkpoint or savepoint directory configured: upgradeMode stays (issue 13 point 1), job.state is never forced.
+    assert flink["spec"]["job"] == {"jarURI": "local:///job.jar", "upgradeMode": "stateless",
+                                    "initialSavepointPath": checkpoint}
     config_map = patched["spec"]["workload"]["manifests"][0]
     assert config_map == {**obj["spec"]["workload"]["manifests"][0], "metadata": {"name": "conf",
                                                                                   "labels": {LABEL: JOB_ID}}}

@@ -2,7 +2,7 @@ import pytest
 
 from failover.api import FLINK_DEPLOYMENT, GroupKind
 from failover.checkpoints import DEFAULT_LAYOUT
-from failover.profiles import FLINK_TARGETS, ProfileError, load_profiles
+from failover.profiles import FLINK_BLUE_GREEN_DEPLOYMENT, FLINK_SESSION_JOB, TRIGGER_LABELS, ProfileError, load_profiles
 
 LABEL = "application.karmada.io/failover-jobid"
 
@@ -27,16 +27,29 @@ def test_flink_deployment_is_built_in():
     profiles = load()
     flink = profiles[FLINK_DEPLOYMENT]
     assert flink.version == "v1beta1"
-    assert flink.label == LABEL
-    assert flink.targets == FLINK_TARGETS
+    assert flink.label == LABEL and flink.labels == TRIGGER_LABELS
+    assert [t.field for t in flink.targets] == ["spec.job.initialSavepointPath"]  # upgradeMode: only where valid
+    assert flink.flink is not None
     assert [layout.template for layout in flink.layouts] == [DEFAULT_LAYOUT]
     assert [t.field for t in flink.path_targets] == ["spec.job.initialSavepointPath"]
 
 
+def test_the_operators_other_kinds_are_built_in():
+    profiles = load()
+    assert profiles[FLINK_SESSION_JOB].path_targets[0].field == "spec.job.initialSavepointPath"
+    assert profiles[FLINK_BLUE_GREEN_DEPLOYMENT].path_targets[0].field == \
+        "spec.template.spec.job.initialSavepointPath"
+
+
+def test_a_configured_job_id_label_comes_first_and_the_conventions_stay():
+    labels = load(label="example.com/job-id")[FLINK_DEPLOYMENT].labels
+    assert labels == ("example.com/job-id", *TRIGGER_LABELS)
+
+
 def test_configured_profile_takes_defaults_from_the_savepoint_settings():
     profiles = load(session_job())
-    session = profiles[GroupKind("flink.apache.org", "FlinkSessionJob")]
-    assert session.label == LABEL
+    session = profiles[GroupKind("flink.apache.org", "FlinkSessionJob")]  # replaces the built-in one
+    assert session.label == LABEL and session.flink is None
     assert session.name == "FlinkSessionJob"
     assert session.targets[1].keep == frozenset({"savepoint", "last-state"})
     assert FLINK_DEPLOYMENT in profiles

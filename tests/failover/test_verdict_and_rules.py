@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from failover.api import CLUSTER_PROPAGATION_POLICY, PROPAGATION_POLICY, WORKLOAD_REBALANCER, GroupKind
-from failover.policy import default_policy, validate_policy
+from failover.policy import mutate_policy, validate_policy
 from failover.rebalancer_rules import validate_rebalancer
 from failover.rules import DEFAULTERS, VALIDATORS, defaulters_for, group_kind_of
 from failover.verdict import ALLOWED, MAX_WARNING_LENGTH, Finding, Findings, Verdict, clip
@@ -68,12 +68,12 @@ def test_rules_table_covers_the_three_kinds() -> None:
         CLUSTER_PROPAGATION_POLICY: validate_policy,
         WORKLOAD_REBALANCER: validate_rebalancer,
     }
-    assert DEFAULTERS == {PROPAGATION_POLICY: default_policy, CLUSTER_PROPAGATION_POLICY: default_policy}
+    assert DEFAULTERS == {PROPAGATION_POLICY: mutate_policy, CLUSTER_PROPAGATION_POLICY: mutate_policy}
     assert defaulters_for("new") is DEFAULTERS
     legacy = defaulters_for("legacy")
     assert legacy.keys() == DEFAULTERS.keys()
     empty_section = {"spec": {"failover": {"application": {"decisionConditions": {"tolerationSeconds": 60}}}}}
-    assert legacy[PROPAGATION_POLICY](empty_section)[0]["value"] == "Graciously"
+    assert legacy[PROPAGATION_POLICY](empty_section).patch[0]["value"] == "Graciously"
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,11 @@ from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 
 TIMINGS: dict[str, str] = {}
 _ENV: list[KarmadaEnv] = []
+_FAILED = pytest.StashKey[bool]()
+
+
+def _rss(env: KarmadaEnv) -> str:
+    return f"{env.rss_bytes() / 2**30:.2f} GiB in {len(env.pids())} processes"
 
 
 def on_ci() -> bool:
@@ -69,16 +74,14 @@ def karmada_env(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFa
     env.start()
     _ENV.append(env)
     TIMINGS["control plane start-up (Karmada + 3 members + relay ready)"] = f"{env.startup_seconds:.1f} s"
+    TIMINGS["RSS of the control plane after start-up"] = _rss(env)
     try:
         yield env
     finally:
-        TIMINGS["RSS of the control plane at the end"] = f"{env.rss_bytes() / 2**30:.2f} GiB in {len(env.pids())} processes"
+        TIMINGS["RSS of the control plane at the end"] = _rss(env)
         failed = pytestconfig.stash.get(_FAILED, False)
         env.stop(keep=failed)
         _ENV.clear()
-
-
-_FAILED = pytest.StashKey[bool]()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from failover.api import DEFAULT_JOB_ID_LABEL
-from tests.karmada.workloads import FlinkJob, new_job_id, stateful_policy
+from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, stateful_policy
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
 
@@ -48,7 +48,7 @@ def test_flink_job_fails_over_with_its_job_id_and_newest_completed_checkpoint(
     seconds = time.monotonic() - unhealthy_at
 
     assert restored["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == job_id
-    assert restored["spec"]["job"]["initialSavepointPath"] == str(checkpoints / "chk-2")
+    assert restore_path(restored) == checkpoints / "chk-2"
     assert restored["spec"]["job"]["upgradeMode"] == "savepoint"
     # Karmada's own record of the failover: the task from the failed member, with the state it preserved.
     [task] = job.eviction_tasks()
@@ -57,7 +57,7 @@ def test_flink_job_fails_over_with_its_job_id_and_newest_completed_checkpoint(
     assert task["preservedLabelState"] == {DEFAULT_JOB_ID_LABEL: job_id}
     # The Work Karmada wrote for the new member carries the same restore state the member got.
     work_manifest = job.work(second)["spec"]["workload"]["manifests"][0]
-    assert work_manifest["spec"]["job"]["initialSavepointPath"] == str(checkpoints / "chk-2")
+    assert restore_path(work_manifest) == checkpoints / "chk-2"
     # purgeMode Directly: Karmada removes the old copy.
     env.wait_until(lambda: job.copy_in(first) is None, 30, f"the copy in {first} deleted")
     assert job.work(first) is None

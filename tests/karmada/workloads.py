@@ -31,6 +31,14 @@ E2E_FLINK_CR = Path("test") / "e2e" / "suites" / "base" / "manifest" / "flinkdep
 FAILURE_MESSAGE = "JobManager failed: java.lang.OutOfMemoryError: Java heap space"
 
 
+def restore_path(deployment: dict[str, Any]) -> Path | None:
+    """``spec.job.initialSavepointPath`` as a local path; ``file:///x`` and ``/x`` name the same directory."""
+    raw = (deployment.get("spec") or {}).get("job", {}).get("initialSavepointPath")
+    if not raw:
+        return None
+    return Path(raw.removeprefix("file://"))
+
+
 def new_job_id() -> str:
     """A Flink JobID: 32 lowercase hex digits."""
     return uuid.uuid4().hex
@@ -70,6 +78,11 @@ class FlinkJob:
     name: str = "job"
 
     @property
+    def state_dir(self) -> Path:
+        """The workload's state.checkpoints.dir, inside the relay's checkpointRoot."""
+        return self.env.checkpoint_root / self.namespace
+
+    @property
     def binding_name(self) -> str:
         # Karmada's names.GenerateBindingName: <name>-<lowercase kind>.
         return f"{self.name}-flinkdeployment"
@@ -80,6 +93,11 @@ class FlinkJob:
         karmada.create(resource_path(POLICIES, "propagationpolicies", namespace=self.namespace), policy)
         deployment = yaml.safe_load((self.env.tree.source / E2E_FLINK_CR).read_text())
         deployment["metadata"] = {"name": self.name, "namespace": self.namespace}
+        # A stateful job names where Flink keeps checkpoints and savepoints (what a restore from a path needs); the
+        # relay reads them from here and searches Flink's own layout below them.
+        deployment["spec"].setdefault("flinkConfiguration", {}).update({
+            "state.checkpoints.dir": f"file://{self.state_dir}",
+            "state.savepoints.dir": f"file://{self.state_dir}/savepoints"})
         karmada.create(resource_path(FLINK, "flinkdeployments", namespace=self.namespace), deployment)
 
     # -- what Karmada made ----------------------------------------------------------------------------------------
@@ -136,9 +154,9 @@ class FlinkJob:
         self.report(member, "RECONCILING", job_id, FAILURE_MESSAGE)
 
     def write_checkpoints(self, job_id: str, completed: tuple[int, ...], incomplete: tuple[int, ...] = ()) -> Path:
-        """Flink's layout under the relay's checkpointRoot: ``chk-N/_metadata`` for a completed checkpoint, an
-        empty ``chk-N/`` for one in progress. Returns the checkpoints directory."""
-        directory = self.env.checkpoint_root / self.namespace / job_id / "checkpoints"
+        """Flink's layout under the workload's checkpoint dir: ``<dir>/<job id>/chk-N/_metadata`` for a completed
+        checkpoint, an empty ``chk-N/`` for one in progress. Returns the job's directory."""
+        directory = self.state_dir / job_id
         for number in completed:
             (directory / f"chk-{number}").mkdir(parents=True, exist_ok=True)
             (directory / f"chk-{number}" / "_metadata").write_bytes(b"flink checkpoint metadata")

@@ -19,7 +19,7 @@ spec: {image: "flink:1.17", job: {jarURI: "local:///x.jar", upgradeMode: statele
 
 @pytest.fixture
 def tree(tmp_path):
-    directory = tmp_path / "ckpt" / "flink" / JOB / "checkpoints"
+    directory = tmp_path / "ckpt" / JOB  # Flink's own layout, the default
     (directory / "chk-3").mkdir(parents=True)
     (directory / "chk-3" / "_metadata").write_bytes(b"m")
     (directory / "chk-4").mkdir()
@@ -40,8 +40,8 @@ def test_prints_the_mutated_object(tree):
     code, out, _ = inject(manifest, root)
     assert code == 0
     job = yaml.safe_load(out)["spec"]["job"]
-    assert job == {"jarURI": "local:///x.jar", "upgradeMode": "savepoint",
-                   "initialSavepointPath": f"{directory}/chk-3", "state": "running"}
+    assert job == {"jarURI": "local:///x.jar", "upgradeMode": "stateless",
+                   "initialSavepointPath": f"{directory}/chk-3"}
 
 
 def test_prints_the_patch(tree):
@@ -101,3 +101,29 @@ def test_flags_override_the_savepoint_section(tmp_path):
     config.write_text(yaml.safe_dump({"savepoint": {"checkpointRoot": "/data", "failureMode": "closed"}}))
     settings = load_settings(config).with_savepoint_overrides(checkpoint_root="s3://b/c", failure_mode=None)
     assert (settings.savepoint.checkpoint_root, settings.savepoint.failure_mode) == ("s3://b/c", "closed")
+
+
+def test_a_workload_dir_is_read_only_inside_the_allowed_roots(tree, tmp_path):
+    root, _, _ = tree
+    savepoints = tmp_path / "savepoints"
+    (savepoints / f"savepoint-{JOB[:6]}-a1b2c3d4e5f6").mkdir(parents=True)
+    (savepoints / f"savepoint-{JOB[:6]}-a1b2c3d4e5f6" / "_metadata").write_bytes(b"m")
+    manifest = tmp_path / "stateful.yaml"
+    manifest.write_text(FLINK.replace("spec: {", f"spec: {{flinkConfiguration: {{state.savepoints.dir: '{savepoints}'}}, "))
+    code, _, err = inject(manifest, root)
+    assert code == 0 and "outside the allowed roots" in err  # fail-open: admitted unchanged, the reason shown
+    code, out, _ = inject(manifest, root, allowed_roots=(str(savepoints),))
+    assert code == 0 and yaml.safe_load(out)["spec"]["job"]["initialSavepointPath"].startswith(str(savepoints))
+
+
+def test_restore_settings_are_read_and_checked(tmp_path):
+    config = tmp_path / "relay.yaml"
+    config.write_text(yaml.safe_dump({"savepoint": {"allowedRoots": ["s3://flink/savepoints"], "lateRestore": True}}))
+    assert (load_settings(config).savepoint.allowed_roots, load_settings(config).savepoint.late_restore) == (
+        ("s3://flink/savepoints",), True)
+    for root, reason in (("relative/dir", "relative"), ("s3://key:secret@flink/x", "credentials"),
+                         ("/data/../etc", "'..'")):
+        config.write_text(yaml.safe_dump({"savepoint": {"allowedRoots": [root]}}))
+        with pytest.raises(SettingsError, match=r"savepoint.allowedRoots\[0\]") as error:
+            load_settings(config)
+        assert reason in str(error.value) and "secret" not in str(error.value)

@@ -75,9 +75,23 @@ def test_mutating_configuration_defaults_policies_and_mutates_flink_deployments_
         ("policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", "Cluster"),
     ]
     assert resources_of(webhooks["savepoints.mutate.failover-relay.io"]) == [
-        ("flink.apache.org", "v1beta1", "flinkdeployments", "Namespaced")]
+        ("flink.apache.org", "v1beta1", "flinkdeployments", "Namespaced"),
+        ("flink.apache.org", "v1beta1", "flinksessionjobs", "Namespaced"),
+        ("flink.apache.org", "v1beta1", "flinkbluegreendeployments", "Namespaced")]
     assert resources_of(webhooks["works.mutate.failover-relay.io"]) == [
         ("work.karmada.io", "v1alpha1", "works", "Namespaced")]
+
+
+def test_the_savepoint_webhook_is_registered_once_per_trigger_label() -> None:
+    # An objectSelector ANDs its expressions: "any of these labels" is one webhook per label.
+    webhooks = webhooks_by_name(mutating_configuration(options()))
+    selected = {name: webhook["objectSelector"]["matchExpressions"][0]["key"] for name, webhook in webhooks.items()
+                if "savepoints.mutate" in name}
+    assert selected == {
+        "savepoints.mutate.failover-relay.io": "application.karmada.io/failover-jobid",
+        "2.savepoints.mutate.failover-relay.io": "application.karmada.io/cluster-failover-jobid",
+        "3.savepoints.mutate.failover-relay.io": "resourcebinding.karmada.io/failover-jobid",
+    }
 
 
 def test_only_create_and_update_are_reviewed() -> None:

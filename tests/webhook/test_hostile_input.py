@@ -27,7 +27,7 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from failover.checkpoints import DEFAULT_LAYOUT, open_store
+from failover.checkpoints import KARMADA_EXAMPLE_LAYOUT, open_store
 from failover.profiles import load_profiles
 from relay.serve import RelayServer
 from relay.settings import Settings
@@ -266,7 +266,7 @@ def checkpoint_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def handlers(checkpoint_root: Path) -> Iterator[AdmissionHandlers]:
     pool = LookupPool(2)
-    profiles = load_profiles([], label=LABEL, layouts=(DEFAULT_LAYOUT,))
+    profiles = load_profiles([], label=LABEL, layouts=(KARMADA_EXAMPLE_LAYOUT,))
     yield AdmissionHandlers(mutators=savepoint_mutators(profiles, open_store(str(checkpoint_root)), executor=pool))
     pool.shutdown()
 

@@ -11,7 +11,7 @@ import pytest
 import structlog
 
 from failover.api import FLINK_DEPLOYMENT
-from failover.checkpoints import DEFAULT_LAYOUT, CheckpointStore, open_store
+from failover.checkpoints import KARMADA_EXAMPLE_LAYOUT, CheckpointStore, open_store
 from failover.profiles import load_profiles
 from relay.serve import RelayServer
 from relay.settings import SavepointSettings, Settings
@@ -23,7 +23,7 @@ from webhook.review import complete, parse_review
 
 LABEL = "application.karmada.io/failover-jobid"
 JOB = "0123456789abcdef0123456789abcdef"
-PROFILES = load_profiles([], label=LABEL, layouts=(DEFAULT_LAYOUT,))
+PROFILES = load_profiles([], label=LABEL, layouts=(KARMADA_EXAMPLE_LAYOUT,))
 
 
 def flink_deployment(job_id=JOB, **job):
@@ -72,7 +72,7 @@ async def test_create_gets_the_newest_completed_checkpoint(tmp_path, pool):
     assert response["allowed"]
     job = jsonpatch.apply_patch(flink_deployment(), decoded_patch(response))["spec"]["job"]
     assert job["initialSavepointPath"] == f"{directory}/chk-6"
-    assert (job["upgradeMode"], job["state"]) == ("savepoint", "running")
+    assert job["upgradeMode"] == "stateless" and "state" not in job  # no directories configured: left alone
     assert response["auditAnnotations"]["savepoint-outcome"] == "found"
     assert lookups(metrics, "found") == 1
 
@@ -225,7 +225,8 @@ async def test_other_versions_of_the_kind_are_not_touched(tmp_path, pool):
 async def test_mutation_over_real_tls_through_the_relay_server(tmp_path):
     checkpoint_tree(tmp_path / "ckpt", 11, 12, in_progress=(13,))
     settings = Settings(port=0, cert_dir=tmp_path / "certs",
-                        savepoint=SavepointSettings(checkpoint_root=f"file://{tmp_path / 'ckpt'}"))
+                        savepoint=SavepointSettings(checkpoint_root=f"file://{tmp_path / 'ckpt'}",
+                                                    layouts=(KARMADA_EXAMPLE_LAYOUT,)))
     relay = RelayServer(settings)
     await relay.start()
     try:

@@ -1,0 +1,150 @@
+"""Kubernetes objects from YAML files, read the way kubectl reads them and with bounds a hostile file cannot pass.
+
+- Bounded: a file larger than `MAX_FILE_BYTES`, a document nesting deeper than `MAX_DEPTH` or whose aliases would
+  expand to more than `MAX_NODES` nodes is refused with one line, before anything recursive touches it. Depth and
+  expansion are measured on the parser's event stream (libyaml's parser keeps its own stack, so a 50,000-deep file
+  costs a loop, not a RecursionError).
+- With libyaml's C loader where PyYAML has it, the pure-Python one otherwise.
+- Numbers as kubectl sends them: sigs.k8s.io/yaml decodes `1e3` as the number 1000 (YAML 1.2's core schema), where
+  PyYAML's YAML 1.1 resolver reads it as the string "1e3". The float resolver here is YAML 1.2's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import yaml
+
+# etcd stores objects of at most 1.5 MiB; a manifest file holds a handful of them.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+# As webhook.review.MAX_NESTING_DEPTH: the objects we check nest a few dozen levels.
+MAX_DEPTH = 100
+# Nodes after alias expansion: a "billion laughs" file is refused instead of expanded.
+MAX_NODES = 1_000_000
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """SafeLoader with YAML 1.2 floats (`1e3`, `.5`) and timestamps left as strings, as sigs.k8s.io/yaml decodes
+    them into JSON (a date is a string field in every Kubernetes API)."""
+
+
+_REPLACED = ("tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
+_Loader.yaml_implicit_resolvers = {key: [(tag, regexp) for tag, regexp in resolvers if tag not in _REPLACED]
+                                   for key, resolvers in _BaseLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?
+                |[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."))
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A file or document that yields no object: where, and why, on one line."""
+
+    location: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: error: {self.reason}"
+
+
+def manifest_files(paths: list[Path]) -> Iterator[Path | Unreadable]:
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+        elif path.exists():
+            yield path
+        else:
+            yield Unreadable(str(path), "no such file or directory")
+
+
+def read_text(path: Path) -> str | Unreadable:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return Unreadable(str(path), f"file of {size} bytes exceeds the limit of {MAX_FILE_BYTES}")
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        return Unreadable(str(path), getattr(error, "strerror", None) or str(error))
+
+
+def documents(path: Path) -> Iterator[Mapping[str, Any] | Unreadable]:
+    """The objects of a (multi-document) YAML file; `kind: List` is expanded; a parse error ends the file."""
+    text = read_text(path)
+    if isinstance(text, Unreadable):
+        yield text
+        return
+    yield from documents_in(text, str(path))
+
+
+def documents_in(text: str, where: str) -> Iterator[Mapping[str, Any] | Unreadable]:
+    try:
+        problem = _bounds_problem(text)
+        if problem is not None:
+            yield Unreadable(where, problem)
+            return
+        for document in yaml.load_all(text, Loader=_Loader):
+            if document is None:
+                continue
+            if isinstance(document, dict) and document.get("kind") == "List" and isinstance(
+                document.get("items"), list
+            ):
+                yield from (item for item in document["items"] if isinstance(item, dict))
+            elif isinstance(document, dict):
+                yield document
+            else:
+                yield Unreadable(where, f"a document is a {type(document).__name__}, not a Kubernetes object")
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        location = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark is not None else where
+        problem = getattr(error, "problem", None) or str(error)
+        yield Unreadable(location, f"invalid YAML: {problem}")
+    except (ValueError, OverflowError) as error:  # a timestamp or number PyYAML cannot construct
+        yield Unreadable(where, f"invalid YAML value: {' '.join(str(error).split())[:100]}")
+
+
+def _bounds_problem(text: str) -> str | None:
+    """Depth and alias expansion of every document, from the event stream (no recursion, nothing constructed)."""
+    depth = 0
+    # Per open collection: the nodes it holds so far (itself included), and its anchor.
+    counts: list[tuple[int, str | None]] = []
+    anchored: dict[str, int] = {}
+    total = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return f"a document nests deeper than {MAX_DEPTH} levels"
+            counts.append((1, event.anchor))
+            continue
+        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+            size, anchor = counts.pop()
+            if anchor is not None:
+                anchored[anchor] = size
+        elif isinstance(event, yaml.ScalarEvent):
+            size = 1
+            if event.anchor is not None:
+                anchored[event.anchor] = 1
+        elif isinstance(event, yaml.AliasEvent):
+            size = anchored.get(event.anchor, 1)
+        elif isinstance(event, yaml.DocumentEndEvent):
+            total = 0
+            continue
+        else:
+            continue
+        if counts:
+            parent, anchor = counts[-1]
+            counts[-1] = (parent + size, anchor)
+        else:
+            total += size
+        if total + sum(count for count, _ in counts) > MAX_NODES:
+            return f"a document expands to more than {MAX_NODES} nodes (aliases)"
+    return None

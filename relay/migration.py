@@ -1,0 +1,108 @@
+"""Migrating to Karmada v1.19's purge-mode names: the live-cluster listing and the loop's spelling detection.
+
+`failover-relay legacy-purge-modes` lists every stored PropagationPolicy, ClusterPropagationPolicy,
+ResourceBinding and ClusterResourceBinding (with its graceful eviction tasks) that still holds `Immediately` or
+`Graciously`: Karmada v1.19's CRDs refuse any write of such an object until it is fixed, so run it before
+upgrading (karmada#7792 removed the aliases with no conversion). Exit 0 none, 1 some found, 2 no cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator, Mapping, TextIO
+
+import structlog
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from controllers.kube import NoClusterConfig, load_api_client
+from failover.api import (
+    CLUSTER_PROPAGATION_POLICIES,
+    CLUSTER_RESOURCE_BINDINGS,
+    PROPAGATION_POLICIES,
+    RESOURCE_BINDINGS,
+    Resource,
+)
+from failover.fields import object_name
+from failover.migration import Spelling, crd_purge_mode_enum, spelling_to_write
+from failover.policy import legacy_purge_modes_in
+from relay.server_check import raw_request
+
+EXIT_NONE, EXIT_FOUND, EXIT_UNUSABLE = 0, 1, 2
+LISTED = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
+PAGE_SIZE = 500
+REQUEST_TIMEOUT_SECONDS = 30
+
+log = structlog.get_logger("failover_relay.migration")
+
+
+def stored_objects(api_client: client.ApiClient, resource: Resource) -> Iterator[Mapping[str, Any]]:
+    """Every stored object of `resource`, across namespaces, page by page."""
+    api = client.CustomObjectsApi(api_client)
+    token: str | None = None
+    while True:
+        try:
+            page = api.list_cluster_custom_object(resource.group, resource.version, resource.plural, limit=PAGE_SIZE,
+                                                  _continue=token, _request_timeout=REQUEST_TIMEOUT_SECONDS)
+        except ApiException as error:
+            if error.status == 404:  # this kind is not installed: nothing of it is stored
+                return
+            raise
+        yield from page.get("items") or ()
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return
+
+
+def legacy_lines(api_client: client.ApiClient) -> Iterator[str]:
+    for resource in LISTED:
+        for obj in stored_objects(api_client, resource):
+            for path, _, mode in legacy_purge_modes_in(obj):
+                yield (f"{resource.kind} {object_name(obj)}: {path}: {mode.value} -> write {mode.canonical.value} "
+                       "before upgrading to Karmada v1.19")
+
+
+def run_legacy_purge_modes(kubeconfig: Path | None, out: TextIO, err: TextIO) -> int:
+    try:
+        api_client = load_api_client(kubeconfig)
+        found = 0
+        for line in legacy_lines(api_client):
+            print(line, file=out)
+            found += 1
+    except NoClusterConfig as error:
+        print(f"failover-relay: {error}", file=err)
+        return EXIT_UNUSABLE
+    except ApiException as error:
+        print(f"failover-relay: listing failed: HTTP {error.status} {error.reason}", file=err)
+        return EXIT_UNUSABLE
+    except Exception as error:  # connection refused, TLS, DNS: one line, never a traceback
+        print(f"failover-relay: the cluster does not answer: {type(error).__name__}: "
+              f"{' '.join(str(error).split())[:160]}", file=err)
+        return EXIT_UNUSABLE
+    print(f"{found} legacy purge-mode value(s) stored", file=err)
+    return EXIT_FOUND if found else EXIT_NONE
+
+
+def installed_spelling(api_client: client.ApiClient, configured: Spelling) -> Spelling:
+    """The spelling the loop may write on this control plane, from the installed ResourceBinding CRD's enum (the
+    object the loop writes eviction tasks into); the configured one when the CRD cannot be read."""
+    name = f"{RESOURCE_BINDINGS.plural}.{RESOURCE_BINDINGS.group}"
+    try:
+        # The raw JSON: the typed model renames schema keys (openAPIV3Schema) and validates more than needed.
+        status, _, data = raw_request(api_client, "GET",
+                                      f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        if status != 200:
+            raise LookupError(f"HTTP {status}")
+        crd = json.loads(data)
+    except Exception as error:  # no RBAC to read CRDs, an old cluster: the setting stays in charge
+        log.warning("purge_mode_spelling_undetected", crd=name, error=type(error).__name__,
+                    configured=configured)
+        return configured
+    enum = crd_purge_mode_enum(crd)
+    spelling = spelling_to_write(enum, configured)
+    if spelling != configured:
+        log.warning("purge_mode_spelling_overridden", configured=configured, written=spelling,
+                    crd_enum=sorted(enum or ()))
+    return spelling
+

@@ -1,0 +1,71 @@
+"""A restore through real Karmada after the Flink operator rotated the job id (operator 1.10+, FLINK-35831): the id
+Karmada preserves is the current run's, not the one the previous run checkpointed under. That run's newest state is
+the savepoint the operator took when Karmada deleted the failed copy (`kubernetes.operator.job.savepoint-on-deletion`),
+in the savepoint directory its flinkConfiguration names, newer than its own early checkpoint: the copy Karmada
+creates in the new member must restart from that savepoint, chosen by completion time (docs/restore.md)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from failover.api import DEFAULT_JOB_ID_LABEL
+from tests.karmada.workloads import FlinkJob, new_job_id, stateful_policy
+from tests.karmada_env import KarmadaEnv
+from tests.support import report
+
+pytestmark = pytest.mark.karmada
+
+TOLERATION_SECONDS = 10
+FAILOVER_TIMEOUT_SECONDS = TOLERATION_SECONDS + 50
+
+
+def test_a_rotated_job_id_restores_from_its_newest_state(karmada_env: KarmadaEnv, namespace: str,
+                                                         request: pytest.FixtureRequest) -> None:
+    env = karmada_env
+    job = FlinkJob(env, namespace)
+    job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
+    first = job.wait_placed()
+    state_dir = job.state_dir  # the workload's state.checkpoints.dir
+
+    # The first run checkpointed; then an upgrade started a second run under a new job id (the operator writes it to
+    # status before submitting), which failed soon after.
+    first_run = new_job_id()
+    job.run_healthy(first, first_run)
+    job.write_checkpoints(first_run, completed=(40, 41))
+    rotated = new_job_id()
+    job.run_healthy(first, rotated)
+    job.write_checkpoints(rotated, completed=(1,))  # one early checkpoint of the rotated run, older than its savepoint
+    # The operator's savepoint on deletion of the failed copy: the rotated run's own, the newest state there is.
+    savepoint = state_dir / "savepoints" / f"savepoint-{rotated[:6]}-{os.urandom(6).hex()}"
+    savepoint.mkdir(parents=True)
+    (savepoint / "_metadata").write_bytes(b"flink savepoint metadata")
+    older = time.time() - 60
+    for run in (first_run, rotated):
+        for chk in (state_dir / run).rglob("_metadata"):
+            os.utime(chk, (older, older))
+
+    job.report_unhealthy(first, rotated)
+    unhealthy_at = time.monotonic()
+
+    def moved_with_state() -> tuple[str, dict] | None:
+        targets = job.placed_on()
+        if len(targets) != 1 or targets[0] == first:
+            return None
+        copy = job.copy_in(targets[0])
+        if copy and copy["spec"]["job"].get("initialSavepointPath"):
+            return targets[0], copy
+        return None
+
+    second, restored = env.wait_until(moved_with_state, FAILOVER_TIMEOUT_SECONDS,
+                                      f"a copy with initialSavepointPath outside {first}")
+    seconds = time.monotonic() - unhealthy_at
+
+    assert restored["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == rotated
+    assert restored["spec"]["job"]["initialSavepointPath"] == f"file://{savepoint}"
+    assert restored["spec"]["job"]["upgradeMode"] == "savepoint"  # both directories are configured
+    assert "state" not in restored["spec"]["job"] or restored["spec"]["job"]["state"] == "running"
+    report(request, "karmada", f"rotated job id: failover {first} -> {second} restored the savepoint on deletion "
+                               f"in {seconds:.1f} s")

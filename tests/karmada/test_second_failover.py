@@ -1,0 +1,58 @@
+"""A second failover in a row keeps the first job's state (Karmada #6232): the copy that replaced the failed job
+never became healthy and runs another job, so its job id must not travel on (../shared/reference/real-karmada.md,
+scenario d). Karmada alone preserves the broken copy's id (applicationfailover/common.go buildTaskOptions reads the
+evicted cluster's aggregatedStatus; binding/common.go injectReservedLabelState uses only the last task)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from failover.api import DEFAULT_JOB_ID_LABEL
+from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, stateful_policy
+from tests.karmada_env import KarmadaEnv
+from tests.support import report
+
+pytestmark = pytest.mark.karmada
+
+TOLERATION_SECONDS = 10
+FAILOVER_TIMEOUT_SECONDS = TOLERATION_SECONDS + 50
+
+
+def test_second_failover_restores_the_first_job(karmada_env: KarmadaEnv, namespace: str,
+                                                request: pytest.FixtureRequest) -> None:
+    env = karmada_env
+    job = FlinkJob(env, namespace)
+    job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
+    first = job.wait_placed()
+    job_id = new_job_id()
+    job.run_healthy(first, job_id)
+    checkpoints = job.write_checkpoints(job_id, completed=(7, 8))
+
+    def copy_with_path(excluded: set[str]) -> tuple[str, dict] | None:
+        targets = job.placed_on()
+        if len(targets) == 1 and targets[0] not in excluded:
+            copy = job.copy_in(targets[0])
+            if copy and copy["spec"]["job"].get("initialSavepointPath"):
+                return targets[0], copy
+        return None
+
+    job.report_unhealthy(first, job_id)
+    second, _ = env.wait_until(lambda: copy_with_path({first}), FAILOVER_TIMEOUT_SECONDS, "the first failover")
+
+    # The restarted job never gets healthy, and it is another job (a fresh job id), as when a restore fails.
+    broken_job_id = new_job_id()
+    job.report_unhealthy(second, broken_job_id)
+    env.wait_until(lambda: job.health(second) == "Unhealthy", 30, f"{second} Unhealthy")
+    started = time.monotonic()
+    third, restored = env.wait_until(lambda: copy_with_path({first, second}), FAILOVER_TIMEOUT_SECONDS,
+                                     "the second failover")
+    seconds = time.monotonic() - started
+
+    assert restored["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == job_id
+    assert restore_path(restored) == checkpoints / "chk-8"
+    tasks = {task["fromCluster"]: task for task in job.eviction_tasks()}
+    assert tasks[second]["preservedLabelState"] == {DEFAULT_JOB_ID_LABEL: job_id}
+    report(request, "karmada", f"second failover {second} -> {third} in {seconds:.1f} s restored the first job "
+                               f"from chk-8")
