@@ -120,10 +120,11 @@ async def test_an_unreachable_clusters_old_work_is_fenced_and_the_binding_contro
     started = asyncio.get_running_loop().time()
     await eventually(absent(works, work_key), bool, timeout=20)
     fenced_after = asyncio.get_running_loop().time() - started
-    binding = bindings.get(key)
+    # The Work is gone and the new cluster has none: the task's note wakes Karmada's binding controller.
+    binding = await eventually(lambda: bindings.get(key), lambda b: f"old copy on {old} is gone" in str(
+        b["spec"]["gracefulEvictionTasks"][0].get("message")), timeout=10)
     fenced = binding["metadata"]["annotations"]["failover-relay.io/fenced-copies"]
     assert f'"{old}"' in fenced and '"name":"job"' in fenced
-    # The Work is gone and the new cluster has none: the task's note woke Karmada's binding controller.
     (task,) = binding["spec"]["gracefulEvictionTasks"]
     assert f"old copy on {old} is gone" in task["message"]
     assert binding["metadata"]["generation"] >= 2
