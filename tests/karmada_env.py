@@ -119,9 +119,9 @@ RELAY_USER = f"system:serviceaccount:{RELAY_NAMESPACE}:failover-relay"
 # The relay as docs/operations.md runs it in control-plane mode; restart_relay(config=...) merges per section.
 RELAY_CONFIG: dict[str, dict[str, Any]] = {
     "logging": {"format": "json", "level": "info"},
-    # The layout is spelled out so that the tests' checkpoints are found whatever the default layout is.
-    "savepoint": {"workLabels": True, "workSavepoints": True,
-                  "layouts": ["{root}/{namespace}/{job_id}/checkpoints"]},
+    # The layout is Flink's own under the workload's state.checkpoints.dir (FlinkJob.write_checkpoints), which is the
+    # relay's default: "{root}/{job_id}" with the workload's directory as the root.
+    "savepoint": {"workLabels": True, "workSavepoints": True, "layouts": ["{root}/{job_id}"]},
     "controllers": {"mode": "on", "leaseNamespace": RELAY_NAMESPACE},
 }
 

@@ -10,7 +10,7 @@ import pytest
 
 from failover.api import DEFAULT_JOB_ID_LABEL
 from tests.karmada.outages import CopyWatch, cluster_ready, events_of, recorded_state
-from tests.karmada.workloads import FlinkJob, new_job_id, stateful_policy
+from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, stateful_policy
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
 
@@ -65,7 +65,7 @@ def test_failback_moves_the_job_back_with_its_newest_state_and_never_two_copies(
         env.wait_until(lambda: job.copy_in(away) is None, 30, f"the copy on {away} deleted")
 
     assert copy["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == second_job
-    assert copy["spec"]["job"]["initialSavepointPath"] == str(checkpoints / "chk-7")
+    assert restore_path(copy) == checkpoints / "chk-7"
     assert copy["spec"]["job"]["upgradeMode"] == "savepoint"
     assert watch.overlaps == [], f"two copies at once: {watch.overlaps[:3]}"
     assert events_of(env, namespace, "FailbackTriggered")
