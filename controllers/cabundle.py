@@ -39,6 +39,7 @@ from prometheus_client import CollectorRegistry, Counter
 from urllib3.exceptions import HTTPError
 
 from certs.store import CertificateError, read_ca_bundle
+from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, conflict, not_found
 
 log = structlog.get_logger("failover_relay.cabundle")
 
@@ -170,7 +171,7 @@ class CaBundleInjector:
         try:
             configuration = self._read(target)
         except ApiException as error:
-            if error.status == 404:
+            if not_found(error):
                 log.info("cabundle_configuration_missing", configuration=label)
                 return MISSING
             raise
@@ -189,10 +190,10 @@ class CaBundleInjector:
             self._patch(target, patch)
         except ApiException as error:
             # 409: the object moved on; 422: a JSON-patch test failed (same cause). The next round merges again.
-            if error.status in (409, 422):
+            if conflict(error) or error.status == 422:
                 log.info("cabundle_conflict", configuration=label, status=error.status)
                 return CONFLICT
-            if error.status == 404:
+            if not_found(error):
                 return MISSING
             raise
         log.info("cabundle_patched", configuration=label, webhooks=(len(patch) - 1) // 2)
@@ -201,13 +202,14 @@ class CaBundleInjector:
     def _read(self, target: Target) -> dict[str, Any]:
         read = (self.api.read_validating_webhook_configuration if target.kind == VALIDATING
                 else self.api.read_mutating_webhook_configuration)
-        response = read(target.name, _preload_content=False)
+        response = read(target.name, _preload_content=False, _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS)
         return json.loads(response.data)
 
     def _patch(self, target: Target, patch: list[dict[str, Any]]) -> None:
         write = (self.api.patch_validating_webhook_configuration if target.kind == VALIDATING
                  else self.api.patch_mutating_webhook_configuration)
-        write(target.name, patch, _content_type="application/json-patch+json", _preload_content=False)
+        write(target.name, patch, _content_type="application/json-patch+json", _preload_content=False,
+              _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS)
 
 
 def _decoded(value: Any) -> bytes:

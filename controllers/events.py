@@ -13,6 +13,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
+
 COMPONENT = "failover-relay"
 # Events of cluster-scoped objects (ClusterResourceBinding, WorkloadRebalancer) go to "default", as kubectl expects.
 CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
@@ -30,7 +32,8 @@ class EventRecorder:
         """Best effort: an Event that cannot be written is logged, never a reason to fail a reconcile."""
         body = self.event_for(obj, event_type, reason, message, datetime.now(timezone.utc))
         try:
-            await asyncio.to_thread(self.api.create_namespaced_event, body.metadata.namespace, body)
+            await asyncio.to_thread(self.api.create_namespaced_event, body.metadata.namespace, body,
+                                    _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS)
         except (ApiException, HTTPError, OSError) as error:
             log.warning("event_not_recorded", reason=reason, error=getattr(error, "reason", None) or repr(error))
 

@@ -49,12 +49,14 @@ class Informer:
         on_change: ChangeHandler,
         loop: asyncio.AbstractEventLoop,
         resync_seconds: float = 300.0,
+        transform: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
     ) -> None:
         self.name = name
         self._list = list_function
         self._on_change = on_change
         self._loop = loop
         self._resync_seconds = resync_seconds
+        self._transform = transform or _cached_form
         self.cache: dict[str, Mapping[str, Any]] = {}
         self.synced = threading.Event()
         self.relists = 0
@@ -107,7 +109,7 @@ class Informer:
 
     def _relist(self) -> str:
         listing = self._list()
-        fresh = {object_key(item): _cached_form(item) for item in listing.get("items") or ()}
+        fresh = {object_key(item): self._transform(item) for item in listing.get("items") or ()}
         gone = set(self.cache) - set(fresh)
         changed = [key for key, item in fresh.items() if _version(self.cache.get(key)) != _version(item)]
         self.cache = {**fresh}
@@ -139,7 +141,7 @@ class Informer:
                 if kind == "DELETED":
                     self.cache.pop(key, None)
                 else:
-                    self.cache[key] = _cached_form(obj)
+                    self.cache[key] = self._transform(obj)
                 self._notify(key)
         finally:
             self._watch = None

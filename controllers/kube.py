@@ -12,9 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from failover.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS  # noqa: F401
+from failover.api import (  # noqa: F401  (the catalogue, re-exported for the controllers)
+    CLUSTER_PROPAGATION_POLICIES,
+    CLUSTER_RESOURCE_BINDINGS,
+    CLUSTERS,
+    PROPAGATION_POLICIES,
+    RESOURCE_BINDINGS,
+    WORKLOAD_REBALANCERS,
+    WORKS,
+)
 from failover.api import Resource as CustomResource
 
 
@@ -43,59 +52,109 @@ def load_api_client(kubeconfig: Path | None = None) -> client.ApiClient:
         raise NoClusterConfig(f"kubeconfig {path} unusable: {error}") from None
 
 
-class CustomObjects:
-    """get / list / replace / replace_status / create / delete of one custom resource, by key (`ns/name` or `name`)."""
+# Every call has a deadline, so a hung apiserver fails a reconcile (retried with backoff) instead of holding a worker
+# forever. A GET or PATCH of one object takes milliseconds; 10 s is far above that and below the 15 s Lease
+# duration, as controller-runtime bounds its calls by the leader election's renew deadline.
+DEFAULT_REQUEST_TIMEOUT_SECONDS = 10.0
+# A full list of 10,000 bindings takes a few seconds (docs/benchmarks.md); a minute leaves room for far more.
+LIST_TIMEOUT_SECONDS = 60.0
 
-    def __init__(self, api_client: client.ApiClient, resource: CustomResource) -> None:
+
+def not_found(error: BaseException) -> bool:
+    """404: the object does not exist (any more)."""
+    return isinstance(error, ApiException) and error.status == 404
+
+
+def conflict(error: BaseException) -> bool:
+    """409: the object changed since it was read (or already exists, for a create)."""
+    return isinstance(error, ApiException) and error.status == 409
+
+
+class CustomObjects:
+    """Blocking calls on one custom resource, by key (`ns/name` or `name`), each with a request timeout."""
+
+    def __init__(self, api_client: client.ApiClient, resource: CustomResource,
+                 timeout: float = DEFAULT_REQUEST_TIMEOUT_SECONDS) -> None:
         self.api = client.CustomObjectsApi(api_client)
         self.resource = resource
+        self.timeout = timeout
 
     def list(self, **kwargs: Any) -> Any:
+        """The list (or, with watch=True, the stream) of every object; a watch passes its own _request_timeout."""
         r = self.resource
+        kwargs.setdefault("_request_timeout", LIST_TIMEOUT_SECONDS)
         return self.api.list_cluster_custom_object(r.group, r.version, r.plural, **kwargs)
 
     def get(self, key: str) -> dict[str, Any]:
-        return self._call("get", key)
-
-    def replace(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        return self._call("replace", _key_of(obj), body=obj)
-
-    def replace_status(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        return self._call("replace", _key_of(obj), body=obj, status=True)
+        r, (namespace, name) = self.resource, _split(key)
+        if r.namespaced:
+            return self.api.get_namespaced_custom_object(r.group, r.version, namespace, r.plural, name,
+                                                         _request_timeout=self.timeout)
+        return self.api.get_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
 
     def patch(self, key: str, merge_patch: Mapping[str, Any]) -> dict[str, Any]:
         """A JSON merge patch; put metadata.resourceVersion in it to make it conditional (409 when stale)."""
-        return self._call("patch", key, body=merge_patch)
+        r, (namespace, name) = self.resource, _split(key)
+        if r.namespaced:
+            return self.api.patch_namespaced_custom_object(r.group, r.version, namespace, r.plural, name,
+                                                           merge_patch, _request_timeout=self.timeout)
+        return self.api.patch_cluster_custom_object(r.group, r.version, r.plural, name, merge_patch,
+                                                    _request_timeout=self.timeout)
 
     def patch_status(self, key: str, merge_patch: Mapping[str, Any]) -> dict[str, Any]:
-        return self._call("patch", key, body=merge_patch, status=True)
+        r, (namespace, name) = self.resource, _split(key)
+        if r.namespaced:
+            return self.api.patch_namespaced_custom_object_status(r.group, r.version, namespace, r.plural, name,
+                                                                  merge_patch, _request_timeout=self.timeout)
+        return self.api.patch_cluster_custom_object_status(r.group, r.version, r.plural, name, merge_patch,
+                                                           _request_timeout=self.timeout)
+
+    def replace(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        r, (namespace, name) = self.resource, _split(_key_of(obj))
+        if r.namespaced:
+            return self.api.replace_namespaced_custom_object(r.group, r.version, namespace, r.plural, name, obj,
+                                                             _request_timeout=self.timeout)
+        return self.api.replace_cluster_custom_object(r.group, r.version, r.plural, name, obj,
+                                                      _request_timeout=self.timeout)
+
+    def replace_status(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        r, (namespace, name) = self.resource, _split(_key_of(obj))
+        if r.namespaced:
+            return self.api.replace_namespaced_custom_object_status(r.group, r.version, namespace, r.plural, name,
+                                                                    obj, _request_timeout=self.timeout)
+        return self.api.replace_cluster_custom_object_status(r.group, r.version, r.plural, name, obj,
+                                                             _request_timeout=self.timeout)
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         r = self.resource
-        namespace = (obj.get("metadata") or {}).get("namespace")
         if r.namespaced:
-            return self.api.create_namespaced_custom_object(r.group, r.version, namespace, r.plural, obj)
-        return self.api.create_cluster_custom_object(r.group, r.version, r.plural, obj)
+            namespace = (obj.get("metadata") or {}).get("namespace")
+            return self.api.create_namespaced_custom_object(r.group, r.version, namespace, r.plural, obj,
+                                                            _request_timeout=self.timeout)
+        return self.api.create_cluster_custom_object(r.group, r.version, r.plural, obj, _request_timeout=self.timeout)
 
     def delete(self, key: str, resource_version: str | None = None) -> None:
-        preconditions = client.V1DeleteOptions(
+        r, (namespace, name) = self.resource, _split(key)
+        options = client.V1DeleteOptions(
             preconditions=client.V1Preconditions(resource_version=resource_version)) if resource_version else None
-        self._call("delete", key, body=preconditions)
+        if r.namespaced:
+            self.api.delete_namespaced_custom_object(r.group, r.version, namespace, r.plural, name, body=options,
+                                                     _request_timeout=self.timeout)
+        else:
+            self.api.delete_cluster_custom_object(r.group, r.version, r.plural, name, body=options,
+                                                  _request_timeout=self.timeout)
 
-    def _call(self, verb: str, key: str, body: Any = None, status: bool = False) -> Any:
-        r = self.resource
-        namespace, _, name = key.rpartition("/")
-        scope = "namespaced" if r.namespaced else "cluster"
-        method = getattr(self.api, f"{verb}_{scope}_custom_object{'_status' if status else ''}")
-        args: list[Any] = [r.group, r.version, *([namespace] if r.namespaced else []), r.plural, name]
-        if verb in ("replace", "patch"):
-            return method(*args, body)
-        if body is not None:
-            return method(*args, body=body)
-        return method(*args)
+
+def object_key(namespace: str, name: str) -> str:
+    """The key of an object: `ns/name`, or `name` when cluster-scoped."""
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _split(key: str) -> tuple[str, str]:
+    namespace, _, name = key.rpartition("/")
+    return namespace, name
 
 
 def _key_of(obj: Mapping[str, Any]) -> str:
     metadata = obj.get("metadata") or {}
-    namespace = metadata.get("namespace")
-    return f"{namespace}/{metadata['name']}" if namespace else str(metadata["name"])
+    return object_key(metadata.get("namespace") or "", str(metadata["name"]))

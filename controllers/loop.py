@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from controllers.informer import Informer, ListFunction
+from controllers.kube import conflict
 from controllers.queue import ShutDown, WorkQueue
 
 Reconcile = Callable[[str], Awaitable[timedelta | None]]
@@ -37,13 +38,21 @@ class ControllerMetrics:
 
 class Controller:
     def __init__(self, name: str, list_function: ListFunction, reconcile: Reconcile, metrics: ControllerMetrics,
-                 workers: int = 2, resync_seconds: float = 300.0) -> None:
+                 workers: int = 2, resync_seconds: float = 300.0,
+                 also: Callable[[str], None] | None = None) -> None:
+        """`also` is told every key the informer reports, after it is queued (to wake other controllers)."""
         self.name = name
         self.reconcile = reconcile
         self.metrics = metrics
         self.workers = workers
         self.queue = WorkQueue()
-        self.informer = Informer(name, list_function, self.queue.add, asyncio.get_running_loop(), resync_seconds)
+        self.informer = Informer(name, list_function, self._changed, asyncio.get_running_loop(), resync_seconds)
+        self._also = also
+
+    def _changed(self, key: str) -> None:
+        self.queue.add(key)
+        if self._also is not None:
+            self._also(key)
 
     async def run(self) -> None:
         """Until cancelled: watch, and reconcile every key that changes."""
@@ -67,8 +76,8 @@ class Controller:
             try:
                 requeue_after = await self.reconcile(str(key))
             except ApiException as error:
-                result = "conflict" if error.status == 409 else "api-error"
-                if error.status == 409:
+                result = "conflict" if conflict(error) else "api-error"
+                if conflict(error):
                     self.queue.add_after(key, 0.05)
                 else:
                     log.warning("reconcile_failed", controller=self.name, key=key, status=error.status,

@@ -13,15 +13,11 @@ import structlog
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
+from controllers.cache import BINDING_RESOURCES, POLICY_RESOURCES, Cache, work_cached_form
+from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.informer import Informer
-from controllers.kube import (
-    CLUSTER_RESOURCE_BINDINGS,
-    CLUSTERS,
-    RESOURCE_BINDINGS,
-    WORKLOAD_REBALANCERS,
-    CustomObjects,
-)
+from controllers.kube import CLUSTERS, WORKLOAD_REBALANCERS, WORKS, CustomObjects, CustomResource
 from controllers.leader import LeaderElector
 from controllers.loop import Controller, ControllerMetrics
 from controllers.reconcilers import (
@@ -30,9 +26,7 @@ from controllers.reconcilers import (
     RebalancerReconciler,
     ReconcileMetrics,
     Recorder,
-    with_identity,
 )
-from failover.api import CLUSTER_PROPAGATION_POLICIES, PROPAGATION_POLICIES
 from failover.decision import DecisionSettings
 
 log = structlog.get_logger("failover_relay.controllers")
@@ -82,63 +76,61 @@ class ReconcileLoop:
         await self.elector.run(self._lead)
 
     async def _lead(self) -> None:
-        settings, api = self.settings, self.api_client
-        objects = {resource.kind: CustomObjects(api, resource) for resource in (
-            RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS)}
-        recorder = self.recorder
-        decisions = settings.decisions
-        loop = asyncio.get_running_loop()
-
-        policy_informers = [Informer(resource.plural, CustomObjects(api, resource).list, lambda key: None, loop,
-                                     settings.resync_seconds)
-                            for resource in (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)]
+        """Reconcile until cancelled: a controller per kind the loop writes, plain informers for what it only
+        reads (policies, Works), all filling one cache."""
+        settings, loop = self.settings, asyncio.get_running_loop()
+        karmada = KarmadaClient(self.api_client)
+        cache = Cache()
+        recorder, decisions, metrics = self.recorder, settings.decisions, self.reconcile_metrics
         controllers: dict[str, Controller] = {}
 
-        def cached(kind: str) -> Any:
-            return lambda key: controllers[kind].informer.get(key)
+        def wake_bindings(owners: list[tuple[str, str]]) -> None:
+            for kind, key in owners:
+                controllers[kind].queue.add(key)
 
-        def all_bindings() -> list[dict[str, Any]]:
-            return [with_identity(obj, resource) for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
-                    for obj in list(controllers[resource.kind].informer.cache.values())]
+        def work_changed(key: str) -> None:
+            owner = cache.work_changed(key)
+            if owner is not None and owner[0] in controllers:
+                wake_bindings([owner])
 
-        def all_policies() -> list[dict[str, Any]]:
-            return [with_identity(obj, resource) for informer, resource in
-                    zip(policy_informers, (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES))
-                    for obj in list(informer.cache.values())]
+        def cluster_changed(key: str) -> None:
+            wake_bindings(cache.bindings_touching(key))
 
-        for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS):
-            controllers[resource.kind] = Controller(
-                resource.plural, objects[resource.kind].list,
-                BindingReconciler(objects[resource.kind], cached(resource.kind), recorder, decisions,
-                                  self.reconcile_metrics),
-                self.controller_metrics, settings.workers, settings.resync_seconds)
-        controllers[WORKLOAD_REBALANCERS.kind] = Controller(
-            WORKLOAD_REBALANCERS.plural, objects[WORKLOAD_REBALANCERS.kind].list,
-            RebalancerReconciler(objects[WORKLOAD_REBALANCERS.kind], objects[RESOURCE_BINDINGS.kind],
-                                 objects[CLUSTER_RESOURCE_BINDINGS.kind], cached(WORKLOAD_REBALANCERS.kind),
-                                 recorder, decisions, self.reconcile_metrics),
-            self.controller_metrics, 1, settings.resync_seconds)
-        controllers[CLUSTERS.kind] = Controller(
-            CLUSTERS.plural, objects[CLUSTERS.kind].list,
-            FailbackReconciler(objects[CLUSTERS.kind], objects[WORKLOAD_REBALANCERS.kind],
-                               objects[RESOURCE_BINDINGS.kind], objects[CLUSTER_RESOURCE_BINDINGS.kind],
-                               cached(CLUSTERS.kind), all_bindings, all_policies, recorder, decisions,
-                               self.reconcile_metrics),
-            self.controller_metrics, 1, settings.resync_seconds)
+        def controller(resource: CustomResource, reconcile: Any, workers: int, also: Any = None) -> Controller:
+            made = Controller(resource.plural, CustomObjects(self.api_client, resource).list, reconcile,
+                              self.controller_metrics, workers, settings.resync_seconds, also)
+            cache.add(resource, made.informer)
+            return made
 
-        for informer in policy_informers:
+        for resource in BINDING_RESOURCES:
+            controllers[resource.kind] = controller(resource, BindingReconciler(
+                resource.kind, karmada, cache, recorder, decisions, metrics), settings.workers)
+        controllers[WORKLOAD_REBALANCERS.kind] = controller(
+            WORKLOAD_REBALANCERS, RebalancerReconciler(karmada, cache, recorder, decisions, metrics), 1)
+        controllers[CLUSTERS.kind] = controller(
+            CLUSTERS, FailbackReconciler(karmada, cache, recorder, decisions, metrics), 1, cluster_changed)
+        informers = [Informer(resource.plural, CustomObjects(self.api_client, resource).list, lambda key: None, loop,
+                              settings.resync_seconds) for resource in POLICY_RESOURCES]
+        for resource, informer in zip(POLICY_RESOURCES, informers):
+            cache.add(resource, informer)
+        works = Informer(WORKS.plural, CustomObjects(self.api_client, WORKS).list, work_changed, loop,
+                         settings.resync_seconds, transform=work_cached_form)
+        cache.add(WORKS, works)
+        informers.append(works)
+
+        for informer in informers:
             informer.start()
         log.info("controllers_starting", controllers=sorted(controllers), identity=settings.identity)
         tasks = [asyncio.create_task(controller.run(), name=f"controller-{name}")
                  for name, controller in controllers.items()]
         try:
             synced = await asyncio.gather(*(informer.wait_synced(SYNC_TIMEOUT_SECONDS) for informer in (
-                *policy_informers, *(controller.informer for controller in controllers.values()))))
+                *informers, *(controller.informer for controller in controllers.values()))))
             log.info("caches_synced", all=all(synced))
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            for informer in policy_informers:
+            for informer in informers:
                 informer.stop()

@@ -7,7 +7,6 @@ never append a second eviction task: the write fails with 409 and the key is rec
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
@@ -15,27 +14,44 @@ from typing import Any
 
 import structlog
 from kubernetes.client.exceptions import ApiException
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
+from urllib3.exceptions import HTTPError
 
+from controllers.cache import Cache, with_identity
+from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.kube import (
     CLUSTER_RESOURCE_BINDINGS,
     CLUSTERS,
     RESOURCE_BINDINGS,
     WORKLOAD_REBALANCERS,
-    CustomObjects,
-    CustomResource,
+    WORKS,
+    conflict,
+    not_found,
 )
 from failover.application_failover import decide_application_failover
-from failover.decision import DecisionSettings, Event, ObjectRef, earliest
+from failover.cluster_failover import decide_cluster_failover_state
+from failover.decision import NORMAL, DecisionSettings, Event, ObjectRef, clip_message, earliest
 from failover.failback import decide_failback
+from failover.fencing import (
+    EVENT_FENCED_COPY,
+    EVENT_WAITING,
+    MemberCopy,
+    cluster_reachability,
+    decide_fencing,
+    forget_fenced,
+    is_fenced_copy,
+)
 from failover.graceful_eviction import decide_graceful_eviction
+from failover.last_state import decide_last_state
 from failover.rebalancer import decide_rebalance, referenced_bindings
 
 log = structlog.get_logger("failover_relay.reconcile")
 
 Clock = Callable[[], datetime]
-Cache = Callable[[], Iterable[Mapping[str, Any]]]
+# An old copy that could not be deleted through the cluster proxy (the cluster is still coming back) is tried again
+# after this.
+COPY_RETRY = timedelta(seconds=2)
 
 API_VERSIONS = {r.kind: r.api_version
                 for r in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS)}
@@ -59,6 +75,36 @@ class ReconcileMetrics:
                                   registry=registry)
         self.failbacks = Counter("failover_relay_failbacks_total",
                                  "WorkloadRebalancers created to fail back to a recovered cluster.", registry=registry)
+        self.state_fills = Counter("failover_relay_preserved_state_fills_total",
+                                   "Taint manager eviction tasks given their preserved state.", registry=registry)
+        self.works_released = Counter(
+            "failover_relay_works_released_total",
+            "Old Works released: fenced (cluster unreachable) or stuck (cluster Ready, deletion in backoff).",
+            ("why",), registry=registry)
+        self.copies_deleted = Counter("failover_relay_member_copies_deleted_total",
+                                      "Old copies deleted from member clusters through the cluster proxy.",
+                                      registry=registry)
+        self.wakes = Counter("failover_relay_binding_wakes_total",
+                             "Eviction task notes that woke Karmada's binding controller once the old copy was gone.",
+                             registry=registry)
+        self.waiting = _KeySet(Gauge(
+            "failover_relay_bindings_waiting_for_cluster",
+            "Bindings whose new copy waits for the old one on a cluster that is not Ready.", registry=registry))
+
+
+class _KeySet:
+    """A set of keys whose size is a gauge."""
+
+    def __init__(self, gauge: Gauge) -> None:
+        self.gauge, self.keys = gauge, set[Any]()
+
+    def add(self, key: Any) -> None:
+        self.keys.add(key)
+        self.gauge.set(len(self.keys))
+
+    def discard(self, key: Any) -> None:
+        self.keys.discard(key)
+        self.gauge.set(len(self.keys))
 
 
 class Recorder:
@@ -91,11 +137,6 @@ def reference_object(ref: ObjectRef) -> dict[str, Any]:
     return {"apiVersion": API_VERSIONS.get(ref.kind, ""), "kind": ref.kind, "metadata": metadata}
 
 
-def with_identity(obj: Mapping[str, Any], resource: CustomResource) -> dict[str, Any]:
-    """Items of a list may come without kind/apiVersion; the decisions need the kind."""
-    return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
-
-
 def conditional(patch: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
     """`patch` with the resourceVersion it was decided on: the apiserver answers 409 if the object moved on."""
     metadata = dict(patch.get("metadata") or {})
@@ -103,68 +144,181 @@ def conditional(patch: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, A
     return {**patch, "metadata": metadata}
 
 
-class BindingReconciler:
-    """Application failover then graceful eviction, for one ResourceBinding or ClusterResourceBinding."""
+def ref_of(kind: str, key: str) -> ObjectRef:
+    namespace, _, name = key.rpartition("/")
+    return ObjectRef(kind, name, namespace)
 
-    def __init__(self, objects: CustomObjects, cached: Callable[[str], Mapping[str, Any] | None],
-                 recorder: Recorder, settings: DecisionSettings, metrics: ReconcileMetrics,
-                 clock: Clock = utc_now) -> None:
-        self.objects, self.cached, self.recorder = objects, cached, recorder
+
+class BindingReconciler:
+    """One ResourceBinding or ClusterResourceBinding: application failover, the last good state, the state of the
+    taint manager's tasks, graceful eviction, then fencing of the old copy (failover/fencing.py)."""
+
+    def __init__(self, kind: str, client: KarmadaClient, cache: Cache, recorder: Recorder,
+                 settings: DecisionSettings, metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
+        self.kind, self.client, self.cache, self.recorder = kind, client, cache, recorder
+        self.resource = client.resource(kind)
         self.settings, self.metrics, self.clock = settings, metrics, clock
 
     async def __call__(self, key: str) -> timedelta | None:
-        cached = self.cached(key)
-        if cached is None:
+        binding = self.cache.get(self.kind, key)
+        if binding is None:
             return None
-        resource = self.objects.resource
-        binding = with_identity(cached, resource)
-        now = self.clock()
-        failover = decide_application_failover(binding, self.settings, now)
-        if failover.patch:
-            binding = with_identity(await self._fresh(key), resource)
-            failover = decide_application_failover(binding, self.settings, now)
-        if failover.patch:
-            binding = with_identity(await asyncio.to_thread(
-                self.objects.patch, key, conditional(failover.patch, binding)), resource)
-            if failover.evicted:  # most patches only start a cluster's unhealthy timer
-                self.metrics.evictions.inc(len(failover.evicted))
-                log.info("clusters_evicted", kind=resource.kind, binding=key, clusters=list(failover.evicted))
-        await self.recorder.record(binding, failover.events)
+        ref = ref_of(self.kind, key)
+        now, settings = self.clock(), self.settings
+        step = _Steps(self, ref, binding)
 
-        eviction = decide_graceful_eviction(binding, self.settings, now)
-        if eviction.patch and not failover.patch:
-            binding = with_identity(await self._fresh(key), resource)
-            eviction = decide_graceful_eviction(binding, self.settings, now)
-        if eviction.patch:
-            binding = with_identity(await asyncio.to_thread(
-                self.objects.patch, key, conditional(eviction.patch, binding)), resource)
+        failover = await step.apply(lambda obj: decide_application_failover(obj, settings, now))
+        if failover.patch and failover.evicted:  # most patches only start a cluster's unhealthy timer
+            self.metrics.evictions.inc(len(failover.evicted))
+            log.info("clusters_evicted", kind=self.kind, binding=key, clusters=list(failover.evicted))
+        await self.recorder.record(step.binding, failover.events)
+
+        await step.apply(lambda obj: _Patch(decide_last_state(obj, now)))
+
+        fill = await step.apply(decide_cluster_failover_state)
+        if fill.patch:
+            self.metrics.state_fills.inc(len(fill.filled))
+            log.info("preserved_state_filled", kind=self.kind, binding=key, clusters=list(fill.filled))
+        await self.recorder.record(step.binding, fill.events)
+
+        eviction = await step.apply(lambda obj: decide_graceful_eviction(obj, settings, now))
+        if eviction.patch and eviction.ended:  # other patches only stamp a task's creationTimestamp
             self.metrics.tasks_removed.inc(len(eviction.ended))
-            log.info("eviction_tasks_ended", kind=resource.kind, binding=key,
+            log.info("eviction_tasks_ended", kind=self.kind, binding=key,
                      clusters=[task.from_cluster for task in eviction.ended])
-        await self.recorder.record(binding, eviction.events)
-        return earliest(failover.requeue_after, eviction.requeue_after)
+        await self.recorder.record(step.binding, eviction.events)
 
-    async def _fresh(self, key: str) -> dict[str, Any]:
-        return await asyncio.to_thread(self.objects.get, key)
+        fencing = await self._fence(step, key, now)
+        return earliest(failover.requeue_after, eviction.requeue_after, fencing)
+
+    async def _fence(self, step: "_Steps", key: str, now: datetime) -> timedelta | None:
+        if not (self.cache.synced(WORKS.kind) and self.cache.synced(CLUSTERS.kind)):
+            return None  # "no Work" on an empty cache would be a guess
+        works, clusters = self.cache.works_of(step.binding), self.cache.clusters()
+        fence = await step.apply(lambda obj: decide_fencing(obj, works, clusters, self.settings, now),
+                                 lambda decision: decision.binding_patch)
+        if fence.woken:
+            self.metrics.wakes.inc(len(fence.woken))
+            log.info("binding_controller_woken", kind=self.kind, binding=key, clusters=list(fence.woken))
+        retry = None
+        for release in fence.releases:
+            if release.delete_first and not await self._delete_copies(step.binding, release.delete_first, clusters):
+                if not release.probe:  # a probe is looked at again at the decision's requeue
+                    retry = COPY_RETRY
+                continue
+            work_ref = ObjectRef(WORKS.kind, release.name, release.namespace)
+            try:
+                await self.client.patch(work_ref, {"metadata": {"finalizers": list(release.finalizers),
+                                                                "resourceVersion": release.resource_version}})
+            except ApiException as error:
+                if not_found(error):
+                    continue
+                raise
+            why = "fenced" if not release.delete_first else "deleted"
+            self.metrics.works_released.labels(why).inc()
+            log.info("work_released", binding=key, work=str(work_ref), cluster=release.cluster, why=why,
+                     deleted_copies=len(release.delete_first))
+        done = []
+        for copy in fence.cleanups:
+            if await self._delete_copies(step.binding, (copy,), clusters):
+                done.append(copy)
+            elif cluster_reachability(clusters.get(copy.cluster))[0]:
+                retry = COPY_RETRY
+        forget = forget_fenced(step.binding, done)
+        if forget:
+            await step.write(forget)
+        waiting = any(event.reason == EVENT_WAITING for event in fence.events)
+        (self.metrics.waiting.add if waiting else self.metrics.waiting.discard)((self.kind, key))
+        await self.recorder.record(step.binding, fence.events)
+        return earliest(fence.requeue_after, retry)
+
+    async def _delete_copies(self, binding: Mapping[str, Any], copies: Iterable[MemberCopy],
+                             clusters: Mapping[str, Mapping[str, Any]]) -> bool:
+        """Delete old copies through the cluster proxy; True when all are gone or are not ours to delete. A member
+        whose cluster is not Ready is asked first whether it answers at all (remembered per cluster)."""
+        for copy in copies:
+            if not cluster_reachability(clusters.get(copy.cluster))[0] and not await self.client.member_answers(
+                    copy.cluster, self.settings.probe_interval.total_seconds()):
+                return False
+            if not await self._delete_copy(binding, copy):
+                return False
+        return True
+
+    async def _delete_copy(self, binding: Mapping[str, Any], copy: MemberCopy) -> bool:
+        """Delete an old copy through the cluster proxy; True when it is gone or is not ours to delete."""
+        try:
+            member_object = await self.client.get_member(copy)
+            if not is_fenced_copy(member_object, copy):
+                log.warning("member_copy_not_ours", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
+                            work=copy.work)
+                return True
+            uid = str((member_object.get("metadata") or {}).get("uid") or "")
+            await self.client.delete_member(copy, uid)
+        except ApiException as error:
+            if not_found(error) or conflict(error):  # gone, or replaced by another object since the GET
+                return True
+            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
+                        status=error.status, reason=error.reason)
+            return False
+        except (HTTPError, OSError, LookupError) as error:
+            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
+                        error=type(error).__name__, detail=str(error)[:200])
+            return False
+        self.metrics.copies_deleted.inc()
+        log.info("member_copy_deleted", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}", work=copy.work)
+        await self.recorder.record(binding, (Event(NORMAL, EVENT_FENCED_COPY, clip_message(
+            f"deleted the old copy {copy.kind} {copy.namespace}/{copy.name} from {copy.cluster}")),))
+        return True
+
+
+class _Patch:
+    """A bare merge patch as a decision."""
+
+    def __init__(self, patch: Mapping[str, Any] | None) -> None:
+        self.patch = patch
+
+
+class _Steps:
+    """Successive decisions on one binding: each is made on the latest known object and, before a write, made again
+    on a fresh GET unless the object was just written; every write carries the resourceVersion it was decided on."""
+
+    def __init__(self, reconciler: BindingReconciler, ref: ObjectRef, binding: dict[str, Any]) -> None:
+        self.reconciler, self.ref, self.binding, self.fresh = reconciler, ref, binding, False
+
+    async def apply(self, decide: Callable[[dict[str, Any]], Any],
+                    patch_of: Callable[[Any], Mapping[str, Any] | None] = lambda decision: decision.patch) -> Any:
+        decision = decide(self.binding)
+        if patch_of(decision) and not self.fresh:
+            self.binding = with_identity(await self.reconciler.client.get(self.ref), self.reconciler.resource)
+            self.fresh = True
+            decision = decide(self.binding)
+        patch = patch_of(decision)
+        if patch:
+            await self.write(patch)
+        return decision
+
+    async def write(self, patch: Mapping[str, Any]) -> None:
+        self.binding = with_identity(await self.reconciler.client.patch(self.ref, conditional(patch, self.binding)),
+                                     self.reconciler.resource)
+        self.fresh = True
 
 
 class RebalancerReconciler:
     """WorkloadRebalancer: stamp bindings, write status, expire after the TTL."""
 
-    def __init__(self, rebalancers: CustomObjects, bindings: CustomObjects, cluster_bindings: CustomObjects,
-                 cached: Callable[[str], Mapping[str, Any] | None], recorder: Recorder,
-                 settings: DecisionSettings, metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
-        self.rebalancers, self.cached, self.recorder = rebalancers, cached, recorder
-        self.binding_objects = {RESOURCE_BINDINGS.kind: bindings, CLUSTER_RESOURCE_BINDINGS.kind: cluster_bindings}
+    def __init__(self, client: KarmadaClient, cache: Cache, recorder: Recorder, settings: DecisionSettings,
+                 metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
+        self.client, self.cache, self.recorder = client, cache, recorder
         self.settings, self.metrics, self.clock = settings, metrics, clock
 
     async def __call__(self, key: str) -> timedelta | None:
-        if self.cached(key) is None:
+        if self.cache.get(WORKLOAD_REBALANCERS.kind, key) is None:
             return None
+        ref = ref_of(WORKLOAD_REBALANCERS.kind, key)
         try:
-            rebalancer = with_identity(await asyncio.to_thread(self.rebalancers.get, key), WORKLOAD_REBALANCERS)
+            rebalancer = with_identity(await self.client.get(ref), WORKLOAD_REBALANCERS)
         except ApiException as error:
-            if error.status == 404:
+            if not_found(error):
                 return None
             raise
         now = self.clock()
@@ -180,16 +334,14 @@ class RebalancerReconciler:
             bindings.update({ref: None for ref in vanished})
             decision = decide_rebalance(rebalancer, bindings, self.settings, now)
         if decision.status_patch:
-            rebalancer = with_identity(await asyncio.to_thread(
-                self.rebalancers.patch_status, key, conditional(decision.status_patch, rebalancer)),
-                WORKLOAD_REBALANCERS)
+            rebalancer = with_identity(await self.client.patch_status(
+                ref, conditional(decision.status_patch, rebalancer)), WORKLOAD_REBALANCERS)
         await self.recorder.record(rebalancer, decision.events)
         if decision.delete:
-            resource_version = (rebalancer.get("metadata") or {}).get("resourceVersion")
             try:
-                await asyncio.to_thread(self.rebalancers.delete, key, resource_version)
+                await self.client.delete(ref, (rebalancer.get("metadata") or {}).get("resourceVersion"))
             except ApiException as error:
-                if error.status != 404:
+                if not not_found(error):
                     raise
             log.info("rebalancer_expired", rebalancer=key)
             return None
@@ -197,11 +349,10 @@ class RebalancerReconciler:
 
     async def _read(self, ref: ObjectRef) -> Mapping[str, Any] | None | bool:
         """The binding, None when it does not exist, False when it could not be read (retried later)."""
-        objects = self.binding_objects[ref.kind]
         try:
-            return await asyncio.to_thread(objects.get, f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name)
+            return await self.client.get(ref)
         except ApiException as error:
-            if error.status == 404:
+            if not_found(error):
                 return None
             log.warning("binding_read_failed", binding=str(ref), status=error.status)
             return False
@@ -210,53 +361,43 @@ class RebalancerReconciler:
         """Apply the stamps; the refs that turned out not to exist, or None when a stamp failed otherwise."""
         vanished = []
         for stamp in decision.stamps:
-            ref = stamp.binding
-            objects = self.binding_objects[ref.kind]
             try:
-                await asyncio.to_thread(objects.patch, f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name,
-                                        stamp.patch)
+                await self.client.patch(stamp.binding, stamp.patch)
             except ApiException as error:
-                if error.status == 404:
-                    vanished.append(ref)
+                if not_found(error):
+                    vanished.append(stamp.binding)
                     continue
-                log.warning("binding_stamp_failed", binding=str(ref), status=error.status)
+                log.warning("binding_stamp_failed", binding=str(stamp.binding), status=error.status)
                 return None
             self.metrics.rebalances.inc()
         return vanished
 
 
 class FailbackReconciler:
-    """One Cluster: when it has recovered and settled, a WorkloadRebalancer moves its workloads back."""
+    """One Cluster: when it has recovered and settled, move its workloads back (failover/failback.py)."""
 
-    def __init__(self, clusters: CustomObjects, rebalancers: CustomObjects, bindings: CustomObjects,
-                 cluster_bindings: CustomObjects, cached: Callable[[str], Mapping[str, Any] | None],
-                 all_bindings: Cache, all_policies: Cache, recorder: Recorder, settings: DecisionSettings,
+    def __init__(self, client: KarmadaClient, cache: Cache, recorder: Recorder, settings: DecisionSettings,
                  metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
-        self.clusters, self.rebalancers, self.cached = clusters, rebalancers, cached
-        self.binding_objects = {RESOURCE_BINDINGS.kind: bindings, CLUSTER_RESOURCE_BINDINGS.kind: cluster_bindings}
-        self.all_bindings, self.all_policies, self.recorder = all_bindings, all_policies, recorder
+        self.client, self.cache, self.recorder = client, cache, recorder
         self.settings, self.metrics, self.clock = settings, metrics, clock
 
     async def __call__(self, key: str) -> timedelta | None:
-        cached = self.cached(key)
-        if cached is None:
+        cluster = self.cache.get(CLUSTERS.kind, key)
+        if cluster is None:
             return None
-        cluster = with_identity(cached, self.clusters.resource)
-        decision = decide_failback(cluster, list(self.all_bindings()), list(self.all_policies()), self.settings,
-                                   self.clock())
+        decision = decide_failback(cluster, self.cache.bindings(), self.cache.policies(), self.settings,
+                                   self.clock(), self.cache.clusters())
         if decision.rebalancer is not None:
             try:
-                await asyncio.to_thread(self.rebalancers.create, decision.rebalancer)
+                await self.client.create(WORKLOAD_REBALANCERS.kind, decision.rebalancer)
                 self.metrics.failbacks.inc()
             except ApiException as error:
-                if error.status != 409:  # AlreadyExists: created by an earlier attempt for this recovery
+                if not conflict(error):  # AlreadyExists: created by an earlier attempt for this recovery
                     raise
         for binding_patch in decision.binding_patches:
-            ref = binding_patch.binding
-            await asyncio.to_thread(self.binding_objects[ref.kind].patch,
-                                    f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name, binding_patch.patch)
+            await self.client.patch(binding_patch.binding, binding_patch.patch)
         if decision.cluster_patch:
-            cluster = with_identity(await asyncio.to_thread(
-                self.clusters.patch, key, conditional(decision.cluster_patch, cluster)), self.clusters.resource)
+            cluster = with_identity(await self.client.patch(
+                ref_of(CLUSTERS.kind, key), conditional(decision.cluster_patch, cluster)), CLUSTERS)
         await self.recorder.record(cluster, decision.events)
         return decision.requeue_after

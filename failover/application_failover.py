@@ -9,12 +9,15 @@ preserved state, clustersBeforeFailover). Where this differs from Karmada:
   `{"member1": "2024-05-01T10:00:00Z"}`), not in memory, so a restart or a new leader keeps counting.
 - `Unknown` health neither starts nor resets the timer; only `Healthy` resets it (Karmada issue #7431, where
   Unhealthy/Unknown flapping postponed failover forever).
-- A statePreservation JSONPath that finds nothing delays the eviction by at most `DecisionSettings.state_wait`;
-  then the cluster is evicted without that state and a Warning says so (Karmada retries forever, no eviction).
+- A statePreservation JSONPath that finds nothing in the failing copy's status takes the value the copy last
+  reported while Healthy (`failover.last_state`). Only when there is none either does it delay the eviction, by at
+  most `DecisionSettings.state_wait`; then the cluster is evicted without that state and a Warning says so (Karmada
+  retries forever, no eviction).
 - A preserved value that is not a valid label value, or an alias that is not a valid label key, is dropped with a
   Warning instead of being written into a task whose injection would break the member apply.
 - A second failover away from a copy that never became healthy keeps the first failover's preserved state instead
   of re-reading it from the broken copy (Karmada issue #6232).
+- No ping-pong: a failover budget, backoff and a restore grace (`failover.failover_budget`, Karmada #4480, #6233).
 - Missing `propagateDeps` on a ResourceBinding is reported with a Warning event instead of silently doing nothing
   (Karmada issue #3738); ClusterResourceBindings are not checked, as in Karmada.
 """
@@ -47,8 +50,16 @@ from failover.decision import (
     read_time_annotation,
     write_time_annotation,
 )
-from failover.jsonpath import JSONPathNotFound, JSONPathSyntaxError, parse_template
-from failover.labels import label_key_problems, label_value_problems
+from failover.failover_budget import (
+    EVENT_HELD_BACK,
+    FAILOVERS_ANNOTATION,
+    failover_history,
+    held_back_message,
+    hold,
+    restoring_until,
+    write_history,
+)
+from failover.last_state import APPLICATION, evaluate_rule, preservation_rules, recorded_state
 
 UNHEALTHY_SINCE_ANNOTATION = "failover-relay.io/unhealthy-since"
 
@@ -116,6 +127,8 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
     tasks = b.eviction_tasks(binding)
     evicting = {task["fromCluster"] for task in tasks}
 
+    history = failover_history(binding, settings, now)
+    restoring = restoring_until(binding, history, settings)
     new_timers: dict[str, datetime] = {}
     due: list[tuple[b.TargetCluster, datetime]] = []
     delays: list[timedelta | None] = []
@@ -130,6 +143,9 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
             if since is not None:
                 new_timers[target.name] = since  # #7431: Unknown keeps the timer, it does not reset it
             continue
+        if since is None and restoring is not None and now < restoring:
+            delays.append(restoring - now)  # #6233: a copy still restoring its state is not counted yet
+            continue
         since = since or now
         new_timers[target.name] = since
         deadline = since + toleration
@@ -141,6 +157,12 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
     events: list[Event] = []
     new_tasks: list[dict[str, Any]] = []
     clusters_before = [target.name for target in targets]
+    rule = hold(history, settings, now) if due else None
+    if rule is not None:
+        events.extend(Event(WARNING, EVENT_HELD_BACK, clip_message(held_back_message(target.name, rule)))
+                      for target, _ in due)
+        delays.append(rule.until - now)
+        due = []
     for target, deadline in due:
         outcome = _preserved_state(binding, application, tasks, target.name, deadline, settings, now)
         events.extend(outcome.events)
@@ -157,6 +179,10 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
     for name in evicted:
         new_timers.pop(name, None)
     patch = _patch(binding, old_timers_raw, new_timers, evicted, new_tasks)
+    if evicted:
+        patch = patch or {}
+        patch.setdefault("metadata", {}).setdefault("annotations", {})[FAILOVERS_ANNOTATION] = write_history(
+            [*history, now])
     return FailoverDecision(patch=patch, evicted=evicted, new_tasks=tuple(new_tasks), events=tuple(events),
                             requeue_after=earliest(*delays))
 
@@ -184,53 +210,34 @@ def _forget_timers(old_raw: Any, events: tuple[Event, ...]) -> FailoverDecision:
 def _preserved_state(binding: Mapping[str, Any], application: Mapping[str, Any], tasks: list[dict[str, Any]],
                      cluster: str, deadline: datetime, settings: DecisionSettings, now: datetime) -> _StateOutcome:
     """The preservedLabelState for evicting `cluster`, or None with how long to wait for it."""
-    preservation = application.get("statePreservation")
-    rules = preservation.get("rules") if isinstance(preservation, dict) else None
-    rules = [rule for rule in rules if isinstance(rule, dict)] if isinstance(rules, list) else []
+    rules = preservation_rules(binding, APPLICATION)
     if not rules:
         return _StateOutcome(state={}, events=())
-    inherited = _inherited_state(tasks, cluster)
+    inherited = inherited_state(tasks, cluster)
     if inherited is not None:
         origin, state = inherited
         return _StateOutcome(state=state, events=(Event(NORMAL, EVENT_STATE_INHERITED, clip_message(
             f"kept the state preserved when leaving {origin}: the copy on {cluster} never became healthy")),))
 
-    item = b.aggregated_status(binding).get(cluster) or {}
-    reflected = item.get("status")
+    reflected = (b.aggregated_status(binding).get(cluster) or {}).get("status")
     state: dict[str, str] = {}
     missing: list[str] = []
     events: list[Event] = []
     for rule in rules:
-        alias, path = rule.get("aliasLabelName"), rule.get("jsonPath")
-        key_problems = label_key_problems(alias) if isinstance(alias, str) else ["must be a string"]
-        if key_problems:
-            events.append(Event(WARNING, EVENT_STATE_INVALID, clip_message(
-                f"statePreservation aliasLabelName {str(alias)[:80]!r} {key_problems[0]}; rule skipped")))
-            continue
-        try:
-            if not isinstance(reflected, dict) or not reflected:
-                raise JSONPathNotFound("no reflected status")
-            value = parse_template(path).render(reflected)
-        except JSONPathNotFound:
-            missing.append(alias)
-            continue
-        except JSONPathSyntaxError as error:
-            events.append(Event(WARNING, EVENT_STATE_INVALID, clip_message(
-                f"statePreservation jsonPath for {alias} does not parse ({error}); rule skipped")))
-            continue
-        except Exception as error:  # any evaluation error on odd data; a bad status must not stop the loop
-            events.append(Event(WARNING, EVENT_STATE_INVALID, clip_message(
-                f"statePreservation jsonPath for {alias} failed on the status of {cluster}"
-                f" ({type(error).__name__}); rule skipped")))
-            continue
-        value_problems = label_value_problems(value)
-        if value_problems:
+        result = evaluate_rule(rule, reflected)
+        if result.missing:
+            missing.append(rule.alias)
+        elif result.problem:
             # Never written as-is: injected as a label it would make the member apply fail.
             events.append(Event(WARNING, EVENT_STATE_INVALID, clip_message(
-                f"preserved value for {alias} from {cluster} is not a valid label value ({value_problems[0]});"
-                f" not preserved")))
-            continue
-        state[alias] = value
+                f"statePreservation on the status of {cluster}: {result.problem}; not preserved")))
+        elif result.value is not None:
+            state[rule.alias] = result.value
+    recorded = recorded_state(binding, cluster, set(missing))
+    if recorded:
+        # The copy stopped reporting the value (a crashed job has no jobStatus); its last healthy report has it.
+        state.update(recorded)
+        missing = [alias for alias in missing if alias not in recorded]
     if missing:
         give_up = deadline + settings.state_wait
         names = ", ".join(missing)
@@ -245,7 +252,7 @@ def _preserved_state(binding: Mapping[str, Any], application: Mapping[str, Any],
     return _StateOutcome(state=state, events=tuple(events))
 
 
-def _inherited_state(tasks: list[dict[str, Any]], cluster: str) -> tuple[str, dict[str, str]] | None:
+def inherited_state(tasks: list[dict[str, Any]], cluster: str) -> tuple[str, dict[str, str]] | None:
     """The state of an earlier failover that `cluster` was the replacement for (#6232), if still pending.
 
     The graceful eviction decision removes a task as soon as the binding is scheduled and every target is Healthy,

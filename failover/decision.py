@@ -72,6 +72,30 @@ class DecisionSettings:
     failback_settle: timedelta = timedelta(minutes=5)
     # ttlSecondsAfterFinished of the WorkloadRebalancer a failback creates (None keeps it for inspection).
     failback_rebalancer_ttl_seconds: int | None = 3600
+    # Failback evictions under way at once, over every workload: each one restarts a job, and a recovered cluster
+    # should not take every workload back in the same second.
+    failback_max_in_flight: int = 5
+    # No ping-pong (failover/failover_budget.py, Karmada #4480, #6233): at most failover_budget application
+    # failovers of one workload per window; each failover in the window doubles the least time to the next, from
+    # failover_backoff (0: none); an Unhealthy report within restore_grace of the last move does not start the timer
+    # (0: none; tolerationSeconds already waits, raise it for jobs that restore large state).
+    failover_budget: int = 3
+    failover_budget_window: timedelta = timedelta(hours=1)
+    failover_backoff: timedelta = timedelta(0)
+    restore_grace: timedelta = timedelta(0)
+    # Fencing (failover/fencing.py): the old Work of a Directly eviction from a cluster that has not been Ready this
+    # long is released so the workload starts elsewhere; None never fences. Karmada marks a cluster NotReady after
+    # --cluster-failure-threshold (30 s); one more minute keeps a brief network blip from duplicating the job, and with
+    # the taint manager's eviction it brings a dead cluster's workload back within two minutes (docs/operations.md).
+    fence_after: timedelta | None = timedelta(seconds=60)
+    # Fence only a cluster that also carries a NoExecute taint (a ClusterTaintPolicy or an operator put it there).
+    fence_needs_no_execute_taint: bool = False
+    # A Work still being deleted this long on a Ready cluster is stuck in the execution controller's backoff; a
+    # healthy deletion takes well under a second.
+    stuck_deletion_after: timedelta = timedelta(seconds=5)
+    # How often the old copy on a cluster that is not Ready is tried through Karmada's cluster proxy (one cheap
+    # request per cluster: a member that does not answer is remembered that long).
+    probe_interval: timedelta = timedelta(seconds=5)
     # When a referenced binding could not be read (other than NotFound), look at the rebalancer again after this.
     rebalancer_retry: timedelta = timedelta(seconds=10)
 

@@ -16,8 +16,28 @@ Karmada never moves a workload back by itself: a WorkloadRebalancer has to be cr
   recorded on the Cluster, so the same recovery never creates a second one. An application failure on a cluster that
   stayed Ready is not a recovery and never fails back (the cluster's Ready transition predates the eviction).
 
+How a workload moves back depends on its placement, because a WorkloadRebalancer alone neither carries state (it
+writes no eviction task: F2) nor moves a single-cluster placement (Karmada's `ClusterLocality` score keeps the
+current cluster, `pkg/scheduler/framework/plugins/clusterlocality/cluster_locality.go`: F1):
+
+- a single-cluster placement (spread `maxGroups: 1`, or every affinity naming one cluster) is moved by an eviction of
+  its current cluster, exactly as a failover: `purgeMode: Directly` (the old copy is deleted before the new one is
+  created, never two copies), `preservedLabelState` from the current copy's last healthy report
+  (`failover.last_state`), `clustersBeforeFailover: [current]`. The scheduler then never picks the evicted cluster
+  (its ClusterEviction filter) and scores every other cluster 0 for locality, so ties go by name
+  (`pkg/scheduler/core/spreadconstraint/util.go` `sortClusters`). With ordered `clusterAffinities` the binding is
+  also stamped `rescheduleTriggeredAt`, so the scheduler starts again from the first affinity term
+  (`scheduler.go` `scheduleResourceBindingWithClusterAffinities`). The eviction is written only when that choice is
+  the recovered cluster; otherwise a Warning `FailbackNotPossible` says why and the recovery is marked handled;
+- every other placement (replicas spread over several clusters) gets the WorkloadRebalancer, whose fresh replica
+  assignment spreads the replicas back.
+
+At most `DecisionSettings.failback_max_in_flight` such evictions are under way at once (counted over every binding);
+the others wait for a later pass.
+
 The caller creates `rebalancer` (AlreadyExists counts as done), then applies `binding_patches` (they clear the
-evicted-from records the rebalancer handles), then `cluster_patch`.
+evicted-from records the failback handles; an eviction patch carries the binding's resourceVersion), then
+`cluster_patch`.
 """
 
 from __future__ import annotations
@@ -38,13 +58,16 @@ from failover.api import (
     PROPAGATION_POLICY_NAMESPACE_ANNOTATION,
     WORKLOAD_REBALANCER,
     WORKLOAD_REBALANCERS,
+    PurgeMode,
 )
 from failover.decision import (
     NORMAL,
+    WARNING,
     BindingPatch,
     DecisionSettings,
     Event,
     ObjectRef,
+    clip_message,
     format_time,
     parse_time,
     read_json_annotation,
@@ -52,8 +75,14 @@ from failover.decision import (
 )
 from failover.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
 from failover.labels import label_value_problems
+from failover.last_state import recorded_state
 
 FAILBACK_ANNOTATION = "failover-relay.io/failback"
+REASON_FAILBACK = "Failback"
+PRODUCER_FAILBACK = "failover-relay-failback"
+EVENT_FAILBACK_NOT_POSSIBLE = "FailbackNotPossible"
+# How often to look again when failback evictions were held back by failback_max_in_flight.
+IN_FLIGHT_RETRY = timedelta(seconds=10)
 RECOVERY_ANNOTATION = "failover-relay.io/recovery"
 FAILBACK_CLUSTER_LABEL = "failover-relay.io/failback-cluster"
 EVENT_FAILBACK = "FailbackTriggered"
@@ -79,9 +108,10 @@ class FailbackDecision:
 
 def decide_failback(cluster: Mapping[str, Any], bindings: Iterable[Mapping[str, Any]],
                     policies: Iterable[Mapping[str, Any]], settings: DecisionSettings,
-                    now: datetime) -> FailbackDecision:
+                    now: datetime, clusters: Mapping[str, Mapping[str, Any]] | None = None) -> FailbackDecision:
     """Decide failback for `cluster` (a cluster.karmada.io/v1alpha1 Cluster) over all ResourceBindings and
-    ClusterResourceBindings, with the PropagationPolicies and ClusterPropagationPolicies that made them."""
+    ClusterResourceBindings, with the PropagationPolicies and ClusterPropagationPolicies that made them, and every
+    Cluster by name (to predict the scheduler's choice; None: every cluster is schedulable)."""
     if not isinstance(cluster, dict):
         return FailbackDecision()
     name = b.metadata(cluster).get("name")
@@ -102,42 +132,193 @@ def decide_failback(cluster: Mapping[str, Any], bindings: Iterable[Mapping[str, 
         return FailbackDecision(cluster_patch=_record_patch(record, new_record), requeue_after=settled_at - now)
 
     policy_index = _index_policies(policies)
+    bindings = [binding for binding in bindings if isinstance(binding, dict)]
     affected: list[tuple[Mapping[str, Any], dict[str, str]]] = []
     for binding in bindings:
-        if isinstance(binding, dict) and _affected(binding, name, recovered) and _opted_in(
-                binding, policy_index, settings):
+        if _affected(binding, name, recovered) and _opted_in(binding, policy_index, settings):
             workload = b.workload_reference(binding)
             if workload is not None:
                 affected.append((binding, workload))
     if not affected:
         return FailbackDecision(cluster_patch=_record_patch(record, new_record))
 
-    rebalancer_name = _rebalancer_name(name, recovered, [b.object_ref(binding) for binding, _ in affected])
-    if new_record.get("rebalancer") == rebalancer_name:
-        return FailbackDecision(cluster_patch=_record_patch(record, new_record))
-    new_record["rebalancer"] = rebalancer_name
-    workloads = sorted({json.dumps(w, sort_keys=True): w for _, w in affected}.values(),
-                       key=lambda w: (w["apiVersion"], w["kind"], w.get("namespace", ""), w["name"]))
+    schedulable = None if clusters is None else {
+        cluster_name for cluster_name, obj in clusters.items() if _schedulable(obj)} | {name}
+    room = settings.failback_max_in_flight - sum(1 for binding in bindings if _failback_in_flight(binding))
+    rebalanced: list[tuple[Mapping[str, Any], dict[str, str]]] = []
+    binding_patches: list[BindingPatch] = []
+    events: list[Event] = []
+    held_back = 0
+    for binding, workload in affected:
+        route, detail = failback_route(binding, name, schedulable)
+        if route == REBALANCE:
+            rebalanced.append((binding, workload))
+            continue
+        if route == EVICT and room <= 0:
+            held_back += 1
+            continue
+        patch: dict[str, Any] = {"metadata": {"annotations": _forget_eviction(binding, name)}}
+        if route == EVICT:
+            room -= 1
+            patch["metadata"]["resourceVersion"] = b.metadata(binding).get("resourceVersion")
+            patch["spec"] = _failback_eviction(binding, detail, settings, now)
+            events.append(Event(NORMAL, EVENT_FAILBACK, clip_message(
+                f"cluster {name} recovered at {format_time(recovered)}; evicted the workload from {detail} so that it"
+                f" moves back to {name} with its state"), b.object_ref(binding)))
+        else:
+            events.append(Event(WARNING, EVENT_FAILBACK_NOT_POSSIBLE, clip_message(
+                f"cluster {name} recovered, but this workload is not moved back: {detail}"), b.object_ref(binding)))
+        binding_patches.append(BindingPatch(b.object_ref(binding), patch))
+
+    rebalancer = None
+    if rebalanced:
+        rebalancer_name = _rebalancer_name(name, recovered, [b.object_ref(binding) for binding, _ in rebalanced])
+        if new_record.get("rebalancer") != rebalancer_name:
+            new_record["rebalancer"] = rebalancer_name
+            rebalancer = _rebalancer(name, rebalancer_name, [workload for _, workload in rebalanced], settings)
+            for binding, _ in rebalanced:
+                if name in evicted_from(binding):
+                    binding_patches.append(BindingPatch(b.object_ref(binding), {"metadata": {
+                        "annotations": _forget_eviction(binding, name)}}))
+            events.append(Event(NORMAL, EVENT_FAILBACK, f"cluster {name} recovered at {format_time(recovered)};"
+                                f" WorkloadRebalancer {rebalancer_name} spreads"
+                                f" {len(rebalancer['spec']['workloads'])} workload(s) back"))
+    return FailbackDecision(rebalancer=rebalancer, binding_patches=tuple(binding_patches),
+                            cluster_patch=_record_patch(record, new_record), events=tuple(events),
+                            requeue_after=IN_FLIGHT_RETRY if held_back else None)
+
+
+EVICT = "evict"
+REBALANCE = "rebalance"
+REFUSE = "refuse"
+
+
+def failback_route(binding: Mapping[str, Any], recovered: str,
+                   schedulable: set[str] | None = None) -> tuple[str, str]:
+    """How the workload of `binding` can move back to `recovered`: (EVICT, current cluster), (REBALANCE, "") or
+    (REFUSE, why). `schedulable`: the clusters the scheduler may pick (None: every cluster)."""
+    placement = b.spec(binding).get("placement")
+    targets = b.target_clusters(binding)
+    if not placement_is_single_cluster(placement) or len(targets) != 1:
+        return REBALANCE, ""
+    current = targets[0].name
+    evicting = {task["fromCluster"] for task in b.eviction_tasks(binding)}
+
+    def choice(names: list[str]) -> str | None:
+        candidates = sorted(n for n in names if n != current and n not in evicting
+                            and (schedulable is None or n in schedulable))
+        return candidates[0] if candidates else None
+
+    affinities = placement.get("clusterAffinities") if isinstance(placement, dict) else None
+    if isinstance(affinities, list) and affinities:
+        for term in affinities:
+            names = _cluster_names(term)
+            if names is None:
+                return REFUSE, ("an affinity term selects clusters by label or field, so the scheduler's choice is"
+                                " unknown")
+            picked = choice(names)
+            if picked is not None:
+                if picked == recovered:
+                    return EVICT, current
+                return REFUSE, (f"the scheduler would pick {picked} (affinity term "
+                                f"{term.get('affinityName') if isinstance(term, dict) else ''!s}) before {recovered}")
+        return REFUSE, f"no affinity term leaves a cluster other than {current}"
+    names = _cluster_names(placement.get("clusterAffinity") if isinstance(placement, dict) else None)
+    if names is None:
+        return REFUSE, ("the placement selects clusters by label or field (or not at all), so the scheduler's choice"
+                        " is unknown; list clusterNames, or use ordered clusterAffinities")
+    picked = choice(names)
+    if picked != recovered:
+        return REFUSE, (f"with clusterAffinity the scheduler breaks the tie by name and would pick {picked}; use"
+                        f" ordered clusterAffinities with {recovered} in the first term")
+    return EVICT, current
+
+
+def placement_is_single_cluster(placement: Any) -> bool:
+    """A cluster spread constraint with maxGroups 1, or every cluster affinity naming exactly one cluster (Karmada's
+    mutating webhook fills in `spreadByField: cluster` for a constraint with neither field)."""
+    if not isinstance(placement, dict):
+        return False
+    constraints = placement.get("spreadConstraints")
+    for constraint in constraints if isinstance(constraints, list) else ():
+        if (isinstance(constraint, dict) and constraint.get("maxGroups") == 1
+                and constraint.get("spreadByField", "cluster" if not constraint.get("spreadByLabel") else None)
+                == "cluster"):
+            return True
+    terms = [placement.get("clusterAffinity")] if placement.get("clusterAffinity") else []
+    affinities = placement.get("clusterAffinities")
+    terms += affinities if isinstance(affinities, list) else []
+    return bool(terms) and all(len(_cluster_names(term) or ()) == 1 for term in terms)
+
+
+def _cluster_names(term: Any) -> list[str] | None:
+    """The clusterNames of an affinity term, None when it also (or only) selects by label or field."""
+    if not isinstance(term, dict) or term.get("labelSelector") or term.get("fieldSelector"):
+        return None
+    names = term.get("clusterNames")
+    if not isinstance(names, list) or not names:
+        return None
+    excluded = term.get("exclude") if isinstance(term.get("exclude"), list) else []
+    return [n for n in names if isinstance(n, str) and n not in excluded]
+
+
+def _schedulable(cluster: Mapping[str, Any]) -> bool:
+    taints = b.spec(cluster).get("taints")
+    blocked = any(isinstance(taint, dict) and taint.get("effect") in ("NoSchedule", NO_EXECUTE)
+                  for taint in (taints if isinstance(taints, list) else ()))
+    return _ready_since(cluster) is not None and not blocked
+
+
+def _failback_in_flight(binding: Mapping[str, Any]) -> bool:
+    return any(task.get("reason") == REASON_FAILBACK for task in b.eviction_tasks(binding))
+
+
+def _failback_eviction(binding: Mapping[str, Any], current: str, settings: DecisionSettings,
+                       now: datetime) -> dict[str, Any]:
+    """spec of the eviction that moves the workload off `current`, carrying its state as a failover does."""
+    spec = b.spec(binding)
+    clusters = spec.get("clusters") if isinstance(spec.get("clusters"), list) else []
+    tasks = spec.get("gracefulEvictionTasks") if isinstance(spec.get("gracefulEvictionTasks"), list) else []
+    replicas = next((target.replicas for target in b.target_clusters(binding) if target.name == current), 0)
+    task: dict[str, Any] = {
+        "fromCluster": current, "purgeMode": settings.spell(PurgeMode.DIRECTLY), "reason": REASON_FAILBACK,
+        "message": f"failback: the workload moves back to a recovered cluster; purged from {current} first",
+        "producer": PRODUCER_FAILBACK, "clustersBeforeFailover": [current], "creationTimestamp": format_time(now)}
+    if replicas > 0:
+        task["replicas"] = replicas
+    state = recorded_state(binding, current)
+    if state:
+        task["preservedLabelState"] = state
+    result: dict[str, Any] = {
+        "clusters": [entry for entry in clusters if not (isinstance(entry, dict) and entry.get("name") == current)],
+        "gracefulEvictionTasks": [*tasks, task]}
+    placement = spec.get("placement")
+    if isinstance(placement, dict) and placement.get("clusterAffinities"):
+        result["rescheduleTriggeredAt"] = format_time(now)
+    return result
+
+
+def _forget_eviction(binding: Mapping[str, Any], cluster: str) -> dict[str, Any]:
+    record = evicted_from(binding)
+    record.pop(cluster, None)
+    return {EVICTED_FROM_ANNOTATION: write_time_annotation(record)}
+
+
+def _rebalancer(cluster: str, name: str, workloads: list[dict[str, str]],
+                settings: DecisionSettings) -> dict[str, Any]:
+    unique = sorted({json.dumps(w, sort_keys=True): w for w in workloads}.values(),
+                    key=lambda w: (w["apiVersion"], w["kind"], w.get("namespace", ""), w["name"]))
     rebalancer: dict[str, Any] = {
         "apiVersion": WORKLOAD_REBALANCERS.api_version,
         "kind": WORKLOAD_REBALANCER.kind,
-        "metadata": {"name": rebalancer_name},
-        "spec": {"workloads": workloads},
+        "metadata": {"name": name},
+        "spec": {"workloads": unique},
     }
-    if not label_value_problems(name):
-        rebalancer["metadata"]["labels"] = {FAILBACK_CLUSTER_LABEL: name}
+    if not label_value_problems(cluster):
+        rebalancer["metadata"]["labels"] = {FAILBACK_CLUSTER_LABEL: cluster}
     if settings.failback_rebalancer_ttl_seconds is not None:
         rebalancer["spec"]["ttlSecondsAfterFinished"] = settings.failback_rebalancer_ttl_seconds
-    binding_patches = []
-    for binding, _ in affected:
-        record_of_binding = evicted_from(binding)
-        if record_of_binding.pop(name, None) is not None:
-            binding_patches.append(BindingPatch(b.object_ref(binding), {"metadata": {"annotations": {
-                EVICTED_FROM_ANNOTATION: write_time_annotation(record_of_binding)}}}))
-    event = Event(NORMAL, EVENT_FAILBACK, f"cluster {name} recovered at {format_time(recovered)}; WorkloadRebalancer"
-                  f" {rebalancer_name} spreads {len(workloads)} workload(s) back")
-    return FailbackDecision(rebalancer=rebalancer, binding_patches=tuple(binding_patches),
-                            cluster_patch=_record_patch(record, new_record), events=(event,))
+    return rebalancer
 
 
 def _ready_since(cluster: Mapping[str, Any]) -> datetime | None:

@@ -21,6 +21,7 @@ from failover.api import (
     PURGE_MODE_NAMES,
     PurgeMode,
 )
+from failover.failover_warnings import failover_warnings
 from failover.fields import bool_at, int32_at, list_at, mapping_at, str_at
 from failover.jsonpath import JSONPathSyntaxError, parse_template
 from failover.labels import label_key_problems
@@ -56,6 +57,8 @@ def validate_policy(policy: Mapping[str, Any]) -> Verdict:
     cluster = mapping_at(findings, failover, "cluster", CLUSTER)
     if cluster is not None:
         _validate_cluster(findings, cluster, targets_flink, single_cluster)
+    for warning in failover_warnings(policy):  # failover that cannot happen (failover/failover_warnings.py)
+        findings.warn(warning)
     return findings.verdict()
 
 

@@ -39,7 +39,9 @@ from failover.api import (
     RESOURCE_BINDING_NAMESPACE_ANNOTATION,
     GroupKind,
 )
+from failover.cluster_failover import is_cluster_failover_task
 from failover.decision import parse_time
+from failover.last_state import APPLICATION, CLUSTER, preservation_rules, recorded_state, recorded_states
 from failover.labels import escape_json_pointer, label_key_problems, label_value_problems
 from failover.verdict import Verdict, clip
 
@@ -51,6 +53,10 @@ AUDIT_REASON = "preserved-state-reason"
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
+# The alias Karmada's cluster failover documentation uses for the Flink job id.
+CLUSTER_FAILOVER_JOB_ID_LABEL = "application.karmada.io/cluster-failover-jobid"
+# LabelPlan.source of labels kept from the Work's previous manifests.
+RETAINED = "retained"
 # A task not yet stamped by the graceful eviction pass was appended last: it counts as the newest.
 _UNSTAMPED = datetime.max.replace(tzinfo=timezone.utc)
 
@@ -139,25 +145,38 @@ def binding_targets(binding: Mapping[str, Any]) -> set[str]:
     return clusters
 
 
+def task_state(binding: Mapping[str, Any], task: Mapping[str, Any]) -> dict[Any, Any]:
+    """The state a task carries: its preservedLabelState, else (a task Karmada wrote without state, e.g. the taint
+    manager's without its alpha gate) the last healthy report of the evicted copy for the rules of that kind of
+    failover (`failover.last_state`)."""
+    state = task.get("preservedLabelState")
+    if isinstance(state, dict) and state:
+        return dict(state)
+    which = CLUSTER if is_cluster_failover_task(task) else APPLICATION
+    aliases = {rule.alias for rule in preservation_rules(binding, which)}
+    return recorded_state(binding, task["fromCluster"], aliases) if aliases else {}
+
+
 def newest_state_task(binding: Mapping[str, Any], cluster: str) -> tuple[Mapping[str, Any] | None, str]:
     """The newest eviction task whose preserved state belongs on `cluster`, or None and why not.
 
-    A task qualifies when it holds a non-empty preservedLabelState, did not evict from `cluster` itself, and
-    `cluster` is not in its clustersBeforeFailover (the workload ran there before that failover, so its own state
-    there is current). Newest: latest creationTimestamp; an unstamped task was appended last; ties go to list order.
+    A task qualifies when it carries state (`task_state`), did not evict from `cluster` itself, and `cluster` is not
+    in its clustersBeforeFailover (the workload ran there before that failover, so its own state there is current).
+    Newest: latest creationTimestamp; an unstamped task was appended last; ties go to list order. The returned task
+    holds the state in its preservedLabelState.
     """
     candidates = []
     with_state = 0
     for index, task in enumerate(b.eviction_tasks(binding)):
-        state = task.get("preservedLabelState")
-        if not isinstance(state, dict) or not state:
+        state = task_state(binding, task)
+        if not state:
             continue
         with_state += 1
         before = task.get("clustersBeforeFailover")
         if task["fromCluster"] == cluster or (isinstance(before, list) and cluster in before):
             continue
         created = parse_time(task.get("creationTimestamp")) or _UNSTAMPED
-        candidates.append((created, index, task))
+        candidates.append((created, index, {**task, "preservedLabelState": state}))
     if candidates:
         return max(candidates, key=lambda candidate: candidate[:2])[2], ""
     if with_state:
@@ -165,14 +184,63 @@ def newest_state_task(binding: Mapping[str, Any], cluster: str) -> tuple[Mapping
     return None, ""
 
 
-def plan_work_labels(work: Mapping[str, Any], binding: Mapping[str, Any], namespace: str = "") -> LabelPlan:
-    """The preserved labels of `binding` for the manifests of `work`, and the JSONPatch that puts them there."""
+def moved_state(binding: Mapping[str, Any], cluster: str) -> tuple[str, dict[str, str]] | None:
+    """With no task: the newest recorded state of a copy that ran elsewhere and is no longer targeted, when it is
+    newer than what `cluster` itself last reported. That is a workload that moved without a task, or whose task ended
+    before the new copy existed (a failback by WorkloadRebalancer, a grace period that ran out): the state outlives
+    the task until a new copy has been created with it."""
+    records = recorded_states(binding)
+    targets = binding_targets(binding)
+    others = [(state.at, name) for name, state in records.items() if name != cluster and name not in targets]
+    if not others:
+        return None
+    at, source = max(others)
+    own = records.get(cluster)
+    if own is not None and own.at >= at:
+        return None
+    return source, dict(records[source].labels)
+
+
+def retained_labels(binding: Mapping[str, Any], work: Mapping[str, Any],
+                    old_work: Mapping[str, Any] | None) -> dict[str, str]:
+    """On a re-render of the same Work (UPDATE), the preserved labels its old manifests carried and the new ones
+    lack: Karmada rewrites the manifests from the template once the task is gone (`pkg/controllers/ctrlutil/work.go`
+    `CreateOrUpdateWork`, Karmada PR #7478), but they still describe the job this copy runs."""
+    aliases = {rule.alias for rule in preservation_rules(binding)}
+    if old_work is None or not aliases:
+        return {}
+    kept: dict[str, str] = {}
+    for manifest in manifests(work):
+        old = same_manifest(old_work, manifest) if isinstance(manifest, dict) else None
+        old_labels = b.metadata(old).get("labels") if old is not None else None
+        new_labels = b.metadata(manifest).get("labels")
+        new_labels = new_labels if isinstance(new_labels, dict) else {}
+        for key, value in (old_labels.items() if isinstance(old_labels, dict) else ()):
+            if key in aliases and key not in new_labels and isinstance(value, str):
+                kept[key] = value
+    return kept
+
+
+def plan_work_labels(work: Mapping[str, Any], binding: Mapping[str, Any], namespace: str = "",
+                     old_work: Mapping[str, Any] | None = None) -> LabelPlan:
+    """The preserved labels of `binding` for the manifests of `work`, and the JSONPatch that puts them there.
+
+    The state comes from the newest qualifying eviction task; with none, from a copy that moved away
+    (`moved_state`) on CREATE, or from the Work's own previous manifests on UPDATE (`retained_labels`).
+    """
     cluster = execution_cluster(namespace or b.metadata(work).get("namespace"))
     if cluster is None:
         return NOTHING
     task, reason = newest_state_task(binding, cluster)
     if task is None:
-        return LabelPlan(reason=reason)
+        if old_work is not None:
+            state, source = retained_labels(binding, work, old_work), RETAINED
+        else:
+            moved = moved_state(binding, cluster)
+            state, source = (moved[1], moved[0]) if moved else ({}, "")
+        if not state:
+            return LabelPlan(reason=reason)
+        task = {"fromCluster": source, "preservedLabelState": state}
     targets = binding_targets(binding)
     if targets != {cluster}:
         return LabelPlan(reason=f"binding targets {len(targets)} clusters ({', '.join(sorted(targets)[:3])}); "
@@ -250,6 +318,16 @@ def with_labels(manifest: Mapping[str, Any], labels: Mapping[str, str]) -> dict[
     current = metadata.get("labels")
     metadata["labels"] = {**(current if isinstance(current, dict) else {}), **labels}
     return {**manifest, "metadata": metadata}
+
+
+def job_id_view(manifest: Mapping[str, Any] | None, job_id_label: str) -> Mapping[str, Any] | None:
+    """`manifest` as the savepoint decision should read it: Karmada's cluster failover guide names the job id label
+    `CLUSTER_FAILOVER_JOB_ID_LABEL`, so a manifest carrying only that one is read as carrying `job_id_label` too.
+    Only the decision sees this view; the label itself is not added."""
+    labels = b.metadata(manifest).get("labels") if manifest is not None else None
+    if not isinstance(labels, dict) or job_id_label in labels or CLUSTER_FAILOVER_JOB_ID_LABEL not in labels:
+        return manifest
+    return with_labels(manifest, {job_id_label: labels[CLUSTER_FAILOVER_JOB_ID_LABEL]})
 
 
 def manifest_group_kind(manifest: Any) -> tuple[GroupKind, str] | None:

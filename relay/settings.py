@@ -64,6 +64,14 @@ class ControllerMode(StrEnum):
     OFF = "off"  # webhook only
 
 
+class FencingMode(StrEnum):
+    """When the old Work of a Directly eviction from an unreachable cluster is released (failover/fencing.py)."""
+
+    OFF = "off"  # never: the new copy waits for the cluster or the task's grace period
+    NOT_READY = "notReady"  # the cluster has not been Ready for fenceAfterSeconds
+    NO_EXECUTE_TAINT = "noExecuteTaint"  # that, and it carries a NoExecute taint
+
+
 class PurgeModeSpelling(StrEnum):
     NEW = "new"  # Directly/Gracefully/Never: Karmada v1.15+, the only spelling the v1.19 CRD accepts
     LEGACY = "legacy"  # Immediately/Graciously/Never: what the v1.12-v1.14 CRDs accept
@@ -175,15 +183,41 @@ class ControllerSettings:
         help="move workloads back to a recovered cluster (off by default; or per policy annotation)")
     failback_settle_seconds: float = setting(
         "controllers.failbackSettleSeconds", _seconds(DecisionSettings.failback_settle), ge=0)
+    failback_max_in_flight: int = setting(
+        "controllers.failbackMaxInFlight", DecisionSettings.failback_max_in_flight, ge=1)
+    # docs/operations.md "Fencing"; fenceAfterSeconds counts from the cluster's Ready transition.
+    fencing: FencingMode = setting("controllers.fencing", FencingMode.NOT_READY,
+                                   choices_hint="off, notReady or noExecuteTaint")
+    fence_after_seconds: float = setting(
+        "controllers.fenceAfterSeconds", _seconds(DecisionSettings.fence_after or timedelta(0)), ge=0)
+    stuck_deletion_seconds: float = setting(
+        "controllers.stuckDeletionSeconds", _seconds(DecisionSettings.stuck_deletion_after), ge=0)
+    # No ping-pong (failover/failover_budget.py).
+    failover_budget: int = setting("controllers.failoverBudget", DecisionSettings.failover_budget, ge=1)
+    failover_budget_window_seconds: float = setting(
+        "controllers.failoverBudgetWindowSeconds", _seconds(DecisionSettings.failover_budget_window), gt=0)
+    failover_backoff_seconds: float = setting(
+        "controllers.failoverBackoffSeconds", _seconds(DecisionSettings.failover_backoff), ge=0)
+    restore_grace_seconds: float = setting(
+        "controllers.restoreGraceSeconds", _seconds(DecisionSettings.restore_grace), ge=0)
 
     def decisions(self) -> DecisionSettings:
         """The knobs of the reconcile decisions, as failover/ takes them."""
+        fencing = FencingMode(self.fencing)
         return DecisionSettings(
             purge_mode_spelling=PurgeModeSpelling(self.purge_mode_spelling).value,
             graceful_eviction_timeout=timedelta(seconds=self.graceful_eviction_timeout_seconds),
             state_wait=timedelta(seconds=self.state_wait_seconds),
             failback_enabled=self.failback,
-            failback_settle=timedelta(seconds=self.failback_settle_seconds))
+            failback_settle=timedelta(seconds=self.failback_settle_seconds),
+            failback_max_in_flight=self.failback_max_in_flight,
+            fence_after=None if fencing is FencingMode.OFF else timedelta(seconds=self.fence_after_seconds),
+            fence_needs_no_execute_taint=fencing is FencingMode.NO_EXECUTE_TAINT,
+            stuck_deletion_after=timedelta(seconds=self.stuck_deletion_seconds),
+            failover_budget=self.failover_budget,
+            failover_budget_window=timedelta(seconds=self.failover_budget_window_seconds),
+            failover_backoff=timedelta(seconds=self.failover_backoff_seconds),
+            restore_grace=timedelta(seconds=self.restore_grace_seconds))
 
 
 @dataclass(frozen=True)

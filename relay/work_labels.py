@@ -15,7 +15,7 @@ import structlog
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from controllers.kube import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, NoClusterConfig, load_api_client
+from controllers.kube import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, NoClusterConfig, load_api_client, not_found
 from failover.api import WORK, GroupKind
 from failover.preserved_state import BindingRef
 from relay.settings import Settings, SettingsError
@@ -44,7 +44,7 @@ def binding_reader(api_client: client.ApiClient) -> BindingReader:
             r = CLUSTER_RESOURCE_BINDINGS
             return api.get_cluster_custom_object(r.group, r.version, r.plural, ref.name, _request_timeout=timeout)
         except ApiException as error:
-            if error.status == 404:
+            if not_found(error):
                 return None
             raise BindingReadError(f"HTTP {error.status} {error.reason}") from None
 

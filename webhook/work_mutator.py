@@ -22,6 +22,7 @@ from failover.preserved_state import (
     AUDIT_REASON,
     BindingRef,
     execution_cluster,
+    job_id_view,
     manifest_group_kind,
     manifest_namespace,
     manifests,
@@ -85,7 +86,8 @@ class WorkMutator:
             return self._fail_open(request, f"cannot read {ref}: {_describe(error)}")
         if not isinstance(binding, dict):
             return self._fail_open(request, f"{ref} not found")
-        plan = plan_work_labels(work, binding, namespace)
+        old_work = request.old_object if request.operation == "UPDATE" else None
+        plan = plan_work_labels(work, binding, namespace, old_work)
         verdict = plan.verdict()
         if plan.labels and self.savepoints:
             verdict = verdict.merged(await self._savepoints(request, work, plan.labels))
@@ -110,9 +112,10 @@ class WorkMutator:
             mutator = self.savepoints.get(identity[0]) if identity else None
             if mutator is None or identity is None or identity[1] != mutator.profile.version:
                 continue
-            labelled = with_labels(manifest, labels)
-            decided = await mutator.decide(labelled, request.operation, same_manifest(request.old_object, manifest),
-                                           manifest_namespace(manifest))
+            label = mutator.profile.label
+            labelled = job_id_view(with_labels(manifest, labels), label)
+            old = job_id_view(same_manifest(request.old_object, manifest), label)
+            decided = await mutator.decide(labelled or {}, request.operation, old, manifest_namespace(manifest))
             if decided is None:
                 continue
             # One Work may hold several such manifests: each one's audit keys are told apart by its index.

@@ -145,6 +145,8 @@ ALLOWED = [
       for verb in ("get", "list", "watch", "create", "patch", "delete")),
     ("patch", "workloadrebalancers.apps.karmada.io/status", None),
     *((verb, "clusters.cluster.karmada.io", None) for verb in ("get", "list", "watch", "patch")),
+    # Fencing: Works by binding, release of an unreachable cluster's Work, old copies deleted through the proxy.
+    *((verb, "works.work.karmada.io", None) for verb in ("list", "watch", "patch")),
     *((verb, resource, None) for resource in ("propagationpolicies.policy.karmada.io",
                                               "clusterpropagationpolicies.policy.karmada.io")
       for verb in ("list", "watch")),
@@ -161,6 +163,8 @@ DENIED = [
     ("update", "resourcebindings.work.karmada.io", None),
     ("delete", "resourcebindings.work.karmada.io", None),
     ("delete", "clusters.cluster.karmada.io", None),
+    ("delete", "works.work.karmada.io", None),
+    ("update", "works.work.karmada.io", None),
     ("update", "workloadrebalancers.apps.karmada.io", None),
     ("create", "propagationpolicies.policy.karmada.io", None),
     ("get", "propagationpolicies.policy.karmada.io", None),
@@ -189,3 +193,8 @@ def test_rbac_grants_what_the_relay_calls_and_nothing_more(control_plane: Contro
 
     assert [call for call in ALLOWED if not can(*call)] == []
     assert [call for call in DENIED if can(*call)] == []
+    # Fencing deletes an old copy through Karmada's cluster proxy (controllers/members.py): a subresource.
+    for verb in ("get", "delete"):
+        result = control_plane.kubectl("auth", "can-i", verb, "clusters.cluster.karmada.io", "--subresource=proxy",
+                                       f"--as={SERVICE_ACCOUNT}", check=False)
+        assert result.stdout.strip() == "yes", (verb, result.stdout, result.stderr)

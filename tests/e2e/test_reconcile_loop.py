@@ -113,7 +113,9 @@ async def test_unhealthy_binding_is_failed_over_with_preserved_state(
     assert task["clustersBeforeFailover"] == ["member1"]
     assert [c["name"] for c in binding["spec"].get("clusters") or []] == []
 
-    events = client.CoreV1Api(api).list_namespaced_event(namespace).items
+    # Events are recorded right after the write they describe: wait for them, do not race them.
+    events = await eventually(lambda: client.CoreV1Api(api).list_namespaced_event(namespace).items,
+                              lambda items: any(e.involved_object.name == "job-flinkdeployment" for e in items))
     assert any(e.involved_object.name == "job-flinkdeployment" and e.source.component == "failover-relay"
                for e in events)
 

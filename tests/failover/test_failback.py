@@ -174,3 +174,94 @@ def test_policy_annotations_of_the_wrong_type_do_not_raise():
     binding = evicted_nginx()
     binding["metadata"]["annotations"]["propagationpolicy.karmada.io/name"] = ["not", "a", "string"]
     assert decide_failback(cluster(), [binding], [policy("true")], OFF, at(400)).rebalancer is None
+
+
+# --- failback that carries state and actually moves back (F1, F2)
+
+def flink_on(current, placement, evicted_at=50, job="9a27d37ad0e5486283a527060f190710"):
+    """A FlinkDeployment's binding now on `current` after an eviction from member1, its copy healthy there."""
+    binding = nginx_binding([current])
+    binding["metadata"]["resourceVersion"] = "42"
+    binding["metadata"]["annotations"][EVICTED_FROM_ANNOTATION] = json.dumps({"member1": stamp(evicted_at)})
+    binding["metadata"]["annotations"]["failover-relay.io/last-state"] = json.dumps(
+        {current: {"labels": {"application.karmada.io/failover-jobid": job}, "at": stamp(60)}})
+    binding["spec"]["placement"] = placement
+    return binding
+
+
+FLAT = {"clusterAffinity": {"clusterNames": ["member1", "member2", "member3"]},
+        "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]}
+ORDERED = {"clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"]},
+                                 {"affinityName": "backup", "clusterNames": ["member2", "member3"]}],
+           "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]}
+
+
+def test_a_single_cluster_workload_moves_back_by_an_eviction_that_carries_its_state():
+    binding = flink_on("member2", FLAT)
+    decision = decide_failback(cluster(), [binding], [policy()], ON, at(400))
+    assert decision.rebalancer is None
+    [patch] = decision.binding_patches
+    assert patch.patch["metadata"]["resourceVersion"] == "42"  # conditional: decided on this version
+    stored = merge_patch(binding, patch.patch)
+    assert stored["spec"]["clusters"] == []
+    [task] = stored["spec"]["gracefulEvictionTasks"]
+    assert task["fromCluster"] == "member2" and task["purgeMode"] == "Directly"  # never two copies
+    assert task["preservedLabelState"] == {"application.karmada.io/failover-jobid": "9a27d37ad0e5486283a527060f190710"}
+    assert task["clustersBeforeFailover"] == ["member2"] and task["reason"] == "Failback"
+    assert "rescheduleTriggeredAt" not in stored["spec"]
+    assert EVICTED_FROM_ANNOTATION not in stored["metadata"]["annotations"]  # never twice for one recovery
+    assert decide_failback(cluster(), [stored], [policy()], ON, at(500)).binding_patches == ()
+
+
+def test_ordered_affinities_are_also_rescheduled_from_the_first_term():
+    stored = merge_patch(flink_on("member2", ORDERED),
+                         decide_failback(cluster(), [flink_on("member2", ORDERED)], [policy()], ON,
+                                         at(400)).binding_patches[0].patch)
+    assert stored["spec"]["rescheduleTriggeredAt"] == stamp(400)
+
+
+def test_a_flat_placement_whose_tie_goes_to_another_cluster_is_not_moved_and_says_why():
+    binding = flink_on("member3", {**FLAT, "clusterAffinity": {"clusterNames": ["member0", "member1", "member3"]}})
+    decision = decide_failback(cluster(), [binding], [policy()], ON, at(400))
+    [patch] = decision.binding_patches
+    assert "spec" not in patch.patch  # only the record is cleared: handled, not retried
+    assert [event.reason for event in decision.events] == ["FailbackNotPossible"]
+    assert "member0" in decision.events[0].message
+
+
+def test_a_cluster_that_cannot_be_scheduled_does_not_win_the_tie():
+    binding = flink_on("member3", {**FLAT, "clusterAffinity": {"clusterNames": ["member0", "member1", "member3"]}})
+    tainted = {"metadata": {"name": "member0"}, "spec": {"taints": [{"key": "x", "effect": "NoSchedule"}]},
+               "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": stamp(0)}]}}
+    decision = decide_failback(cluster(), [binding], [policy()], ON, at(400), {"member0": tainted})
+    assert decision.binding_patches[0].patch["spec"]["gracefulEvictionTasks"][0]["fromCluster"] == "member3"
+
+
+def test_a_label_selected_placement_is_not_predicted():
+    binding = flink_on("member2", {**FLAT, "clusterAffinity": {"labelSelector": {"matchLabels": {"a": "b"}}}})
+    decision = decide_failback(cluster(), [binding], [policy()], ON, at(400))
+    assert [event.reason for event in decision.events] == ["FailbackNotPossible"]
+
+
+def test_at_most_the_configured_number_of_failback_evictions_at_once():
+    bindings = []
+    for index in range(3):
+        binding = flink_on("member2", FLAT)
+        binding["metadata"]["name"] = f"job{index}"
+        bindings.append(binding)
+    decision = decide_failback(cluster(), bindings, [policy()],
+                               DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300),
+                                                failback_max_in_flight=2), at(400))
+    assert len(decision.binding_patches) == 2 and decision.requeue_after == timedelta(seconds=10)
+    in_flight = [merge_patch(b, p.patch) for b, p in zip(bindings, decision.binding_patches)] + bindings[2:]
+    later = decide_failback(cluster(), in_flight, [policy()],
+                            DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300),
+                                             failback_max_in_flight=2), at(410))
+    assert later.binding_patches == () and later.requeue_after == timedelta(seconds=10)
+
+
+def test_a_spread_workload_still_gets_the_rebalancer():
+    binding = evicted_nginx()
+    binding["spec"]["placement"] = {"clusterAffinity": {"clusterNames": ["member1", "member2"]},
+                                    "replicaScheduling": {"replicaSchedulingType": "Divided"}}
+    assert decide_failback(cluster(), [binding], [policy()], ON, at(400)).rebalancer is not None

@@ -363,7 +363,6 @@ SINGLE_CLUSTER_PLACEMENTS = [
     pytest.param({"spreadConstraints": [{"maxGroups": 1, "minGroups": 1}]}, id="spread-defaults-to-cluster"),
     pytest.param({"spreadConstraints": [{"spreadByField": "region", "maxGroups": 2},
                                         {"spreadByField": "cluster", "maxGroups": 1}]}, id="second-constraint"),
-    pytest.param({"clusterAffinity": {"clusterNames": ["member1"]}}, id="one-cluster-name"),
     pytest.param({"clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"]},
                                         {"affinityName": "backup", "clusterNames": ["member2"]}]},
                  id="affinity-groups-of-one"),
@@ -394,6 +393,15 @@ def test_single_cluster_placement_does_not_warn(placement: Any) -> None:
 
     assert verdict.allowed
     assert verdict.warnings == ()
+
+
+def test_a_placement_of_one_named_cluster_warns_only_that_failover_has_nowhere_to_go() -> None:
+    """Single-cluster, so no injection warning; but a failover has no other cluster (#5803, issue 12 point 9)."""
+    verdict = validate_policy(with_changes(working_flink_policy(),
+                                           {"spec.placement": {"clusterAffinity": {"clusterNames": ["member1"]}}}))
+
+    assert verdict.allowed
+    assert verdict.warnings == ("spec.placement names only member1: a failover has no other cluster to go to (#5803)",)
 
 
 @pytest.mark.parametrize("placement", MULTI_CLUSTER_PLACEMENTS)

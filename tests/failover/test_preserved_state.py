@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import jsonpatch
@@ -13,8 +14,10 @@ from failover.checkpoints import LookupResult, Outcome, parse_layout
 from failover.preserved_state import (
     BindingRef,
     execution_cluster,
+    job_id_view,
     owning_binding,
     plan_work_labels,
+    task_state,
     under_manifest,
     with_labels,
 )
@@ -283,3 +286,97 @@ def test_the_savepoint_decision_runs_on_the_labelled_manifest_under_its_place_in
     config_map = patched["spec"]["workload"]["manifests"][0]
     assert config_map == {**obj["spec"]["workload"]["manifests"][0], "metadata": {"name": "conf",
                                                                                   "labels": {LABEL: JOB_ID}}}
+
+
+# --- state beyond the task: the last healthy report (failover/last_state.py), re-renders, the cluster failover label
+
+CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
+
+
+def recorded(states: dict[str, tuple[str, float]], rules: tuple[str, ...] = (LABEL,),
+             which: str = "application") -> dict[str, Any]:
+    annotation = {cluster: {"labels": {label: job for label in rules}, "at": stamp(seconds)}
+                  for cluster, (job, seconds) in states.items()}
+    return {"metadata": {"annotations": {"failover-relay.io/last-state": json.dumps(annotation)}},
+            "spec": {"failover": {which: {"statePreservation": {"rules": [
+                {"aliasLabelName": label, "jsonPath": "{ .jobStatus.jobId }"} for label in rules]}}}}}
+
+
+def with_record(base: dict[str, Any], states: dict[str, tuple[str, float]], **kwargs: Any) -> dict[str, Any]:
+    extra = recorded(states, **kwargs)
+    result = copy.deepcopy(base)
+    result["metadata"]["annotations"] = extra["metadata"]["annotations"]
+    result["spec"]["failover"] = extra["spec"]["failover"]
+    return result
+
+
+def test_a_taint_manager_task_without_state_injects_the_evicted_copys_last_healthy_report() -> None:
+    unfilled = binding(["member2"], {"fromCluster": "member1", "purgeMode": "Directly", "reason": "TaintUntolerated",
+                                     "producer": "TaintManager"})
+    dead = with_record(unfilled, {"member1": (JOB_ID, 0)}, rules=(CLUSTER_LABEL,), which="cluster")
+    plan = plan_work_labels(work(), dead)
+    assert plan.labels == {CLUSTER_LABEL: JOB_ID} and plan.source == "member1"
+
+
+def test_a_task_carries_the_last_healthy_report_for_the_rules_of_its_failover_kind_only() -> None:
+    taint_task = {"fromCluster": "member1", "purgeMode": "Directly", "reason": "TaintUntolerated",
+                  "producer": "TaintManager"}
+    only_application_rules = with_record(binding(["member2"], taint_task), {"member1": (JOB_ID, 0)})
+    assert task_state(only_application_rules, taint_task) == {}
+    # The workload still moved away from a copy whose state was recorded: the new copy gets it (moved_state).
+    assert plan_work_labels(work(), only_application_rules).labels == {LABEL: JOB_ID}
+
+
+def test_with_no_task_a_moved_workload_gets_the_state_of_the_copy_it_left() -> None:
+    """The task ended before the new Work existed, or a WorkloadRebalancer moved it (no task at all)."""
+    moved = with_record(binding(["member2"]), {"member1": (JOB_ID, 0)})
+    plan = plan_work_labels(work("member2"), moved)
+    assert plan.labels == {LABEL: JOB_ID} and plan.source == "member1"
+
+
+def test_a_failback_gets_the_newest_state_not_the_recovered_clusters_old_one() -> None:
+    back_home = with_record(binding(["member1"]), {"member1": (OTHER_JOB, 0), "member2": (JOB_ID, 100)})
+    assert plan_work_labels(work("member1"), back_home).labels == {LABEL: JOB_ID}
+
+
+def test_a_cluster_whose_own_report_is_newest_gets_nothing() -> None:
+    current = with_record(binding(["member1"]), {"member1": (JOB_ID, 100), "member2": (OTHER_JOB, 0)})
+    assert plan_work_labels(work("member1"), current).labels == {}
+
+
+def test_a_record_of_a_cluster_still_targeted_is_not_a_moved_state() -> None:
+    spread = with_record(binding(["member1", "member2"]), {"member1": (JOB_ID, 0)})
+    assert plan_work_labels(work("member2"), spread).labels == {}
+
+
+def test_a_re_render_keeps_the_labels_the_copy_was_given() -> None:
+    """F7 / Karmada PR #7478: the task is gone and Karmada rewrites the Work from the template."""
+    after_task = with_record(binding(["member2"]), {})
+    old = work("member2", flink_manifest({"app": "foo", LABEL: JOB_ID}))
+    new = work("member2", flink_manifest({"app": "foo"}))
+    plan = plan_work_labels(new, after_task, old_work=old)
+    assert plan.labels == {LABEL: JOB_ID}
+    assert labels_after(new, plan.patch) == {"app": "foo", LABEL: JOB_ID}
+    assert plan.verdict().audit["preserved-state-outcome"] == "injected"
+
+
+def test_a_re_render_keeps_only_preservation_labels() -> None:
+    after_task = with_record(binding(["member2"]), {})
+    old = work("member2", flink_manifest({"app": "foo", "team": "a"}))
+    assert plan_work_labels(work("member2", flink_manifest({"app": "foo"})), after_task, old_work=old).labels == {}
+
+
+def test_a_template_that_sets_the_label_itself_wins_on_re_render() -> None:
+    after_task = with_record(binding(["member2"]), {})
+    old = work("member2", flink_manifest({LABEL: JOB_ID}))
+    new = work("member2", flink_manifest({LABEL: OTHER_JOB}))
+    assert plan_work_labels(new, after_task, old_work=old).labels == {}
+
+
+def test_the_cluster_failover_label_is_read_as_the_job_id_label() -> None:
+    manifest = flink_manifest({CLUSTER_LABEL: JOB_ID})
+    assert job_id_view(manifest, LABEL)["metadata"]["labels"][LABEL] == JOB_ID
+    assert LABEL not in manifest["metadata"]["labels"]  # the view only
+    both = flink_manifest({CLUSTER_LABEL: JOB_ID, LABEL: OTHER_JOB})
+    assert job_id_view(both, LABEL) is both
+    assert job_id_view(None, LABEL) is None

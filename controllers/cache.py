@@ -1,0 +1,115 @@
+"""What the reconcilers read without asking the apiserver: one informer cache per resource, and Works by binding.
+
+Decisions are made on these snapshots and made again on a fresh GET before anything is written (see
+`controllers/reconcilers.py`), so a cache that lags costs a reconcile, never a wrong write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from controllers.informer import Informer
+from controllers.kube import (
+    CLUSTER_PROPAGATION_POLICIES,
+    CLUSTER_RESOURCE_BINDINGS,
+    CLUSTERS,
+    PROPAGATION_POLICIES,
+    RESOURCE_BINDINGS,
+    WORKS,
+    CustomResource,
+    object_key,
+)
+from failover import binding as b
+from failover.fencing import FENCED_ANNOTATION, fenced_copies
+from failover.preserved_state import owning_binding
+
+BINDING_RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
+POLICY_RESOURCES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)
+BindingKey = tuple[str, str]  # (kind, key)
+
+
+def with_identity(obj: Mapping[str, Any], resource: CustomResource) -> dict[str, Any]:
+    """Items of a list may come without kind/apiVersion; the decisions need the kind."""
+    return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
+
+
+def work_cached_form(work: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A Work as the cache keeps it: metadata, and of each manifest only what names the object it puts on its
+    cluster (the manifests are most of a Work's size and nothing else of them is read)."""
+    metadata = work.get("metadata")
+    metadata = {k: v for k, v in metadata.items() if k != "managedFields"} if isinstance(metadata, dict) else {}
+    workload = b.spec(work).get("workload")
+    manifests = workload.get("manifests") if isinstance(workload, dict) else None
+    identities = [{"apiVersion": m.get("apiVersion"), "kind": m.get("kind"),
+                   "metadata": {k: v for k, v in b.metadata(m).items() if k in ("name", "namespace")}}
+                  for m in (manifests if isinstance(manifests, list) else ()) if isinstance(m, dict)]
+    return {"apiVersion": WORKS.api_version, "kind": WORKS.kind, "metadata": metadata,
+            "spec": {"workload": {"manifests": identities}}}
+
+
+class Cache:
+    """The informers of the loop by kind, and an index of Works by the binding they render."""
+
+    def __init__(self) -> None:
+        self.informers: dict[str, Informer] = {}
+        self._resources: dict[str, CustomResource] = {}
+        self._works_of: dict[BindingKey, set[str]] = {}
+        self._owner_of: dict[str, BindingKey] = {}
+
+    def add(self, resource: CustomResource, informer: Informer) -> None:
+        self.informers[resource.kind] = informer
+        self._resources[resource.kind] = resource
+
+    def get(self, kind: str, key: str) -> dict[str, Any] | None:
+        obj = self.informers[kind].get(key)
+        return None if obj is None else with_identity(obj, self._resources[kind])
+
+    def list(self, kind: str) -> list[dict[str, Any]]:
+        informer = self.informers.get(kind)
+        if informer is None:
+            return []
+        return [with_identity(obj, self._resources[kind]) for obj in list(informer.cache.values())]
+
+    def bindings(self) -> list[dict[str, Any]]:
+        return [obj for resource in BINDING_RESOURCES for obj in self.list(resource.kind)]
+
+    def policies(self) -> list[dict[str, Any]]:
+        return [obj for resource in POLICY_RESOURCES for obj in self.list(resource.kind)]
+
+    def clusters(self) -> dict[str, dict[str, Any]]:
+        return {str(b.metadata(cluster).get("name")): cluster for cluster in self.list(CLUSTERS.kind)}
+
+    def synced(self, kind: str) -> bool:
+        informer = self.informers.get(kind)
+        return informer is not None and informer.synced.is_set()
+
+    def works_of(self, binding: Mapping[str, Any]) -> list[dict[str, Any]]:
+        ref = b.object_ref(binding)
+        keys = self._works_of.get((ref.kind, object_key(ref.namespace, ref.name)), set())
+        return [work for key in sorted(keys) if (work := self.get(WORKS.kind, key)) is not None]
+
+    def work_changed(self, key: str) -> BindingKey | None:
+        """Re-index the Work `key` after its informer reported it; the binding it belongs to (before or after)."""
+        old = self._owner_of.pop(key, None)
+        if old is not None:
+            self._works_of.get(old, set()).discard(key)
+        work = self.informers[WORKS.kind].get(key)
+        ref = owning_binding(work)[0] if work is not None else None
+        if ref is None:
+            return old
+        owner = (ref.kind.kind, object_key(ref.namespace, ref.name))
+        self._owner_of[key] = owner
+        self._works_of.setdefault(owner, set()).add(key)
+        return owner
+
+    def bindings_touching(self, cluster: str) -> list[BindingKey]:
+        """Bindings with an eviction task from `cluster` or fenced copies on it: a change of the cluster's
+        readiness changes what fencing decides for them."""
+        touching = []
+        for resource in BINDING_RESOURCES:
+            for key, obj in list(self.informers[resource.kind].cache.items()):
+                if any(task["fromCluster"] == cluster for task in b.eviction_tasks(obj)) or (
+                        FENCED_ANNOTATION in b.annotations(obj) and cluster in fenced_copies(obj)):
+                    touching.append((resource.kind, key))
+        return touching

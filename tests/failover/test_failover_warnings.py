@@ -1,0 +1,85 @@
+"""Warnings at admission for stateful failover that cannot happen (failover/failover_warnings.py, issue 12 point 9)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from failover.failover_warnings import failover_warnings
+from failover.policy import validate_policy
+
+POLICY: dict[str, Any] = {
+    "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+    "metadata": {"name": "flink", "namespace": "default"},
+    "spec": {
+        "propagateDeps": True,
+        "resourceSelectors": [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "name": "job"}],
+        "placement": {"clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"]},
+                                            {"affinityName": "backup", "clusterNames": ["member2"]}],
+                      "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]},
+        "failover": {"application": {"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Directly"}},
+    },
+}
+
+
+def policy(**changes: Any) -> dict[str, Any]:
+    obj = copy.deepcopy(POLICY)
+    for key, value in changes.items():
+        if key == "annotations":
+            obj["metadata"]["annotations"] = value
+        else:
+            obj["spec"][key] = value
+    return obj
+
+
+def test_the_documented_flink_policy_with_ordered_affinities_gets_no_warning() -> None:
+    assert failover_warnings(policy(annotations={"failover-relay.io/failback": "true"})) == []
+
+
+def test_kinds_karmada_cannot_judge_healthy_warn() -> None:
+    selectors = [{"apiVersion": "batch/v1", "kind": "Job"},
+                 {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob"},
+                 {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment"}]
+    warnings = failover_warnings(policy(resourceSelectors=selectors))
+    assert [w.split(":")[0] for w in warnings] == ["Job", "FlinkSessionJob", "FlinkBlueGreenDeployment"]
+    assert all("#7843" in w and len(w) <= 120 for w in warnings)
+
+
+def test_a_kind_without_health_does_not_warn_without_application_failover() -> None:
+    obj = policy(resourceSelectors=[{"apiVersion": "batch/v1", "kind": "Job"}])
+    obj["spec"]["failover"] = {"cluster": {"purgeMode": "Directly"}}
+    assert failover_warnings(obj) == []
+
+
+def test_a_placement_with_no_other_cluster_warns() -> None:
+    assert failover_warnings(policy(placement={"clusterAffinity": {"clusterNames": ["member1"]}})) == [
+        "spec.placement names only member1: a failover has no other cluster to go to (#5803)"]
+    excluded = {"clusterAffinity": {"clusterNames": ["member1", "member2"], "exclude": ["member2"]}}
+    assert len(failover_warnings(policy(placement=excluded))) == 1
+    assert failover_warnings(policy(placement={"clusterAffinity": {"labelSelector": {"matchLabels": {}}}})) == []
+
+
+def test_cluster_failover_that_tolerates_every_no_execute_taint_warns() -> None:
+    obj = policy(placement={**POLICY["spec"]["placement"],
+                            "clusterTolerations": [{"operator": "Exists", "effect": "NoExecute"}]})
+    obj["spec"]["failover"]["cluster"] = {"purgeMode": "Directly"}
+    assert failover_warnings(obj) == [
+        "spec.failover.cluster: clusterTolerations tolerate every NoExecute taint, so Karmada never evicts"]
+    bounded = copy.deepcopy(obj)
+    bounded["spec"]["placement"]["clusterTolerations"][0]["tolerationSeconds"] = 30
+    assert failover_warnings(bounded) == []
+
+
+def test_failback_on_a_flat_affinity_of_three_warns_and_of_two_does_not() -> None:
+    flat = {"clusterAffinity": {"clusterNames": ["member1", "member2", "member3"]},
+            "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1}]}
+    on = {"failover-relay.io/failback": "true"}
+    assert "ordered clusterAffinities" in failover_warnings(policy(placement=flat, annotations=on))[0]
+    two = {**flat, "clusterAffinity": {"clusterNames": ["member1", "member2"]}}
+    assert failover_warnings(policy(placement=two, annotations=on)) == []
+    assert failover_warnings(policy(placement=flat)) == []
+
+
+def test_the_policy_webhook_returns_them_as_admission_warnings() -> None:
+    verdict = validate_policy(policy(placement={"clusterAffinity": {"clusterNames": ["member1"]}}))
+    assert verdict.allowed and any("#5803" in warning for warning in verdict.warnings)

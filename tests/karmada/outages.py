@@ -1,0 +1,105 @@
+"""What the state-on-every-path tests of this tier add to ``workloads.py``: a cluster that dies and comes back, the
+ClusterTaintPolicy and member RBAC that cluster failover and fencing need (docs/operations.md "Cluster failover and
+a dead cluster"), and a watch on the member copies that proves there is never more than one."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.karmada.workloads import FLINK, POLICIES, FlinkJob, stateful_policy
+from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CLUSTERS = "cluster.karmada.io/v1alpha1"
+CLUSTER_JOB_ID_LABEL = "application.karmada.io/cluster-failover-jobid"
+TAINT_POLICY_FILE = REPO_ROOT / "manifests" / "karmada" / "cluster-taint-policy.yaml"
+
+
+def stateful_cluster_policy(name: str, namespace: str, deployment: str, members: tuple[str, ...],
+                            **application: Any) -> dict[str, Any]:
+    """The mission's policy plus cluster failover with state, under the label of Karmada's cluster failover guide."""
+    policy = stateful_policy(name, namespace, deployment, members, **application)
+    policy["spec"]["failover"]["cluster"] = {"purgeMode": "Directly", "statePreservation": {"rules": [
+        {"aliasLabelName": CLUSTER_JOB_ID_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]}}
+    return policy
+
+
+@contextlib.contextmanager
+def taint_not_ready_clusters(env: KarmadaEnv) -> Iterator[None]:
+    """manifests/karmada/cluster-taint-policy.yaml: NoExecute on a cluster whose Ready is False or Unknown."""
+    policy = yaml.safe_load(TAINT_POLICY_FILE.read_text())
+    karmada = env.api(KARMADA)
+    karmada.create(resource_path(POLICIES, "clustertaintpolicies"), policy)
+    try:
+        yield
+    finally:
+        karmada.delete(resource_path(POLICIES, "clustertaintpolicies", policy["metadata"]["name"]))
+
+
+def grant_fencing_in_members(env: KarmadaEnv) -> None:
+    """manifests/member/fencing-rbac.yaml in every member: the proxy deletes run as the relay, impersonated there."""
+    for member in env.members:
+        env.kubectl("apply", "-f", str(REPO_ROOT / "manifests" / "member" / "fencing-rbac.yaml"), cluster=member)
+
+
+def cluster_ready(env: KarmadaEnv, member: str) -> bool:
+    cluster = env.api(KARMADA).get(resource_path(CLUSTERS, "clusters", member)) or {}
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (cluster.get("status") or {}).get("conditions") or [])
+
+
+def recorded_state(job: FlinkJob) -> str:
+    """The relay's record of the last healthy report on the binding (failover/last_state.py)."""
+    return ((job.binding() or {}).get("metadata") or {}).get("annotations", {}).get("failover-relay.io/last-state", "")
+
+
+def events_of(env: KarmadaEnv, namespace: str, reason: str) -> list[dict[str, Any]]:
+    return [event for event in env.api(KARMADA).list(resource_path("v1", "events", namespace=namespace))
+            if event.get("reason") == reason]
+
+
+class CopyWatch:
+    """Samples every member's copy of the job in the background and records when copies existed side by side (a
+    member whose apiserver is down cannot be sampled and is skipped)."""
+
+    def __init__(self, job: FlinkJob, interval: float = 0.2) -> None:
+        self.job, self.interval = job, interval
+        self.samples = 0
+        self.overlaps: list[tuple[float, tuple[str, ...]]] = []
+        self.seen: dict[str, tuple[float, float]] = {}  # member -> (first seen, last seen), monotonic
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "CopyWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            present = []
+            now = time.monotonic()
+            for member in self.job.env.members:
+                try:
+                    copy = self.job.env.api(member).get(resource_path(FLINK, "flinkdeployments", self.job.name,
+                                                                      self.job.namespace))
+                except Exception:  # a member that is down (or coming back) cannot be sampled
+                    continue
+                if copy is not None:
+                    present.append(member)
+                    first, _ = self.seen.get(member, (now, now))
+                    self.seen[member] = (first, now)
+            self.samples += 1
+            if len(present) > 1:
+                self.overlaps.append((now, tuple(present)))
+            self._stop.wait(self.interval)

@@ -1,0 +1,94 @@
+"""A whole member cluster dies (its kube-apiserver really stopped): the Flink job comes back on another cluster,
+restored from its newest completed checkpoint, within two minutes of the first failed health probe; when the dead
+cluster returns, its stale copy is deleted within seconds (issue 12 points 1, 2 and 3).
+
+Settings (docs/operations.md "Cluster failover and a dead cluster"): karmada-controller-manager
+`--feature-gates=Failover=true --enable-no-execute-taint-eviction=true --cluster-status-update-frequency=10s` and the
+default `--cluster-failure-threshold=30s`; a ClusterTaintPolicy tainting a not-Ready cluster NoExecute; the relay's
+defaults (`fencing: notReady`, `fenceAfterSeconds: 60`). No StatefulFailoverInjection gate.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from failover.api import DEFAULT_JOB_ID_LABEL
+from tests.karmada.outages import (
+    CLUSTER_JOB_ID_LABEL,
+    CopyWatch,
+    cluster_ready,
+    events_of,
+    grant_fencing_in_members,
+    recorded_state,
+    stateful_cluster_policy,
+    taint_not_ready_clusters,
+)
+from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
+from tests.karmada_env import KarmadaEnv
+from tests.support import report
+
+pytestmark = pytest.mark.karmada
+
+# Karmada: 30 s failure threshold (+ up to one 10 s status round); the relay: 60 s fence. Target 120 s.
+BACK_WITH_STATE_SECONDS = 120
+STALE_COPY_SECONDS = 15  # after the member's apiserver answers again (the relay tries every 5 s)
+
+
+def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_copy_goes_on_return(
+        karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest) -> None:
+    env = karmada_env
+    grant_fencing_in_members(env)
+    job = FlinkJob(env, namespace)
+    job.create(stateful_cluster_policy("flink", namespace, job.name, env.members, toleration_seconds=300))
+    first = job.wait_placed()
+    job_id = new_job_id()
+    job.run_healthy(first, job_id)
+    checkpoints = job.write_checkpoints(job_id, completed=(1, 2), incomplete=(3,))
+    env.wait_until(lambda: job_id in recorded_state(job), 30, "the relay's record of the last healthy state")
+
+    with taint_not_ready_clusters(env), CopyWatch(job) as watch:
+        env.stop_member(first)
+        stopped_at = time.monotonic()  # the next health probe of the member fails
+
+        task = env.wait_until(lambda: next(iter(job.eviction_tasks()), None), 90, "the taint manager's task")
+        task_seconds = time.monotonic() - stopped_at
+
+        def restored() -> tuple[str, dict] | None:
+            targets = job.placed_on()
+            copy = job.copy_in(targets[0]) if len(targets) == 1 and targets[0] != first else None
+            return (targets[0], copy) if copy and copy["spec"]["job"].get("initialSavepointPath") else None
+
+        second, copy = env.wait_until(restored, BACK_WITH_STATE_SECONDS + 60, f"a restored copy outside {first}")
+        back_seconds = time.monotonic() - stopped_at
+
+        # The state, without StatefulFailoverInjection: the relay filled the taint manager's task.
+        assert task["producer"] == "TaintManager" and task["fromCluster"] == first
+        [filled] = job.eviction_tasks() or [task]
+        assert filled.get("preservedLabelState") == {CLUSTER_JOB_ID_LABEL: job_id}
+        assert copy["metadata"]["labels"][CLUSTER_JOB_ID_LABEL] == job_id
+        assert restore_path(copy) == checkpoints / "chk-2"
+        assert copy["spec"]["job"]["upgradeMode"] == "savepoint"
+        assert events_of(env, namespace, "ClusterFenced"), "the fencing is visible as an event"
+        assert back_seconds < BACK_WITH_STATE_SECONDS, f"back with state after {back_seconds:.1f} s"
+        job.run_healthy(second, new_job_id())
+
+        env.start_member(first)
+        answering_at = time.monotonic()
+        env.wait_until(lambda: job.copy_in(first) is None, 90, f"the stale copy in {first} deleted")
+        stale_seconds = time.monotonic() - answering_at
+        ready_lag = env.wait_until(lambda: cluster_ready(env, first) and time.monotonic() - answering_at, 120,
+                                   f"{first} Ready again")
+        assert job.copy_in(second) is not None and job.placed_on() == [second]
+
+    assert stale_seconds < STALE_COPY_SECONDS, f"stale copy removed {stale_seconds:.1f} s after the member answered"
+    # Never two copies where both could be seen (the dead member cannot be sampled while it is down).
+    assert [members for _, members in watch.overlaps if first not in members] == []
+    report(request, "karmada", f"dead cluster {first}: taint manager's task {task_seconds:.1f} s, back on {second} "
+                               f"with label and restore path {back_seconds:.1f} s after the apiserver stopped "
+                               f"(failure threshold 30 s, fenceAfterSeconds 60)")
+    report(request, "karmada", f"split brain on return: stale copy in {first} deleted {stale_seconds:.1f} s after its "
+                               f"apiserver answered again; Karmada reported it Ready after {ready_lag:.1f} s")
+    assert DEFAULT_JOB_ID_LABEL not in copy["metadata"]["labels"] or copy["metadata"]["labels"][
+        DEFAULT_JOB_ID_LABEL] == job_id

@@ -1,0 +1,64 @@
+"""Application failover on the happy path, then what Karmada does once the task is over (issue 12 points 10 and 7):
+the new copy follows the old one's deletion at once (the relay wakes Karmada's binding controller instead of leaving
+it to its 5 s re-check), and keeps its label and restore path when Karmada re-renders the Work from the template."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from failover.api import DEFAULT_JOB_ID_LABEL
+from tests.karmada.outages import CopyWatch
+from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, stateful_policy
+from tests.karmada_env import KarmadaEnv
+from tests.support import report
+
+pytestmark = pytest.mark.karmada
+
+TOLERATION_SECONDS = 10
+NEW_COPY_AFTER_OLD_GONE_SECONDS = 1.5  # target 1 s
+# Karmada re-renders the Work on the binding's change (the task removed); a few seconds cover it.
+AFTER_TASK_SECONDS = 8
+
+
+def test_the_new_copy_follows_the_old_at_once_and_keeps_its_state_after_the_task(
+        karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest) -> None:
+    env = karmada_env
+    job = FlinkJob(env, namespace)
+    job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
+    first = job.wait_placed()
+    job_id = new_job_id()
+    job.run_healthy(first, job_id)
+    checkpoints = job.write_checkpoints(job_id, completed=(1, 2))
+
+    with CopyWatch(job, interval=0.05) as watch:
+        job.report_unhealthy(first, job_id)
+        unhealthy_at = time.monotonic()
+
+        def restored() -> tuple[str, dict] | None:
+            targets = job.placed_on()
+            copy = job.copy_in(targets[0]) if len(targets) == 1 and targets[0] != first else None
+            return (targets[0], copy) if copy and copy["spec"]["job"].get("initialSavepointPath") else None
+
+        second, _ = env.wait_until(restored, TOLERATION_SECONDS + 50, f"a restored copy outside {first}")
+        seconds = time.monotonic() - unhealthy_at
+        env.wait_until(lambda: job.copy_in(first) is None, 30, f"the copy in {first} deleted")
+    gap = watch.seen[second][0] - watch.seen[first][1]
+    assert watch.overlaps == [], f"two copies at once: {watch.overlaps[:3]}"
+    assert gap < NEW_COPY_AFTER_OLD_GONE_SECONDS, f"new copy {gap:.2f} s after the old one was gone"
+
+    # The task ends once the new copy is Healthy; Karmada then rewrites the Work from the template (F7).
+    work_version = job.work(second)["metadata"]["resourceVersion"]
+    job.run_healthy(second, new_job_id())
+    env.wait_until(lambda: not job.eviction_tasks(), 30, "the eviction task ended")
+    ended_at = time.monotonic()
+    env.wait_until(lambda: job.work(second)["metadata"]["resourceVersion"] != work_version, 30, "the Work re-rendered")
+    time.sleep(max(0.0, AFTER_TASK_SECONDS - (time.monotonic() - ended_at)))
+    kept = job.copy_in(second)
+    assert kept["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == job_id
+    assert restore_path(kept) == checkpoints / "chk-2"
+    assert kept["spec"]["job"]["upgradeMode"] == "savepoint"
+    report(request, "karmada", f"application failover {first} -> {second}: unhealthy to restored copy {seconds:.1f} s "
+                               f"(tolerationSeconds {TOLERATION_SECONDS}); new copy {gap:.2f} s after the old one was "
+                               f"gone; label and path kept after the task ended")
