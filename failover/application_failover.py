@@ -1,7 +1,7 @@
 """Application failover: when a workload has been Unhealthy on a cluster for tolerationSeconds, move it away.
 
-Reference behaviour: Karmada's application failover controllers (`pkg/controllers/applicationfailover/`,
-reference section 3.1). The binding loses the cluster from `spec.clusters` and gains a graceful eviction task
+Reference behaviour: Karmada's application failover controllers (`pkg/controllers/applicationfailover/`;
+docs/design.md, "Application failover"). The binding loses the cluster from `spec.clusters` and gains an eviction task
 (`fromCluster`, reason `ApplicationFailure`, producer, purge mode, replicas, grace period or suppressDeletion,
 preserved state, clustersBeforeFailover). Where this differs from Karmada:
 

@@ -62,7 +62,7 @@ class DecisionSettings:
     # Karmada's --graceful-eviction-timeout default: a task without gracePeriodSeconds ends after this.
     graceful_eviction_timeout: timedelta = timedelta(minutes=10)
     # How long past tolerationSeconds an eviction waits for a statePreservation JSONPath that finds nothing.
-    # Karmada waits forever (the eviction itself is blocked, reference section 8). One minute covers a status
+    # Karmada waits forever (the eviction itself is blocked: `buildTaskOptions`). One minute covers a status
     # collection round (the work status controller re-syncs within seconds) while bounding the extra downtime.
     state_wait: timedelta = timedelta(minutes=1)
     # Failback is opt-in: globally here, or per policy with the FAILBACK_ANNOTATION.

@@ -1,7 +1,7 @@
 """Graceful eviction: when an eviction task on a binding is over, so the old copy can go.
 
-Reference behaviour: Karmada's graceful eviction controllers (`pkg/controllers/gracefuleviction/evictiontask.go`,
-reference section 3.2). A task ends when:
+Reference behaviour: Karmada's graceful eviction controllers (`pkg/controllers/gracefuleviction/evictiontask.go`;
+docs/design.md, "Graceful eviction"). A task ends when:
 
 1. `suppressDeletion` is false (a user confirmed the deletion);
 2. its grace period (`gracePeriodSeconds`, else `DecisionSettings.graceful_eviction_timeout`) has passed since its

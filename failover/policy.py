@@ -31,12 +31,12 @@ APPLICATION = "spec.failover.application"
 CLUSTER = "spec.failover.cluster"
 
 # Kubernetes' operator field is `jobId`; Karmada's documentation and release notes spell it `jobID`, and with
-# Karmada's missing-key-is-error evaluation that typo blocks the eviction itself (reference section 8).
+# Karmada's missing-key-is-error evaluation that typo blocks the eviction itself (`buildTaskOptions`).
 FLINK_JOB_ID_TYPO = "jobID"
 
 
 def validate_policy(policy: Mapping[str, Any]) -> Verdict:
-    """Every deny and warning of DESIGN.md "Policy validation" for one (Cluster)PropagationPolicy."""
+    """Every deny and warning of docs/design.md "Policy admission" for one (Cluster)PropagationPolicy."""
     findings = Findings()
     if not isinstance(policy, dict):
         findings.deny("(object)", "must be a PropagationPolicy or ClusterPropagationPolicy object")

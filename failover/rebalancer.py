@@ -1,7 +1,7 @@
 """WorkloadRebalancer (apps.karmada.io/v1alpha1): ask the scheduler to place the listed workloads from scratch.
 
-Reference behaviour: Karmada's `pkg/controllers/workloadrebalancer/workloadrebalancer_controller.go` (reference
-section 3.5), which this reproduces rule for rule:
+Reference behaviour: Karmada's `pkg/controllers/workloadrebalancer/workloadrebalancer_controller.go` (docs/design.md,
+"WorkloadRebalancer"), which this reproduces rule for rule:
 
 - each workload's binding is named `<name>-<kind>` in lower case (':' in the name becomes '.'), a
   ResourceBinding in the workload's namespace, or a ClusterResourceBinding when the namespace is empty;

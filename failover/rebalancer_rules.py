@@ -1,6 +1,6 @@
 """Validation of WorkloadRebalancer (apps.karmada.io/v1alpha1).
 
-Karmada has no admission webhook for WorkloadRebalancer (reference section 1.3): a rebalancer naming the same
+Karmada has no admission webhook for WorkloadRebalancer (docs/design.md, "Policy admission"): one naming the same
 workload twice, or a workload without a name, is accepted and then reported Failed one entry at a time. These rules
 refuse it at `kubectl apply` time instead.
 """

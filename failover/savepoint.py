@@ -1,4 +1,4 @@
-"""The savepoint-injection decision for one admitted object (DESIGN.md "Preserved state and savepoint injection").
+"""The savepoint-injection decision for one admitted object (docs/design.md, "Savepoint injection").
 
 This replaces the Kyverno step of Karmada's stateful failover: a workload recreated in a new cluster after a
 failover carries a preserved job-id label; it gets the path of its newest restorable state.

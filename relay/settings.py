@@ -121,7 +121,7 @@ def _seconds(delta: timedelta) -> float:
 
 @dataclass(frozen=True)
 class SavepointSettings:
-    """Savepoint injection (DESIGN.md "Preserved state and savepoint injection")."""
+    """Savepoint injection (docs/design.md, "Savepoint injection")."""
 
     checkpoint_root: str | None = setting(
         "savepoint.checkpointRoot", None, flag="--checkpoint-root",
@@ -158,7 +158,9 @@ class SavepointSettings:
 
 @dataclass(frozen=True)
 class ControllerSettings:
-    """The reconcile loop (DESIGN.md "Reconcile loop"); the decision defaults are DecisionSettings' (Karmada's)."""
+    """The reconcile loop (docs/design.md, "The reconcile loop's machinery").
+
+    The decision defaults are DecisionSettings' (Karmada's)."""
 
     mode: ControllerMode = setting(
         "controllers.mode", ControllerMode.AUTO, flag="--no-controllers", flag_value=ControllerMode.OFF,

@@ -104,7 +104,8 @@ class WorkMutator:
 
         On UPDATE, the old Work's copy of the same manifest is the old object: the path set when the Work was
         created is carried forward, so a re-sync does not move it to a newer checkpoint (the operator ignores a
-        changed initialSavepointPath anyway, reference section 6) and the member object is not rewritten.
+        changed initialSavepointPath anyway: docs/design.md, "Savepoint injection") and the member copy is not
+        rewritten.
         """
         verdict = ALLOWED
         for index, manifest in enumerate(manifests(work)):

@@ -1,4 +1,4 @@
-"""validate_policy: every deny and warning of DESIGN.md "Policy validation", on the documented objects and edge cases."""
+"""validate_policy: each deny and warning of docs/design.md "Policy admission", on documented objects and edge cases."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Preserved-state labels on Karmada Works (failover/preserved_state.py): the binding controller's injection
-(reference section 3.3, step 3) decided from the admitted Work and its binding, without the alpha gate."""
+(docs/design.md, "Work sync and the preserved state on the new copy") decided from the admitted Work and its
+binding, without the alpha gate."""
 
 from __future__ import annotations
 
@@ -150,7 +151,7 @@ def test_a_cluster_in_clusters_before_failover_gets_nothing() -> None:
 
 
 def test_state_is_never_sent_back_to_the_cluster_it_came_from() -> None:
-    # The taint manager writes no clustersBeforeFailover (reference section 3.4).
+    # The taint manager writes no clustersBeforeFailover (`taint_manager.go` `syncBindingEviction`).
     same = binding(["member1"], task("member1", {LABEL: JOB_ID}, None))
 
     assert plan_work_labels(work("member1"), same).patch == ()

@@ -1,4 +1,5 @@
-"""validate_rebalancer: DESIGN.md's WorkloadRebalancer rules (Karmada has no admission webhook for this kind)."""
+"""validate_rebalancer: the WorkloadRebalancer rules of docs/design.md "Policy admission" (Karmada has no webhook
+for this kind)."""
 
 from __future__ import annotations
 
