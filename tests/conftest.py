@@ -12,10 +12,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 TIERS = ("karmada", "envtest")
 _TIER_SECONDS: dict[str, float] = {}
 _TIER_TESTS: dict[str, set[str]] = {}
+_TIER_OF: dict[str, str] = {}
 
 
-def _tier(keywords: Any) -> str:
-    return next((tier for tier in TIERS if tier in keywords), "unit")
+def _tier(item: pytest.Item) -> str:
+    # By marker, not by keyword: keywords also hold node and parameter names, and a unit test named for Karmada
+    # (tests/relay/test_check_karmada.py) would count as the Karmada tier.
+    markers = {marker.name for marker in item.iter_markers()}
+    return next((tier for tier in TIERS if tier in markers), "unit")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -23,13 +27,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     no test runs beside an idle control plane that a session fixture keeps until the end of the run (timing-sensitive
     unit tests were slowed by the Karmada tier's ten processes idling behind them)."""
     rank = {"unit": 0, "envtest": 1, "karmada": 2}
-    items.sort(key=lambda item: rank[_tier(item.keywords)])
+    _TIER_OF.update((item.nodeid, _tier(item)) for item in items)
+    items.sort(key=lambda item: rank[_TIER_OF[item.nodeid]])
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Add setup, call and teardown of each test to its tier's wall time (session fixtures such as a control plane
     start-up land in the first test that needs them, so they count for that tier)."""
-    tier = _tier(report.keywords)
+    tier = _TIER_OF.get(report.nodeid, "unit")
     _TIER_SECONDS[tier] = _TIER_SECONDS.get(tier, 0.0) + report.duration
     _TIER_TESTS.setdefault(tier, set()).add(report.nodeid)
 

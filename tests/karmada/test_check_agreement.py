@@ -23,6 +23,8 @@ from relay.schemas import bundled
 from tests.karmada_env import KARMADA, KarmadaEnv
 from tests.relay.test_check_karmada import CORPUS
 
+pytestmark = pytest.mark.karmada
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Stricter offline by design (README "What Karmada v1.19 itself refuses"): the relay's /mutate rewrites these.
 REWRITTEN_BY_THE_RELAY = {"legacy-graciously", "legacy-immediately", "legacy-cluster-section"}
