@@ -36,12 +36,7 @@ def test_cluster_failover_carries_the_job_without_the_gate_and_the_new_copy_foll
         karmada.patch(cluster_path, {"spec": {"taints": [*taints, TAINT]}})
         tainted_at = time.monotonic()
         try:
-            def restored() -> tuple[str, dict] | None:
-                targets = job.placed_on()
-                copy = job.copy_in(targets[0]) if len(targets) == 1 and targets[0] != first else None
-                return (targets[0], copy) if copy and copy["spec"]["job"].get("initialSavepointPath") else None
-
-            second, copy = env.wait_until(restored, 60, f"a restored copy outside {first}")
+            second, copy = job.wait_restored_outside(first, timeout=60)
             seconds = time.monotonic() - tainted_at
             time.sleep(0.5)
         finally:

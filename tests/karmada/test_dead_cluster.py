@@ -55,12 +55,7 @@ def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_
         task = env.wait_until(lambda: next(iter(job.eviction_tasks()), None), 90, "the taint manager's task")
         task_seconds = time.monotonic() - stopped_at
 
-        def restored() -> tuple[str, dict] | None:
-            targets = job.placed_on()
-            copy = job.copy_in(targets[0]) if len(targets) == 1 and targets[0] != first else None
-            return (targets[0], copy) if copy and copy["spec"]["job"].get("initialSavepointPath") else None
-
-        second, copy = env.wait_until(restored, BACK_WITH_STATE_SECONDS + 60, f"a restored copy outside {first}")
+        second, copy = job.wait_restored_outside(first, timeout=BACK_WITH_STATE_SECONDS + 60)
         back_seconds = time.monotonic() - stopped_at
 
         # The state, without StatefulFailoverInjection: the relay filled the taint manager's task.

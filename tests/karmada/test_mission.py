@@ -34,17 +34,7 @@ def test_flink_job_fails_over_with_its_job_id_and_newest_completed_checkpoint(
     job.report_unhealthy(first, job_id)
     unhealthy_at = time.monotonic()
 
-    def moved_with_state() -> tuple[str, dict] | None:
-        targets = job.placed_on()
-        if len(targets) != 1 or targets[0] == first:
-            return None
-        copy = job.copy_in(targets[0])
-        if copy and copy["spec"]["job"].get("initialSavepointPath"):
-            return targets[0], copy
-        return None
-
-    second, restored = env.wait_until(moved_with_state, FAILOVER_TIMEOUT_SECONDS,
-                                      f"a copy with initialSavepointPath outside {first}")
+    second, restored = job.wait_restored_outside(first, timeout=FAILOVER_TIMEOUT_SECONDS)
     seconds = time.monotonic() - unhealthy_at
 
     assert restored["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == job_id

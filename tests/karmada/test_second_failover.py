@@ -30,24 +30,15 @@ def test_second_failover_restores_the_first_job(karmada_env: KarmadaEnv, namespa
     job.run_healthy(first, job_id)
     checkpoints = job.write_checkpoints(job_id, completed=(7, 8))
 
-    def copy_with_path(excluded: set[str]) -> tuple[str, dict] | None:
-        targets = job.placed_on()
-        if len(targets) == 1 and targets[0] not in excluded:
-            copy = job.copy_in(targets[0])
-            if copy and copy["spec"]["job"].get("initialSavepointPath"):
-                return targets[0], copy
-        return None
-
     job.report_unhealthy(first, job_id)
-    second, _ = env.wait_until(lambda: copy_with_path({first}), FAILOVER_TIMEOUT_SECONDS, "the first failover")
+    second, _ = job.wait_restored_outside(first, timeout=FAILOVER_TIMEOUT_SECONDS)
 
     # The restarted job never gets healthy, and it is another job (a fresh job id), as when a restore fails.
     broken_job_id = new_job_id()
     job.report_unhealthy(second, broken_job_id)
     env.wait_until(lambda: job.health(second) == "Unhealthy", 30, f"{second} Unhealthy")
     started = time.monotonic()
-    third, restored = env.wait_until(lambda: copy_with_path({first, second}), FAILOVER_TIMEOUT_SECONDS,
-                                     "the second failover")
+    third, restored = job.wait_restored_outside(first, second, timeout=FAILOVER_TIMEOUT_SECONDS)
     seconds = time.monotonic() - started
 
     assert restored["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == job_id

@@ -48,12 +48,7 @@ def test_a_returning_cluster_s_old_copy_goes_within_seconds_and_the_new_one_foll
         env.wait_until(lambda: job.copy_in(first) is None, 60, f"the old copy in {first} deleted")
         old_gone = time.monotonic() - answering_at
 
-        def restored() -> tuple[str, dict] | None:
-            targets = job.placed_on()
-            copy = job.copy_in(targets[0]) if len(targets) == 1 and targets[0] != first else None
-            return (targets[0], copy) if copy and copy["spec"]["job"].get("initialSavepointPath") else None
-
-        second, copy = env.wait_until(restored, 30, f"a restored copy outside {first}")
+        second, copy = job.wait_restored_outside(first, timeout=30)
         new_copy = time.monotonic() - answering_at
         job.run_healthy(second, new_job_id())
 

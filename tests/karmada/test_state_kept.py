@@ -36,12 +36,7 @@ def test_the_new_copy_follows_the_old_at_once_and_keeps_its_state_after_the_task
         job.report_unhealthy(first, job_id)
         unhealthy_at = time.monotonic()
 
-        def restored() -> tuple[str, dict] | None:
-            targets = job.placed_on()
-            copy = job.copy_in(targets[0]) if len(targets) == 1 and targets[0] != first else None
-            return (targets[0], copy) if copy and copy["spec"]["job"].get("initialSavepointPath") else None
-
-        second, _ = env.wait_until(restored, TOLERATION_SECONDS + 50, f"a restored copy outside {first}")
+        second, _ = job.wait_restored_outside(first, timeout=TOLERATION_SECONDS + 50)
         seconds = time.monotonic() - unhealthy_at
         env.wait_until(lambda: job.copy_in(first) is None, 30, f"the copy in {first} deleted")
     gap = watch.seen[second][0] - watch.seen[first][1]

@@ -166,6 +166,19 @@ class FlinkJob:
 
     # -- waiting ----------------------------------------------------------------------------------------------------
 
+    def restored_outside(self, *excluded: str) -> tuple[str, dict[str, Any]] | None:
+        """The single target outside ``excluded`` and its copy there, once that copy carries a restore path."""
+        targets = self.placed_on()
+        if len(targets) != 1 or targets[0] in excluded:
+            return None
+        copy = self.copy_in(targets[0])
+        return (targets[0], copy) if copy and restore_path(copy) else None
+
+    def wait_restored_outside(self, *excluded: str, timeout: float) -> tuple[str, dict[str, Any]]:
+        """Wait for ``restored_outside(*excluded)``; return the member and its copy."""
+        return self.env.wait_until(lambda: self.restored_outside(*excluded), timeout,
+                                   f"a copy with initialSavepointPath outside {', '.join(excluded)}")
+
     def wait_placed(self, timeout: float = 60) -> str:
         """Wait until the scheduler placed the workload and its copy exists there; return that member."""
         member = self.env.wait_until(lambda: (self.placed_on() or [None])[0], timeout,
