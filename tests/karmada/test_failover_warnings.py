@@ -21,3 +21,21 @@ def test_kubectl_shows_why_failover_cannot_happen(karmada_env: KarmadaEnv, names
     assert "Warning: Job: Karmada has no health interpretation for it (#7843)" in result.stderr
     assert "Warning: spec.placement names only member1: a failover has no other cluster to go to (#5803)" in (
         result.stderr)
+
+
+def test_kubectl_shows_where_flink_restarts_without_state(karmada_env: KarmadaEnv, namespace: str) -> None:
+    """Issue 13 point 7 at policy admission: the preserved state cannot restore the FlinkDeployment."""
+    rules = stateful_policy("flink", namespace, "job", ("member1", "member2"))
+    application = rules["spec"]["failover"]["application"]
+    application["statePreservation"]["rules"] = [
+        {"aliasLabelName": "example.com/state", "jsonPath": "{ .jobStatus.state }"}]
+    result = karmada_env.kubectl("apply", "--dry-run=server", "-f", "-", input=json.dumps(rules))
+    assert ("Warning: spec.failover.application.statePreservation: no rule keeps { .jobStatus.jobId }: "
+            "FlinkDeployments restart without state") in result.stderr
+
+    application["statePreservation"]["rules"] = [
+        {"aliasLabelName": "example.com/jobid", "jsonPath": "{ .jobStatus.jobId }"}]
+    result = karmada_env.kubectl("apply", "--dry-run=server", "-f", "-", input=json.dumps(rules))
+    assert ("Warning: spec.failover.application.statePreservation.rules[0].aliasLabelName: no restore runs on this "
+            "label (docs/restore.md)") in result.stderr
+    assert "created (server dry run)" in result.stdout
