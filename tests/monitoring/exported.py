@@ -29,9 +29,9 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
 from controllers.cabundle import CaBundleInjector
+from controllers.kube import load_api_client
 from controllers.loop import Controller
 from controllers.manager import ReconcileLoop
-from controllers.kube import load_api_client
 from failover.api import (
     DEFAULT_JOB_ID_LABEL,
     RESOURCE_BINDING_NAME_ANNOTATION,
@@ -136,6 +136,7 @@ async def run_controller(loop: ReconcileLoop) -> None:
     controller = Controller(RESOURCE_BINDINGS.plural, never_listed, reconcile, loop.controller_metrics, workers=1)
     for key in ("fine", "conflicting", "api-failing", "crashing"):
         controller.queue.add(key)
+    # Its worker alone: the keys are queued by hand instead of by the informer, which would need an apiserver.
     worker = asyncio.create_task(controller._work())
     try:
         await asyncio.wait_for(everything_done.wait(), 10)
