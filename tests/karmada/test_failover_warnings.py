@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from tests.karmada.workloads import stateful_policy
-from tests.karmada_env import KarmadaEnv
+from tests.karmada.outages import events_of
+from tests.karmada.workloads import FLINK, FlinkJob, stateful_policy
+from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 
 pytestmark = pytest.mark.karmada
 
@@ -39,3 +40,23 @@ def test_kubectl_shows_where_flink_restarts_without_state(karmada_env: KarmadaEn
     assert ("Warning: spec.failover.application.statePreservation.rules[0].aliasLabelName: no restore runs on this "
             "label (docs/restore.md)") in result.stderr
     assert "created (server dry run)" in result.stdout
+
+
+def test_the_loop_warns_when_the_flink_deployment_itself_loses_its_state(karmada_env: KarmadaEnv,
+                                                                          namespace: str) -> None:
+    """Issue 13 point 7 on the reconcile side: the policy keeps the job id, but the FlinkDeployment's own
+    configuration deletes its checkpoints on cancellation; the relay says so on the binding before any failover."""
+    job = FlinkJob(karmada_env, namespace)
+    job.create(stateful_policy("flink", namespace, job.name, ("member1", "member2")))
+    karmada_env.api(KARMADA).patch(resource_path(FLINK, "flinkdeployments", job.name, namespace), {"spec": {
+        "flinkConfiguration": {"execution.checkpointing.externalized-checkpoint-retention": "DELETE_ON_CANCELLATION"}}})
+
+    [event] = karmada_env.wait_until(lambda: events_of(karmada_env, namespace, "StatelessRestart"), 60,
+                                     "the StatelessRestart event")
+    assert event["type"] == "Warning"
+    assert event["involvedObject"]["kind"] == "ResourceBinding"
+    assert event["involvedObject"]["name"] == job.binding_name
+    assert event["message"] == (
+        f"FlinkDeployment {namespace}/{job.name} restarts without state after a failover: "
+        "execution.checkpointing.externalized-checkpoint-retention is DELETE_ON_CANCELLATION: the checkpoints go "
+        "with the old copy")
