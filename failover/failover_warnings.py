@@ -19,8 +19,9 @@ will not do what its author expects.
   checkpoints and savepoints; or the rule that keeps it writes a label the relay's savepoint webhook is not
   registered for (`failover.profiles.TRIGGER_LABELS`), so the restored copy gets the label and no restore path. The
   workloads' own configuration (no checkpoint dir, DELETE_ON_CANCELLATION) cannot be judged here: the policy webhook
-  answers from the object alone, without reading the selected workloads from the apiserver; that warning comes at
-  the workload's admission with a trigger label (`failover.savepoint`).
+  answers from the object alone, without reading the selected workloads from the apiserver; those come at the
+  workload's admission with a trigger label (`failover.savepoint`) and as the loop's StatelessRestart Event
+  (`failover.stateless_restart`).
 """
 
 from __future__ import annotations
