@@ -1,6 +1,6 @@
 """What the relay's /metrics really exports: a relay run in-process, exercised so every family has samples, scraped.
 
-The registry is put together as `failover-relay serve` does it (relay/serve.py, relay/loop.py): the admission
+The registry is put together as `failover-relay serve` does it (relay/serve.py, relay/start_controllers.py): the admission
 server's metrics, and on the same registry the reconcile loop's (``ReconcileLoop``) and the caBundle updater's
 (``CaBundleInjector``). Then, through the real code paths:
 
@@ -30,7 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from controllers.cabundle import CaBundleInjector
 from controllers.kube import load_api_client
-from controllers.loop import Controller
+from controllers.controller import Controller
 from controllers.manager import ReconcileLoop
 from failover.api import (
     DEFAULT_JOB_ID_LABEL,
@@ -39,7 +39,7 @@ from failover.api import (
     RESOURCE_BINDINGS,
     WORKS,
 )
-from relay.loop import loop_settings
+from relay.start_controllers import loop_settings
 from relay.serve import RelayServer
 from relay.settings import ControllerSettings, SavepointSettings, Settings
 from tests.support import admission_review, client_tls, flink_policy
