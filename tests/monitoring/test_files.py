@@ -145,3 +145,19 @@ def test_the_checks_catch_a_renamed_metric_and_label(exported) -> None:
     assert problems("x", 'sum by (controler) (failover_relay_queue_depth{controler="a"})', set(), exported) == [
         "x: failover_relay_queue_depth has no label ['controler']",
         "x: label controler is on none of ['failover_relay_queue_depth']"]
+
+
+def test_the_operations_guide_lists_exactly_the_exported_metrics(exported) -> None:
+    """docs/operations.md's metric table: every metric the relay exports, with the labels it carries."""
+    names, labels = exported
+    guide = (MONITORING.parent.parent / "docs" / "operations.md").read_text()
+    listed = dict(re.findall(r"^\| `(failover_relay_\w+)` \| \w+ \| ([^|]*)\|", guide, flags=re.MULTILINE))
+    histograms = {name.removesuffix("_bucket") for name in names if name.endswith("_bucket")}
+
+    assert set(listed) == {name for name in names if not name.endswith(("_created", "_sum", "_count", "_bucket"))
+                           } | histograms
+    for name, cell in listed.items():
+        documented = set(re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", cell)))  # (...) holds values
+        scraped = labels.get(name + "_bucket" if name in histograms else name, set()) - TARGET_LABELS - {"le"}
+        if scraped:  # a labelled family that never moved shows no labels in a scrape
+            assert documented == scraped, f"{name}: the guide names {sorted(documented)}, the relay {sorted(scraped)}"
