@@ -59,6 +59,12 @@ karmada-binaries:
 	  echo "karmada-binaries: not built, the Karmada tier will skip (see the line above)"; \
 	elif [ $$status -ne 0 ]; then exit $$status; fi
 
+## The container image (Dockerfile) with docker or podman, whichever can build here; without a registry its base is
+## a Debian made locally (hack/build-base-image.sh, needs root and debootstrap). Not part of `make test`'s inputs:
+## tests/image builds it when a container tool is there and skips with one line when none is.
+image:
+	bash hack/build-image.sh $(ARGS)
+
 # hack/build-helm.sh exits 4 without Go: a failure on CI, locally the chart tests then skip and say why.
 helm-binary:
 	@status=0; bash hack/build-helm.sh >/dev/null || status=$$?; \

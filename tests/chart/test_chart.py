@@ -110,6 +110,16 @@ def test_namespace_is_kept_out_of_karmadas_propagation(helm_bin: Path) -> None:
         assert namespace["metadata"]["labels"]["namespace.karmada.io/skip-auto-propagation"] == "true"
 
 
+def test_the_documented_helm_install_creates_the_namespace_first(helm_bin: Path) -> None:
+    """docs/operations.md, "Helm": the Namespace alone, then the release without it."""
+    namespace_only = helm(helm_bin, "template", "failover-relay", str(CHART), "-n", NAMESPACE, "--show-only",
+                          "templates/namespace.yaml").stdout
+    without = template(helm_bin, values={"namespace": {"create": False}})
+
+    assert [o["kind"] for o in yaml.safe_load_all(namespace_only) if o] == ["Namespace"]
+    assert "Namespace" not in {o["kind"] for o in without} and len(without) == len(template(helm_bin)) - 1
+
+
 def test_member_mode_registers_the_flink_mutation_only(helm_bin: Path) -> None:
     rendered = template(helm_bin, values={"mode": "member"})
     kustomize = _kustomize_install()
