@@ -1,6 +1,5 @@
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
