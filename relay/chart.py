@@ -2,7 +2,7 @@
 
 ``chart/failover-relay/templates/webhooks.yaml`` is this module's output (``python -m relay.chart > ...``;
 tests/chart/test_chart.py fails when it drifts). The webhooks themselves come from ``relay.manifests`` and the
-admission registry (``failover.rules.WEBHOOKS``); this module only turns what varies per install into template
+admission registry (``failover.registry.WEBHOOKS``); this module only turns what varies per install into template
 expressions:
 
 - the client config: the Service in the release namespace, or ``webhooks.url`` (the karmada-apiserver reaches the
@@ -24,8 +24,9 @@ from typing import Any
 
 import yaml
 
-from failover import rules as registry
-from failover.rules import Decider, Webhook, webhooks_at
+from failover import registry
+from failover.api import FailurePolicy
+from failover.registry import Decider, Webhook, webhooks_at
 from relay.manifests import (
     ALWAYS_EXCLUDED_NAMESPACES,
     CERT_MANAGER_INJECT_ANNOTATION,
@@ -44,7 +45,7 @@ MEMBER_DECIDERS = frozenset({Decider.SAVEPOINT})
 
 HEADER = """\
 {{/*
-  Rendered by `python -m relay.chart` from relay/manifests.py and the admission registry (failover/rules.py), the
+  Rendered by `python -m relay.chart` from relay/manifests.py and the admission registry (failover/registry.py), the
   source of manifests/deploy/webhooks.yaml; re-render rather than edit (tests/chart/test_chart.py checks it).
   caBundle is left to the relays (certificates.mode selfManaged), to cert-manager's CA injector (certManager), or
   given as webhooks.caBundle.
@@ -78,8 +79,8 @@ _CLIENT_CONFIG_MARK = "__chart_client_config__"
 def render_chart_webhooks() -> str:
     """The whole template file."""
     options = {policy: WebhookOptions(service_endpoint(CONFIGURATION_NAME, DEFAULT_NAMESPACE), ca_bundle=None,
-                                      savepoint_failure_policy=policy) for policy in ("Ignore", "Fail")}
-    parts = [HEADER, _client_config_helper(options["Ignore"]), '{{- if .Values.webhooks.create }}\n']
+                                      savepoint_failure_policy=str(policy)) for policy in FailurePolicy}
+    parts = [HEADER, _client_config_helper(options[FailurePolicy.IGNORE]), '{{- if .Values.webhooks.create }}\n']
     for render, mutating in ((validating_configuration, False), (mutating_configuration, True)):
         parts.append(_configuration(render, mutating, options))
     parts.append("{{- end }}\n")
@@ -92,13 +93,14 @@ def _client_config_helper(options: WebhookOptions) -> str:
 
 
 def _configuration(render: Callable[[WebhookOptions], dict[str, Any]], mutating: bool,
-                   options: dict[str, WebhookOptions]) -> str:
-    configuration = render(options["Ignore"])
+                   options: dict[FailurePolicy, WebhookOptions]) -> str:
+    ignore, fail = options[FailurePolicy.IGNORE], options[FailurePolicy.FAIL]
+    configuration = render(ignore)
     endpoint = registry.Endpoint.MUTATE if mutating else registry.Endpoint.VALIDATE
     pairs = [(webhook, entry, fail_entry)
              for webhook in webhooks_at(endpoint)
-             for entry, fail_entry in zip(webhook_entries(webhook, options["Ignore"], mutating=mutating),
-                                          webhook_entries(webhook, options["Fail"], mutating=mutating), strict=True)]
+             for entry, fail_entry in zip(webhook_entries(webhook, ignore, mutating=mutating),
+                                          webhook_entries(webhook, fail, mutating=mutating), strict=True)]
     assert [entry for _, entry, _ in pairs] == configuration["webhooks"]
     on_members = any(webhook.decider in MEMBER_DECIDERS for webhook, _, _ in pairs)
     lines = [] if on_members else ['{{- if include "failover-relay.controlPlane" . }}']
