@@ -71,6 +71,17 @@ caBundle: {{{{ . | quote }}}}
 {{{{- end }}}}
 """
 
+# The operator's choice, refused at render time when it is not one the apiserver knows.
+_FAILURE_POLICY_CHECK = """\
+{{{{- define "failover-relay.savepointFailurePolicy" -}}}}
+{{{{- $policy := .Values.webhooks.savepointFailurePolicy -}}}}
+{{{{- if not (has $policy (list {choices})) -}}}}
+{{{{- fail (printf "webhooks.savepointFailurePolicy %q: use {spelled}" $policy) -}}}}
+{{{{- end -}}}}
+{{{{- $policy -}}}}
+{{{{- end }}}}
+"""
+
 _EXCLUDED = "__chart_excluded_namespaces__"
 _FAILURE_POLICY = "__chart_failure_policy__"
 _CLIENT_CONFIG_MARK = "__chart_client_config__"
@@ -80,7 +91,8 @@ def render_chart_webhooks() -> str:
     """The whole template file."""
     options = {policy: WebhookOptions(service_endpoint(CONFIGURATION_NAME, DEFAULT_NAMESPACE), ca_bundle=None,
                                       savepoint_failure_policy=str(policy)) for policy in FailurePolicy}
-    parts = [HEADER, _client_config_helper(options[FailurePolicy.IGNORE]), '{{- if .Values.webhooks.create }}\n']
+    parts = [HEADER, _client_config_helper(options[FailurePolicy.IGNORE]), _failure_policy_check(),
+             '{{- if .Values.webhooks.create }}\n']
     for render, mutating in ((validating_configuration, False), (mutating_configuration, True)):
         parts.append(_configuration(render, mutating, options))
     parts.append("{{- end }}\n")
@@ -92,6 +104,11 @@ def _client_config_helper(options: WebhookOptions) -> str:
     return _CLIENT_CONFIG.format(name=service["name"], port=service["port"])
 
 
+def _failure_policy_check() -> str:
+    return _FAILURE_POLICY_CHECK.format(choices=" ".join(json.dumps(str(policy)) for policy in FailurePolicy),
+                                        spelled=" or ".join(str(policy) for policy in FailurePolicy))
+
+
 def _configuration(render: Callable[[WebhookOptions], dict[str, Any]], mutating: bool,
                    options: dict[FailurePolicy, WebhookOptions]) -> str:
     ignore, fail = options[FailurePolicy.IGNORE], options[FailurePolicy.FAIL]
@@ -101,7 +118,8 @@ def _configuration(render: Callable[[WebhookOptions], dict[str, Any]], mutating:
              for webhook in webhooks_at(endpoint)
              for entry, fail_entry in zip(webhook_entries(webhook, ignore, mutating=mutating),
                                           webhook_entries(webhook, fail, mutating=mutating), strict=True)]
-    assert [entry for _, entry, _ in pairs] == configuration["webhooks"]
+    if [entry for _, entry, _ in pairs] != configuration["webhooks"]:
+        raise AssertionError(f"{configuration['kind']}: webhook_entries no longer renders the configuration")
     on_members = any(webhook.decider in MEMBER_DECIDERS for webhook, _, _ in pairs)
     lines = [] if on_members else ['{{- if include "failover-relay.controlPlane" . }}']
     lines += [
@@ -144,7 +162,7 @@ def _entry(webhook: Webhook, entry: dict[str, Any], fail_entry: dict[str, Any]) 
             .replace(f"values: {_EXCLUDED}",
                      f"values: {{{{ list {excluded} $.Release.Namespace | uniq | sortAlpha | toJson }}}}")
             .replace(f"failurePolicy: {_FAILURE_POLICY}",
-                     "failurePolicy: {{ $.Values.webhooks.savepointFailurePolicy }}"))
+                     'failurePolicy: {{ include "failover-relay.savepointFailurePolicy" $ }}'))
     if "__chart_" in text:
         raise AssertionError(f"{entry['name']}: a placeholder was left in the template")
     lines = text.rstrip("\n").split("\n")

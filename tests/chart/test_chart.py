@@ -240,6 +240,8 @@ def test_webhooks_by_url_for_an_apiserver_without_the_service(helm_bin: Path) ->
 @pytest.mark.parametrize(("values", "named"), [
     ({"mode": "members"}, 'mode "members"'),
     ({"certificates": {"mode": "vault"}}, 'certificates.mode "vault"'),
+    ({"webhooks": {"savepointFailurePolicy": "ignore"}},
+     'webhooks.savepointFailurePolicy "ignore": use Fail or Ignore'),
 ])
 def test_an_unknown_mode_fails_the_render_naming_it(helm_bin: Path, values: dict[str, Any], named: str) -> None:
     with pytest.raises(HelmError) as failure:
