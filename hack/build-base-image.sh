@@ -33,6 +33,18 @@ fi
 [[ "$(id -u)" == 0 ]] || { log "debootstrap needs root; build as root or make the base elsewhere"; exit 5; }
 command -v debootstrap >/dev/null || { log "debootstrap is not installed (apt-get install debootstrap)"; exit 5; }
 
+# One debootstrap at a time: a parallel run (make image beside tests/image) waits for the first and finds its image.
+lock_dir="${XDG_CACHE_HOME:-$HOME/.cache}/failover-relay/image"
+mkdir -p "$lock_dir"
+exec 9>"$lock_dir/.base.lock"
+if command -v flock >/dev/null; then
+  flock 9
+  if "$tool" image inspect "$IMAGE" >/dev/null 2>&1; then
+    echo "$IMAGE"
+    exit 0
+  fi
+fi
+
 work="$(mktemp -d "${TMPDIR:-/var/tmp}/failover-relay-base.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 started=$SECONDS
