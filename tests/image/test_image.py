@@ -86,11 +86,13 @@ def serving(image: Image, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """The image serving on a free loopback port; yields its base URL and the host side of its cert dir."""
     certs = tmp_path / "certs"
     certs.mkdir(mode=0o700)
-    volume = f"{certs}:{CERT_DIR}"
     if os.geteuid() == 0:
         os.chown(certs, 65532, 65532)
-    elif image.tool == "podman":
-        volume += ":U"  # rootless podman: chown to the container's user through the user namespace
+    else:
+        # Not root (a CI runner with docker, rootless podman): the container's user cannot be given the directory,
+        # so it may write into it; the certificate files keep their own modes (key 0600, certificates 0644).
+        certs.chmod(0o777)
+    volume = f"{certs}:{CERT_DIR}"
     port = free_port()
     name = f"failover-relay-test-{uuid.uuid4().hex[:8]}"
     # In a cluster (KUBERNETES_SERVICE_HOST set) `serve` refuses a Python with the gh-109534 leak: this one starts.
@@ -102,7 +104,8 @@ def serving(image: Image, tmp_path: Path) -> Iterator[tuple[str, Path]]:
         yield f"https://localhost:{port}", certs
     finally:
         logs = image.run("logs", name, check=False)
-        image.run("rm", "--force", "--time", "5", name, check=False)
+        image.run("stop", "-t", "5", name, check=False)
+        image.run("rm", "--force", name, check=False)
         print(logs.stdout[-4000:], logs.stderr[-4000:])
 
 
