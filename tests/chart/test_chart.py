@@ -193,6 +193,8 @@ def test_values_reach_the_relay_as_flags_its_parser_accepts(helm_bin: Path, tmp_
     assert container["envFrom"] == [{"secretRef": {"name": "flink-s3"}}]
     assert container["resources"] == values["resources"]
     assert _one(rendered, "Deployment")["spec"]["replicas"] == 3
+    # One replica: no PodDisruptionBudget (minAvailable 1 would block every drain).
+    assert "PodDisruptionBudget" not in {o["kind"] for o in template(helm_bin, values={"replicas": 1})}
     assert f"--config={mounts['config']}/config.yaml" in container["args"]
     # A changed config rolls the pods.
     annotations = _one(rendered, "Deployment")["spec"]["template"]["metadata"]["annotations"]
