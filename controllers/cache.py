@@ -23,6 +23,7 @@ from failover.api import (
 from failover.fencing import FENCED_ANNOTATION, fenced_copies
 from failover.names import object_key
 from failover.preserved_state import owning_binding
+from failover.stateless_restart import is_flink_deployment
 
 BINDING_RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
 POLICY_RESOURCES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)
@@ -34,15 +35,25 @@ def with_identity(obj: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
     return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
 
 
+def _state_configuration(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """A FlinkDeployment's flinkConfiguration (a few keys), which failover/stateless_restart.py judges."""
+    configuration = b.spec(manifest).get("flinkConfiguration")
+    if not is_flink_deployment(manifest) or not isinstance(configuration, dict):
+        return {}
+    return {"spec": {"flinkConfiguration": configuration}}
+
+
 def work_cached_form(work: Mapping[str, Any]) -> Mapping[str, Any]:
     """A Work as the cache keeps it: metadata, and of each manifest only what names the object it puts on its
-    cluster (the manifests are most of a Work's size and nothing else of them is read)."""
+    cluster and, of a FlinkDeployment, its flinkConfiguration (the manifests are most of a Work's size and nothing
+    else of them is read)."""
     metadata = work.get("metadata")
     metadata = {k: v for k, v in metadata.items() if k != "managedFields"} if isinstance(metadata, dict) else {}
     workload = b.spec(work).get("workload")
     manifests = workload.get("manifests") if isinstance(workload, dict) else None
     identities = [{"apiVersion": m.get("apiVersion"), "kind": m.get("kind"),
-                   "metadata": {k: v for k, v in b.metadata(m).items() if k in ("name", "namespace")}}
+                   "metadata": {k: v for k, v in b.metadata(m).items() if k in ("name", "namespace")},
+                   **_state_configuration(m)}
                   for m in (manifests if isinstance(manifests, list) else ()) if isinstance(m, dict)]
     return {"apiVersion": WORKS.api_version, "kind": WORKS.kind, "metadata": metadata,
             "spec": {"workload": {"manifests": identities}}}

@@ -38,6 +38,7 @@ from failover.graceful_eviction import decide_graceful_eviction
 from failover.last_state import decide_last_state
 from failover.names import object_key
 from failover.rebalancer import decide_rebalance, referenced_bindings
+from failover.stateless_restart import stateless_restart_events
 
 log = structlog.get_logger("failover_relay.reconcile")
 
@@ -145,6 +146,10 @@ class BindingReconciler:
             log.info("eviction_tasks_ended", kind=self.kind, binding=key,
                      clusters=[task.from_cluster for task in eviction.ended])
         await self.recorder.record(step.binding, eviction.events)
+
+        if self.cache.synced(WORKS.kind):  # issue 13 point 7: the workload's own configuration loses the state
+            await self.recorder.record(step.binding, stateless_restart_events(step.binding,
+                                                                             self.cache.works_of(step.binding)))
 
         fencing = await self._fence(step, key, now)
         return earliest(failover.requeue_after, eviction.requeue_after, fencing)

@@ -14,22 +14,41 @@ will not do what its author expects.
 - Failback (`failover-relay.io/failback: "true"`) on a flat `clusterAffinity` of more than two clusters with a
   single-cluster spread: the workload moves back only when the recovered cluster wins the scheduler's name
   tie-break (failover/failback.py `failback_route`); ordered `clusterAffinities` always can.
+- Stateful failover of FlinkDeployments whose preserved state cannot restore a job (issue 13 point 7, the policy
+  side): no statePreservation rule keeps the job id (`{ .jobStatus.jobId }`), by which the restore finds the job's
+  checkpoints and savepoints; or the rule that keeps it writes a label the relay's savepoint webhook is not
+  registered for (`failover.profiles.TRIGGER_LABELS`), so the restored copy gets the label and no restore path. The
+  workloads' own configuration (no checkpoint dir, DELETE_ON_CANCELLATION) cannot be judged here: the policy webhook
+  answers from the object alone, without reading the selected workloads from the apiserver; those come at the
+  workload's admission with a trigger label (`failover.savepoint`) and as the loop's StatelessRestart Event
+  (`failover.stateless_restart`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
+from collections.abc import Sequence
+
 from failover import binding as b
+from failover.api import FLINK_DEPLOYMENTS
 from failover.failback import FAILBACK_ANNOTATION, placement_is_single_cluster
+from failover.jsonpath import JSONPathSyntaxError, parse_template
+from failover.profiles import TRIGGER_LABELS
 
 # (group, kind) Karmada v1.19 has no health interpretation for, as reported in Karmada #7843.
 NO_HEALTH_INTERPRETATION = frozenset({("batch", "Job"), ("flink.apache.org", "FlinkSessionJob"),
                                       ("flink.apache.org", "FlinkBlueGreenDeployment")})
+# The status fields the restore reads the job id from: FlinkDeployment `status.jobStatus.jobId`; and the `jobID` typo
+# of Karmada's docs, which failover/policy.py already warns about (it blocks the eviction itself).
+JOB_ID_FIELDS = frozenset({"jobStatus", "jobId"})
+JOB_ID_TYPO_FIELDS = frozenset({"jobStatus", "jobID"})
+STATEFUL_SECTIONS = ("application", "cluster")
 
 
-def failover_warnings(policy: Mapping[str, Any]) -> list[str]:
-    """The warnings for one (Cluster)PropagationPolicy; [] when it has no failover or nothing to say."""
+def failover_warnings(policy: Mapping[str, Any], trigger_labels: Sequence[str] = TRIGGER_LABELS) -> list[str]:
+    """The warnings for one (Cluster)PropagationPolicy; [] when it has no failover or nothing to say.
+    ``trigger_labels``: the job-id labels the relay's savepoint webhook restores on."""
     spec = b.spec(policy)
     failover = spec.get("failover")
     if not isinstance(failover, dict):
@@ -53,7 +72,42 @@ def failover_warnings(policy: Mapping[str, Any]) -> list[str]:
         if not isinstance(flat, list) or len(flat) > 2:
             warnings.append("failback: with clusterAffinity Karmada breaks the tie by name; only ordered"
                             " clusterAffinities always move back")
+    if (FLINK_DEPLOYMENTS.group, FLINK_DEPLOYMENTS.kind) in _selected_kinds(spec):
+        for section in STATEFUL_SECTIONS:
+            if isinstance(failover.get(section), dict):
+                warnings += stateless_flink_failover(failover[section], f"spec.failover.{section}", trigger_labels)
     return warnings
+
+
+def stateless_flink_failover(section: Mapping[str, Any], path: str,
+                             trigger_labels: Sequence[str] = TRIGGER_LABELS) -> list[str]:
+    """Why a stateful failover ``section`` (application or cluster) of FlinkDeployments restores no state.
+
+    Only rules that parse are judged (the others are denied by failover/policy.py). A section without
+    statePreservation is stateless on purpose and says nothing.
+    """
+    preservation = section.get("statePreservation")
+    rules = preservation.get("rules") if isinstance(preservation, dict) else None
+    if not isinstance(rules, list) or not rules:
+        return []
+    job_id_rules, typos = [], 0
+    for index, rule in enumerate(rules):
+        if not isinstance(rule, dict) or not isinstance(rule.get("jsonPath"), str):
+            continue
+        try:
+            fields = parse_template(rule["jsonPath"]).field_names()
+        except JSONPathSyntaxError:
+            continue
+        if JOB_ID_FIELDS <= fields:
+            job_id_rules.append((index, rule.get("aliasLabelName")))
+        typos += JOB_ID_TYPO_FIELDS <= fields
+    sp_path = f"{path}.statePreservation"
+    if not job_id_rules:
+        return [] if typos else [
+            f"{sp_path}: no rule keeps {{ .jobStatus.jobId }}: FlinkDeployments restart without state"]
+    if any(alias in trigger_labels for _, alias in job_id_rules):
+        return []
+    return [f"{sp_path}.rules[{job_id_rules[0][0]}].aliasLabelName: no restore runs on this label (docs/restore.md)"]
 
 
 def _selected_kinds(spec: Mapping[str, Any]) -> list[tuple[str, str]]:

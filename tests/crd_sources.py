@@ -5,6 +5,9 @@
   place that knows the cache layout; this module only runs it and reads the directory it prints.
 - The FlinkDeployment CRD is the Flink Kubernetes operator's own (``helm/flink-kubernetes-operator/crds/``), shipped
   beside the project in ``../shared/flink-operator/`` or wherever ``$FLINK_OPERATOR_CRDS`` points.
+- The prometheus-operator's PrometheusRule and ServiceMonitor CRDs (for manifests/monitoring/) are committed in
+  ``tests/crds/prometheus-operator/``, copied unchanged from the prometheus-operator repository at the tag its
+  kustomization names.
 
 ``karmada_crds(tree, target, conversion=...)`` writes a kustomization of Karmada's CRDs for ``kubectl apply -k``: with a
 conversion webhook (the real control plane, where karmada-webhook serves ``/convert``) or without (a bare
@@ -30,6 +33,7 @@ KARMADA_CRDS = Path("charts") / "karmada" / "_crds"
 # Karmada serves Cluster from karmada-aggregated-apiserver, not a CRD; a bare kube-apiserver gets this stand-in.
 CLUSTER_STAND_IN_CRD = REPO_ROOT / "tests" / "e2e" / "clusters.cluster.karmada.io.yaml"
 FLINK_DEPLOYMENT_CRD_FILE = "flinkdeployments.flink.apache.org-v1.yml"
+PROMETHEUS_OPERATOR_CRDS = REPO_ROOT / "tests" / "crds" / "prometheus-operator"
 # hack/build-karmada.sh's exit codes for "nothing to build from" and "nothing to build with".
 EXIT_NO_SOURCE, EXIT_NO_GO = 3, 4
 
@@ -137,8 +141,10 @@ def karmada_crds(tree: KarmadaTree, target: Path, *, conversion: ConversionWebho
 
 def envtest_crds(tree: KarmadaTree, target: Path) -> list[Path]:
     """What a bare kube-apiserver (the envtest tier, the reconcile benchmark) gets, for ``ControlPlane.apply_crds``:
-    Karmada's CRDs without conversion webhook, the Flink operator's FlinkDeployment and the Cluster stand-in."""
-    return [karmada_crds(tree, target, conversion=None), flink_deployment_crd(), CLUSTER_STAND_IN_CRD]
+    Karmada's CRDs without conversion webhook, the Flink operator's FlinkDeployment, the Cluster stand-in and the
+    prometheus-operator's CRDs of manifests/monitoring/."""
+    return [karmada_crds(tree, target, conversion=None), flink_deployment_crd(), CLUSTER_STAND_IN_CRD,
+            PROMETHEUS_OPERATOR_CRDS]
 
 
 # cert-manager's CRDs (the chart's certificates.mode certManager renders Issuers and Certificates), from

@@ -446,14 +446,6 @@ def test_multi_cluster_placement_without_state_preservation_does_not_warn() -> N
                      f"{APP_RULE_PATH}.jsonPath: use jobId: FlinkDeployment status has no jobID", id="job-id-typo"),
         pytest.param({f"{APP_RULE}.jsonPath": "{.jobStatus['jobID']}"},
                      f"{APP_RULE_PATH}.jsonPath: {JOB_ID_TYPO}", id="job-id-typo-bracket"),
-        # Valid for client-go's jsonpath (Karmada evaluates them), but not one usable label value: warned.
-        pytest.param({f"{APP_RULE}.jsonPath": ""},
-                     f"{APP_RULE_PATH}.jsonPath: no {{...}} action: always the same literal text", id="json-path-empty"),
-        pytest.param({f"{APP_RULE}.jsonPath": "true"},
-                     f"{APP_RULE_PATH}.jsonPath: no {{...}} action: always the same literal text",
-                     id="json-path-constant-karmada-5788"),
-        pytest.param({f"{APP_RULE}.jsonPath": "{range .items[0]}{.id}{end}"},
-                     f"{APP_RULE_PATH}.jsonPath: a range loop joins values into one string", id="json-path-range"),
         pytest.param({f"{CLUSTER_RULE}.jsonPath": "flink-{ .jobStatus.jobID }"},
                      f"{CLUSTER_RULE_PATH}.jsonPath: {JOB_ID_TYPO}", id="job-id-typo-cluster"),
     ],
@@ -463,6 +455,31 @@ def test_warning(changes: dict[str, Any], warning: str) -> None:
 
     assert verdict.allowed, verdict.message
     assert verdict.warnings == (warning,)
+    assert_warnings_fit(verdict.warnings)
+
+
+# The FlinkDeployment's job id is then not kept either (failover/failover_warnings.py): a second warning.
+NO_JOB_ID = f"{APP}.statePreservation: no rule keeps {{ .jobStatus.jobId }}: FlinkDeployments restart without state"
+
+
+@pytest.mark.parametrize(
+    ("changes", "warning"),
+    [
+        # Valid for client-go's jsonpath (Karmada evaluates them), but not one usable label value: warned.
+        pytest.param({f"{APP_RULE}.jsonPath": ""},
+                     f"{APP_RULE_PATH}.jsonPath: no {{...}} action: always the same literal text", id="json-path-empty"),
+        pytest.param({f"{APP_RULE}.jsonPath": "true"},
+                     f"{APP_RULE_PATH}.jsonPath: no {{...}} action: always the same literal text",
+                     id="json-path-constant-karmada-5788"),
+        pytest.param({f"{APP_RULE}.jsonPath": "{range .items[0]}{.id}{end}"},
+                     f"{APP_RULE_PATH}.jsonPath: a range loop joins values into one string", id="json-path-range"),
+    ],
+)
+def test_warning_of_an_unusable_json_path(changes: dict[str, Any], warning: str) -> None:
+    verdict = validate_policy(with_changes(working_flink_policy(), changes))
+
+    assert verdict.allowed, verdict.message
+    assert verdict.warnings == (warning, NO_JOB_ID)
     assert_warnings_fit(verdict.warnings)
 
 
