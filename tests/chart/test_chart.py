@@ -29,6 +29,7 @@ from tests.helm import CHART, HelmError, helm, template, template_text, without_
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = REPO_ROOT / "manifests" / "deploy"
+MONITORING = REPO_ROOT / "manifests" / "monitoring"
 NAMESPACE = "failover-relay"
 
 
@@ -36,11 +37,11 @@ def _documents(path: Path) -> list[dict[str, Any]]:
     return [document for document in yaml.safe_load_all(path.read_text()) if document]
 
 
-def _kustomize_install() -> list[dict[str, Any]]:
+def _kustomize_install(directory: Path = REPO_ROOT / "manifests") -> list[dict[str, Any]]:
     """`kubectl kustomize manifests/`: the objects `kubectl apply -k manifests/` installs."""
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not on PATH; it renders manifests/ (.ci/run installs it)")
-    rendered = subprocess.run(["kubectl", "kustomize", str(REPO_ROOT / "manifests")], capture_output=True, text=True,
+    rendered = subprocess.run(["kubectl", "kustomize", str(directory)], capture_output=True, text=True,
                               timeout=60, check=True).stdout
     return [document for document in yaml.safe_load_all(rendered) if document]
 
@@ -93,6 +94,35 @@ def test_defaults_render_the_kustomize_install(helm_bin: Path) -> None:
     assert sorted(rendered) == sorted(kustomize)
     for key, expected in kustomize.items():
         assert rendered[key] == expected, f"{key} differs between the chart and manifests/deploy"
+
+
+@pytest.mark.parametrize("name", ["prometheus-rules.yaml", "grafana-dashboard.json"])
+def test_the_charts_monitoring_files_are_those_of_manifests_monitoring(name: str) -> None:
+    assert (CHART / "files" / name).read_bytes() == (MONITORING / name).read_bytes(), (
+        f"chart/failover-relay/files/{name} differs from manifests/monitoring/{name}: copy it over")
+
+
+def test_monitoring_renders_the_kustomize_monitoring_objects(helm_bin: Path) -> None:
+    enabled = {"enabled": True}
+    rendered = template(helm_bin, values={"monitoring": {"serviceMonitor": enabled, "prometheusRule": enabled,
+                                                         "dashboard": enabled}})
+    monitoring = [o for o in rendered if o["kind"] in ("ServiceMonitor", "PrometheusRule")
+                  or o["metadata"]["name"] == "failover-relay-dashboard"]
+    kustomize = _by_key(_kustomize_install(MONITORING))
+
+    assert sorted(_by_key(monitoring)) == sorted(kustomize)
+    for key, obj in _by_key(monitoring).items():
+        assert obj == kustomize[key], f"{key} differs between the chart and manifests/monitoring"
+    assert not [o for o in template(helm_bin) if o["kind"] in ("ServiceMonitor", "PrometheusRule")], \
+        "monitoring is opt-in: the CRDs may not be installed"
+
+
+def test_monitoring_labels_reach_the_prometheus_selectors(helm_bin: Path) -> None:
+    rendered = template(helm_bin, values={"monitoring": {"labels": {"release": "kube-prometheus-stack"},
+                                                         "serviceMonitor": {"enabled": True},
+                                                         "prometheusRule": {"enabled": True}}})
+    for kind in ("ServiceMonitor", "PrometheusRule"):
+        assert _one(rendered, kind)["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
 def test_network_policy_is_the_optional_manifest(helm_bin: Path) -> None:

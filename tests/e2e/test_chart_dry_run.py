@@ -1,5 +1,6 @@
 """Each mode of the Helm chart, as `helm template` renders it, is accepted whole by a real kube-apiserver (server-side
-apply with --dry-run=server), cert-manager's Issuers and Certificates by cert-manager's own CRDs."""
+apply with --dry-run=server), cert-manager's Issuers and Certificates by cert-manager's own CRDs, the ServiceMonitor
+and PrometheusRule by the prometheus-operator's."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ MODES = {
     "cert-manager": ("relay-cert-manager", {
         "certificates": {"mode": "certManager"}, "failback": True,
         "karmadaKubeconfigSecret": "failover-relay-karmada", "config": {"savepoint": {"lateRestore": True}},
-        "networkPolicy": {"enabled": True, "apiserverCIDRs": ["10.0.0.0/28"]}}),
+        "networkPolicy": {"enabled": True, "apiserverCIDRs": ["10.0.0.0/28"]},
+        "monitoring": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
+                       "dashboard": {"enabled": True}}}),
 }
 
 
@@ -65,6 +68,6 @@ def test_chart_is_accepted_by_the_apiserver(cert_manager: ControlPlane, helm_bin
     assert "Warning" not in result.stderr, result.stderr
     kinds = {o["kind"] for o in objects}
     if mode == "cert-manager":
-        assert {"Certificate", "Issuer", "NetworkPolicy", "ConfigMap"} <= kinds
+        assert {"Certificate", "Issuer", "NetworkPolicy", "ConfigMap", "ServiceMonitor", "PrometheusRule"} <= kinds
     if mode == "member":
         assert "ValidatingWebhookConfiguration" not in kinds and "Role" not in kinds
