@@ -120,7 +120,8 @@ class RelayServer:
         self.metrics.connections_open.set_function(lambda: listener.open)
         # With --port 0 the kernel picks the port; readiness must dial the one actually bound.
         self.readiness.port = self.port = self.runner.addresses[0][1]
-        log.info("serving", url=self.url, cert_dir=str(self.settings.cert_dir), ca_file=str(self.files.ca_file),
+        log.info("serving", url=self.url, event_loop=type(asyncio.get_running_loop()).__module__.partition(".")[0],
+                 cert_dir=str(self.settings.cert_dir), ca_file=str(self.files.ca_file),
                  certificate_not_after=self.tls.not_after.isoformat(), managed_certificate=self.files.managed)
 
     async def keep_certificate_fresh(self) -> None:
