@@ -25,6 +25,8 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from failover.names import key_of
+
 WATCH_TIMEOUT_SECONDS = 290  # the apiserver closes watches after --min-request-timeout (1800 s) at the latest
 RETRY_MIN_SECONDS = 0.5
 RETRY_MAX_SECONDS = 30.0
@@ -33,12 +35,6 @@ log = structlog.get_logger("failover_relay.informer")
 
 ListFunction = Callable[..., Mapping[str, Any]]
 ChangeHandler = Callable[[str], None]
-
-
-def object_key(obj: Mapping[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    namespace = metadata.get("namespace")
-    return f"{namespace}/{metadata.get('name')}" if namespace else str(metadata.get("name"))
 
 
 class Informer:
@@ -59,7 +55,6 @@ class Informer:
         self._transform = transform or _cached_form
         self.cache: dict[str, Mapping[str, Any]] = {}
         self.synced = threading.Event()
-        self.relists = 0
         self._stopping = threading.Event()
         self._watch: watch.Watch | None = None
         self._thread = threading.Thread(target=self._run, name=f"informer-{name}", daemon=True)
@@ -109,11 +104,10 @@ class Informer:
 
     def _relist(self) -> str:
         listing = self._list()
-        fresh = {object_key(item): self._transform(item) for item in listing.get("items") or ()}
+        fresh = {key_of(item): self._transform(item) for item in listing.get("items") or ()}
         gone = set(self.cache) - set(fresh)
         changed = [key for key, item in fresh.items() if _version(self.cache.get(key)) != _version(item)]
         self.cache = {**fresh}
-        self.relists += 1
         self.synced.set()
         for key in [*changed, *gone]:
             self._notify(key)
@@ -137,7 +131,7 @@ class Informer:
                     resource_version = str(version)
                 if kind == "BOOKMARK":
                     continue
-                key = object_key(obj)
+                key = key_of(obj)
                 if kind == "DELETED":
                     self.cache.pop(key, None)
                 else:

@@ -7,7 +7,6 @@ never append a second eviction task: the write fails with 409 and the key is rec
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -20,15 +19,8 @@ from urllib3.exceptions import HTTPError
 from controllers.cache import Cache, with_identity
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
-from controllers.kube import (
-    CLUSTER_RESOURCE_BINDINGS,
-    CLUSTERS,
-    RESOURCE_BINDINGS,
-    WORKLOAD_REBALANCERS,
-    WORKS,
-    conflict,
-    not_found,
-)
+from controllers.kube import conflict, not_found
+from failover.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
 from failover.application_failover import decide_application_failover
 from failover.cluster_failover import decide_cluster_failover_state
 from failover.decision import NORMAL, DecisionSettings, Event, ObjectRef, clip_message, earliest
@@ -44,6 +36,7 @@ from failover.fencing import (
 )
 from failover.graceful_eviction import decide_graceful_eviction
 from failover.last_state import decide_last_state
+from failover.names import object_key
 from failover.rebalancer import decide_rebalance, referenced_bindings
 
 log = structlog.get_logger("failover_relay.reconcile")
@@ -53,11 +46,6 @@ Clock = Callable[[], datetime]
 # after this.
 COPY_RETRY = timedelta(seconds=2)
 
-API_VERSIONS = {r.kind: r.api_version
-                for r in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS)}
-# A condition that lasts (a cluster unhealthy without propagateDeps) yields the same event on every reconcile;
-# one per object, reason and message within this window is enough for `kubectl describe`.
-EVENT_REPEAT_SECONDS = 600.0
 
 
 def utc_now() -> datetime:
@@ -107,36 +95,6 @@ class _KeySet:
         self.gauge.set(len(self.keys))
 
 
-class Recorder:
-    """Events through `EventRecorder`, without repeating one (object, reason, message) within the window."""
-
-    def __init__(self, recorder: EventRecorder, clock: Callable[[], float] = time.monotonic) -> None:
-        self.recorder = recorder
-        self.clock = clock
-        self._recent: dict[tuple[str, str, str, str], float] = {}
-
-    async def record(self, subject: Mapping[str, Any], events: Iterable[Event]) -> None:
-        for event in events:
-            regarding = subject if event.regarding is None else reference_object(event.regarding)
-            metadata = regarding.get("metadata") or {}
-            key = (str(regarding.get("kind")), f"{metadata.get('namespace')}/{metadata.get('name')}",
-                   event.reason, event.message)
-            now = self.clock()
-            if now - self._recent.get(key, -EVENT_REPEAT_SECONDS) < EVENT_REPEAT_SECONDS:
-                continue
-            self._recent[key] = now
-            if len(self._recent) > 10_000:
-                self._recent = {k: t for k, t in self._recent.items() if now - t < EVENT_REPEAT_SECONDS}
-            log.info("event", kind=key[0], object=key[1], type=event.type, reason=event.reason,
-                     message=event.message)
-            await self.recorder.record(regarding, event.type, event.reason, event.message)
-
-
-def reference_object(ref: ObjectRef) -> dict[str, Any]:
-    metadata = {"name": ref.name, **({"namespace": ref.namespace} if ref.namespace else {})}
-    return {"apiVersion": API_VERSIONS.get(ref.kind, ""), "kind": ref.kind, "metadata": metadata}
-
-
 def conditional(patch: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
     """`patch` with the resourceVersion it was decided on: the apiserver answers 409 if the object moved on."""
     metadata = dict(patch.get("metadata") or {})
@@ -153,7 +111,7 @@ class BindingReconciler:
     """One ResourceBinding or ClusterResourceBinding: application failover, the last good state, the state of the
     taint manager's tasks, graceful eviction, then fencing of the old copy (failover/fencing.py)."""
 
-    def __init__(self, kind: str, client: KarmadaClient, cache: Cache, recorder: Recorder,
+    def __init__(self, kind: str, client: KarmadaClient, cache: Cache, recorder: EventRecorder,
                  settings: DecisionSettings, metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
         self.kind, self.client, self.cache, self.recorder = kind, client, cache, recorder
         self.resource = client.resource(kind)
@@ -249,7 +207,7 @@ class BindingReconciler:
         try:
             member_object = await self.client.get_member(copy)
             if not is_fenced_copy(member_object, copy):
-                log.warning("member_copy_not_ours", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
+                log.warning("member_copy_not_ours", cluster=copy.cluster, object=object_key(copy.namespace, copy.name),
                             work=copy.work)
                 return True
             uid = str((member_object.get("metadata") or {}).get("uid") or "")
@@ -257,17 +215,17 @@ class BindingReconciler:
         except ApiException as error:
             if not_found(error) or conflict(error):  # gone, or replaced by another object since the GET
                 return True
-            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
+            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=object_key(copy.namespace, copy.name),
                         status=error.status, reason=error.reason)
             return False
         except (HTTPError, OSError, LookupError) as error:
-            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
+            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=object_key(copy.namespace, copy.name),
                         error=type(error).__name__, detail=str(error)[:200])
             return False
         self.metrics.copies_deleted.inc()
-        log.info("member_copy_deleted", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}", work=copy.work)
+        log.info("member_copy_deleted", cluster=copy.cluster, object=object_key(copy.namespace, copy.name), work=copy.work)
         await self.recorder.record(binding, (Event(NORMAL, EVENT_FENCED_COPY, clip_message(
-            f"deleted the old copy {copy.kind} {copy.namespace}/{copy.name} from {copy.cluster}")),))
+            f"deleted the old copy {copy.kind} {object_key(copy.namespace, copy.name)} from {copy.cluster}")),))
         return True
 
 
@@ -306,7 +264,7 @@ class _Steps:
 class RebalancerReconciler:
     """WorkloadRebalancer: stamp bindings, write status, expire after the TTL."""
 
-    def __init__(self, client: KarmadaClient, cache: Cache, recorder: Recorder, settings: DecisionSettings,
+    def __init__(self, client: KarmadaClient, cache: Cache, recorder: EventRecorder, settings: DecisionSettings,
                  metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
         self.client, self.cache, self.recorder = client, cache, recorder
         self.settings, self.metrics, self.clock = settings, metrics, clock
@@ -376,7 +334,7 @@ class RebalancerReconciler:
 class FailbackReconciler:
     """One Cluster: when it has recovered and settled, move its workloads back (failover/failback.py)."""
 
-    def __init__(self, client: KarmadaClient, cache: Cache, recorder: Recorder, settings: DecisionSettings,
+    def __init__(self, client: KarmadaClient, cache: Cache, recorder: EventRecorder, settings: DecisionSettings,
                  metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
         self.client, self.cache, self.recorder = client, cache, recorder
         self.settings, self.metrics, self.clock = settings, metrics, clock

@@ -29,11 +29,13 @@ Applying the patch and judging the result again yields no patch.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from failover.checkpoints import LookupResult, Outcome
-from failover.fields import object_name
+from failover.fields import is_int, object_name
 from failover.flink_config import (
     read_state_config,
     stateless_restart_reasons,
@@ -46,8 +48,20 @@ from failover.profiles import InjectionProfile
 from failover.restore import RestoreQuery
 from failover.verdict import Finding, Verdict, clip
 
-FAIL_OPEN = "open"
-FAIL_CLOSED = "closed"
+
+
+class FailureMode(StrEnum):
+    """What a savepoint lookup that finds nothing usable (or fails) does to the admission."""
+
+    OPEN = "open"  # admit unchanged, with a warning
+    CLOSED = "closed"  # deny
+
+
+FAIL_OPEN, FAIL_CLOSED = FailureMode.OPEN, FailureMode.CLOSED
+# The mutating webhook is registered with timeoutSeconds 5; 2 s leaves room for TLS, queueing and the reply.
+LOOKUP_DEADLINE_SECONDS = 2.0
+# Admissions of the same job within this share one lookup (a Work and its FlinkDeployment, retries).
+LOOKUP_CACHE_TTL_SECONDS = 10.0
 
 # Audit annotation keys; the apiserver prefixes them with the webhook's name.
 AUDIT_OUTCOME = "savepoint-outcome"
@@ -163,7 +177,7 @@ def _flink_assignments(profile: InjectionProfile, obj: Mapping[str, Any], path: 
     if late:
         if late_restore:
             nonce = job.get(REDEPLOY_NONCE)
-            next_nonce = nonce + 1 if isinstance(nonce, int) and not isinstance(nonce, bool) else 1
+            next_nonce = nonce + 1 if is_int(nonce) else 1
             new_job = {**job, "initialSavepointPath": path, REDEPLOY_NONCE: next_nonce}
             if validate_redeploy(new_job, job) is None:
                 result.append(((*shape.job, REDEPLOY_NONCE), next_nonce, frozenset()))

@@ -16,13 +16,14 @@ from certs.store import ensure_certificates
 from failover.api import GroupKind
 from failover.checkpoints import LayoutError
 from failover.profiles import ProfileError, load_profiles
-from failover.rules import defaulters_for
+from failover.registry import defaulters_for
 from relay.settings import Settings, SettingsError, in_cluster
+from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
 from webhook.listener import CappedTLSSite, ConnectionLimits
 from webhook.metrics import AdmissionMetrics
-from webhook.mutators import LookupPool, lookup_executor, open_stores, savepoint_mutators
+from webhook.mutators import lookup_pool, open_stores, savepoint_mutators
 from webhook.server import AdmissionServer, connection_options
 
 # How often the certificate files are re-checked: renewal happens days before expiry, and files mounted from a
@@ -54,8 +55,8 @@ class RelayServer:
         self._report_repairs()
         self.tls = ReloadingSSLContext(self.files.cert_file, self.files.key_file, settings.client_ca_file)
         self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
-        self.lookup_pool: LookupPool | None = None
-        self.binding_pool: LookupPool | None = None
+        self.lookup_pool: BlockingPool | None = None
+        self.binding_pool: BlockingPool | None = None
         if handlers is None:
             savepoints = self._savepoint_mutators()
             works: dict[GroupKind, Mutator] = {}
@@ -88,7 +89,7 @@ class RelayServer:
                                                savepoint.storage_options)
         except (ProfileError, LayoutError) as error:
             raise SettingsError(str(error)) from None
-        self.lookup_pool = lookup_executor()
+        self.lookup_pool = lookup_pool()
         log.info("savepoint_injection", checkpoint_root=store.url_root,
                  allowed_roots=[root.url_root for root in allowed_roots], late_restore=savepoint.late_restore,
                  kinds=sorted(map(str, profiles)), failure_mode=savepoint.failure_mode,
@@ -203,7 +204,6 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
     # cyclic GC's generations so full collections stay short on the request path.
     gc.freeze()
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     install_signal_handlers(stop.set)
     upkeep = asyncio.create_task(relay.keep_certificate_fresh())
     reconcile, cabundle = _start_cluster_tasks(settings, relay)
@@ -229,7 +229,7 @@ def _start_cluster_tasks(settings: Settings, relay: RelayServer) -> tuple[asynci
         log.info("member_mode", serves=sorted(map(str, relay.server.handlers.mutators)))
         return None, None
     from controllers.kube import NoClusterConfig
-    from relay.loop import start_cabundle_sync, start_reconcile_loop
+    from relay.start_controllers import start_cabundle_sync, start_reconcile_loop
 
     try:
         reconcile = start_reconcile_loop(settings.controllers, relay.metrics.registry)

@@ -92,7 +92,7 @@ def test_member_mode_mutates_flink_deployments_without_the_kubernetes_client(tmp
     assert f"{tmp_path / 'checkpoints' / JOB / 'chk-3'}" in json.dumps(patch)
     assert "relay.serve" in modules and "webhook.mutators" in modules  # the lines were read
     assert kubernetes_modules(modules) == []
-    assert not [name for name in modules if name.startswith("controllers.") or name in ("relay.loop",
+    assert not [name for name in modules if name.startswith("controllers.") or name in ("relay.start_controllers",
                                                                                            "relay.work_labels")]
 
 
