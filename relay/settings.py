@@ -252,7 +252,7 @@ class Settings:
         help="never write the caBundle of the webhook configurations (cert-manager or GitOps owns it)")
     # Member clusters need only the FlinkDeployment savepoint mutation (the Flink operator runs there, Karmada's
     # bindings do not): no reconcile loop, no Work mutation and no caBundle sync, so neither the Kubernetes client
-    # nor anything the loop needs is imported (RSS ~20 MB lower, docs/benchmarks.md). The caBundle of the member's
+    # nor anything the loop needs is imported (RSS ~18 MiB lower, docs/benchmarks.md). The caBundle of the member's
     # webhook configuration then comes from cert-manager or a CA given to `manifests webhook` (docs/operations.md).
     member: bool = setting(
         "server.member", False, flag="--member", flag_value=True,
