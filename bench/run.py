@@ -28,12 +28,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import bodies, load, profile  # noqa: E402
-from bench.servers import BENCH, REPO, Server, servers  # noqa: E402
+from bench.servers import BENCH, FAST_STACK, OUR_STACK, REPO, Server, servers  # noqa: E402
 
 KOPF_VERSION = "1.45.2"
 RATES = (200, 500, 1000)
 MUTATE_RATE = 1000
-ORDER = ("ceiling", "kopf", "us")
+ORDER = ("ceiling", "ceiling-fast", "kopf", "us")
+FAST_PACKAGES = ("uvloop", "orjson")  # the fast ceiling's stack, in bench/.venv only
 LOOKUP_TREE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "failover-relay-bench" / "lookup-tree"
 
 
@@ -47,6 +48,9 @@ def main() -> int:
     parser.add_argument("--no-profile", action="store_true", help="skip the py-spy profile of `us`")
     parser.add_argument("--workdir", type=Path, help="where bodies, certificates, logs and results go "
                                                      "(default: a new temporary directory)")
+    parser.add_argument("--before", type=Path, metavar="TREE",
+                        help="also measure the relay of this source tree (e.g. `git worktree add TREE <commit>`) "
+                             "as `us-before`, in the same rounds")
     args = parser.parse_args()
     quick = args.quick
     rounds = args.rounds or (1 if quick else 3)
@@ -70,26 +74,36 @@ def main() -> int:
           f"mutate {body_files['mutate'].stat().st_size} B", flush=True)
 
     under_test = {server.name: server for server in servers(workdir, files.cert_file, files.key_file, cert_dir,
-                                                            checkpoint_root, kopf_python)}
+                                                            checkpoint_root, kopf_python, args.before)}
+    loaded = [name for name in (*ORDER, "us-before") if name in under_test]
     results: dict = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
                      "settings": {"rounds": rounds, "closed_seconds": closed, "open_seconds": opened,
                                   "discard_seconds": discard, "quick": quick},
-                     "rounds": [], "memory": {}, "checks": {}}
+                     "stack": {"ours": list(OUR_STACK), "fast": list(FAST_STACK)},
+                     "rounds": [], "memory": {}, "memory_at_start": {}, "checks": {}}
     try:
         for server in under_test.values():
             server.start()
         for server in under_test.values():
             server.wait_until_answering(body_files["validate"].read_bytes())
             results["checks"][server.name] = check_answers(server, body_files, str(newest))
+            results["memory_at_start"][server.name] = server.memory()
+        check_our_loop(under_test["us"])
         print("answers: " + "; ".join(f"{name}: {check}" for name, check in results["checks"].items()), flush=True)
 
         for number in range(rounds):
-            order = ORDER[number % 3:] + ORDER[:number % 3]
+            shift = number % len(loaded)
+            order = loaded[shift:] + loaded[:shift]
             this_round: dict = {}
             for name in order:
                 print(f"round {number + 1}/{rounds}: {name}", flush=True)
                 this_round[name] = measure(under_test[name], body_files, closed, opened, discard, pause, quick)
             results["rounds"].append(this_round)
+            results.setdefault("load_average_after_round", []).append(os.getloadavg())
+        # The member-mode relay is not in the rounds (it is `us` without the control plane's modules): it serves
+        # the same warm /mutate and /validate load once, so its memory includes what serving costs.
+        load.wrk(under_test["member"].url + "/mutate", body_files["mutate"], closed)
+        load.wrk(under_test["member"].url + "/validate", body_files["validate"], closed)
         for name, server in under_test.items():
             results["memory"][name] = server.memory()
         if not quick and not args.no_profile:
@@ -102,6 +116,7 @@ def main() -> int:
     if not args.no_lookup:
         results["lookup"] = lookup_benchmark(quick)
 
+    results["machine"]["load_average_at_end"] = os.getloadavg()
     (workdir / "results.json").write_text(json.dumps(results, indent=1, default=str))
     print()
     print(report(results))
@@ -133,6 +148,17 @@ def measure(server: Server, body_files: dict[str, Path], closed: float, opened: 
     return runs
 
 
+def check_our_loop(server: Server) -> None:
+    """The same-stack ceiling is only that if the relay really runs on OUR_STACK's event loop (its `serving` line)."""
+    for line in server.log.read_text().splitlines():
+        if line.startswith("{") and json.loads(line).get("event") == "serving":
+            loop = json.loads(line).get("event_loop")
+            if loop != OUR_STACK[0]:
+                raise RuntimeError(f"the relay runs on {loop}, bench/servers.py OUR_STACK says {OUR_STACK[0]}")
+            return
+    raise RuntimeError(f"no serving line in {server.log}")
+
+
 def check_answers(server: Server, body_files: dict[str, Path], newest: str) -> str:
     """Every server must allow the policy; the two real ones must patch the FlinkDeployment with the newest
     completed checkpoint. A wrong answer stops the run: fast wrong answers are not a result."""
@@ -140,7 +166,7 @@ def check_answers(server: Server, body_files: dict[str, Path], newest: str) -> s
     mutate = server.post("/mutate", body_files["mutate"].read_bytes())["response"]
     if validate.get("allowed") is not True or mutate.get("allowed") is not True:
         raise RuntimeError(f"{server.name} did not allow the benchmark bodies: {validate} {mutate}")
-    if server.name == "ceiling":
+    if server.name.startswith("ceiling"):
         return "allows both"
     import base64
 
@@ -166,7 +192,7 @@ def ensure_kopf_venv() -> Path:
     venv has, so both servers run the same aiohttp; py-spy comes with it."""
     venv = BENCH / ".venv"
     python = venv / "bin" / "python"
-    stamp = venv / f".installed-kopf-{KOPF_VERSION}"
+    stamp = venv / f".installed-kopf-{KOPF_VERSION}-{'-'.join(FAST_PACKAGES)}"
     if stamp.exists():
         return python
     print(f"creating {venv} with kopf {KOPF_VERSION} and py-spy", flush=True)
@@ -175,8 +201,8 @@ def ensure_kopf_venv() -> Path:
 
     dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     pinned = [f"aiohttp=={version('aiohttp')}"] + [d for d in dependencies if not d.startswith("aiohttp")]
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"kopf=={KOPF_VERSION}", "py-spy", *pinned],
-                   check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"kopf=={KOPF_VERSION}", "py-spy",
+                    *FAST_PACKAGES, *pinned], check=True)
     stamp.touch()
     return python
 
@@ -201,7 +227,8 @@ def machine() -> dict:
     return {"cpu": model, "cpus": os.cpu_count(), "memory_gib": round(int(memory) / 2**20, 1),
             "kernel": os.uname().release, "python": sys.version.split()[0],
             "load_average_at_start": os.getloadavg(),
-            "wrk": _first_line(["wrk", "-v"]), "h2load": _first_line(["h2load", "--version"])}
+            "wrk": _first_line(["wrk", "-v"]), "h2load": _first_line(["h2load", "--version"]),
+            "load_average_at_end": None}
 
 
 def _first_line(command: list[str]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import signal
 import socket
 import ssl
@@ -24,6 +25,7 @@ class Server:
     command: list[str]
     port: int
     log: Path
+    cwd: Path = REPO  # where `python -m relay.cli` finds the relay's packages
     process: subprocess.Popen | None = None
 
     @property
@@ -32,8 +34,10 @@ class Server:
 
     def start(self) -> None:
         with self.log.open("wb") as log:
-            self.process = subprocess.Popen(["taskset", "-c", SERVER_CPU, *self.command], cwd=REPO,
-                                            stdout=log, stderr=subprocess.STDOUT)
+            # PYTHONPATH too: the project venv's editable install would otherwise import this tree's packages.
+            self.process = subprocess.Popen(["taskset", "-c", SERVER_CPU, *self.command], cwd=self.cwd,
+                                            stdout=log, stderr=subprocess.STDOUT,
+                                            env={**os.environ, "PYTHONPATH": str(self.cwd)})
 
     def wait_until_answering(self, body: bytes, timeout: float = 30.0) -> dict:
         """Poll with a real review until it is answered 200; returns the parsed answer."""
@@ -100,16 +104,43 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def servers(workdir: Path, cert: Path, key: Path, cert_dir: Path, checkpoint_root: Path,
-            kopf_python: Path) -> list[Server]:
-    ceiling_port, kopf_port, us_port = free_port(), free_port(), free_port()
-    return [
-        Server("ceiling", [sys.executable, str(BENCH / "ceiling_server.py"), str(ceiling_port), str(cert), str(key)],
-               ceiling_port, workdir / "ceiling.log"),
-        Server("kopf", [str(kopf_python), str(BENCH / "kopf_server.py"), str(kopf_port), str(cert), str(key),
-                        str(checkpoint_root)], kopf_port, workdir / "kopf.log"),
-        # As shipped: the console entry point's module, JSON logs to a file, savepoint injection on.
-        Server("us", [sys.executable, "-m", "relay.cli", "serve", "--port", str(us_port), "--cert-dir", str(cert_dir),
-                      "--log-format", "json", "--checkpoint-root", str(checkpoint_root)], us_port,
-               workdir / "us.log"),
+# The event loop and JSON library failover-relay runs on (relay/cli.py: asyncio.run; webhook/review.py: the standard
+# library's json), so the same-stack ceiling is the plain one. run.py checks the loop against the relay's `serving`
+# log line; adopting uvloop or another JSON library means changing this line, which moves the ceiling with it.
+OUR_STACK = ("asyncio", "json")
+FAST_STACK = ("uvloop", "orjson")
+
+
+def ceiling_command(python: Path | str, port: int, cert: Path, key: Path, stack: tuple[str, str]) -> list[str]:
+    loop, library = stack
+    return [str(python), str(BENCH / "ceiling_server.py"), str(port), str(cert), str(key), "--loop", loop,
+            "--json", library]
+
+
+def us_command(port: int, cert_dir: Path, checkpoint_root: Path, *flags: str) -> list[str]:
+    # As shipped: the console entry point's module, JSON logs to a file, savepoint injection on.
+    return [sys.executable, "-m", "relay.cli", "serve", "--port", str(port), "--cert-dir", str(cert_dir),
+            "--log-format", "json", "--checkpoint-root", str(checkpoint_root), *flags]
+
+
+def servers(workdir: Path, cert: Path, key: Path, cert_dir: Path, checkpoint_root: Path, kopf_python: Path,
+            before: Path | None = None) -> list[Server]:
+    """The servers under load (ceiling, ceiling-fast, kopf, us and, with `before`, us-before: the relay of another
+    source tree, e.g. a `git worktree` of an older commit) and `member` (`serve --member`, for its memory)."""
+    ports = {name: free_port() for name in ("ceiling", "ceiling-fast", "kopf", "us", "us-before", "member")}
+    listed = [
+        Server("ceiling", ceiling_command(sys.executable, ports["ceiling"], cert, key, OUR_STACK), ports["ceiling"],
+               workdir / "ceiling.log"),
+        # uvloop and orjson come from bench/.venv (run.py installs them there): the relay itself does not use them.
+        Server("ceiling-fast", ceiling_command(kopf_python, ports["ceiling-fast"], cert, key, FAST_STACK),
+               ports["ceiling-fast"], workdir / "ceiling-fast.log"),
+        Server("kopf", [str(kopf_python), str(BENCH / "kopf_server.py"), str(ports["kopf"]), str(cert), str(key),
+                        str(checkpoint_root)], ports["kopf"], workdir / "kopf.log"),
+        Server("us", us_command(ports["us"], cert_dir, checkpoint_root), ports["us"], workdir / "us.log"),
+        Server("member", us_command(ports["member"], cert_dir, checkpoint_root, "--member"), ports["member"],
+               workdir / "member.log"),
     ]
+    if before is not None:
+        listed.append(Server("us-before", us_command(ports["us-before"], cert_dir, checkpoint_root),
+                             ports["us-before"], workdir / "us-before.log", cwd=before))
+    return listed

@@ -48,18 +48,19 @@ STATE_RESTORING_MODES = frozenset({SAVEPOINT, LAST_STATE})
 def flatten_configuration(config: Any) -> dict[str, str]:
     """`flinkConfiguration` as Flink sees it: dotted keys, string values (`true`, not True). Not a mapping: empty."""
     flat: dict[str, str] = {}
-    if not isinstance(config, Mapping):
+    # dict first: an isinstance check against typing's Mapping costs a microsecond, on every admitted Flink object.
+    if not isinstance(config, (dict, Mapping)):
         return flat
 
     def walk(prefix: str, node: Mapping[Any, Any]) -> None:
         for key, value in node.items():
             name = f"{prefix}.{key}" if prefix else str(key)
-            if isinstance(value, Mapping):
-                walk(name, value)
-            elif isinstance(value, bool):
+            if isinstance(value, bool):
                 flat[name] = "true" if value else "false"
             elif isinstance(value, (str, int, float)):
                 flat[name] = str(value)
+            elif isinstance(value, (dict, Mapping)):
+                walk(name, value)
     walk("", config)
     return flat
 

@@ -390,6 +390,11 @@ class Template:
 
     def unusable_as_label(self) -> list[str]:
         """Why the template, though valid, may not render one usable label value (for warnings, not denials)."""
+        # Asked on every admission of a policy that names the template; a template is immutable and parsed ones are
+        # kept by their source, so the answer is too.
+        return list(_label_problems(self.source))
+
+    def _label_problems(self) -> tuple[str, ...]:
         problems = []
         if not self.has_action:
             problems.append("no {...} action: always the same literal text")
@@ -402,7 +407,7 @@ class Template:
                 isinstance(side, Literal) and type(side.value) is _GoInt
                 for side in (*node.left.nodes, *node.right.nodes)) for node in _flatten(self.nodes)):
             problems.append("int literal vs float64 status number fails: write 1.0")
-        return problems
+        return tuple(problems)
 
     def render(self, obj: Any) -> str:
         """Execute over `obj` (a decoded status); raises JSONPathNotFound or JSONPathError as client-go fails."""
@@ -439,6 +444,11 @@ def _parse_valid_length(source: str) -> Template:
             raise JSONPathSyntaxError(f"unrecognized identifier {name!r} (a path starts with '.', e.g. "
                                       f"'{{.{name}}}'): Karmada's evaluation always fails")
     return Template(source=source, nodes=nodes)
+
+
+@functools.lru_cache(maxsize=512)
+def _label_problems(source: str) -> tuple[str, ...]:
+    return _parse_valid_length(source)._label_problems()
 
 
 def _freeze(nodes: list[Any]) -> tuple[Any, ...]:

@@ -26,7 +26,8 @@ _LOGGING_FLAGS = ("logging.format", "logging.level")
 SERVE_FLAGS = ("server.host", "server.port", "server.certDir", "server.serviceName", "server.namespace",
                "server.maxBodyBytes", *_LOGGING_FLAGS, "savepoint.checkpointRoot", "savepoint.failureMode",
                *_CONTROLLER_FLAGS, "controllers.mode", "server.clientCAFile", "server.drainSeconds",
-               "server.graceSeconds", "server.caBundleSync", "server.maxConnections", "server.maxConnectionsPerPeer")
+               "server.graceSeconds", "server.caBundleSync", "server.maxConnections", "server.maxConnectionsPerPeer",
+               "server.member")
 CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS)
 INJECT_FLAGS = ("savepoint.checkpointRoot", "savepoint.failureMode")
 
@@ -166,10 +167,10 @@ def _controllers(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # Nothing here imports the Kubernetes client: in member mode (server.member) the process never loads it.
     import structlog
 
     from certs.store import CertificateError
-    from controllers.kube import NoClusterConfig
     from relay.logs import configure_logging
     from relay.runtime import ALLOW_ENV, ssl_leak_problem
     from relay.serve import serve
@@ -189,7 +190,7 @@ def _serve(args: argparse.Namespace) -> int:
         structlog.get_logger("failover_relay.runtime").error("python_leaks_tls_memory", problem=leak)
     try:
         asyncio.run(serve(settings))
-    except (CertificateError, SettingsError, NoClusterConfig) as error:
+    except (CertificateError, SettingsError) as error:  # missing cluster access arrives as a SettingsError
         print(f"failover-relay: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # the port is taken, the address does not exist

@@ -18,8 +18,6 @@ from failover.checkpoints import LayoutError
 from failover.profiles import ProfileError, load_profiles
 from failover.registry import defaulters_for
 from relay.settings import Settings, SettingsError, in_cluster
-from relay.start_controllers import start_cabundle_sync, start_reconcile_loop
-from relay.work_labels import work_mutators
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
@@ -61,8 +59,13 @@ class RelayServer:
         self.binding_pool: BlockingPool | None = None
         if handlers is None:
             savepoints = self._savepoint_mutators()
-            # Preserved-state labels on Works (relay/work_labels.py): on when the Karmada apiserver is reachable.
-            works, self.binding_pool = work_mutators(settings, savepoints, self.metrics)
+            works: dict[GroupKind, Mutator] = {}
+            if not settings.member:
+                # Preserved-state labels on Works: on when the Karmada apiserver is reachable. Imported here: it
+                # brings the Kubernetes client, which a member cluster's relay never loads.
+                from relay.work_labels import work_mutators
+
+                works, self.binding_pool = work_mutators(settings, savepoints, self.metrics)
             # The spelling the Karmada CRDs accept also decides how a missing policy purgeMode is defaulted.
             handlers = AdmissionHandlers(mutators={**savepoints, **works},
                                          defaulters=defaulters_for(settings.controllers.purge_mode_spelling))
@@ -118,7 +121,8 @@ class RelayServer:
         self.metrics.connections_open.set_function(lambda: listener.open)
         # With --port 0 the kernel picks the port; readiness must dial the one actually bound.
         self.readiness.port = self.port = self.runner.addresses[0][1]
-        log.info("serving", url=self.url, cert_dir=str(self.settings.cert_dir), ca_file=str(self.files.ca_file),
+        log.info("serving", url=self.url, event_loop=type(asyncio.get_running_loop()).__module__.partition(".")[0],
+                 cert_dir=str(self.settings.cert_dir), ca_file=str(self.files.ca_file),
                  certificate_not_after=self.tls.not_after.isoformat(), managed_certificate=self.files.managed)
 
     async def keep_certificate_fresh(self) -> None:
@@ -202,8 +206,7 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
     stop = asyncio.Event()
     install_signal_handlers(stop.set)
     upkeep = asyncio.create_task(relay.keep_certificate_fresh())
-    reconcile = start_reconcile_loop(settings.controllers, relay.metrics.registry)
-    cabundle = start_cabundle_sync(settings, relay.metrics.registry)
+    reconcile, cabundle = _start_cluster_tasks(settings, relay)
     try:
         await stop.wait()
         log.info("shutting_down")
@@ -217,3 +220,19 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
 
+
+
+def _start_cluster_tasks(settings: Settings, relay: RelayServer) -> tuple[asyncio.Task[None] | None, ...]:
+    """The reconcile loop and the caBundle sync (each None when off or without cluster access); none in member mode,
+    where the modules they need (the Kubernetes client among them) are never imported."""
+    if settings.member:
+        log.info("member_mode", serves=sorted(map(str, relay.server.handlers.mutators)))
+        return None, None
+    from controllers.kube import NoClusterConfig
+    from relay.start_controllers import start_cabundle_sync, start_reconcile_loop
+
+    try:
+        reconcile = start_reconcile_loop(settings.controllers, relay.metrics.registry)
+    except NoClusterConfig as error:  # controllers.mode on without cluster access: a start-up error, exit 2
+        raise SettingsError(str(error)) from None
+    return reconcile, start_cabundle_sync(settings, relay.metrics.registry)

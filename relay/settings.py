@@ -250,6 +250,13 @@ class Settings:
     cabundle_sync: bool = setting(
         "server.caBundleSync", True, flag="--no-cabundle-sync", flag_value=False,
         help="never write the caBundle of the webhook configurations (cert-manager or GitOps owns it)")
+    # Member clusters need only the FlinkDeployment savepoint mutation (the Flink operator runs there, Karmada's
+    # bindings do not): no reconcile loop, no Work mutation and no caBundle sync, so neither the Kubernetes client
+    # nor anything the loop needs is imported (RSS ~18 MiB lower, docs/benchmarks.md). The caBundle of the member's
+    # webhook configuration then comes from cert-manager or a CA given to `manifests webhook` (docs/operations.md).
+    member: bool = setting(
+        "server.member", False, flag="--member", flag_value=True,
+        help="member cluster: serve the savepoint mutation only (no reconcile loop, Work mutation or caBundle sync)")
     # mTLS: verify the apiserver's client certificate against this CA (its --admission-control-config-file
     # kubeConfigFile gives it one); admissions without a valid one get 401.
     client_ca_file: Path | None = setting(
@@ -418,6 +425,13 @@ def check_settings(settings: Settings) -> None:
     if bool(settings.service_name) != bool(settings.namespace):
         raise SettingsError("serviceName and namespace go together (they make the certificate's Service names)")
     savepoint = settings.savepoint
+    if settings.member:
+        if not savepoint.checkpoint_root:
+            raise SettingsError("server.member serves the savepoint mutation only: it needs savepoint.checkpointRoot "
+                                "(or --checkpoint-root)")
+        if settings.controllers.mode == ControllerMode.ON or savepoint.work_labels or savepoint.work_savepoints:
+            raise SettingsError("server.member runs no reconcile loop and no Work mutation: drop controllers.mode "
+                                "on, savepoint.workLabels and savepoint.workSavepoints")
     if not savepoint.layouts:
         raise SettingsError("savepoint.layouts needs at least one template")
     if savepoint.checkpoint_root is not None and not savepoint.checkpoint_root.strip():

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Mapping
 
 from failover.api import GroupKind
-from failover.registry import ADMITTED_OPERATIONS, DEFAULTERS, VALIDATORS, Defaulter
+from failover.registry import ADMITTED_OPERATIONS, DEFAULTERS, VALIDATORS, Defaulter, Validator
 from failover.verdict import Verdict
 from webhook.review import AdmissionRequest
 
@@ -28,12 +28,19 @@ class AdmissionHandlers:
 
     # (group, kind) of every kind a rule or a mutator serves.
     kinds: frozenset[tuple[str, str]] = field(init=False, repr=False, compare=False)
+    # The same tables keyed by the request's (group, kind) tuple: no GroupKind is built per review.
+    _validators: dict[tuple[str, str], Validator] = field(init=False, repr=False, compare=False)
+    _mutations: dict[tuple[str, str], tuple[Defaulter | None, Mutator | None]] = field(init=False, repr=False,
+                                                                                       compare=False)
 
     def __post_init__(self) -> None:
         self.kinds = frozenset((gk.group, gk.kind) for gk in (*VALIDATORS, *self.defaulters, *self.mutators))
+        self._validators = {(gk.group, gk.kind): validator for gk, validator in VALIDATORS.items()}
+        self._mutations = {(gk.group, gk.kind): (self.defaulters.get(gk), self.mutators.get(gk))
+                           for gk in (*self.defaulters, *self.mutators)}
 
     async def validate(self, request: AdmissionRequest) -> Verdict | None:
-        validator = VALIDATORS.get(GroupKind(request.group, request.kind))
+        validator = self._validators.get(request.group_kind)
         if validator is None or request.operation not in ADMITTED_OPERATIONS or request.object is None:
             return None
         return validator(request.object)
@@ -41,11 +48,9 @@ class AdmissionHandlers:
     async def mutate(self, request: AdmissionRequest) -> Verdict | None:
         if request.operation not in ADMITTED_OPERATIONS or request.object is None:
             return None
-        group_kind = GroupKind(request.group, request.kind)
-        defaulter = self.defaulters.get(group_kind)
+        defaulter, mutator = self._mutations.get(request.group_kind, (None, None))
         if defaulter is not None:
             return defaulter(request.object)
-        mutator = self.mutators.get(group_kind)
         if mutator is not None:
             return await mutator(request)
         return None

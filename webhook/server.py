@@ -9,6 +9,7 @@ the handlers, and whatever they raise is turned into an AdmissionReview error re
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any, Awaitable, Callable
 
@@ -27,7 +28,7 @@ from webhook.review import (
     MalformedReview,
     ReviewError,
     UnsupportedMediaType,
-    complete,
+    answer,
     encode,
     failed,
     parse_review,
@@ -140,27 +141,37 @@ class AdmissionServer:
                 verdict = await handler(admission)
             except Exception as error:  # a bug in a rule must not take the server down or answer 500
                 self.log.exception("review_failed", endpoint=endpoint, uid=admission.uid, kind=admission.kind)
-                response = failed(admission, clip(f"failover-relay could not evaluate {admission.kind}: "
-                                                  f"{type(error).__name__}", 200))
-                summary, reason = "error", type(error).__name__
+                reason = type(error).__name__
+                body = encode(admission, failed(admission, clip(f"failover-relay could not evaluate "
+                                                                f"{admission.kind}: {reason}", 200)))
+                summary, warnings, audit = "error", 0, None
+                metrics.errors.labels(endpoint, "internal").inc()
             else:
-                response = complete(admission, verdict)
-                summary = "allowed" if verdict is None else verdict.summary
-                reason = "not-handled" if verdict is None else verdict.message
-            body = encode(admission, response)
+                body = answer(admission, verdict)
+                if verdict is None:
+                    summary, reason, warnings, audit = "allowed", "not-handled", 0, None
+                else:
+                    summary, reason = verdict.summary, verdict.message
+                    warnings, audit = len(verdict.warnings), (dict(verdict.audit) if verdict.audit else None)
             elapsed = time.perf_counter() - started
             metrics.count_answer(endpoint, self._kind_label(admission), summary, elapsed)
-            if summary == "error":
-                metrics.errors.labels(endpoint, "internal").inc()
-            self.log.info(
-                "admission_review", endpoint=endpoint, uid=admission.uid, kind=admission.kind,
-                object=admission.display_name or _object_name(admission), operation=admission.operation,
-                dry_run=admission.dry_run, verdict=summary, reason=reason or None,
-                warnings=len(response.get("warnings", ())), audit=response.get("auditAnnotations"),
-                latency_ms=round(elapsed * 1000, 3))
+            # One line at info for what an operator acts on (a denial, a patch, a warning, an error); a review
+            # allowed unchanged is counted in the metrics above and logged at debug only (docs/operations.md).
+            if summary != "allowed" or warnings:
+                self._log_review(self.log.info, endpoint, admission, summary, reason, warnings, audit, elapsed)
+            elif self.log.is_enabled_for(logging.DEBUG):
+                self._log_review(self.log.debug, endpoint, admission, summary, reason, warnings, audit, elapsed)
             return web.Response(body=body, content_type="application/json")
         finally:
             metrics.requests_in_flight -= 1
+
+    @staticmethod
+    def _log_review(write: Callable[..., Any], endpoint: str, admission: AdmissionRequest, summary: str,
+                    reason: str, warnings: int, audit: dict[str, str] | None, elapsed: float) -> None:
+        write("admission_review", endpoint=endpoint, uid=admission.uid, kind=admission.kind,
+              object=admission.display_name or _object_name(admission), operation=admission.operation,
+              dry_run=admission.dry_run, verdict=summary, reason=reason or None, warnings=warnings, audit=audit,
+              latency_ms=round(elapsed * 1000, 3))
 
     def _kind_label(self, admission: AdmissionRequest) -> str:
         # The kind comes from the caller; naming only the kinds we serve keeps the series bounded when something
