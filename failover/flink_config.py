@@ -139,7 +139,7 @@ def upgrade_mode_for_restore(job: Mapping[str, Any], flink_configuration: Any) -
     return SAVEPOINT
 
 
-def stateless_restart_reasons(flink_configuration: Any) -> tuple[str, ...]:
+def stateless_restart_reasons(state: StateConfig) -> tuple[str, ...]:
     """Why this configuration guarantees the job restarts without state after a failover (empty when it may not).
 
     - no checkpoint directory: nothing is written that another cluster could read;
@@ -148,7 +148,6 @@ def stateless_restart_reasons(flink_configuration: Any) -> tuple[str, ...]:
     - create-subdir off without a checkpoint directory of its own: the checkpoints sit directly in a directory
       that only the operator's defaults name, where no layout of ours can tell jobs apart.
     """
-    state = read_state_config(flink_configuration)
     reasons = []
     if state.checkpoint_dir is None:
         reasons.append(f"flinkConfiguration sets no checkpoint dir ({CHECKPOINT_DIR_KEYS[0]})")

@@ -111,10 +111,12 @@ def plan_lookup(profile: InjectionProfile, obj: Mapping[str, Any], operation: st
             problems.append(f"{label}: {problem}" if len(present) > 1 else problem)
         elif JobId(value) not in job_ids:
             job_ids.append(JobId(value))
-    warnings = tuple(clip(f"restart will be stateless: {reason}") for reason in _stateless_reasons(profile, obj))
+    # One read of flinkConfiguration serves the warnings and the query.
+    state = read_state_config(_get(obj, profile.flink.configuration)) if profile.flink else None
+    reasons = stateless_restart_reasons(state) if state else ()
+    warnings = tuple(clip(f"restart will be stateless: {reason}") for reason in reasons)
     if not job_ids:
         return LookupPlan(result=LookupResult(Outcome.INVALID_JOB_ID, reason=problems[0]), warnings=warnings)
-    state = read_state_config(_get(obj, profile.flink.configuration)) if profile.flink else None
     query = RestoreQuery(
         namespace=namespace or _namespace(obj), job_ids=tuple(job_ids), previous_job_ids=_previous_job_ids(obj),
         checkpoint_dir=state.checkpoint_dir if state else None,
@@ -315,8 +317,3 @@ def _upgrade_savepoint_path(obj: Mapping[str, Any]) -> str | None:
             return value.strip()
     return None
 
-
-def _stateless_reasons(profile: InjectionProfile, obj: Mapping[str, Any]) -> tuple[str, ...]:
-    if profile.flink is None:
-        return ()
-    return stateless_restart_reasons(_get(obj, profile.flink.configuration))

@@ -17,7 +17,7 @@ from typing import Any
 from failover import binding as b
 from failover.api import FLINK_DEPLOYMENTS
 from failover.decision import WARNING, Event, clip_message
-from failover.flink_config import stateless_restart_reasons
+from failover.flink_config import read_state_config, stateless_restart_reasons
 
 EVENT_STATELESS_RESTART = "StatelessRestart"
 STATEFUL_SECTIONS = ("application", "cluster")
@@ -60,7 +60,7 @@ def stateless_restart_events(binding: Mapping[str, Any], works: Iterable[Mapping
             if name in seen:  # the same workload in the Works of several clusters
                 continue
             seen.add(name)
-            reasons = stateless_restart_reasons(b.spec(manifest).get("flinkConfiguration"))
+            reasons = stateless_restart_reasons(read_state_config(b.spec(manifest).get("flinkConfiguration")))
             if reasons:
                 events.append(Event(WARNING, EVENT_STATELESS_RESTART, clip_message(
                     f"FlinkDeployment {'/'.join(part for part in name if part)} restarts without state after a "
