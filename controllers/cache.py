@@ -42,10 +42,18 @@ def work_cached_form(work: Mapping[str, Any]) -> Mapping[str, Any]:
     workload = b.spec(work).get("workload")
     manifests = workload.get("manifests") if isinstance(workload, dict) else None
     identities = [{"apiVersion": m.get("apiVersion"), "kind": m.get("kind"),
-                   "metadata": {k: v for k, v in b.metadata(m).items() if k in ("name", "namespace")}}
+                   "metadata": {k: v for k, v in b.metadata(m).items() if k in ("name", "namespace")},
+                   **_restore_path_of(m)}
                   for m in (manifests if isinstance(manifests, list) else ()) if isinstance(m, dict)]
     return {"apiVersion": WORKS.api_version, "kind": WORKS.kind, "metadata": metadata,
             "spec": {"workload": {"manifests": identities}}}
+
+
+def _restore_path_of(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest's restore path, for the failover history (`failover.history.restore_paths`); {} without one."""
+    job = b.spec(manifest).get("job")
+    path = job.get("initialSavepointPath") if isinstance(job, dict) else None
+    return {"spec": {"job": {"initialSavepointPath": path}}} if isinstance(path, str) and path else {}
 
 
 class Cache:

@@ -31,7 +31,7 @@ from controllers.kube import (
 )
 from failover.application_failover import decide_application_failover
 from failover.cluster_failover import decide_cluster_failover_state
-from failover.decision import NORMAL, DecisionSettings, Event, ObjectRef, clip_message, earliest
+from failover.decision import NORMAL, DecisionSettings, Event, ObjectRef, clip_message, earliest, merge_patch
 from failover.failback import decide_failback
 from failover.fencing import (
     EVENT_FENCED_COPY,
@@ -43,6 +43,7 @@ from failover.fencing import (
     is_fenced_copy,
 )
 from failover.graceful_eviction import decide_graceful_eviction
+from failover.history import decide_history, returned_cluster_patch
 from failover.last_state import decide_last_state
 from failover.rebalancer import decide_rebalance, referenced_bindings
 
@@ -188,6 +189,9 @@ class BindingReconciler:
                      clusters=[task.from_cluster for task in eviction.ended])
         await self.recorder.record(step.binding, eviction.events)
 
+        works = self.cache.works_of(step.binding) if self.cache.synced(WORKS.kind) else ()
+        await step.apply(lambda obj: _Patch(decide_history(obj, works, now)))
+
         fencing = await self._fence(step, key, now)
         return earliest(failover.requeue_after, eviction.requeue_after, fencing)
 
@@ -226,7 +230,9 @@ class BindingReconciler:
                 retry = COPY_RETRY
         forget = forget_fenced(step.binding, done)
         if forget:
-            await step.write(forget)
+            # The same write records the dead cluster's return: a retry after a conflict finds nothing to forget.
+            returned = returned_cluster_patch(merge_patch(step.binding, forget), {copy.cluster for copy in done}, now)
+            await step.write(merge_patch(forget, returned))
         waiting = any(event.reason == EVENT_WAITING for event in fence.events)
         (self.metrics.waiting.add if waiting else self.metrics.waiting.discard)((self.kind, key))
         await self.recorder.record(step.binding, fence.events)
