@@ -21,7 +21,7 @@ eviction task disappears once the new copy is healthy. The loop records, in `HIS
 Bounded: at most MAX_MOVES moves and MAX_RUNS runs, values clipped, and the oldest moves dropped until the JSON fits
 MAX_BYTES. Karmada keeps annotations it did not write: the detector merges the binding's annotations on every update
 (`pkg/detector/detector.go` `ApplyPolicy`, `util.DedupeAndMergeAnnotations`), the scheduler and the binding
-controller patch spec and status only (tests/karmada/test_failover_history.py proves it on real Karmada).
+controller patch spec and status only (tests/karmada/test_status.py proves it on real Karmada).
 """
 
 from __future__ import annotations
