@@ -59,7 +59,7 @@ CLUSTER_FAILOVER_JOB_ID_LABEL = "application.karmada.io/cluster-failover-jobid"
 # LabelPlan.source of labels kept from the Work's previous manifests.
 RETAINED = "retained"
 # A task not yet stamped by the graceful eviction pass was appended last: it counts as the newest.
-_UNSTAMPED = datetime.max.replace(tzinfo=timezone.utc)
+UNSTAMPED = datetime.max.replace(tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ def newest_state_task(binding: Mapping[str, Any], cluster: str) -> tuple[Mapping
         before = task.get("clustersBeforeFailover")
         if task["fromCluster"] == cluster or (isinstance(before, list) and cluster in before):
             continue
-        created = parse_time(task.get("creationTimestamp")) or _UNSTAMPED
+        created = parse_time(task.get("creationTimestamp")) or UNSTAMPED
         candidates.append((created, index, {**task, "preservedLabelState": state}))
     if candidates:
         return max(candidates, key=lambda candidate: candidate[:2])[2], ""
