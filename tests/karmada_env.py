@@ -44,7 +44,7 @@ API (everything else is private):
   stays in etcd) and start it again on the same port; ``member_pid(name)``.
 - ``restart_relay(config=None, args=())``: stop the relay and start it again on the same port and certificates,
   with ``config`` merged over ``RELAY_CONFIG`` (per section) and extra ``serve`` flags; ``stop_relay()``,
-  ``start_relay(...)``; ``relay_log``; returns the seconds until ``/readyz``.
+  ``start_relay(...)``; ``relay_log``, ``relay_config_file``; returns the seconds until ``/readyz``.
 - ``restart_controller_manager(controllers=..., feature_gates=..., args=())``: e.g.
   ``restart_controller_manager(KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES)`` to compare with Karmada's own
   failover controllers (then run the relay with ``config={"controllers": {"mode": "off"}}``).
@@ -517,6 +517,11 @@ class KarmadaEnv:
         return self.root / "relay-certs"
 
     @property
+    def relay_config_file(self) -> Path:
+        """The relay's ``--config`` file as it was last started (``RELAY_CONFIG`` with the harness's paths)."""
+        return self.root / "relay.yaml"
+
+    @property
     def relay_log(self) -> Path:
         return self.logs_dir / "failover-relay.log"
 
@@ -681,7 +686,7 @@ class KarmadaEnv:
         """Start the relay with ``config`` merged over ``RELAY_CONFIG``; return the seconds until ``/readyz``."""
         started = time.monotonic()
         overrides, self._relay_args = config, tuple(args)
-        config_file = self.root / "relay.yaml"
+        config_file = self.relay_config_file
 
         def command() -> list[str]:
             self._relay_config = _merge(self._base_relay_config(), overrides)
