@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kubernetes import client, config, watch  # noqa: E402
 
-from controllers.kube import RESOURCE_BINDINGS  # noqa: E402
+from failover.api import RESOURCE_BINDINGS
 from failover.application_failover import UNHEALTHY_SINCE_ANNOTATION  # noqa: E402
 from failover.decision import parse_time  # noqa: E402
 from tests.crd_sources import envtest_crds, karmada_tree  # noqa: E402

@@ -10,18 +10,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from controllers.informer import Informer
-from controllers.kube import (
+from failover import binding as b
+from failover.api import (
     CLUSTER_PROPAGATION_POLICIES,
     CLUSTER_RESOURCE_BINDINGS,
     CLUSTERS,
     PROPAGATION_POLICIES,
     RESOURCE_BINDINGS,
     WORKS,
-    CustomResource,
-    object_key,
+    Resource,
 )
-from failover import binding as b
 from failover.fencing import FENCED_ANNOTATION, fenced_copies
+from failover.names import object_key
 from failover.preserved_state import owning_binding
 
 BINDING_RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
@@ -29,7 +29,7 @@ POLICY_RESOURCES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)
 BindingKey = tuple[str, str]  # (kind, key)
 
 
-def with_identity(obj: Mapping[str, Any], resource: CustomResource) -> dict[str, Any]:
+def with_identity(obj: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
     """Items of a list may come without kind/apiVersion; the decisions need the kind."""
     return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
 
@@ -61,11 +61,11 @@ class Cache:
 
     def __init__(self) -> None:
         self.informers: dict[str, Informer] = {}
-        self._resources: dict[str, CustomResource] = {}
+        self._resources: dict[str, Resource] = {}
         self._works_of: dict[BindingKey, set[str]] = {}
         self._owner_of: dict[str, BindingKey] = {}
 
-    def add(self, resource: CustomResource, informer: Informer) -> None:
+    def add(self, resource: Resource, informer: Informer) -> None:
         self.informers[resource.kind] = informer
         self._resources[resource.kind] = resource
 

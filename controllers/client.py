@@ -12,20 +12,12 @@ from typing import Any
 
 from kubernetes import client
 
-from controllers.kube import (
-    CLUSTER_RESOURCE_BINDINGS,
-    CLUSTERS,
-    DEFAULT_REQUEST_TIMEOUT_SECONDS,
-    RESOURCE_BINDINGS,
-    WORKLOAD_REBALANCERS,
-    WORKS,
-    CustomObjects,
-    CustomResource,
-    object_key,
-)
+from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, CustomObjects
 from controllers.members import MemberProxy
+from failover.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, WORKS, Resource
 from failover.decision import ObjectRef
 from failover.fencing import MemberCopy
+from failover.names import object_key
 
 RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS, WORKS)
 
@@ -35,7 +27,7 @@ class KarmadaClient:
         self.objects = {resource.kind: CustomObjects(api_client, resource, timeout) for resource in RESOURCES}
         self.members = MemberProxy(api_client, timeout)
 
-    def resource(self, kind: str) -> CustomResource:
+    def resource(self, kind: str) -> Resource:
         return self.objects[kind].resource
 
     async def get(self, ref: ObjectRef) -> dict[str, Any]:

@@ -25,6 +25,8 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from failover.names import key_of
+
 WATCH_TIMEOUT_SECONDS = 290  # the apiserver closes watches after --min-request-timeout (1800 s) at the latest
 RETRY_MIN_SECONDS = 0.5
 RETRY_MAX_SECONDS = 30.0
@@ -33,12 +35,6 @@ log = structlog.get_logger("failover_relay.informer")
 
 ListFunction = Callable[..., Mapping[str, Any]]
 ChangeHandler = Callable[[str], None]
-
-
-def object_key(obj: Mapping[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    namespace = metadata.get("namespace")
-    return f"{namespace}/{metadata.get('name')}" if namespace else str(metadata.get("name"))
 
 
 class Informer:
@@ -109,7 +105,7 @@ class Informer:
 
     def _relist(self) -> str:
         listing = self._list()
-        fresh = {object_key(item): self._transform(item) for item in listing.get("items") or ()}
+        fresh = {key_of(item): self._transform(item) for item in listing.get("items") or ()}
         gone = set(self.cache) - set(fresh)
         changed = [key for key, item in fresh.items() if _version(self.cache.get(key)) != _version(item)]
         self.cache = {**fresh}
@@ -137,7 +133,7 @@ class Informer:
                     resource_version = str(version)
                 if kind == "BOOKMARK":
                     continue
-                key = object_key(obj)
+                key = key_of(obj)
                 if kind == "DELETED":
                     self.cache.pop(key, None)
                 else:

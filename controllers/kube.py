@@ -16,16 +16,8 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from failover.api import (  # noqa: F401  (the catalogue, re-exported for the controllers)
-    CLUSTER_PROPAGATION_POLICIES,
-    CLUSTER_RESOURCE_BINDINGS,
-    CLUSTERS,
-    PROPAGATION_POLICIES,
-    RESOURCE_BINDINGS,
-    WORKLOAD_REBALANCERS,
-    WORKS,
-)
-from failover.api import Resource as CustomResource
+from failover.api import Resource
+from failover.names import key_of, split_key
 
 
 class NoClusterConfig(Exception):
@@ -76,7 +68,7 @@ def conflict(error: BaseException) -> bool:
 class CustomObjects:
     """Blocking calls on one custom resource, by key (`ns/name` or `name`), each with a request timeout."""
 
-    def __init__(self, api_client: client.ApiClient, resource: CustomResource,
+    def __init__(self, api_client: client.ApiClient, resource: Resource,
                  timeout: float = DEFAULT_REQUEST_TIMEOUT_SECONDS) -> None:
         self.api = client.CustomObjectsApi(api_client)
         self.resource = resource
@@ -89,7 +81,7 @@ class CustomObjects:
         return self.api.list_cluster_custom_object(r.group, r.version, r.plural, **kwargs)
 
     def get(self, key: str) -> dict[str, Any]:
-        r, (namespace, name) = self.resource, _split(key)
+        r, (namespace, name) = self.resource, split_key(key)
         if r.namespaced:
             return self.api.get_namespaced_custom_object(r.group, r.version, namespace, r.plural, name,
                                                          _request_timeout=self.timeout)
@@ -97,7 +89,7 @@ class CustomObjects:
 
     def patch(self, key: str, merge_patch: Mapping[str, Any]) -> dict[str, Any]:
         """A JSON merge patch; put metadata.resourceVersion in it to make it conditional (409 when stale)."""
-        r, (namespace, name) = self.resource, _split(key)
+        r, (namespace, name) = self.resource, split_key(key)
         if r.namespaced:
             return self.api.patch_namespaced_custom_object(r.group, r.version, namespace, r.plural, name,
                                                            merge_patch, _request_timeout=self.timeout)
@@ -105,7 +97,7 @@ class CustomObjects:
                                                     _request_timeout=self.timeout)
 
     def patch_status(self, key: str, merge_patch: Mapping[str, Any]) -> dict[str, Any]:
-        r, (namespace, name) = self.resource, _split(key)
+        r, (namespace, name) = self.resource, split_key(key)
         if r.namespaced:
             return self.api.patch_namespaced_custom_object_status(r.group, r.version, namespace, r.plural, name,
                                                                   merge_patch, _request_timeout=self.timeout)
@@ -113,7 +105,7 @@ class CustomObjects:
                                                            _request_timeout=self.timeout)
 
     def replace(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        r, (namespace, name) = self.resource, _split(_key_of(obj))
+        r, (namespace, name) = self.resource, split_key(key_of(obj))
         if r.namespaced:
             return self.api.replace_namespaced_custom_object(r.group, r.version, namespace, r.plural, name, obj,
                                                              _request_timeout=self.timeout)
@@ -121,7 +113,7 @@ class CustomObjects:
                                                       _request_timeout=self.timeout)
 
     def replace_status(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        r, (namespace, name) = self.resource, _split(_key_of(obj))
+        r, (namespace, name) = self.resource, split_key(key_of(obj))
         if r.namespaced:
             return self.api.replace_namespaced_custom_object_status(r.group, r.version, namespace, r.plural, name,
                                                                     obj, _request_timeout=self.timeout)
@@ -137,7 +129,7 @@ class CustomObjects:
         return self.api.create_cluster_custom_object(r.group, r.version, r.plural, obj, _request_timeout=self.timeout)
 
     def delete(self, key: str, resource_version: str | None = None) -> None:
-        r, (namespace, name) = self.resource, _split(key)
+        r, (namespace, name) = self.resource, split_key(key)
         options = client.V1DeleteOptions(
             preconditions=client.V1Preconditions(resource_version=resource_version)) if resource_version else None
         if r.namespaced:
@@ -146,18 +138,3 @@ class CustomObjects:
         else:
             self.api.delete_cluster_custom_object(r.group, r.version, r.plural, name, body=options,
                                                   _request_timeout=self.timeout)
-
-
-def object_key(namespace: str, name: str) -> str:
-    """The key of an object: `ns/name`, or `name` when cluster-scoped."""
-    return f"{namespace}/{name}" if namespace else name
-
-
-def _split(key: str) -> tuple[str, str]:
-    namespace, _, name = key.rpartition("/")
-    return namespace, name
-
-
-def _key_of(obj: Mapping[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    return object_key(metadata.get("namespace") or "", str(metadata["name"]))

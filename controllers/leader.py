@@ -28,6 +28,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from failover.names import object_key
+
 log = structlog.get_logger("failover_relay.leader")
 
 # client-go's defaults for controllers: 15 s lease, 10 s renew deadline, 2 s retry period.
@@ -104,7 +106,7 @@ class LeaderElector:
                 for finished in done:
                     if not finished.cancelled() and finished.exception() is not None:
                         log.error("leader_task_failed", task=finished.get_name(), exc_info=finished.exception())
-                log.warning("leadership_lost", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+                log.warning("leadership_lost", lease=object_key(self.namespace, self.name), identity=self.identity)
         finally:
             # The renewal first, and the call it has in flight: only then does is_leader say who holds the Lease,
             # and only then can the release not be overtaken by our own renewal.
@@ -116,7 +118,7 @@ class LeaderElector:
     async def _acquire(self) -> None:
         while not await self.try_acquire_or_renew():
             await asyncio.sleep(self.retry_period.total_seconds())
-        log.info("leadership_acquired", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+        log.info("leadership_acquired", lease=object_key(self.namespace, self.name), identity=self.identity)
 
     async def _keep_renewing(self) -> None:
         deadline = self.renew_deadline.total_seconds()
@@ -171,7 +173,7 @@ class LeaderElector:
                 log.warning("lease_release_failed", error=getattr(error, "reason", None) or type(error).__name__)
                 break
             if released:
-                log.info("leadership_released", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+                log.info("leadership_released", lease=object_key(self.namespace, self.name), identity=self.identity)
             break
         self.is_leader = False
 

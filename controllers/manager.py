@@ -17,7 +17,7 @@ from controllers.cache import BINDING_RESOURCES, POLICY_RESOURCES, Cache, work_c
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.informer import Informer
-from controllers.kube import CLUSTERS, WORKLOAD_REBALANCERS, WORKS, CustomObjects, CustomResource
+from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
 from controllers.loop import Controller, ControllerMetrics
 from controllers.reconcilers import (
@@ -27,6 +27,7 @@ from controllers.reconcilers import (
     ReconcileMetrics,
     Recorder,
 )
+from failover.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS, Resource
 from failover.decision import DecisionSettings
 
 log = structlog.get_logger("failover_relay.controllers")
@@ -96,7 +97,7 @@ class ReconcileLoop:
         def cluster_changed(key: str) -> None:
             wake_bindings(cache.bindings_touching(key))
 
-        def controller(resource: CustomResource, reconcile: Any, workers: int, also: Any = None) -> Controller:
+        def controller(resource: Resource, reconcile: Any, workers: int, also: Any = None) -> Controller:
             made = Controller(resource.plural, CustomObjects(self.api_client, resource).list, reconcile,
                               self.controller_metrics, workers, settings.resync_seconds, also)
             cache.add(resource, made.informer)

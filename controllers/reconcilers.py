@@ -20,15 +20,8 @@ from urllib3.exceptions import HTTPError
 from controllers.cache import Cache, with_identity
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
-from controllers.kube import (
-    CLUSTER_RESOURCE_BINDINGS,
-    CLUSTERS,
-    RESOURCE_BINDINGS,
-    WORKLOAD_REBALANCERS,
-    WORKS,
-    conflict,
-    not_found,
-)
+from controllers.kube import conflict, not_found
+from failover.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, WORKS
 from failover.application_failover import decide_application_failover
 from failover.cluster_failover import decide_cluster_failover_state
 from failover.decision import NORMAL, DecisionSettings, Event, ObjectRef, clip_message, earliest, merge_patch
@@ -45,6 +38,7 @@ from failover.fencing import (
 from failover.graceful_eviction import decide_graceful_eviction
 from failover.history import decide_history, returned_cluster_patch
 from failover.last_state import decide_last_state
+from failover.names import object_key
 from failover.rebalancer import decide_rebalance, referenced_bindings
 
 log = structlog.get_logger("failover_relay.reconcile")
@@ -120,7 +114,7 @@ class Recorder:
         for event in events:
             regarding = subject if event.regarding is None else reference_object(event.regarding)
             metadata = regarding.get("metadata") or {}
-            key = (str(regarding.get("kind")), f"{metadata.get('namespace')}/{metadata.get('name')}",
+            key = (str(regarding.get("kind")), object_key(metadata.get("namespace"), str(metadata.get("name"))),
                    event.reason, event.message)
             now = self.clock()
             if now - self._recent.get(key, -EVENT_REPEAT_SECONDS) < EVENT_REPEAT_SECONDS:
@@ -255,7 +249,7 @@ class BindingReconciler:
         try:
             member_object = await self.client.get_member(copy)
             if not is_fenced_copy(member_object, copy):
-                log.warning("member_copy_not_ours", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
+                log.warning("member_copy_not_ours", cluster=copy.cluster, object=object_key(copy.namespace, copy.name),
                             work=copy.work)
                 return True
             uid = str((member_object.get("metadata") or {}).get("uid") or "")
@@ -263,17 +257,17 @@ class BindingReconciler:
         except ApiException as error:
             if not_found(error) or conflict(error):  # gone, or replaced by another object since the GET
                 return True
-            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
+            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=object_key(copy.namespace, copy.name),
                         status=error.status, reason=error.reason)
             return False
         except (HTTPError, OSError, LookupError) as error:
-            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}",
+            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=object_key(copy.namespace, copy.name),
                         error=type(error).__name__, detail=str(error)[:200])
             return False
         self.metrics.copies_deleted.inc()
-        log.info("member_copy_deleted", cluster=copy.cluster, object=f"{copy.namespace}/{copy.name}", work=copy.work)
+        log.info("member_copy_deleted", cluster=copy.cluster, object=object_key(copy.namespace, copy.name), work=copy.work)
         await self.recorder.record(binding, (Event(NORMAL, EVENT_FENCED_COPY, clip_message(
-            f"deleted the old copy {copy.kind} {copy.namespace}/{copy.name} from {copy.cluster}")),))
+            f"deleted the old copy {copy.kind} {object_key(copy.namespace, copy.name)} from {copy.cluster}")),))
         return True
 
 

@@ -59,6 +59,7 @@ from failover.failover_budget import (
     restoring_until,
     write_history,
 )
+from failover.fields import is_int
 from failover.last_state import APPLICATION, evaluate_rule, preservation_rules, recorded_state
 
 UNHEALTHY_SINCE_ANNOTATION = "failover-relay.io/unhealthy-since"
@@ -190,7 +191,7 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
 def toleration_seconds(application: Mapping[str, Any]) -> int:
     conditions = application.get("decisionConditions")
     value = conditions.get("tolerationSeconds") if isinstance(conditions, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         return DEFAULT_TOLERATION_SECONDS
     return max(value, 0)
 
@@ -287,7 +288,7 @@ def _eviction_task(application: Mapping[str, Any], target: b.TargetCluster, stat
         task["replicas"] = target.replicas
     if mode.is_gracefully:
         grace = application.get("gracePeriodSeconds")
-        valid = isinstance(grace, int) and not isinstance(grace, bool) and grace > 0
+        valid = is_int(grace) and grace > 0
         task["gracePeriodSeconds"] = grace if valid else DEFAULT_GRACE_PERIOD_SECONDS
     elif mode.canonical is PurgeMode.NEVER:
         task["suppressDeletion"] = True

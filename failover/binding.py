@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from failover.decision import ObjectRef
+from failover.fields import is_int
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
@@ -72,7 +73,7 @@ def target_clusters(binding: Mapping[str, Any]) -> list[TargetCluster]:
         if not isinstance(name, str) or not name:
             continue
         replicas = entry.get("replicas")
-        targets.append(TargetCluster(name, replicas if isinstance(replicas, int) and not isinstance(replicas, bool)
+        targets.append(TargetCluster(name, replicas if is_int(replicas)
                                      else 0))
     return targets
 

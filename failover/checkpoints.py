@@ -30,6 +30,7 @@ from enum import Enum
 from typing import Any, Mapping, Protocol
 
 from failover.jobid import JobId
+from failover.names import is_dns_label
 
 KARMADA_EXAMPLE_LAYOUT = "{root}/{namespace}/{job_id}/checkpoints"
 FLINK_NATIVE_LAYOUT = "{root}/{job_id}"
@@ -40,7 +41,6 @@ LAYOUT_FIELDS = frozenset({"root", "namespace", "job_id"})
 _CHECKPOINT_DIR = re.compile(r"chk-([0-9]{1,18})\Z")
 # The part after `savepoint-<6 hex>-`: 12 hex digits (Flink `AbstractID` bytes, `StringUtils.byteToHexString`).
 _SAVEPOINT_SUFFIX = re.compile(r"[0-9a-f]{12}\Z")
-_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 
 
 class LayoutError(ValueError):
@@ -86,7 +86,7 @@ class Layout:
     def relative(self, namespace: str, job_id: JobId) -> str:
         if not isinstance(job_id, JobId):  # a bare string never reaches a path, even from our own code
             raise TypeError("layouts take a checked JobId")
-        if "{namespace}" in self.suffix and not (isinstance(namespace, str) and _NAMESPACE.match(namespace)):
+        if "{namespace}" in self.suffix and not is_dns_label(namespace):
             raise LayoutError(f"namespace {str(namespace)[:63]!r} is not a DNS label")
         return self.suffix.format(namespace=namespace, job_id=job_id.value)
 

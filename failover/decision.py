@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Literal, Mapping
 
 from failover.api import PurgeMode
+from failover.names import object_key
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -31,7 +32,7 @@ class ObjectRef:
     namespace: str = ""
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+        return f"{self.kind} {object_key(self.namespace, self.name)}"
 
 
 @dataclass(frozen=True)

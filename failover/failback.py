@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Mapping
@@ -76,6 +75,7 @@ from failover.decision import (
 from failover.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
 from failover.labels import label_value_problems
 from failover.last_state import recorded_state
+from failover.names import is_dns_label
 
 FAILBACK_ANNOTATION = "failover-relay.io/failback"
 REASON_FAILBACK = "Failback"
@@ -86,7 +86,6 @@ IN_FLIGHT_RETRY = timedelta(seconds=10)
 RECOVERY_ANNOTATION = "failover-relay.io/recovery"
 FAILBACK_CLUSTER_LABEL = "failover-relay.io/failback-cluster"
 EVENT_FAILBACK = "FailbackTriggered"
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 NO_EXECUTE = "NoExecute"
 
 
@@ -386,7 +385,7 @@ def _rebalancer_name(cluster: str, recovered: datetime, bindings: list[ObjectRef
     identity = json.dumps([cluster, format_time(recovered), sorted(str(ref) for ref in bindings)])
     digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
     # Cluster names are DNS labels in Karmada; anything else is hashed away rather than put into a name.
-    safe = cluster if _DNS_LABEL.match(cluster) else "cluster"
+    safe = cluster if is_dns_label(cluster) else "cluster"
     return f"failback-{safe}-{digest}"
 
 

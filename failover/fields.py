@@ -13,10 +13,16 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from failover.names import object_key
 from failover.verdict import Findings
 
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
+
+
+def is_int(value: Any) -> bool:
+    """An integer from parsed JSON; `True` is an `int` in Python but a boolean in JSON."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _type_name(value: Any) -> str:
@@ -72,7 +78,7 @@ def int32_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str)
         return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         findings.deny(path, f"must be an integer, got {_type_name(value)}")
         return None
     if not INT32_MIN <= value <= INT32_MAX:
@@ -91,4 +97,4 @@ def object_name(obj: Mapping[str, Any]) -> str:
     namespace = metadata.get("namespace") or ""
     if not isinstance(name, str) or not isinstance(namespace, str):
         return ""
-    return f"{namespace}/{name}" if namespace else name
+    return object_key(namespace, name)

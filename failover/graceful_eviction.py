@@ -35,6 +35,7 @@ from failover.decision import (
     read_time_annotation,
     write_time_annotation,
 )
+from failover.fields import is_int
 
 EVICTED_FROM_ANNOTATION = "failover-relay.io/evicted-from"
 EVENT_TASK_REMOVED = "EvictionTaskRemoved"
@@ -125,7 +126,7 @@ def all_targets_healthy(binding: Mapping[str, Any]) -> bool:
 
 def _timeout(task: Mapping[str, Any], settings: DecisionSettings) -> timedelta:
     grace = task.get("gracePeriodSeconds")
-    if isinstance(grace, int) and not isinstance(grace, bool) and grace >= 0:
+    if is_int(grace) and grace >= 0:
         return timedelta(seconds=grace)
     return settings.graceful_eviction_timeout
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 
+from failover.names import is_dns_subdomain
+
 MAX_NAME_LENGTH = 63
 MAX_PREFIX_LENGTH = 253
 MAX_VALUE_LENGTH = 63
 
 _NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 
 
 def label_key_problems(key: str) -> list[str]:
@@ -30,7 +31,7 @@ def label_key_problems(key: str) -> list[str]:
             problems.append("prefix before '/' must not be empty")
         elif len(prefix) > MAX_PREFIX_LENGTH:
             problems.append(f"prefix must be at most {MAX_PREFIX_LENGTH} characters")
-        elif not all(_DNS_LABEL.match(part) for part in prefix.split(".")):
+        elif not is_dns_subdomain(prefix):
             problems.append("prefix must be a lowercase DNS subdomain such as example.com")
     if not name:
         problems.append("name part must not be empty")

@@ -24,7 +24,6 @@ Everything here is pure: the adapter reads the binding and does the storage look
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Mapping
@@ -42,8 +41,9 @@ from failover.api import (
 from failover.cluster_failover import is_cluster_failover_task
 from failover.decision import parse_time
 from failover.history import restore_hints
-from failover.last_state import APPLICATION, CLUSTER, preservation_rules, recorded_state, recorded_states
 from failover.labels import escape_json_pointer, label_key_problems, label_value_problems
+from failover.last_state import APPLICATION, CLUSTER, preservation_rules, recorded_state, recorded_states
+from failover.names import is_dns_label, is_dns_subdomain
 from failover.verdict import Verdict, clip
 
 MANIFESTS_POINTER = "/spec/workload/manifests"
@@ -52,8 +52,6 @@ AUDIT_OUTCOME = "preserved-state-outcome"
 AUDIT_FROM = "preserved-state-from"
 AUDIT_REASON = "preserved-state-reason"
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
 # The alias Karmada's cluster failover documentation uses for the Flink job id.
 CLUSTER_FAILOVER_JOB_ID_LABEL = "application.karmada.io/cluster-failover-jobid"
 # LabelPlan.source of labels kept from the Work's previous manifests.
@@ -121,14 +119,14 @@ def owning_binding(work: Mapping[str, Any]) -> tuple[BindingRef | None, str]:
     name = annotations.get(RESOURCE_BINDING_NAME_ANNOTATION)
     namespace = annotations.get(RESOURCE_BINDING_NAMESPACE_ANNOTATION)
     if name is not None or namespace is not None:
-        if not (isinstance(namespace, str) and _DNS_LABEL.match(namespace)):
+        if not is_dns_label(namespace):
             return None, f"annotation {RESOURCE_BINDING_NAMESPACE_ANNOTATION} is not a namespace name"
-        if not (isinstance(name, str) and _DNS_SUBDOMAIN.match(name)):
+        if not is_dns_subdomain(name):
             return None, f"annotation {RESOURCE_BINDING_NAME_ANNOTATION} is not an object name"
         return BindingRef(RESOURCE_BINDING, name, namespace), ""
     cluster_name = annotations.get(CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION)
     if cluster_name is not None:
-        if not (isinstance(cluster_name, str) and _DNS_SUBDOMAIN.match(cluster_name)):
+        if not is_dns_subdomain(cluster_name):
             return None, f"annotation {CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION} is not an object name"
         return BindingRef(CLUSTER_RESOURCE_BINDING, cluster_name), ""
     return None, ""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from failover.api import (
     DEFAULT_JOB_ID_LABEL,
@@ -44,12 +44,12 @@ from failover.api import (
 )
 from failover.checkpoints import Layout, LayoutError, parse_layout
 from failover.labels import label_key_problems
+from failover.names import is_dns_subdomain
 
 VALUE_FIELDS = frozenset({"path", "job_id", "namespace"})
 # A dotted path of plain field names under spec: the only shape a JSONPatch can create without reading arrays.
 _FIELD_PATH = re.compile(r"spec(\.[A-Za-z_][A-Za-z0-9_-]*)+\Z")
 _KIND = re.compile(r"[A-Z][A-Za-z0-9]*\Z")
-_GROUP = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 _VERSION = re.compile(r"v[0-9]+((alpha|beta)[0-9]+)?\Z")
 _PROFILE_KEYS = frozenset({"name", "group", "version", "kind", "label", "layouts", "savepointLayouts", "targets"})
 _TARGET_KEYS = frozenset({"field", "value", "keep"})
@@ -181,9 +181,9 @@ def parse_profile(config: Any, index: int, *, labels: tuple[str, ...], layouts: 
     if unknown:
         raise ProfileError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
                            f"known: {', '.join(sorted(_PROFILE_KEYS))}")
-    group = _string(config, "group", where, _GROUP, "a lowercase API group such as flink.apache.org")
-    version = _string(config, "version", where, _VERSION, "a Kubernetes API version such as v1beta1")
-    kind = _string(config, "kind", where, _KIND, "a kind such as FlinkSessionJob")
+    group = _string(config, "group", where, is_dns_subdomain, "a lowercase API group such as flink.apache.org")
+    version = _string(config, "version", where, _VERSION.match, "a Kubernetes API version such as v1beta1")
+    kind = _string(config, "kind", where, _KIND.match, "a kind such as FlinkSessionJob")
     name = config.get("name", kind)
     if not isinstance(name, str) or not name:
         raise ProfileError(f"{where}.name: must be a non-empty string")
@@ -248,9 +248,9 @@ def _layouts(where: str, templates: Any, required: bool) -> tuple[Layout, ...]:
         raise ProfileError(f"{where}: {error}") from None
 
 
-def _string(config: Mapping[str, Any], key: str, where: str, pattern: re.Pattern[str], example: str) -> str:
+def _string(config: Mapping[str, Any], key: str, where: str, valid: Callable[[str], Any], example: str) -> str:
     value = config.get(key)
-    if not isinstance(value, str) or not pattern.match(value):
+    if not isinstance(value, str) or not valid(value):
         raise ProfileError(f"{where}.{key}: {value!r} is not {example}")
     return value
 

@@ -32,8 +32,18 @@ from failover.api import (
     REBALANCE_SUCCESSFUL,
     RESOURCE_BINDING,
 )
-from failover.decision import (NORMAL, WARNING, BindingPatch, DecisionSettings, Event, ObjectRef, earliest,
-                               format_time, parse_time)
+from failover.decision import (
+    NORMAL,
+    WARNING,
+    BindingPatch,
+    DecisionSettings,
+    Event,
+    ObjectRef,
+    earliest,
+    format_time,
+    parse_time,
+)
+from failover.fields import is_int
 
 WORKLOAD_FIELDS = ("apiVersion", "kind", "namespace", "name")
 
@@ -146,7 +156,7 @@ def decide_rebalance(rebalancer: Mapping[str, Any], bindings: Mapping[ObjectRef,
     delete, delays = False, [settings.rebalancer_retry if pending else None]
     ttl = b.spec(rebalancer).get("ttlSecondsAfterFinished")
     finished = parse_time(finish_raw)
-    if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0 and finished is not None and not pending:
+    if is_int(ttl) and ttl >= 0 and finished is not None and not pending:
         expiry = finished + timedelta(seconds=ttl)
         if now >= expiry:
             delete = True

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from failover.checkpoints import LookupResult, Outcome
-from failover.fields import object_name
+from failover.fields import is_int, object_name
 from failover.flink_config import (
     read_state_config,
     stateless_restart_reasons,
@@ -163,7 +163,7 @@ def _flink_assignments(profile: InjectionProfile, obj: Mapping[str, Any], path: 
     if late:
         if late_restore:
             nonce = job.get(REDEPLOY_NONCE)
-            next_nonce = nonce + 1 if isinstance(nonce, int) and not isinstance(nonce, bool) else 1
+            next_nonce = nonce + 1 if is_int(nonce) else 1
             new_job = {**job, "initialSavepointPath": path, REDEPLOY_NONCE: next_nonce}
             if validate_redeploy(new_job, job) is None:
                 result.append(((*shape.job, REDEPLOY_NONCE), next_nonce, frozenset()))

@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from failover.fields import is_int
 from failover.labels import label_key_problems, label_value_problems
 from failover.verdict import Findings
 
@@ -287,8 +288,7 @@ def _is_object(schema: Schema) -> bool:
 
 def _is_integer(value: Any) -> bool:
     # JSON has one number type: 1000.0 (what kubectl sends for YAML's 1e3) decodes into an integer field.
-    return (isinstance(value, int) and not isinstance(value, bool)) or (
-        isinstance(value, float) and value.is_integer())
+    return is_int(value) or (isinstance(value, float) and value.is_integer())
 
 
 def _has_type(value: Any, expected: str) -> bool:

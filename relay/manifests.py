@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +34,10 @@ import yaml
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from certs.store import CertificateError, load_certificates, read_ca_bundle
+from failover import rules as registry
 from failover.api import DEFAULT_JOB_ID_LABEL, Resource
 from failover.labels import label_key_problems
-from failover import rules as registry
+from failover.names import is_dns_label, is_dns_subdomain
 from failover.profiles import trigger_labels
 from failover.rules import ADMITTED_OPERATIONS, Decider, Webhook, webhooks_at
 from relay.settings import default_cert_dir
@@ -57,7 +57,6 @@ CERT_MANAGER_INJECT_ANNOTATION = "cert-manager.io/inject-ca-from"
 DEFAULT_SERVICE_PORT = 443
 EXIT_OK, EXIT_USAGE = 0, 2
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 class ManifestError(ValueError):
@@ -125,7 +124,7 @@ def url_endpoint(url: str) -> Endpoint:
 def service_endpoint(name: str, namespace: str, port: int = DEFAULT_SERVICE_PORT) -> Endpoint:
     """A relay reached through the Service ``name`` in ``namespace`` (the apiserver dials ``name.namespace.svc``)."""
     for value, what in ((name, "--service"), (namespace, "--namespace")):
-        if not _DNS_LABEL.match(value):
+        if not is_dns_label(value):
             raise ManifestError(f"{what} {value[:80]!r}: not a valid Kubernetes name (lowercase RFC 1123 label)")
     if not 1 <= port <= 65535:
         raise ManifestError(f"--service-port {port}: must be between 1 and 65535")
@@ -157,8 +156,7 @@ def ca_bundle_from_cert_dir(cert_dir: Path) -> bytes:
 def cert_manager_annotations(certificate: str) -> dict[str, str]:
     """The annotation that has cert-manager's CA injector fill every caBundle from ``NAMESPACE/NAME``."""
     namespace, _, name = certificate.partition("/")
-    if not (_DNS_LABEL.match(namespace) and name and len(name) <= 253
-            and all(_DNS_LABEL.match(part) for part in name.split("."))):
+    if not (is_dns_label(namespace) and is_dns_subdomain(name)):
         raise ManifestError(f"--cert-manager-certificate {certificate[:80]!r}: expected NAMESPACE/NAME of a "
                             "cert-manager Certificate")
     return {CERT_MANAGER_INJECT_ANNOTATION: f"{namespace}/{name}"}
@@ -260,7 +258,7 @@ def _webhook(webhook: Webhook, options: WebhookOptions, *, mutating: bool) -> di
 def _check_options(options: WebhookOptions) -> None:
     if options.savepoint_failure_policy not in FAILURE_POLICIES:
         raise ManifestError(f"savepoint failure policy {options.savepoint_failure_policy!r}: use Fail or Ignore")
-    if not _DNS_LABEL.match(options.namespace):
+    if not is_dns_label(options.namespace):
         raise ManifestError(f"--namespace {options.namespace[:80]!r}: not a valid Kubernetes name")
     problems = label_key_problems(options.job_id_label)
     if problems:

@@ -15,8 +15,8 @@ import structlog
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from controllers.kube import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, NoClusterConfig, load_api_client, not_found
-from failover.api import WORK, GroupKind
+from controllers.kube import NoClusterConfig, load_api_client, not_found
+from failover.api import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORK, GroupKind
 from failover.preserved_state import BindingRef
 from relay.settings import Settings, SettingsError
 from webhook.handlers import Mutator

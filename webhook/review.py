@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, NotRequired, TypedDict
 
+from failover.names import object_key
 from failover.verdict import Verdict, clip
 
 API_VERSION = "admission.k8s.io/v1"
@@ -132,7 +133,7 @@ class AdmissionRequest:
 
     @property
     def display_name(self) -> str:
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return object_key(self.namespace, self.name)
 
 
 def parse_review(body: bytes) -> AdmissionRequest:

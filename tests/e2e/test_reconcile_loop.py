@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 from kubernetes import client, config
+from prometheus_client import CollectorRegistry
 
-from controllers.kube import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CustomObjects
+from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
 from controllers.manager import LoopSettings, ReconcileLoop
+from failover.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from failover.decision import DecisionSettings
 from relay.settings import ControllerSettings
-from prometheus_client import CollectorRegistry
 from tests.envtest import ControlPlane
 
 pytestmark = pytest.mark.envtest
