@@ -36,7 +36,7 @@ from failover.fencing import (
     is_fenced_copy,
 )
 from failover.graceful_eviction import decide_graceful_eviction
-from failover.history import decide_history, returned_cluster_patch
+from failover.history import HISTORY_ANNOTATION, decide_history, returned_cluster_patch
 from failover.last_state import decide_last_state
 from failover.names import object_key
 from failover.rebalancer import decide_rebalance, referenced_bindings
@@ -168,7 +168,11 @@ class BindingReconciler:
             log.info("clusters_evicted", kind=self.kind, binding=key, clusters=list(failover.evicted))
         await self.recorder.record(step.binding, failover.events)
 
-        await step.apply(lambda obj: _Patch(decide_last_state(obj, now)))
+        # One write for both records of the binding: on a first pass over many healthy bindings each costs a PATCH.
+        works = self.cache.works_of(step.binding) if self.cache.synced(WORKS.kind) else ()
+        records = await step.apply(lambda obj: _Patch(_records(obj, works, now)))
+        if records.patch and HISTORY_ANNOTATION in records.patch["metadata"]["annotations"]:
+            log.info("history_recorded", kind=self.kind, binding=key)
 
         fill = await step.apply(decide_cluster_failover_state)
         if fill.patch:
@@ -182,9 +186,6 @@ class BindingReconciler:
             log.info("eviction_tasks_ended", kind=self.kind, binding=key,
                      clusters=[task.from_cluster for task in eviction.ended])
         await self.recorder.record(step.binding, eviction.events)
-
-        works = self.cache.works_of(step.binding) if self.cache.synced(WORKS.kind) else ()
-        await step.apply(lambda obj: _Patch(decide_history(obj, works, now)))
 
         fencing = await self._fence(step, key, now)
         return earliest(failover.requeue_after, eviction.requeue_after, fencing)
@@ -269,6 +270,15 @@ class BindingReconciler:
         await self.recorder.record(binding, (Event(NORMAL, EVENT_FENCED_COPY, clip_message(
             f"deleted the old copy {copy.kind} {object_key(copy.namespace, copy.name)} from {copy.cluster}")),))
         return True
+
+
+def _records(binding: dict[str, Any], works: Iterable[Mapping[str, Any]], now: datetime) -> dict[str, Any] | None:
+    """The annotation patch of the last good state and the failover history together (None when neither moves)."""
+    last_state = decide_last_state(binding, now)
+    history = decide_history(merge_patch(binding, last_state), works, now)
+    annotations = {key: value for patch in (last_state, history) if patch
+                   for key, value in patch["metadata"]["annotations"].items()}
+    return {"metadata": {"annotations": annotations}} if annotations else None
 
 
 class _Patch:
