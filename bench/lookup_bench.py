@@ -44,7 +44,7 @@ from failover.checkpoints import DEFAULT_LAYOUT, LookupCache, open_store  # noqa
 from failover.jobid import JobId  # noqa: E402
 from failover.profiles import load_profiles  # noqa: E402
 from failover.restore import RestoreQuery, find_restore_point  # noqa: E402
-from webhook.mutators import LookupPool, SavepointMutator  # noqa: E402
+from webhook.mutators import SavepointMutator, lookup_pool  # noqa: E402
 from webhook.review import AdmissionRequest  # noqa: E402
 
 NAMESPACE = "flink"
@@ -162,7 +162,7 @@ def main() -> int:
         }
 
         async def adapter() -> None:
-            pool = LookupPool()
+            pool = lookup_pool()
             mutator = SavepointMutator(profile, roots[0], executor=pool, deadline=5.0, cache=LookupCache(ttl=3600))
 
             def request(job: JobId) -> AdmissionRequest:

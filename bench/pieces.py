@@ -26,12 +26,13 @@ import structlog  # noqa: E402
 from bench import bodies  # noqa: E402
 from failover.checkpoints import open_store  # noqa: E402
 from failover.profiles import load_profiles  # noqa: E402
-from failover.rules import DEFAULTERS, VALIDATORS  # noqa: E402
+from failover.registry import DEFAULTERS, VALIDATORS  # noqa: E402
 from failover.api import PROPAGATION_POLICY  # noqa: E402
 from relay.logs import configure_logging  # noqa: E402
 from relay.settings import SavepointSettings  # noqa: E402
 from webhook.metrics import AdmissionMetrics  # noqa: E402
-from webhook.mutators import LookupPool, savepoint_mutators  # noqa: E402
+from webhook.blocking import BlockingPool  # noqa: E402
+from webhook.mutators import savepoint_mutators  # noqa: E402
 from webhook.review import complete, encode, parse_review  # noqa: E402
 
 
@@ -54,7 +55,7 @@ def main() -> None:
     savepoint = SavepointSettings()
     profiles = load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
                              savepoint_layouts=savepoint.savepoint_layouts)
-    pool = LookupPool(1)
+    pool = BlockingPool(1)
     mutator = next(iter(savepoint_mutators(profiles, open_store(str(root)), executor=pool,
                                            cache_ttl=3600).values()))
     configure_logging("json", stream=io.StringIO())

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -14,21 +15,48 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
+from failover.api import RESOURCES_BY_KIND
+from failover.decision import Event, ObjectRef
+from failover.names import object_key
 
 COMPONENT = "failover-relay"
 # Events of cluster-scoped objects (ClusterResourceBinding, WorkloadRebalancer) go to "default", as kubectl expects.
 CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
 MAX_MESSAGE_LENGTH = 1024
+# A condition that lasts (a cluster unhealthy without propagateDeps) yields the same event on every reconcile;
+# one per object, reason and message within this window is enough for `kubectl describe`.
+EVENT_REPEAT_SECONDS = 600.0
 
 log = structlog.get_logger("failover_relay.events")
 
 
 class EventRecorder:
-    def __init__(self, api_client: client.ApiClient, host: str) -> None:
+    """Writes the decisions' Events, each (object, reason, message) at most once within `EVENT_REPEAT_SECONDS`."""
+
+    def __init__(self, api_client: client.ApiClient, host: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.api = client.CoreV1Api(api_client)
         self.host = host
+        self.clock = clock
+        self._recent: dict[tuple[str, str, str, str], float] = {}
 
-    async def record(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
+    async def record(self, subject: Mapping[str, Any], events: Iterable[Event]) -> None:
+        """The Events of one decision about ``subject`` (or about the object each Event names)."""
+        for event in events:
+            regarding = subject if event.regarding is None else reference_object(event.regarding)
+            metadata = regarding.get("metadata") or {}
+            key = (str(regarding.get("kind")), object_key(metadata.get("namespace"), str(metadata.get("name"))),
+                   event.reason, event.message)
+            now = self.clock()
+            if now - self._recent.get(key, -EVENT_REPEAT_SECONDS) < EVENT_REPEAT_SECONDS:
+                continue
+            self._recent[key] = now
+            if len(self._recent) > 10_000:
+                self._recent = {k: t for k, t in self._recent.items() if now - t < EVENT_REPEAT_SECONDS}
+            log.info("event", kind=key[0], object=key[1], type=event.type, reason=event.reason,
+                     message=event.message)
+            await self.write(regarding, event.type, event.reason, event.message)
+
+    async def write(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
         """Best effort: an Event that cannot be written is logged, never a reason to fail a reconcile."""
         body = self.event_for(obj, event_type, reason, message, datetime.now(timezone.utc))
         try:
@@ -52,3 +80,10 @@ class EventRecorder:
             source=client.V1EventSource(component=COMPONENT, host=self.host),
             first_timestamp=now, last_timestamp=now, count=1,
             reporting_component=COMPONENT, reporting_instance=self.host)
+
+
+def reference_object(ref: ObjectRef) -> dict[str, Any]:
+    """A stand-in object for an Event about ``ref``: what `involvedObject` needs."""
+    metadata = {"name": ref.name, **({"namespace": ref.namespace} if ref.namespace else {})}
+    resource = RESOURCES_BY_KIND.get(ref.kind)
+    return {"apiVersion": resource.api_version if resource else "", "kind": ref.kind, "metadata": metadata}

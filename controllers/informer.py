@@ -55,7 +55,6 @@ class Informer:
         self._transform = transform or _cached_form
         self.cache: dict[str, Mapping[str, Any]] = {}
         self.synced = threading.Event()
-        self.relists = 0
         self._stopping = threading.Event()
         self._watch: watch.Watch | None = None
         self._thread = threading.Thread(target=self._run, name=f"informer-{name}", daemon=True)
@@ -109,7 +108,6 @@ class Informer:
         gone = set(self.cache) - set(fresh)
         changed = [key for key, item in fresh.items() if _version(self.cache.get(key)) != _version(item)]
         self.cache = {**fresh}
-        self.relists += 1
         self.synced.set()
         for key in [*changed, *gone]:
             self._notify(key)

@@ -17,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from failover.api import Resource
-from failover.names import key_of, split_key
+from failover.names import split_key
 
 
 class NoClusterConfig(Exception):
@@ -103,22 +103,6 @@ class CustomObjects:
                                                                   merge_patch, _request_timeout=self.timeout)
         return self.api.patch_cluster_custom_object_status(r.group, r.version, r.plural, name, merge_patch,
                                                            _request_timeout=self.timeout)
-
-    def replace(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        r, (namespace, name) = self.resource, split_key(key_of(obj))
-        if r.namespaced:
-            return self.api.replace_namespaced_custom_object(r.group, r.version, namespace, r.plural, name, obj,
-                                                             _request_timeout=self.timeout)
-        return self.api.replace_cluster_custom_object(r.group, r.version, r.plural, name, obj,
-                                                      _request_timeout=self.timeout)
-
-    def replace_status(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        r, (namespace, name) = self.resource, split_key(key_of(obj))
-        if r.namespaced:
-            return self.api.replace_namespaced_custom_object_status(r.group, r.version, namespace, r.plural, name,
-                                                                    obj, _request_timeout=self.timeout)
-        return self.api.replace_cluster_custom_object_status(r.group, r.version, r.plural, name, obj,
-                                                             _request_timeout=self.timeout)
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         r = self.resource

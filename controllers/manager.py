@@ -15,18 +15,12 @@ from prometheus_client import CollectorRegistry
 
 from controllers.cache import BINDING_RESOURCES, POLICY_RESOURCES, Cache, work_cached_form
 from controllers.client import KarmadaClient
+from controllers.controller import Controller, ControllerMetrics
 from controllers.events import EventRecorder
 from controllers.informer import Informer
 from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
-from controllers.loop import Controller, ControllerMetrics
-from controllers.reconcilers import (
-    BindingReconciler,
-    FailbackReconciler,
-    RebalancerReconciler,
-    ReconcileMetrics,
-    Recorder,
-)
+from controllers.reconcilers import BindingReconciler, FailbackReconciler, RebalancerReconciler, ReconcileMetrics
 from failover.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS, Resource
 from failover.decision import DecisionSettings
 
@@ -68,7 +62,7 @@ class ReconcileLoop:
         self.reconcile_metrics = ReconcileMetrics(registry)
         # Built before campaigning: the first CoreV1Api loads the client's large core module (about 1.3 s), which
         # must not delay a new leader's first reconcile.
-        self.recorder = Recorder(EventRecorder(api_client, settings.identity))
+        self.recorder = EventRecorder(api_client, settings.identity)
         self.elector = LeaderElector(client.CoordinationV1Api(api_client), settings.lease_namespace,
                                      settings.lease_name, settings.identity)
 

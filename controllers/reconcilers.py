@@ -7,7 +7,6 @@ never append a second eviction task: the write fails with 409 and the key is rec
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -21,7 +20,7 @@ from controllers.cache import Cache, with_identity
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.kube import conflict, not_found
-from failover.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, WORKS
+from failover.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
 from failover.application_failover import decide_application_failover
 from failover.cluster_failover import decide_cluster_failover_state
 from failover.decision import NORMAL, DecisionSettings, Event, ObjectRef, clip_message, earliest, merge_patch
@@ -48,11 +47,6 @@ Clock = Callable[[], datetime]
 # after this.
 COPY_RETRY = timedelta(seconds=2)
 
-API_VERSIONS = {r.kind: r.api_version
-                for r in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS)}
-# A condition that lasts (a cluster unhealthy without propagateDeps) yields the same event on every reconcile;
-# one per object, reason and message within this window is enough for `kubectl describe`.
-EVENT_REPEAT_SECONDS = 600.0
 
 
 def utc_now() -> datetime:
@@ -102,36 +96,6 @@ class _KeySet:
         self.gauge.set(len(self.keys))
 
 
-class Recorder:
-    """Events through `EventRecorder`, without repeating one (object, reason, message) within the window."""
-
-    def __init__(self, recorder: EventRecorder, clock: Callable[[], float] = time.monotonic) -> None:
-        self.recorder = recorder
-        self.clock = clock
-        self._recent: dict[tuple[str, str, str, str], float] = {}
-
-    async def record(self, subject: Mapping[str, Any], events: Iterable[Event]) -> None:
-        for event in events:
-            regarding = subject if event.regarding is None else reference_object(event.regarding)
-            metadata = regarding.get("metadata") or {}
-            key = (str(regarding.get("kind")), object_key(metadata.get("namespace"), str(metadata.get("name"))),
-                   event.reason, event.message)
-            now = self.clock()
-            if now - self._recent.get(key, -EVENT_REPEAT_SECONDS) < EVENT_REPEAT_SECONDS:
-                continue
-            self._recent[key] = now
-            if len(self._recent) > 10_000:
-                self._recent = {k: t for k, t in self._recent.items() if now - t < EVENT_REPEAT_SECONDS}
-            log.info("event", kind=key[0], object=key[1], type=event.type, reason=event.reason,
-                     message=event.message)
-            await self.recorder.record(regarding, event.type, event.reason, event.message)
-
-
-def reference_object(ref: ObjectRef) -> dict[str, Any]:
-    metadata = {"name": ref.name, **({"namespace": ref.namespace} if ref.namespace else {})}
-    return {"apiVersion": API_VERSIONS.get(ref.kind, ""), "kind": ref.kind, "metadata": metadata}
-
-
 def conditional(patch: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
     """`patch` with the resourceVersion it was decided on: the apiserver answers 409 if the object moved on."""
     metadata = dict(patch.get("metadata") or {})
@@ -148,7 +112,7 @@ class BindingReconciler:
     """One ResourceBinding or ClusterResourceBinding: application failover, the last good state, the state of the
     taint manager's tasks, graceful eviction, then fencing of the old copy (failover/fencing.py)."""
 
-    def __init__(self, kind: str, client: KarmadaClient, cache: Cache, recorder: Recorder,
+    def __init__(self, kind: str, client: KarmadaClient, cache: Cache, recorder: EventRecorder,
                  settings: DecisionSettings, metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
         self.kind, self.client, self.cache, self.recorder = kind, client, cache, recorder
         self.resource = client.resource(kind)
@@ -316,7 +280,7 @@ class _Steps:
 class RebalancerReconciler:
     """WorkloadRebalancer: stamp bindings, write status, expire after the TTL."""
 
-    def __init__(self, client: KarmadaClient, cache: Cache, recorder: Recorder, settings: DecisionSettings,
+    def __init__(self, client: KarmadaClient, cache: Cache, recorder: EventRecorder, settings: DecisionSettings,
                  metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
         self.client, self.cache, self.recorder = client, cache, recorder
         self.settings, self.metrics, self.clock = settings, metrics, clock
@@ -386,7 +350,7 @@ class RebalancerReconciler:
 class FailbackReconciler:
     """One Cluster: when it has recovered and settled, move its workloads back (failover/failback.py)."""
 
-    def __init__(self, client: KarmadaClient, cache: Cache, recorder: Recorder, settings: DecisionSettings,
+    def __init__(self, client: KarmadaClient, cache: Cache, recorder: EventRecorder, settings: DecisionSettings,
                  metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
         self.client, self.cache, self.recorder = client, cache, recorder
         self.settings, self.metrics, self.clock = settings, metrics, clock

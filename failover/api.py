@@ -8,7 +8,7 @@ Kubernetes Operator's FlinkDeployment CRD.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,8 @@ FLINK_RESOURCES = (FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS, FLINK_BLUE_GREEN_DEPLO
 RESOURCES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES, WORKLOAD_REBALANCERS, RESOURCE_BINDINGS,
              CLUSTER_RESOURCE_BINDINGS, WORKS, CLUSTERS, *FLINK_RESOURCES)
 RESOURCES_BY_GROUP_KIND = {resource.group_kind: resource for resource in RESOURCES}
+# The catalogue's kinds are unique across its groups; the decisions name objects by kind (`ObjectRef`).
+RESOURCES_BY_KIND = {resource.kind: resource for resource in RESOURCES}
 
 PROPAGATION_POLICY = PROPAGATION_POLICIES.group_kind
 CLUSTER_PROPAGATION_POLICY = CLUSTER_PROPAGATION_POLICIES.group_kind
@@ -138,6 +140,17 @@ DEFAULT_PURGE_MODE = PurgeMode.GRACEFULLY
 DEFAULT_GRACE_PERIOD_SECONDS = 600
 
 # Labels and annotations.
+class FailurePolicy(StrEnum):
+    """A webhook's `failurePolicy` (admissionregistration.k8s.io/v1)."""
+
+    FAIL = "Fail"
+    IGNORE = "Ignore"
+
+
+# Rules fail closed; the savepoint and Work mutators (storage and binding reads) fail open unless the operator says
+# otherwise: an unreachable storage must not block the failover itself.
+DEFAULT_SAVEPOINT_FAILURE_POLICY = FailurePolicy.IGNORE
+
 DEFAULT_JOB_ID_LABEL = "application.karmada.io/failover-jobid"
 RESOURCE_BINDING_NAMESPACE_ANNOTATION = "resourcebinding.karmada.io/namespace"
 RESOURCE_BINDING_NAME_ANNOTATION = "resourcebinding.karmada.io/name"

@@ -7,7 +7,6 @@ controllers apply the patch, record the events and requeue; they decide nothing 
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -154,20 +153,6 @@ def earliest(*delays: timedelta | None) -> timedelta | None:
     """The shortest of the given requeue delays (None ignored), never negative."""
     present = [delay for delay in delays if delay is not None]
     return max(min(present), timedelta(0)) if present else None
-
-
-def merge_patch(obj: Mapping[str, Any], patch: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Apply a JSON merge patch (RFC 7386) to a copy of `obj`: what the apiserver stores after PATCH."""
-    result = copy.deepcopy(dict(obj))
-    for key, value in (patch or {}).items():
-        if value is None:
-            result.pop(key, None)
-        elif isinstance(value, dict):
-            current = result.get(key)
-            result[key] = merge_patch(current if isinstance(current, dict) else {}, value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
 
 
 def clip_message(text: str) -> str:

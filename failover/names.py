@@ -11,7 +11,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-DNS_LABEL_MAX_LENGTH = 63
 DNS_SUBDOMAIN_MAX_LENGTH = 253
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")

@@ -29,6 +29,8 @@ Applying the patch and judging the result again yields no patch.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -46,8 +48,20 @@ from failover.profiles import InjectionProfile
 from failover.restore import RestoreQuery
 from failover.verdict import Finding, Verdict, clip
 
-FAIL_OPEN = "open"
-FAIL_CLOSED = "closed"
+
+
+class FailureMode(StrEnum):
+    """What a savepoint lookup that finds nothing usable (or fails) does to the admission."""
+
+    OPEN = "open"  # admit unchanged, with a warning
+    CLOSED = "closed"  # deny
+
+
+FAIL_OPEN, FAIL_CLOSED = FailureMode.OPEN, FailureMode.CLOSED
+# The mutating webhook is registered with timeoutSeconds 5; 2 s leaves room for TLS, queueing and the reply.
+LOOKUP_DEADLINE_SECONDS = 2.0
+# Admissions of the same job within this share one lookup (a Work and its FlinkDeployment, retries).
+LOOKUP_CACHE_TTL_SECONDS = 10.0
 
 # Audit annotation keys; the apiserver prefixes them with the webhook's name.
 AUDIT_OUTCOME = "savepoint-outcome"

@@ -104,13 +104,6 @@ def locate(url: Any, roots: Sequence[CheckpointStore]) -> StateLocation:
                            f"{shown!r}")
 
 
-def in_roots(url: Any, roots: Sequence[CheckpointStore]) -> StateLocation | None:
-    try:
-        return locate(url, roots)
-    except DirectoryRefused:
-        return None
-
-
 def _hide_userinfo(url: str) -> str:
     scheme, _, rest = url.partition("://")
     authority, slash, path = rest.partition("/")

@@ -8,8 +8,17 @@ import os
 import sys
 from pathlib import Path
 
-from relay.settings import (ControllerMode, Settings, SettingsError, add_setting_flags, apply, check_settings,
-                            flag_values, load_settings)
+from failover.api import DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
+from relay.settings import (
+    ControllerMode,
+    Settings,
+    SettingsError,
+    add_setting_flags,
+    apply,
+    check_settings,
+    flag_values,
+    load_settings,
+)
 
 # The settings each command takes as flags (relay/settings.py declares each flag with its setting).
 _CONTROLLER_FLAGS = ("controllers.kubeconfig", "controllers.leaseNamespace", "controllers.failback")
@@ -94,8 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "no CA source is given)")
     ca.add_argument("--cert-manager-certificate", metavar="NAMESPACE/NAME",
                     help="leave caBundle to cert-manager's CA injector, from this Certificate")
-    webhook.add_argument("--savepoint-failure-policy", choices=("Ignore", "Fail"), default="Ignore",
-                         help="failurePolicy of the FlinkDeployment and Work mutation (default Ignore: fail open)")
+    webhook.add_argument("--savepoint-failure-policy", choices=tuple(FailurePolicy),
+                         default=DEFAULT_SAVEPOINT_FAILURE_POLICY,
+                         help="failurePolicy of the FlinkDeployment and Work mutation (default %(default)s: fail open)")
     webhook.add_argument("--job-id-label", default=None,
                          help="label that marks FlinkDeployments for savepoint mutation "
                               "(default application.karmada.io/failover-jobid)")
@@ -173,10 +183,10 @@ def _controllers(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from certs.store import CertificateError
-    from controllers.kube import NoClusterConfig
     import structlog
 
+    from certs.store import CertificateError
+    from controllers.kube import NoClusterConfig
     from relay.logs import configure_logging
     from relay.runtime import ALLOW_ENV, ssl_leak_problem
     from relay.serve import serve

@@ -17,11 +17,11 @@ import yaml
 from failover.checkpoints import LayoutError
 from failover.jobid import job_id_problem
 from failover.profiles import ProfileError, load_profiles
-from failover.rules import group_kind_of
+from failover.registry import group_kind_of
 from failover.verdict import Verdict
 from relay.documents import Unreadable, documents_in, read_text
 from relay.settings import SavepointSettings
-from webhook.mutators import SavepointMutator, lookup_executor, open_stores
+from webhook.mutators import SavepointMutator, lookup_pool, open_stores
 from webhook.review import AdmissionRequest
 
 
@@ -66,7 +66,7 @@ def run_inject(path: Path, settings: SavepointSettings, job_id: str | None, show
         version=api_version.rpartition("/")[2], kind=kind, operation="CREATE",
         namespace=namespace or str(metadata.get("namespace") or "default"),
         name=str(metadata.get("name") or ""), object=obj, old_object=None, dry_run=True)
-    pool = lookup_executor()
+    pool = lookup_pool()
     mutator = SavepointMutator(profile, store, executor=pool, deadline=settings.lookup_deadline_seconds,
                                failure_mode=settings.failure_mode, allowed_roots=allowed_roots)
     try:

@@ -1,7 +1,7 @@
 """`failover-relay manifests webhook`: the Validating- and MutatingWebhookConfiguration that register the relay.
 
 Which kinds go to which endpoint comes from the admission registry the handlers dispatch from
-(``failover.rules.WEBHOOKS``, the resources from the catalogue in ``failover.api``); this module adds only how each
+(``failover.registry.WEBHOOKS``, the resources from the catalogue in ``failover.api``); this module adds only how each
 webhook is called (failure policy, timeout, selectors) and renders them either for a URL (a relay outside the
 cluster, the test control plane) or for a Service (in-cluster). Everything here is a plain function of its inputs
 except ``ca_bundle_from_*``, which read files; the CLI wrapper only parses flags and prints.
@@ -34,12 +34,12 @@ import yaml
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from certs.store import CertificateError, load_certificates, read_ca_bundle
-from failover import rules as registry
-from failover.api import DEFAULT_JOB_ID_LABEL, Resource
+from failover import registry
+from failover.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy, Resource
 from failover.labels import label_key_problems
 from failover.names import is_dns_label, is_dns_subdomain
 from failover.profiles import trigger_labels
-from failover.rules import ADMITTED_OPERATIONS, Decider, Webhook, webhooks_at
+from failover.registry import ADMITTED_OPERATIONS, Decider, Webhook, webhooks_at
 from relay.settings import default_cert_dir
 
 CONFIGURATION_NAME = "failover-relay"
@@ -48,8 +48,6 @@ DEFAULT_NAMESPACE = "failover-relay"
 # relay hangs. Mutation may look up checkpoints in shared storage under a 2 s deadline (SavepointSettings), so 5 s
 # leaves room for TLS, queueing and the reply. Both stay well below the apiserver's 30 s ceiling.
 TIMEOUT_SECONDS = {registry.Endpoint.VALIDATE: 3, registry.Endpoint.MUTATE: 5}
-FAILURE_POLICIES = ("Fail", "Ignore")
-DEFAULT_SAVEPOINT_FAILURE_POLICY = "Ignore"
 ALWAYS_EXCLUDED_NAMESPACES = ("kube-system",)
 # The label every namespace carries since Kubernetes 1.22 (NamespaceDefaultLabelName), holding its own name.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -92,7 +90,7 @@ class WebhookOptions:
     # PEM; None leaves caBundle out (cert-manager's CA injector fills it from the annotation).
     ca_bundle: bytes | None
     namespace: str = DEFAULT_NAMESPACE
-    savepoint_failure_policy: str = DEFAULT_SAVEPOINT_FAILURE_POLICY
+    savepoint_failure_policy: str = str(DEFAULT_SAVEPOINT_FAILURE_POLICY)
     job_id_label: str = DEFAULT_JOB_ID_LABEL
     annotations: Mapping[str, str] | None = None
 
@@ -233,7 +231,8 @@ def _webhooks(webhook: Webhook, options: WebhookOptions, *, mutating: bool) -> l
 
 def _webhook(webhook: Webhook, options: WebhookOptions, *, mutating: bool) -> dict[str, Any]:
     # Rules fail closed; mutators doing I/O (savepoint lookup, binding read) take the operator's choice.
-    failure_policy = "Fail" if webhook.decider is Decider.RULE else options.savepoint_failure_policy
+    failure_policy = str(FailurePolicy.FAIL if webhook.decider is Decider.RULE  # str(): YAML writes plain strings
+                         else options.savepoint_failure_policy)
     entry: dict[str, Any] = {
         "name": webhook.name,
         "admissionReviewVersions": ["v1"],
@@ -256,7 +255,7 @@ def _webhook(webhook: Webhook, options: WebhookOptions, *, mutating: bool) -> di
 
 
 def _check_options(options: WebhookOptions) -> None:
-    if options.savepoint_failure_policy not in FAILURE_POLICIES:
+    if options.savepoint_failure_policy not in tuple(FailurePolicy):
         raise ManifestError(f"savepoint failure policy {options.savepoint_failure_policy!r}: use Fail or Ignore")
     if not is_dns_label(options.namespace):
         raise ManifestError(f"--namespace {options.namespace[:80]!r}: not a valid Kubernetes name")

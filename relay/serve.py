@@ -16,15 +16,16 @@ from certs.store import ensure_certificates
 from failover.api import GroupKind
 from failover.checkpoints import LayoutError
 from failover.profiles import ProfileError, load_profiles
-from failover.rules import defaulters_for
-from relay.loop import start_cabundle_sync, start_reconcile_loop
+from failover.registry import defaulters_for
 from relay.settings import Settings, SettingsError, in_cluster
+from relay.start_controllers import start_cabundle_sync, start_reconcile_loop
 from relay.work_labels import work_mutators
+from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
 from webhook.listener import CappedTLSSite, ConnectionLimits
 from webhook.metrics import AdmissionMetrics
-from webhook.mutators import LookupPool, lookup_executor, open_stores, savepoint_mutators
+from webhook.mutators import lookup_pool, open_stores, savepoint_mutators
 from webhook.server import AdmissionServer, connection_options
 
 # How often the certificate files are re-checked: renewal happens days before expiry, and files mounted from a
@@ -56,8 +57,8 @@ class RelayServer:
         self._report_repairs()
         self.tls = ReloadingSSLContext(self.files.cert_file, self.files.key_file, settings.client_ca_file)
         self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
-        self.lookup_pool: LookupPool | None = None
-        self.binding_pool: LookupPool | None = None
+        self.lookup_pool: BlockingPool | None = None
+        self.binding_pool: BlockingPool | None = None
         if handlers is None:
             savepoints = self._savepoint_mutators()
             # Preserved-state labels on Works (relay/work_labels.py): on when the Karmada apiserver is reachable.
@@ -85,7 +86,7 @@ class RelayServer:
                                                savepoint.storage_options)
         except (ProfileError, LayoutError) as error:
             raise SettingsError(str(error)) from None
-        self.lookup_pool = lookup_executor()
+        self.lookup_pool = lookup_pool()
         log.info("savepoint_injection", checkpoint_root=store.url_root,
                  allowed_roots=[root.url_root for root in allowed_roots], late_restore=savepoint.late_restore,
                  kinds=sorted(map(str, profiles)), failure_mode=savepoint.failure_mode,
@@ -199,7 +200,6 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
     # cyclic GC's generations so full collections stay short on the request path.
     gc.freeze()
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     install_signal_handlers(stop.set)
     upkeep = asyncio.create_task(relay.keep_certificate_fresh())
     reconcile = start_reconcile_loop(settings.controllers, relay.metrics.registry)

@@ -19,7 +19,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from controllers.kube import NoClusterConfig, load_api_client
-from failover.rules import VALIDATORS, group_kind_of
+from failover.registry import VALIDATORS, group_kind_of
 from failover.verdict import Findings, Verdict
 
 FIELD_MANAGER = "failover-relay-check"

@@ -19,8 +19,8 @@ import argparse
 import math
 import os
 import typing
-from datetime import timedelta
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
+from datetime import timedelta
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -31,6 +31,7 @@ import yaml
 from failover.api import DEFAULT_JOB_ID_LABEL
 from failover.decision import DecisionSettings
 from failover.profiles import ProfileError, load_profiles
+from failover.savepoint import LOOKUP_CACHE_TTL_SECONDS, LOOKUP_DEADLINE_SECONDS, FailureMode
 from failover.state_roots import DirectoryRefused, parse_state_url
 
 
@@ -49,13 +50,6 @@ class LogLevel(StrEnum):
     INFO = "info"
     WARNING = "warning"
     ERROR = "error"
-
-
-class FailureMode(StrEnum):
-    """What a savepoint lookup that finds nothing usable (or fails) does to the admission."""
-
-    OPEN = "open"  # admit unchanged, with a warning
-    CLOSED = "closed"  # deny
 
 
 class ControllerMode(StrEnum):
@@ -138,13 +132,12 @@ class SavepointSettings:
     # savepointRedeployNonce, which cancels the job statelessly and restarts it from the path (docs/restore.md
     # "A path that arrives late").
     late_restore: bool = setting("savepoint.lateRestore", False)
-    # The mutating webhook is registered with timeoutSeconds 5; 2 s leaves room for TLS, queueing and the reply.
-    lookup_deadline_seconds: float = setting("savepoint.lookupDeadlineSeconds", 2.0, gt=0, lt=30)
+    lookup_deadline_seconds: float = setting("savepoint.lookupDeadlineSeconds", LOOKUP_DEADLINE_SECONDS, gt=0, lt=30)
     failure_mode: FailureMode = setting(
         "savepoint.failureMode", FailureMode.OPEN, flag="--savepoint-failure-mode",
         help="no checkpoint, timeout or storage error: admit unchanged with a warning (open) or deny (closed); "
              "default {default}", choices_hint="open or closed")
-    cache_ttl_seconds: float = setting("savepoint.cacheTTLSeconds", 10.0, ge=0)
+    cache_ttl_seconds: float = setting("savepoint.cacheTTLSeconds", LOOKUP_CACHE_TTL_SECONDS, ge=0)
     job_id_label: str = setting("savepoint.jobIdLabel", DEFAULT_JOB_ID_LABEL)
     storage_options: Mapping[str, Any] = setting("savepoint.storageOptions", default_factory=dict)
     profiles: tuple[Mapping[str, Any], ...] = setting("savepoint.profiles", ())
@@ -276,18 +269,6 @@ class Settings:
     savepoint: SavepointSettings = field(default_factory=SavepointSettings)
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
 
-    def with_overrides(self, **overrides: Any) -> "Settings":
-        """Apply command-line flags; a flag left at None keeps the file's (or the default) value."""
-        return replace(self, **{key: value for key, value in overrides.items() if value is not None})
-
-    def with_savepoint_overrides(self, **overrides: Any) -> "Settings":
-        """Apply `savepoint` flags (`--checkpoint-root`, `--savepoint-failure-mode`); None keeps the file's value."""
-        chosen = {key: value for key, value in overrides.items() if value is not None}
-        return replace(self, savepoint=replace(self.savepoint, **chosen)) if chosen else self
-
-    def with_controller_overrides(self, **overrides: Any) -> "Settings":
-        present = {key: value for key, value in overrides.items() if value is not None}
-        return replace(self, controllers=replace(self.controllers, **present))
 
 
 SECTIONS = ("server", "logging", "savepoint", "controllers")

@@ -11,9 +11,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from controllers.kube import load_api_client
 from controllers.manager import ReconcileLoop
-from relay.loop import cluster_loop_settings
 from relay.serve import install_signal_handlers
 from relay.settings import Settings
+from relay.start_controllers import cluster_loop_settings
 
 log = structlog.get_logger("failover_relay")
 

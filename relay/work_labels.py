@@ -19,9 +19,10 @@ from controllers.kube import NoClusterConfig, load_api_client, not_found
 from failover.api import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORK, GroupKind
 from failover.preserved_state import BindingRef
 from relay.settings import Settings, SettingsError
+from webhook.blocking import BlockingPool
 from webhook.handlers import Mutator
 from webhook.metrics import AdmissionMetrics
-from webhook.mutators import LookupPool, SavepointMutator
+from webhook.mutators import SavepointMutator
 from webhook.work_mutator import BINDING_READ_THREADS, BindingReader, WorkMutator
 
 log = structlog.get_logger("failover_relay")
@@ -52,7 +53,7 @@ def binding_reader(api_client: client.ApiClient) -> BindingReader:
 
 
 def work_mutators(settings: Settings, savepoints: Mapping[GroupKind, Mutator],
-                  metrics: AdmissionMetrics) -> tuple[dict[GroupKind, Mutator], LookupPool | None]:
+                  metrics: AdmissionMetrics) -> tuple[dict[GroupKind, Mutator], BlockingPool | None]:
     """The Work mutator by group and kind (empty when off) and the thread pool to shut down with the server."""
     choice = settings.savepoint.work_labels
     if settings.savepoint.work_savepoints and (choice is False or not settings.savepoint.checkpoint_root):
@@ -71,7 +72,7 @@ def work_mutators(settings: Settings, savepoints: Mapping[GroupKind, Mutator],
         return {}, None
     restoring = {group_kind: mutator for group_kind, mutator in savepoints.items()
                  if isinstance(mutator, SavepointMutator)} if settings.savepoint.work_savepoints else {}
-    pool = LookupPool(BINDING_READ_THREADS)
+    pool = BlockingPool(BINDING_READ_THREADS, "binding-read")
     mutator = WorkMutator(binding_reader(api_client), executor=pool, savepoints=restoring, metrics=metrics)
     log.info("work_labels_enabled", host=api_client.configuration.host,
              savepoint_kinds=sorted(map(str, restoring)))

@@ -1,5 +1,4 @@
 import sys
-import time
 from pathlib import Path
 from typing import Any
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import ssl
 import uuid
@@ -83,3 +84,31 @@ def report(request: Any, tag: str, line: str) -> None:
         with capture.global_and_fixture_disabled():
             reporter.ensure_newline()
             reporter.write_line(f"[{tag}] {line}")
+
+
+def merge_patch(obj: Mapping[str, Any], patch: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Apply a JSON merge patch (RFC 7386) to a copy of `obj`: what the apiserver stores after PATCH."""
+    result = copy.deepcopy(dict(obj))
+    for key, value in (patch or {}).items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict):
+            current = result.get(key)
+            result[key] = merge_patch(current if isinstance(current, dict) else {}, value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def replace_object(objects: Any, obj: Mapping[str, Any], *, status: bool = False) -> dict[str, Any]:
+    """PUT ``obj`` (or its status subresource) through a `controllers.kube.CustomObjects`: what Karmada's own
+    controllers do when they rewrite a binding or reflect member status; the relay itself only patches."""
+    r, api, name = objects.resource, objects.api, obj["metadata"]["name"]
+    if r.namespaced:
+        namespace = obj["metadata"]["namespace"]
+        if status:
+            return api.replace_namespaced_custom_object_status(r.group, r.version, namespace, r.plural, name, obj)
+        return api.replace_namespaced_custom_object(r.group, r.version, namespace, r.plural, name, obj)
+    if status:
+        return api.replace_cluster_custom_object_status(r.group, r.version, r.plural, name, obj)
+    return api.replace_cluster_custom_object(r.group, r.version, r.plural, name, obj)

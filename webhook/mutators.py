@@ -11,8 +11,6 @@ hold up a shutdown.
 from __future__ import annotations
 
 import asyncio
-import queue
-import threading
 import time
 from dataclasses import replace
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
@@ -23,8 +21,16 @@ from failover.api import GroupKind
 from failover.checkpoints import CheckpointStore, LookupCache, LookupResult, Outcome, open_store
 from failover.profiles import InjectionProfile
 from failover.restore import RestoreQuery, carried_path_belongs, find_restore_point
-from failover.savepoint import CARRIED_FORWARD, FAIL_OPEN, injection_verdict, plan_lookup
+from failover.savepoint import (
+    CARRIED_FORWARD,
+    FAIL_OPEN,
+    LOOKUP_CACHE_TTL_SECONDS,
+    LOOKUP_DEADLINE_SECONDS,
+    injection_verdict,
+    plan_lookup,
+)
 from failover.verdict import ALLOWED, Verdict
+from webhook.blocking import BlockingPool
 from webhook.handlers import Mutator
 from webhook.metrics import AdmissionMetrics
 from webhook.review import AdmissionRequest
@@ -32,52 +38,8 @@ from webhook.review import AdmissionRequest
 # A lookup is a listing and one or two stats; four threads serve far more admissions than failovers produce, and
 # bound what a hung storage can hold.
 LOOKUP_THREADS = 4
-DEFAULT_DEADLINE_SECONDS = 2.0
 
 log = structlog.get_logger("failover_relay.savepoint")
-
-
-class LookupPool:
-    """A fixed set of daemon threads running blocking lookups; results are delivered to the caller's event loop."""
-
-    def __init__(self, threads: int = LOOKUP_THREADS) -> None:
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._work, name=f"checkpoint-lookup-{i}", daemon=True)
-                         for i in range(threads)]
-        for thread in self._threads:
-            thread.start()
-
-    def submit(self, function: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        self._jobs.put((loop, future, function, args))
-        return future
-
-    def shutdown(self) -> None:
-        """Stop idle threads; one stuck in a lookup ends with the process."""
-        for _ in self._threads:
-            self._jobs.put(None)
-
-    def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            loop, future, function, args = job
-            try:
-                outcome, error = function(*args), None
-            except BaseException as raised:  # delivered to the awaiting coroutine, not lost in this thread
-                outcome, error = None, raised
-            try:
-                loop.call_soon_threadsafe(_settle, future, outcome, error)
-            except RuntimeError:  # the loop closed while we were looking
-                pass
-
-
-def _settle(future: asyncio.Future[Any], outcome: Any, error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(outcome)
 
 
 class Injection(NamedTuple):
@@ -96,8 +58,8 @@ class SavepointMutator:
     `allowed_roots` are further roots a workload's own directories may lie in. `late_restore` opts in to the
     redeploy of a deployed job whose path arrives late (failover/savepoint.py)."""
 
-    def __init__(self, profile: InjectionProfile, store: CheckpointStore, *, executor: LookupPool,
-                 deadline: float = DEFAULT_DEADLINE_SECONDS, failure_mode: str = FAIL_OPEN,
+    def __init__(self, profile: InjectionProfile, store: CheckpointStore, *, executor: BlockingPool,
+                 deadline: float = LOOKUP_DEADLINE_SECONDS, failure_mode: str = FAIL_OPEN,
                  cache: LookupCache | None = None, metrics: AdmissionMetrics | None = None,
                  clock: Callable[[], float] = time.monotonic, allowed_roots: Sequence[CheckpointStore] = (),
                  late_restore: bool = False) -> None:
@@ -195,12 +157,12 @@ class SavepointMutator:
 
 
 def savepoint_mutators(profiles: Mapping[GroupKind, InjectionProfile], store: CheckpointStore, *,
-                       executor: LookupPool | None = None, deadline: float = DEFAULT_DEADLINE_SECONDS,
-                       failure_mode: str = FAIL_OPEN, cache_ttl: float = 10.0,
+                       executor: BlockingPool | None = None, deadline: float = LOOKUP_DEADLINE_SECONDS,
+                       failure_mode: str = FAIL_OPEN, cache_ttl: float = LOOKUP_CACHE_TTL_SECONDS,
                        metrics: AdmissionMetrics | None = None, allowed_roots: Sequence[CheckpointStore] = (),
                        late_restore: bool = False) -> dict[GroupKind, Mutator]:
     """One mutator per profile, for `AdmissionHandlers(mutators=...)`; they share the thread pool."""
-    pool = executor or lookup_executor()
+    pool = executor or lookup_pool()
     return {
         group_kind: SavepointMutator(profile, store, executor=pool, deadline=deadline, failure_mode=failure_mode,
                                      cache=LookupCache(cache_ttl), metrics=metrics, allowed_roots=allowed_roots,
@@ -215,11 +177,12 @@ def open_stores(root: str, allowed_roots: Sequence[str],
     return open_store(root, storage_options), tuple(open_store(url, storage_options) for url in allowed_roots)
 
 
-def lookup_executor() -> LookupPool:
-    return LookupPool(LOOKUP_THREADS)
-
-
 def _namespace_of(obj: Mapping[str, Any]) -> str:
     metadata = obj.get("metadata")
     namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
     return namespace if isinstance(namespace, str) else ""
+
+
+def lookup_pool() -> BlockingPool:
+    """The pool the savepoint lookups share."""
+    return BlockingPool(LOOKUP_THREADS, "checkpoint-lookup")

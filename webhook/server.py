@@ -20,8 +20,18 @@ from failover.verdict import Verdict, clip
 from webhook.handlers import AdmissionHandlers
 from webhook.health import Readiness
 from webhook.metrics import AdmissionMetrics
-from webhook.review import (AdmissionRequest, ClientCertificateRequired, BodyTooLarge, MalformedReview, ReviewError,
-                            UnsupportedMediaType, complete, encode, failed, parse_review)
+from webhook.review import (
+    AdmissionRequest,
+    BodyTooLarge,
+    ClientCertificateRequired,
+    MalformedReview,
+    ReviewError,
+    UnsupportedMediaType,
+    complete,
+    encode,
+    failed,
+    parse_review,
+)
 
 # Slow clients. The apiserver writes a review in one go and stops waiting for us after the webhook's timeoutSeconds
 # (at most 30 s), so a body still arriving after 10 s comes from something else: answer 408 and free the connection.

@@ -34,8 +34,9 @@ from failover.preserved_state import (
 )
 from failover.savepoint import MAX_AUDIT_VALUE
 from failover.verdict import ALLOWED, Verdict, clip
+from webhook.blocking import BlockingPool
 from webhook.metrics import AdmissionMetrics
-from webhook.mutators import LookupPool, SavepointMutator
+from webhook.mutators import SavepointMutator
 from webhook.review import AdmissionRequest
 
 WORK_VERSION = WORKS.version
@@ -56,7 +57,7 @@ class WorkMutator:
     """Puts a binding's preserved labels on the manifests of its Work, and, for kinds in `savepoints`, the
     restore path the savepoint mutator of that kind would set in the member cluster."""
 
-    def __init__(self, read_binding: BindingReader, *, executor: LookupPool,
+    def __init__(self, read_binding: BindingReader, *, executor: BlockingPool,
                  deadline: float = DEFAULT_BINDING_DEADLINE_SECONDS,
                  savepoints: Mapping[GroupKind, SavepointMutator] | None = None,
                  metrics: AdmissionMetrics | None = None) -> None:

@@ -25,6 +25,7 @@ from failover.decision import DecisionSettings
 from relay.settings import ControllerSettings
 from tests.e2e.test_reconcile_loop import JOB_ID, eventually, flink_binding
 from tests.envtest import ControlPlane
+from tests.support import replace_object
 
 pytestmark = pytest.mark.envtest
 CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
@@ -145,7 +146,7 @@ async def test_the_taint_managers_task_gets_the_state_recorded_while_healthy(
     created = bindings.create(running)
     created["status"] = {"schedulerObservedGeneration": created["metadata"]["generation"], "aggregatedStatus": [
         {"clusterName": old, "applied": True, "health": "Healthy", "status": {"jobStatus": {"jobId": JOB_ID}}}]}
-    bindings.replace_status(created)
+    replace_object(bindings, created, status=True)
     loop()
     key = f"{namespace}/{name}"
     recorded = await eventually(lambda: bindings.get(key),
@@ -154,12 +155,12 @@ async def test_the_taint_managers_task_gets_the_state_recorded_while_healthy(
 
     # The cluster dies: its status is no longer reflected, and the taint manager evicts without state.
     recorded["status"]["aggregatedStatus"] = []
-    bindings.replace_status(recorded)
+    replace_object(bindings, recorded, status=True)
     evicted = bindings.get(key)
     evicted["spec"]["clusters"] = [{"name": new, "replicas": 1}]
     evicted["spec"]["gracefulEvictionTasks"] = [{"fromCluster": old, "purgeMode": "Directly",
                                                  "reason": "TaintUntolerated", "producer": "TaintManager"}]
-    bindings.replace(evicted)
+    replace_object(bindings, evicted)
     filled = await eventually(lambda: bindings.get(key),
                               lambda b: b["spec"]["gracefulEvictionTasks"][0].get("preservedLabelState"))
     (task,) = filled["spec"]["gracefulEvictionTasks"]

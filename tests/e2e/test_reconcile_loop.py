@@ -23,6 +23,7 @@ from failover.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from failover.decision import DecisionSettings
 from relay.settings import ControllerSettings
 from tests.envtest import ControlPlane
+from tests.support import replace_object
 
 pytestmark = pytest.mark.envtest
 
@@ -93,7 +94,7 @@ def report_health(bindings: CustomObjects, key: str, health: str) -> None:
         "aggregatedStatus": [{"clusterName": "member1", "applied": True, "health": health,
                               "status": {"jobStatus": {"jobId": JOB_ID, "state": "FAILING"}}}],
     }
-    bindings.replace_status(binding)
+    replace_object(bindings, binding, status=True)
 
 
 async def test_unhealthy_binding_is_failed_over_with_preserved_state(

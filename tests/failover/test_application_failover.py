@@ -8,8 +8,9 @@ from datetime import timedelta
 import pytest
 
 from failover.application_failover import UNHEALTHY_SINCE_ANNOTATION, decide_application_failover
-from failover.decision import DecisionSettings, merge_patch
+from failover.decision import DecisionSettings
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, nginx_binding, set_health, stamp
+from tests.support import merge_patch
 
 SETTINGS = DecisionSettings()
 ALIAS = "application.karmada.io/failover-jobid"

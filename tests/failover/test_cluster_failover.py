@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from failover.cluster_failover import EVENT_STATE_FILLED, EVENT_STATE_NOT_FOUND, decide_cluster_failover_state
-from failover.decision import merge_patch
 from failover.last_state import decide_last_state
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
 from tests.failover.test_last_state import CLUSTER_LABEL, OTHER_JOB, with_cluster_rules
+from tests.support import merge_patch
 
 # What Karmada's taint manager writes (pkg/controllers/cluster/taint_manager.go syncBindingEviction) without
 # StatefulFailoverInjection: no preservedLabelState, no clustersBeforeFailover, no creationTimestamp.

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from failover.decision import DecisionSettings, merge_patch
+from failover.decision import DecisionSettings
 from failover.failback import FAILBACK_ANNOTATION, RECOVERY_ANNOTATION, decide_failback
 from failover.graceful_eviction import EVICTED_FROM_ANNOTATION
 from tests.failover.binding_builders import at, nginx_binding, stamp
+from tests.support import merge_patch
 
 ON = DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300))
 OFF = DecisionSettings(failback_settle=timedelta(seconds=300))

@@ -7,9 +7,10 @@ import json
 from datetime import timedelta
 
 from failover.application_failover import decide_application_failover
-from failover.decision import DecisionSettings, merge_patch
+from failover.decision import DecisionSettings
 from failover.failover_budget import EVENT_HELD_BACK, FAILOVERS_ANNOTATION, failover_history
 from tests.failover.binding_builders import at, flink_binding, set_health, stamp
+from tests.support import merge_patch
 
 TOLERATION = 60  # FLINK_BINDING's tolerationSeconds
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from failover.decision import DecisionSettings, merge_patch
+from failover.decision import DecisionSettings
 from failover.fencing import (
     EVENT_FENCED,
     EVENT_STUCK_DELETION,
@@ -20,6 +20,7 @@ from failover.fencing import (
     is_fenced_copy,
 )
 from tests.failover.binding_builders import at, flink_binding, stamp
+from tests.support import merge_patch
 
 SETTINGS = DecisionSettings()  # fence after 60 s, stuck deletion after 5 s
 COPY = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "default", "foo", "foo-5d8f")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from failover.decision import DecisionSettings, merge_patch
+from failover.decision import DecisionSettings
 from failover.graceful_eviction import EVICTED_FROM_ANNOTATION, all_targets_healthy, decide_graceful_eviction
 from tests.failover.binding_builders import at, nginx_binding, set_health, stamp
+from tests.support import merge_patch
 
 SETTINGS = DecisionSettings()
 

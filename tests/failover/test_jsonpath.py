@@ -11,8 +11,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from failover.jsonpath import (
     MAX_TEMPLATE_LENGTH,

@@ -7,7 +7,6 @@ import copy
 import json
 from typing import Any
 
-from failover.decision import merge_patch
 from failover.last_state import (
     LAST_STATE_ANNOTATION,
     Rule,
@@ -18,6 +17,7 @@ from failover.last_state import (
     recorded_states,
 )
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health, stamp
+from tests.support import merge_patch
 
 LABEL = "application.karmada.io/failover-jobid"
 CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"

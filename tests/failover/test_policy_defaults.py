@@ -8,8 +8,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from failover.policy import default_policy, validate_policy
 from tests.failover.karmada_examples import (

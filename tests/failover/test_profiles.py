@@ -2,7 +2,13 @@ import pytest
 
 from failover.api import FLINK_DEPLOYMENT, GroupKind
 from failover.checkpoints import DEFAULT_LAYOUT
-from failover.profiles import FLINK_BLUE_GREEN_DEPLOYMENT, FLINK_SESSION_JOB, TRIGGER_LABELS, ProfileError, load_profiles
+from failover.profiles import (
+    FLINK_BLUE_GREEN_DEPLOYMENT,
+    FLINK_SESSION_JOB,
+    TRIGGER_LABELS,
+    ProfileError,
+    load_profiles,
+)
 
 LABEL = "application.karmada.io/failover-jobid"
 

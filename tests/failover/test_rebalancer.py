@@ -5,9 +5,10 @@ from __future__ import annotations
 import copy
 from datetime import timedelta
 
-from failover.decision import DecisionSettings, ObjectRef, merge_patch
+from failover.decision import DecisionSettings, ObjectRef
 from failover.rebalancer import binding_name, binding_ref, decide_rebalance, referenced_bindings
 from tests.failover.binding_builders import at, stamp
+from tests.support import merge_patch
 
 SETTINGS = DecisionSettings()
 DEMO = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "demo-deploy", "namespace": "default"}

@@ -261,8 +261,7 @@ def test_a_flat_directory_carried_path_belongs_to_its_workload(tmp_path):
 
 # Any text in the workload's configuration: an answer, never an exception, never a path outside the root.
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 from tests.webhook.test_hostile_input import HOSTILE_STRINGS  # noqa: E402
 

@@ -274,8 +274,8 @@ def test_long_reasons_are_clipped_in_audit_annotations():
 
 
 def test_value_templates_render_job_id_and_namespace():
-    from failover.profiles import load_profiles as load
     from failover.api import GroupKind
+    from failover.profiles import load_profiles as load
 
     profile = load([{"kind": "Job", "group": "example.com", "version": "v1", "targets": [
         {"field": "spec.restore.from", "value": "{path}"},

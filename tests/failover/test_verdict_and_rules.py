@@ -7,7 +7,7 @@ import pytest
 from failover.api import CLUSTER_PROPAGATION_POLICY, PROPAGATION_POLICY, WORKLOAD_REBALANCER, GroupKind
 from failover.policy import mutate_policy, validate_policy
 from failover.rebalancer_rules import validate_rebalancer
-from failover.rules import DEFAULTERS, VALIDATORS, defaulters_for, group_kind_of
+from failover.registry import DEFAULTERS, VALIDATORS, defaulters_for, group_kind_of
 from failover.verdict import ALLOWED, MAX_WARNING_LENGTH, Finding, Findings, Verdict, clip
 
 

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from relay.inject import run_inject
-from relay.settings import SavepointSettings, SettingsError, load_settings
+from relay.settings import SavepointSettings, SettingsError, apply, load_settings
 
 JOB = "0123456789abcdef0123456789abcdef"
 FLINK = """apiVersion: flink.apache.org/v1beta1
@@ -99,7 +99,7 @@ def test_config_file_with_a_bad_layout_stops_start_up(tmp_path):
 def test_flags_override_the_savepoint_section(tmp_path):
     config = tmp_path / "relay.yaml"
     config.write_text(yaml.safe_dump({"savepoint": {"checkpointRoot": "/data", "failureMode": "closed"}}))
-    settings = load_settings(config).with_savepoint_overrides(checkpoint_root="s3://b/c", failure_mode=None)
+    settings = apply(load_settings(config), {"savepoint.checkpointRoot": "s3://b/c"})
     assert (settings.savepoint.checkpoint_root, settings.savepoint.failure_mode) == ("s3://b/c", "closed")
 
 

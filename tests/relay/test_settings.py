@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
 from failover.decision import DecisionSettings
-from relay.settings import (ControllerSettings, Settings, SettingsError, apply, check_settings, declared, flag_values,
-                            has_password, load_settings)
+from relay.settings import (ControllerSettings, Settings, SettingsError, add_setting_flags, apply, check_settings,
+                            declared, flag_values, has_password, load_settings)
 
 FULL = """\
 server:
@@ -101,9 +102,12 @@ def test_bad_settings_name_the_key(tmp_path: Path, text: str, message: str) -> N
 
 
 def test_flags_override_the_file_and_are_checked_again(tmp_path: Path) -> None:
-    settings = load_settings(write(tmp_path, FULL)).with_overrides(port=9000, grace_seconds=None)
+    parser = argparse.ArgumentParser()
+    add_setting_flags(parser, "server.port", "server.graceSeconds", "controllers.mode", "controllers.kubeconfig")
+    flags = flag_values(parser.parse_args(["--port", "9000"]))
+    settings = apply(load_settings(write(tmp_path, FULL)), flags)
     assert settings.port == 9000 and settings.grace_seconds == 4.5
-    settings = settings.with_controller_overrides(mode="off", kubeconfig=None)
+    settings = apply(settings, flag_values(parser.parse_args(["--no-controllers"])))
     assert settings.controllers.mode == "off" and settings.controllers.kubeconfig == "/etc/karmada/kubeconfig"
     with pytest.raises(SettingsError):
         check_settings(Settings(grace_seconds=-1))

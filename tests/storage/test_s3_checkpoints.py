@@ -14,9 +14,10 @@ from failover.jobid import JobId
 from failover.profiles import load_profiles
 from failover.restore import PREVIOUS_JOB_ID, RestoreQuery, find_restore_point
 from tests.support import admission_review, decoded_patch
+from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
 from webhook.metrics import AdmissionMetrics
-from webhook.mutators import LookupPool, savepoint_mutators
+from webhook.mutators import savepoint_mutators
 from webhook.review import complete, parse_review
 
 JOB = JobId("0123456789abcdef0123456789abcdef")
@@ -106,7 +107,7 @@ def test_missing_bucket_is_a_storage_error(s3_endpoint):
 async def test_webhook_injects_an_s3_checkpoint(bucket, s3_endpoint):
     fs, name = bucket
     write_checkpoints(fs, f"{name}/flink/{JOB}/checkpoints", completed=(3,), in_progress=(4,))
-    pool = LookupPool(2)
+    pool = BlockingPool(2)
     metrics = AdmissionMetrics()
     profiles = load_profiles([], label=LABEL, layouts=(KARMADA_EXAMPLE_LAYOUT,))
     # A generous deadline: this test is about what is injected, and the first s3fs call (session, credentials,
@@ -130,7 +131,7 @@ async def test_webhook_injects_an_s3_checkpoint(bucket, s3_endpoint):
 async def test_unreachable_s3_is_answered_within_the_deadline():
     from tests.storage.conftest import free_port
 
-    pool = LookupPool(2)
+    pool = BlockingPool(2)
     profiles = load_profiles([], label=LABEL, layouts=(FLINK_NATIVE_LAYOUT,))
     store = open_store("s3://ckpt", options(f"http://127.0.0.1:{free_port()}"))  # nothing listens there
     handlers = AdmissionHandlers(mutators=savepoint_mutators(profiles, store, executor=pool, deadline=1.0))

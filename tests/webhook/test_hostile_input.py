@@ -24,19 +24,18 @@ from typing import Any, AsyncIterator, Iterator
 import aiohttp
 import pytest
 from aiohttp import web
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from failover.checkpoints import KARMADA_EXAMPLE_LAYOUT, open_store
 from failover.profiles import load_profiles
 from relay.serve import RelayServer
 from relay.settings import Settings
 from tests.support import admission_review, client_tls, flink_policy, report
+from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
 from webhook.health import Readiness
-from webhook.mutators import LookupPool, savepoint_mutators
-from webhook.review import AdmissionRequest, ReviewError, complete, parse_review
-from webhook.review import encode as encode_answer
+from webhook.mutators import savepoint_mutators
+from webhook.review import AdmissionRequest, ReviewError, complete, encode as encode_answer, parse_review
 from webhook.server import AdmissionServer, connection_options
 
 # Cases per layer; they add up to 10,600 and run in about a minute on two cores.
@@ -265,7 +264,7 @@ def checkpoint_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def handlers(checkpoint_root: Path) -> Iterator[AdmissionHandlers]:
-    pool = LookupPool(2)
+    pool = BlockingPool(2)
     profiles = load_profiles([], label=LABEL, layouts=(KARMADA_EXAMPLE_LAYOUT,))
     yield AdmissionHandlers(mutators=savepoint_mutators(profiles, open_store(str(checkpoint_root)), executor=pool))
     pool.shutdown()

@@ -13,7 +13,7 @@ from typing import Any
 
 from failover.api import RESOURCES, WORK, GroupKind
 from failover.profiles import load_profiles
-from failover.rules import ADMITTED_OPERATIONS, VALIDATORS, WEBHOOKS, Endpoint
+from failover.registry import ADMITTED_OPERATIONS, VALIDATORS, WEBHOOKS, Endpoint
 from failover.verdict import ALLOWED, Verdict
 from relay.manifests import WebhookOptions, mutating_configuration, url_endpoint, validating_configuration
 from relay.settings import SavepointSettings

@@ -16,8 +16,9 @@ from relay.serve import RelayServer
 from relay.settings import SavepointSettings, Settings
 from tests.crd_schema import schema_problems
 from tests.support import admission_review, client_tls, decoded_patch
+from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
-from webhook.mutators import LookupPool, savepoint_mutators
+from webhook.mutators import savepoint_mutators
 from webhook.review import complete, parse_review
 
 LABEL = "application.karmada.io/failover-jobid"
@@ -29,7 +30,7 @@ PLURALS = {"FlinkDeployment": "flinkdeployments", "FlinkSessionJob": "flinksessi
 
 @pytest.fixture
 def pool():
-    lookup_pool = LookupPool(2)
+    lookup_pool = BlockingPool(2)
     yield lookup_pool
     lookup_pool.shutdown()
 

@@ -16,9 +16,10 @@ from failover.profiles import load_profiles
 from relay.serve import RelayServer
 from relay.settings import SavepointSettings, Settings
 from tests.support import admission_review, client_tls, decoded_patch
+from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
 from webhook.metrics import AdmissionMetrics
-from webhook.mutators import LookupPool, SavepointMutator, savepoint_mutators
+from webhook.mutators import SavepointMutator, savepoint_mutators
 from webhook.review import complete, parse_review
 
 LABEL = "application.karmada.io/failover-jobid"
@@ -46,7 +47,7 @@ def checkpoint_tree(root, *completed, in_progress=()):
 
 @pytest.fixture
 def pool():
-    lookup_pool = LookupPool(2)
+    lookup_pool = BlockingPool(2)
     yield lookup_pool
     lookup_pool.shutdown()
 

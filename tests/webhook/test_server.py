@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 
 from relay.serve import RelayServer
-from relay.settings import Settings
+from relay.settings import Settings, apply
 from tests.support import admission_review, client_tls, decoded_patch, flink_policy
 
 SMALL_BODY_LIMIT = 64 * 1024
@@ -104,7 +104,7 @@ async def test_mutate_returns_karmada_defaults_as_json_patch(client: aiohttp.Cli
 
 
 async def test_mutate_defaults_in_the_legacy_spelling_when_configured(tmp_path: Path) -> None:
-    settings = Settings(port=0, cert_dir=tmp_path / "certs").with_controller_overrides(purge_mode_spelling="legacy")
+    settings = apply(Settings(port=0, cert_dir=tmp_path / "certs"), {"controllers.purgeModeSpelling": "legacy"})
     relay = RelayServer(settings)
     await relay.start()
     try:

@@ -85,12 +85,6 @@ def _rules_at(endpoint: Endpoint) -> dict[GroupKind, Any]:
             for resource in webhook.resources}
 
 
-def mutated_by(decider: Decider) -> frozenset[GroupKind]:
-    """The kinds whose `/mutate` is decided by `decider`'s mutator."""
-    return frozenset(resource.group_kind for webhook in webhooks_at(Endpoint.MUTATE) if webhook.decider is decider
-                     for resource in webhook.resources)
-
-
 VALIDATORS: Mapping[GroupKind, Validator] = _rules_at(Endpoint.VALIDATE)
 DEFAULTERS: Mapping[GroupKind, Defaulter] = _rules_at(Endpoint.MUTATE)
 

@@ -1,0 +1,56 @@
+"""Blocking calls (storage lookups, API reads) off the event loop, on a bounded set of daemon threads.
+
+Why not `loop.run_in_executor`: `concurrent.futures` joins its workers at interpreter exit, which would let a hung
+storage hold up a shutdown, and its pool grows to its maximum under a hung storage. Here a call that overruns its
+deadline is abandoned (a thread cannot be cancelled) and holds one of a fixed number of threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from typing import Any, Callable
+
+
+class BlockingPool:
+    """A fixed set of daemon threads running blocking calls; results are delivered to the caller's event loop."""
+
+    def __init__(self, threads: int, name: str = "blocking-call") -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
+                         for i in range(threads)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._jobs.put((loop, future, function, args))
+        return future
+
+    def shutdown(self) -> None:
+        """Stop idle threads; one stuck in a call ends with the process."""
+        for _ in self._threads:
+            self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            loop, future, function, args = job
+            try:
+                outcome, error = function(*args), None
+            except BaseException as raised:  # delivered to the awaiting coroutine, not lost in this thread
+                outcome, error = None, raised
+            try:
+                loop.call_soon_threadsafe(_settle, future, outcome, error)
+            except RuntimeError:  # the loop closed while we were waiting
+                pass
+
+
+def _settle(future: asyncio.Future[Any], outcome: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(outcome)
