@@ -21,9 +21,10 @@ from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.kube import conflict, not_found
 from failover.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
+from failover import binding as b
 from failover.application_failover import decide_application_failover
 from failover.cluster_failover import decide_cluster_failover_state
-from failover.decision import NORMAL, DecisionSettings, Event, ObjectRef, clip_message, earliest, merge_patch
+from failover.decision import NORMAL, DecisionSettings, Event, ObjectRef, clip_message, earliest
 from failover.failback import decide_failback
 from failover.fencing import (
     EVENT_FENCED_COPY,
@@ -190,8 +191,8 @@ class BindingReconciler:
         forget = forget_fenced(step.binding, done)
         if forget:
             # The same write records the dead cluster's return: a retry after a conflict finds nothing to forget.
-            returned = returned_cluster_patch(merge_patch(step.binding, forget), {copy.cluster for copy in done}, now)
-            await step.write(merge_patch(forget, returned))
+            returned = returned_cluster_patch(step.binding, {copy.cluster for copy in done}, now)
+            await step.write(_annotation_patch(forget, returned) or forget)
         waiting = any(event.reason == EVENT_WAITING for event in fence.events)
         (self.metrics.waiting.add if waiting else self.metrics.waiting.discard)((self.kind, key))
         await self.recorder.record(step.binding, fence.events)
@@ -239,8 +240,17 @@ class BindingReconciler:
 def _records(binding: dict[str, Any], works: Iterable[Mapping[str, Any]], now: datetime) -> dict[str, Any] | None:
     """The annotation patch of the last good state and the failover history together (None when neither moves)."""
     last_state = decide_last_state(binding, now)
-    history = decide_history(merge_patch(binding, last_state), works, now)
-    annotations = {key: value for patch in (last_state, history) if patch
+    recorded = binding
+    if last_state:
+        annotations = {**b.annotations(binding), **last_state["metadata"]["annotations"]}
+        metadata = {**b.metadata(binding), "annotations": {k: v for k, v in annotations.items() if v is not None}}
+        recorded = {**binding, "metadata": metadata}
+    return _annotation_patch(last_state, decide_history(recorded, works, now))
+
+
+def _annotation_patch(*patches: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Merge patches that set only annotations, as one (None, which deletes an annotation, is kept)."""
+    annotations = {key: value for patch in patches if patch
                    for key, value in patch["metadata"]["annotations"].items()}
     return {"metadata": {"annotations": annotations}} if annotations else None
 

@@ -25,7 +25,7 @@ from failover.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, FLINK_RESOURCES, R
 from failover.checkpoints import CheckpointStore, LayoutError
 from failover.profiles import InjectionProfile, ProfileError, load_profiles
 from failover.restore import find_restore_point
-from failover.rules import group_kind_of
+from failover.registry import group_kind_of
 from failover.savepoint import plan_lookup
 from failover.status_view import is_stateful, render_table, restore_subject, workload_name, workload_view
 from relay.migration import stored_objects

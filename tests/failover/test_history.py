@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
-
-import jsonpatch
 from typing import Any
 
+import jsonpatch
+
 from failover.application_failover import decide_application_failover
-from failover.decision import DecisionSettings, merge_patch
+from failover.decision import DecisionSettings
 from failover.history import (
     DEAD_CLUSTER_RETURN,
     FAILBACK,
@@ -28,6 +28,7 @@ from failover.last_state import decide_last_state
 from failover.preserved_state import plan_work_labels
 from failover.savepoint import PREVIOUS_JOB_IDS_ANNOTATION, UPGRADE_SAVEPOINT_PATH_ANNOTATION
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health, stamp
+from tests.support import merge_patch
 
 LABEL = "application.karmada.io/failover-jobid"
 ROTATED = "0123456789abcdef0123456789abcdef"
