@@ -5,6 +5,7 @@ and the annotation the loop wrote survives them all (failover/history.py)."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,15 @@ def test_status_during_a_failover_and_the_history_karmada_keeps(karmada_env: Kar
     assert [m.from_cluster for m in kept.moves] == [first] and kept.runs[0].job_id == run
 
     assert status(env, f"{namespace}/nothing-here").returncode == 2
+    # --watch prints again until interrupted, then exits 0.
+    watcher = subprocess.Popen([sys.executable, "-m", "relay.cli", "status", "--kubeconfig",
+                                str(env.kubeconfig(KARMADA)), "--config", str(env.relay_config_file), "--watch",
+                                "--interval", "0.2", f"{namespace}/{job.name}"], stdout=subprocess.PIPE, text=True,
+                               cwd=REPO_ROOT)
+    assert watcher.stdout is not None
+    frames = env.wait_until(lambda: watcher.stdout.readline() == "---\n", 30, "a second --watch frame")
+    watcher.send_signal(signal.SIGINT)
+    assert frames and watcher.wait(timeout=30) == 0
     capture = "\n".join([f"$ failover-relay status {namespace}/{job.name}   # Unhealthy, before the eviction",
                          table_unhealthy, f"$ failover-relay status {namespace}/{job.name}   # after the failover",
                          table_during])
