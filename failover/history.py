@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import Any, Iterable, Mapping
 
 from failover import binding as b
+from failover.api import REASON_APPLICATION_FAILURE
 from failover.cluster_failover import is_cluster_failover_task
 from failover.decision import format_time, parse_time, read_json_annotation
 from failover.failback import REASON_FAILBACK
@@ -201,7 +202,7 @@ def _kind(task: Mapping[str, Any]) -> str:
         return FAILBACK
     if is_cluster_failover_task(task):
         return CLUSTER_FAILOVER
-    if task.get("reason") == "ApplicationFailure":
+    if task.get("reason") == REASON_APPLICATION_FAILURE:
         return FAILOVER
     return EVICTION
 
@@ -244,22 +245,25 @@ def _runs(binding: Mapping[str, Any], old: tuple[Run, ...], now: datetime) -> tu
     runs = list(old)
     targets = {target.name for target in b.target_clusters(binding)}
     for cluster, item in sorted(b.aggregated_status(binding).items()):
-        if cluster not in targets:
+        job_id, path = reflected_run(item)
+        if cluster not in targets or not job_id:
             continue
-        reflected = item.get("status")
-        job_status = reflected.get(JOB_STATUS) if isinstance(reflected, dict) else None
-        if not isinstance(job_status, dict):
-            continue
-        job_id = _job_id(job_status.get("jobId"))
-        if not job_id:
-            continue
-        path = _text(job_status.get("upgradeSavepointPath"), MAX_PATH)
         known = next((index for index, run in enumerate(runs) if run.job_id == job_id), None)
         if known is None:
             runs.insert(0, Run(job_id, cluster[:MAX_TEXT], now, path))
         elif path and runs[known].upgrade_savepoint_path != path:
             runs[known] = Run(job_id, runs[known].cluster, runs[known].seen, path)
     return tuple(runs[:MAX_RUNS])
+
+
+def reflected_run(item: Mapping[str, Any] | None) -> tuple[str, str]:
+    """(job id, upgradeSavepointPath) of one copy's reflected Flink status (aggregatedStatus item); "" for what is
+    absent or not a Flink JobID."""
+    reflected = (item or {}).get("status")
+    job_status = reflected.get(JOB_STATUS) if isinstance(reflected, dict) else None
+    if not isinstance(job_status, dict):
+        return "", ""
+    return _job_id(job_status.get("jobId")), _text(job_status.get("upgradeSavepointPath"), MAX_PATH)
 
 
 def _job_id(value: Any) -> str:

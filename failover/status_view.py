@@ -19,7 +19,7 @@ from failover.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration
 from failover.checkpoints import LookupResult
 from failover.decision import format_time, parse_time, read_time_annotation
 from failover.fencing import cluster_reachability
-from failover.history import read_history, restore_hints
+from failover.history import JOB_STATUS, read_history, reflected_run, restore_hints
 from failover.jobid import job_id_problem
 from failover.last_state import preservation_rules, recorded_states
 from failover.preserved_state import UNSTAMPED, task_state, with_labels
@@ -69,7 +69,7 @@ def restore_subject(binding: Mapping[str, Any], template: Mapping[str, Any] | No
         labels, source = dict(task_state(binding, newest)), f"eviction task from {newest['fromCluster']}"
     else:
         for cluster, item in sorted(b.aggregated_status(binding).items()):
-            job_id = _reported_job_id(item)
+            job_id = reflected_run(item)[0]
             if job_id and cluster in {target.name for target in b.target_clusters(binding)}:
                 labels, source = {job_id_label: job_id}, f"running on {cluster}"
                 break
@@ -103,11 +103,11 @@ def workload_view(binding: Mapping[str, Any], clusters: Mapping[str, Mapping[str
         eviction = (unhealthy_since + timedelta(seconds=toleration)
                     if unhealthy_since is not None and toleration is not None else None)
         reflected = (item or {}).get("status")
-        job_status = reflected.get("jobStatus") if isinstance(reflected, dict) else None
+        job_status = reflected.get(JOB_STATUS) if isinstance(reflected, dict) else None
         ready, _, _ = cluster_reachability(clusters.get(target.name))
         targets.append({
             "cluster": target.name, "clusterReady": ready, "health": b.health_of(item),
-            "jobId": _reported_job_id(item) or None,
+            "jobId": reflected_run(item)[0] or None,
             "jobState": job_status.get("state") if isinstance(job_status, dict) else None,
             "unhealthySince": _time(unhealthy_since), "evictionAt": _time(eviction),
             "evictionIn": _seconds_until(eviction, now)})
@@ -186,13 +186,6 @@ def _restore(subject: RestoreSubject | None, result: LookupResult | None, storag
                 fallback=result.fallback or None, reason=result.reason or None,
                 storage=storage if result.path else None)
     return view
-
-
-def _reported_job_id(item: Mapping[str, Any] | None) -> str:
-    reflected = (item or {}).get("status")
-    job_status = reflected.get("jobStatus") if isinstance(reflected, dict) else None
-    job_id = job_status.get("jobId") if isinstance(job_status, dict) else None
-    return job_id if isinstance(job_id, str) and job_id_problem(job_id) is None else ""
 
 
 def _time(moment: datetime | None) -> str | None:

@@ -22,7 +22,7 @@ from urllib3.exceptions import HTTPError
 from controllers.kube import NoClusterConfig, load_api_client
 from failover import binding as b
 from failover.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, FLINK_RESOURCES, RESOURCE_BINDINGS, Resource
-from failover.checkpoints import CheckpointStore, LayoutError
+from failover.checkpoints import CheckpointStore, LayoutError, LookupResult
 from failover.profiles import InjectionProfile, ProfileError, load_profiles
 from failover.restore import find_restore_point
 from failover.registry import group_kind_of
@@ -48,7 +48,8 @@ class Storage:
     profiles: Mapping[Any, InjectionProfile]
     roots: tuple[CheckpointStore, ...]
 
-    def look_up(self, profile: InjectionProfile, obj: Mapping[str, Any], namespace: str) -> tuple[Any, str]:
+    def look_up(self, profile: InjectionProfile, obj: Mapping[str, Any],
+                namespace: str) -> tuple[LookupResult | None, str]:
         """(the lookup result, the storage root its path lies in) for `obj` as a new copy; (None, why) without
         a query."""
         plan = plan_lookup(profile, obj, "CREATE", None, namespace)
