@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
 
-.PHONY: run test test-unit envtest-binaries karmada-binaries bench bench-quick bench-reconcile clean
+.PHONY: run test test-unit envtest-binaries karmada-binaries helm-binary image bench bench-quick bench-reconcile clean
 
 # Stamps record what was installed; pip runs again only when pyproject.toml changes.
 $(BIN)/python:
@@ -25,9 +25,9 @@ $(VENV)/.installed-test: pyproject.toml constraints.txt | $(BIN)/python
 run: $(VENV)/.installed-run
 	$(BIN)/failover-relay serve $(ARGS)
 
-## Install the test dependencies, build (once, cached) the kube-apiserver and etcd the e2e tests use and Karmada's
-## binaries for tests/karmada, run every test.
-test: $(VENV)/.installed-test envtest-binaries karmada-binaries
+## Install the test dependencies, build (once, cached) the kube-apiserver and etcd the e2e tests use, Karmada's
+## binaries for tests/karmada and helm for the chart tests, run every test.
+test: $(VENV)/.installed-test envtest-binaries karmada-binaries helm-binary
 	$(BIN)/python -m pytest $(ARGS)
 
 ## The fast part: everything that needs no kube-apiserver.
@@ -57,6 +57,20 @@ karmada-binaries:
 	if [ $$status -eq 3 ] || [ $$status -eq 4 ]; then \
 	  if [ "$$CI" = true ]; then exit $$status; fi; \
 	  echo "karmada-binaries: not built, the Karmada tier will skip (see the line above)"; \
+	elif [ $$status -ne 0 ]; then exit $$status; fi
+
+## The container image (Dockerfile) with docker or podman, whichever can build here; without a registry its base is
+## a Debian made locally (hack/build-base-image.sh, needs root and debootstrap). Not part of `make test`'s inputs:
+## tests/image builds it when a container tool is there and skips with one line when none is.
+image:
+	bash hack/build-image.sh $(ARGS)
+
+# hack/build-helm.sh exits 4 without Go: a failure on CI, locally the chart tests then skip and say why.
+helm-binary:
+	@status=0; bash hack/build-helm.sh >/dev/null || status=$$?; \
+	if [ $$status -eq 4 ]; then \
+	  if [ "$$CI" = true ]; then exit $$status; fi; \
+	  echo "helm-binary: not built, the chart tests will skip (see the line above)"; \
 	elif [ $$status -ne 0 ]; then exit $$status; fi
 
 clean:

@@ -210,11 +210,12 @@ def _configuration(
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": kind,
         "metadata": metadata,
-        "webhooks": [entry for webhook in webhooks for entry in _webhooks(webhook, options, mutating=mutating)],
+        "webhooks": [entry for webhook in webhooks
+                     for entry in webhook_entries(webhook, options, mutating=mutating)],
     }
 
 
-def _webhooks(webhook: Webhook, options: WebhookOptions, *, mutating: bool) -> list[dict[str, Any]]:
+def webhook_entries(webhook: Webhook, options: WebhookOptions, *, mutating: bool) -> list[dict[str, Any]]:
     """The savepoint webhook once per trigger label: an objectSelector ANDs its requirements, so "carries any of
     these labels" takes one webhook each (an object with two is judged twice; the second sees the path and changes
     nothing). Every other webhook once."""

@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -6,6 +7,8 @@ import pytest
 
 # The tests import their shared builders as `tests.support` whether pytest runs from the repo root or elsewhere.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.helm import HelmError, HelmUnavailable, helm_binary  # noqa: E402
 
 # Tiers by marker, most specific first: a test is in the first tier whose marker it carries, else "unit".
 TIERS = ("karmada", "envtest")
@@ -44,3 +47,17 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for tier in ("unit", *reversed(TIERS)):
             if tier in _TIER_SECONDS:
                 terminalreporter.write_line(f"{tier}: {_TIER_SECONDS[tier]:.1f} s ({len(_TIER_TESTS[tier])} tests)")
+
+
+@pytest.fixture(scope="session")
+def helm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The helm client of hack/build-helm.sh (tests/helm.py), for the chart tests of every tier: built when missing;
+    locally a skip with one line when there is no Go to build it, on CI (``CI=true``) a failure."""
+    try:
+        return helm_binary(tmp_path_factory.getbasetemp() / "build-helm.log")
+    except HelmUnavailable as error:
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            pytest.fail(f"CI must run the chart tests: {error}", pytrace=False)
+        pytest.skip(str(error))
+    except HelmError as error:
+        pytest.fail(str(error), pytrace=False)

@@ -15,6 +15,7 @@ imports pytest.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 import subprocess
@@ -138,3 +139,34 @@ def envtest_crds(tree: KarmadaTree, target: Path) -> list[Path]:
     """What a bare kube-apiserver (the envtest tier, the reconcile benchmark) gets, for ``ControlPlane.apply_crds``:
     Karmada's CRDs without conversion webhook, the Flink operator's FlinkDeployment and the Cluster stand-in."""
     return [karmada_crds(tree, target, conversion=None), flink_deployment_crd(), CLUSTER_STAND_IN_CRD]
+
+
+# cert-manager's CRDs (the chart's certificates.mode certManager renders Issuers and Certificates), from
+# cert-manager's own Go module: `go mod download` fetches it through the module proxy into Go's module cache, and
+# its deploy/crds are the controller-gen output cert-manager's chart is built from.
+CERT_MANAGER_MODULE = "github.com/cert-manager/cert-manager"
+CERT_MANAGER_VERSION = "v1.21.2"
+CERT_MANAGER_CRDS = ("cert-manager.io_issuers.yaml", "cert-manager.io_clusterissuers.yaml",
+                     "cert-manager.io_certificates.yaml", "cert-manager.io_certificaterequests.yaml")
+
+
+class CertManagerUnavailable(RuntimeError):
+    """No Go to download cert-manager's module with: a reason to skip locally (never on CI)."""
+
+
+def cert_manager_crds() -> list[Path]:
+    """The CRD files of cert-manager ``CERT_MANAGER_VERSION`` (cert-manager.io group), from its Go module."""
+    if shutil.which("go") is None:
+        raise CertManagerUnavailable("go is not on PATH; it downloads cert-manager's module for its CRDs")
+    module = f"{CERT_MANAGER_MODULE}@{CERT_MANAGER_VERSION}"
+    result = subprocess.run(["go", "mod", "download", "-json", module], capture_output=True, text=True,
+                            timeout=600, env={**os.environ, "GOFLAGS": "-mod=mod", "GOWORK": "off"},
+                            cwd=REPO_ROOT)
+    if result.returncode != 0:
+        raise RuntimeError(f"go mod download {module} failed: {result.stdout.strip()} {result.stderr.strip()}")
+    directory = Path(json.loads(result.stdout)["Dir"]) / "deploy" / "crds"
+    files = [directory / name for name in CERT_MANAGER_CRDS]
+    missing = [str(path) for path in files if not path.is_file()]
+    if missing:
+        raise FileNotFoundError(f"{module} has no {', '.join(missing)}")
+    return files

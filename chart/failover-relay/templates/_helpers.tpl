@@ -1,0 +1,27 @@
+{{/* Every object's labels: the selector label the kustomize manifests use, plus Helm's own. */}}
+{{- define "failover-relay.labels" -}}
+app.kubernetes.io/name: failover-relay
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* What the Deployment, Service, PodDisruptionBudget and NetworkPolicy select: the same label as manifests/. */}}
+{{- define "failover-relay.selector" -}}
+app.kubernetes.io/name: failover-relay
+{{- end -}}
+
+{{- define "failover-relay.controlPlane" -}}
+{{- if eq .Values.mode "controlPlane" -}}true{{- else if ne .Values.mode "member" -}}
+{{- fail (printf "mode %q: use controlPlane or member" .Values.mode) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "failover-relay.certManager" -}}
+{{- if eq .Values.certificates.mode "certManager" -}}true{{- else if ne .Values.certificates.mode "selfManaged" -}}
+{{- fail (printf "certificates.mode %q: use selfManaged or certManager" .Values.certificates.mode) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The serving certificate and the Service share one name: the apiserver dials <name>.<namespace>.svc. */}}
+{{- define "failover-relay.certificateSecret" -}}failover-relay-tls{{- end -}}

@@ -1,0 +1,252 @@
+"""The Helm chart (chart/failover-relay) and the kustomize install (manifests/) are one install: `helm template` with
+the defaults renders exactly manifests/deploy's objects (Helm's own labels aside), the webhook template is generated
+from the code that renders manifests/deploy/webhooks.yaml, and every value reaches the relay as a flag its own
+parser accepts. The server-side dry runs of each mode are in tests/e2e/test_chart_dry_run.py."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from failover.registry import WEBHOOKS
+from relay.chart import MEMBER_DECIDERS, render_chart_webhooks
+from relay.cli import build_parser
+from relay.manifests import (
+    CERT_MANAGER_INJECT_ANNOTATION,
+    WebhookOptions,
+    cert_manager_annotations,
+    service_endpoint,
+    webhook_entries,
+)
+from relay.settings import ControllerMode, apply, check_settings, flag_values, load_settings
+from tests.helm import CHART, HelmError, helm, template, template_text, without_helm_labels
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = REPO_ROOT / "manifests" / "deploy"
+NAMESPACE = "failover-relay"
+
+
+def _documents(path: Path) -> list[dict[str, Any]]:
+    return [document for document in yaml.safe_load_all(path.read_text()) if document]
+
+
+def _kustomize_install() -> list[dict[str, Any]]:
+    """`kubectl kustomize manifests/`: the objects `kubectl apply -k manifests/` installs."""
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not on PATH; it renders manifests/ (.ci/run installs it)")
+    rendered = subprocess.run(["kubectl", "kustomize", str(REPO_ROOT / "manifests")], capture_output=True, text=True,
+                              timeout=60, check=True).stdout
+    return [document for document in yaml.safe_load_all(rendered) if document]
+
+
+def _by_key(objects: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    keyed = {(o["kind"], o["metadata"]["name"]): without_helm_labels(o) for o in objects}
+    assert len(keyed) == len(objects), "two objects of one kind and name"
+    return keyed
+
+
+def _one(objects: list[dict[str, Any]], kind: str, name: str = "failover-relay") -> dict[str, Any]:
+    [found] = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
+    return found
+
+
+def _container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    [container] = _one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def _webhook_names(objects: list[dict[str, Any]]) -> set[str]:
+    return {w["name"] for o in objects if o["kind"].endswith("WebhookConfiguration") for w in o["webhooks"]}
+
+
+def test_webhook_template_is_generated_from_the_registry() -> None:
+    template_file = CHART / "templates" / "webhooks.yaml"
+
+    assert template_file.read_text() == render_chart_webhooks(), (
+        "chart/failover-relay/templates/webhooks.yaml drifted from relay/manifests.py; re-render it with "
+        "`python -m relay.chart > chart/failover-relay/templates/webhooks.yaml`")
+
+
+@pytest.mark.parametrize("values", [
+    {},
+    {"mode": "member"},
+    {"certificates": {"mode": "certManager"}, "networkPolicy": {"enabled": True, "apiserverCIDRs": ["10.0.0.0/28"]}},
+], ids=["control-plane", "member", "cert-manager"])
+def test_chart_lints_in_every_mode(helm_bin: Path, values: dict[str, Any]) -> None:
+    result = helm(helm_bin, "lint", "--strict", str(CHART), "--namespace", NAMESPACE, "--values", "-",
+                  input=yaml.safe_dump(values), check=False)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 chart(s) failed" in result.stdout
+
+
+def test_defaults_render_the_kustomize_install(helm_bin: Path) -> None:
+    rendered = _by_key(template(helm_bin))
+    kustomize = _by_key(_kustomize_install())
+
+    assert sorted(rendered) == sorted(kustomize)
+    for key, expected in kustomize.items():
+        assert rendered[key] == expected, f"{key} differs between the chart and manifests/deploy"
+
+
+def test_network_policy_is_the_optional_manifest(helm_bin: Path) -> None:
+    rendered = template(helm_bin, values={"networkPolicy": {"enabled": True}})
+    [expected] = _documents(DEPLOY / "optional" / "networkpolicy.yaml")
+
+    assert without_helm_labels(_one(rendered, "NetworkPolicy")) == expected
+    with_cidrs = template(helm_bin, values={"networkPolicy": {"enabled": True, "apiserverCIDRs": ["10.0.0.0/28"]}})
+    cidr_rule = _one(with_cidrs, "NetworkPolicy")["spec"]["ingress"][1]
+    assert cidr_rule == {"from": [{"ipBlock": {"cidr": "10.0.0.0/28"}}], "ports": [{"port": 9443, "protocol": "TCP"}]}
+
+
+def test_namespace_is_kept_out_of_karmadas_propagation(helm_bin: Path) -> None:
+    for namespace in (_one(template(helm_bin), "Namespace", NAMESPACE), _documents(DEPLOY / "namespace.yaml")[0]):
+        assert namespace["metadata"]["labels"]["namespace.karmada.io/skip-auto-propagation"] == "true"
+
+
+def test_the_documented_helm_install_creates_the_namespace_first(helm_bin: Path) -> None:
+    """docs/operations.md, "Helm": the Namespace alone, then the release without it."""
+    namespace_only = helm(helm_bin, "template", "failover-relay", str(CHART), "-n", NAMESPACE, "--show-only",
+                          "templates/namespace.yaml").stdout
+    without = template(helm_bin, values={"namespace": {"create": False}})
+
+    assert [o["kind"] for o in yaml.safe_load_all(namespace_only) if o] == ["Namespace"]
+    assert "Namespace" not in {o["kind"] for o in without} and len(without) == len(template(helm_bin)) - 1
+
+
+def test_member_mode_registers_the_flink_mutation_only(helm_bin: Path) -> None:
+    rendered = template(helm_bin, values={"mode": "member"})
+    kustomize = _kustomize_install()
+    options = WebhookOptions(service_endpoint("failover-relay", NAMESPACE), ca_bundle=None)
+    member_webhooks = {entry["name"] for webhook in WEBHOOKS if webhook.decider in MEMBER_DECIDERS
+                       for entry in webhook_entries(webhook, options, mutating=True)}
+
+    assert member_webhooks and _webhook_names(rendered) == member_webhooks
+    assert [o for o in rendered if o["kind"] == "ValidatingWebhookConfiguration"] == []
+    # Each remaining webhook is the kustomize install's, unchanged.
+    expected = {w["name"]: w for w in _one(kustomize, "MutatingWebhookConfiguration")["webhooks"]}
+    for webhook in _one(rendered, "MutatingWebhookConfiguration")["webhooks"]:
+        assert webhook == expected[webhook["name"]]
+    # No loop: no Lease, no Karmada API; the caBundle upkeep of its own configurations only.
+    assert "--no-controllers" in _container(rendered)["args"]
+    assert {o["kind"] for o in rendered} >= {"Deployment", "Service", "ClusterRole"}
+    assert not {"Role", "RoleBinding"} & {o["kind"] for o in rendered}
+    [rule] = _one(rendered, "ClusterRole")["rules"]
+    assert rule["apiGroups"] == ["admissionregistration.k8s.io"] and rule["resourceNames"] == ["failover-relay"]
+
+
+def test_cert_manager_mode_mounts_the_certificate_and_annotates_the_webhooks(helm_bin: Path) -> None:
+    rendered = template(helm_bin, values={"certificates": {"mode": "certManager"}})
+    certificate = _one(rendered, "Certificate")
+    pod = _one(rendered, "Deployment")["spec"]["template"]["spec"]
+    flags = dict(arg[2:].split("=", 1) for arg in _container(rendered)["args"] if "=" in arg)
+
+    # The certificate names what the apiserver dials; the relay serves it from the mounted Secret.
+    assert f"{flags['service-name']}.{flags['namespace']}.svc" in certificate["spec"]["dnsNames"]
+    [certs] = [v for v in pod["volumes"] if v["name"] == "certs"]
+    assert certs == {"name": "certs", "secret": {"secretName": certificate["spec"]["secretName"]}}
+    assert {m["name"]: m["mountPath"] for m in _container(rendered)["volumeMounts"]}["certs"] == flags["cert-dir"]
+    # cert-manager's CA injector fills caBundle; the relays leave configurations with its annotation alone.
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        configuration = _one(rendered, kind)
+        assert configuration["metadata"]["annotations"] == cert_manager_annotations(
+            f"{NAMESPACE}/{certificate['metadata']['name']}")
+        assert all("caBundle" not in w["clientConfig"] for w in configuration["webhooks"])
+    # Without an issuerRef the chart makes its own CA: self-signed root -> CA Issuer -> serving certificate.
+    issuers = {o["metadata"]["name"]: o["spec"] for o in rendered if o["kind"] == "Issuer"}
+    assert issuers[certificate["spec"]["issuerRef"]["name"]] == {"ca": {"secretName": "failover-relay-ca"}}
+    assert _one(rendered, "Certificate", "failover-relay-ca")["spec"]["isCA"] is True
+    # With one, only the serving certificate.
+    own = template(helm_bin, values={"certificates": {"mode": "certManager", "certManager": {
+        "issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer"}}}})
+    assert [o["kind"] for o in own if o["kind"] in ("Issuer", "Certificate")] == ["Certificate"]
+    assert _one(own, "Certificate")["spec"]["issuerRef"] == {"name": "corp-ca", "kind": "ClusterIssuer"}
+
+
+def test_values_reach_the_relay_as_flags_its_parser_accepts(helm_bin: Path, tmp_path: Path) -> None:
+    values = {"savepoint": {"checkpointRoot": "s3://flink/checkpoints", "storageSecret": "flink-s3"},
+              "failback": True, "karmadaKubeconfigSecret": "failover-relay-karmada", "replicas": 3,
+              "resources": {"requests": {"cpu": "50m", "memory": "96Mi"}, "limits": {"memory": "256Mi"}},
+              "config": {"savepoint": {"lateRestore": True}, "controllers": {"workers": 4}}}
+    rendered = template(helm_bin, values=values)
+    container = _container(rendered)
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(_one(rendered, "ConfigMap")["data"]["config.yaml"])
+    args = [f"--config={config_file}" if arg.startswith("--config=") else arg for arg in container["args"]]
+
+    parsed = build_parser().parse_args(args)
+    settings = apply(apply(load_settings(parsed.config), flag_values(parsed)), {})
+    check_settings(settings)
+
+    assert settings.savepoint.checkpoint_root == "s3://flink/checkpoints"
+    assert settings.controllers.failback is True
+    assert settings.controllers.kubeconfig == f"{mounts['karmada']}/kubeconfig"
+    assert settings.savepoint.late_restore is True and settings.controllers.workers == 4
+    assert settings.controllers.mode is ControllerMode.AUTO
+    assert container["envFrom"] == [{"secretRef": {"name": "flink-s3"}}]
+    assert container["resources"] == values["resources"]
+    assert _one(rendered, "Deployment")["spec"]["replicas"] == 3
+    # One replica: no PodDisruptionBudget (minAvailable 1 would block every drain).
+    assert "PodDisruptionBudget" not in {o["kind"] for o in template(helm_bin, values={"replicas": 1})}
+    assert f"--config={mounts['config']}/config.yaml" in container["args"]
+    # A changed config rolls the pods.
+    annotations = _one(rendered, "Deployment")["spec"]["template"]["metadata"]["annotations"]
+    changed = template(helm_bin, values={**values, "config": {"savepoint": {"lateRestore": False}}})
+    assert annotations != _one(changed, "Deployment")["spec"]["template"]["metadata"]["annotations"]
+    # Member mode: the loop's settings have no flag there.
+    member = _container(template(helm_bin, values={**values, "mode": "member"}))["args"]
+    assert "--no-controllers" in member and "--failback" not in member
+    assert not any(arg.startswith("--kubeconfig") for arg in member)
+
+
+def test_another_namespace_is_named_everywhere(helm_bin: Path) -> None:
+    rendered = template(helm_bin, namespace="relay-system")
+    container = _container(rendered)
+
+    assert "--namespace=relay-system" in container["args"]
+    assert {o["metadata"].get("namespace") for o in rendered if o["kind"] not in (
+        "Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration")} == {"relay-system"}
+    for kind in ("ClusterRoleBinding", "RoleBinding"):
+        assert _one(rendered, kind, next(o["metadata"]["name"] for o in rendered if o["kind"] == kind))[
+            "subjects"][0]["namespace"] == "relay-system"
+    for configuration in (_one(rendered, "ValidatingWebhookConfiguration"),
+                          _one(rendered, "MutatingWebhookConfiguration")):
+        for webhook in configuration["webhooks"]:
+            assert webhook["clientConfig"]["service"]["namespace"] == "relay-system"
+            assert webhook["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", "relay-system"]
+
+
+def test_webhooks_by_url_for_an_apiserver_without_the_service(helm_bin: Path) -> None:
+    ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
+    rendered = template(helm_bin, values={"webhooks": {"url": "https://relay.example:9443/", "caBundle": ca,
+                                                       "savepointFailurePolicy": "Fail"}})
+
+    for configuration in (_one(rendered, "ValidatingWebhookConfiguration"),
+                          _one(rendered, "MutatingWebhookConfiguration")):
+        for webhook in configuration["webhooks"]:
+            path = "/validate" if configuration["kind"].startswith("Validating") else "/mutate"
+            assert webhook["clientConfig"] == {"url": f"https://relay.example:9443{path}", "caBundle": ca}
+            assert webhook["failurePolicy"] == "Fail"
+    assert "MutatingWebhookConfiguration" not in {
+        o["kind"] for o in template(helm_bin, values={"webhooks": {"create": False}})}
+
+
+@pytest.mark.parametrize(("values", "named"), [
+    ({"mode": "members"}, 'mode "members"'),
+    ({"certificates": {"mode": "vault"}}, 'certificates.mode "vault"'),
+    ({"webhooks": {"savepointFailurePolicy": "ignore"}},
+     'webhooks.savepointFailurePolicy "ignore": use Fail or Ignore'),
+])
+def test_an_unknown_mode_fails_the_render_naming_it(helm_bin: Path, values: dict[str, Any], named: str) -> None:
+    with pytest.raises(HelmError) as failure:
+        template_text(helm_bin, values=values)
+
+    assert named in str(failure.value)

@@ -1,0 +1,70 @@
+"""Each mode of the Helm chart, as `helm template` renders it, is accepted whole by a real kube-apiserver (server-side
+apply with --dry-run=server), cert-manager's Issuers and Certificates by cert-manager's own CRDs."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.crd_sources import CertManagerUnavailable, cert_manager_crds
+from tests.envtest import ControlPlane
+from tests.helm import template_text
+
+pytestmark = pytest.mark.envtest
+
+MODES = {
+    "control-plane": ("failover-relay", {}),
+    "member": ("failover-relay", {"mode": "member", "savepoint": {"checkpointRoot": "s3://flink/checkpoints",
+                                                                   "storageSecret": "flink-s3"}}),
+    # Another namespace too: every place that names it must follow.
+    "cert-manager": ("relay-cert-manager", {
+        "certificates": {"mode": "certManager"}, "failback": True,
+        "karmadaKubeconfigSecret": "failover-relay-karmada", "config": {"savepoint": {"lateRestore": True}},
+        "networkPolicy": {"enabled": True, "apiserverCIDRs": ["10.0.0.0/28"]}}),
+}
+
+
+@pytest.fixture(scope="module")
+def cert_manager(control_plane: ControlPlane) -> ControlPlane:
+    try:
+        files = cert_manager_crds()
+    except CertManagerUnavailable as error:
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            pytest.fail(f"CI must run the chart dry runs: {error}", pytrace=False)
+        pytest.skip(str(error))
+    for path in files:
+        control_plane.apply_crds(path)
+    return control_plane
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_chart_is_accepted_by_the_apiserver(cert_manager: ControlPlane, helm_bin: Path, tmp_path: Path,
+                                            mode: str) -> None:
+    namespace, values = MODES[mode]
+    rendered = template_text(helm_bin, namespace, values)
+    objects = [document for document in yaml.safe_load_all(rendered) if document]
+    # The namespace for real (a dry run of it does not make the namespaced objects' namespace exist).
+    [own_namespace] = [o for o in objects if o["kind"] == "Namespace"]
+    cert_manager.kubectl("apply", "--server-side", "--field-manager=failover-relay-install", "-f", "-",
+                         input=yaml.safe_dump(own_namespace))
+    manifest = tmp_path / "chart.yaml"
+    manifest.write_text(rendered)
+
+    result = cert_manager.kubectl("apply", "--server-side", "--field-manager=failover-relay-install",
+                                  "--dry-run=server", "-o", "name", "-f", str(manifest), check=False)
+
+    assert result.returncode == 0, result.stderr
+    expected = {f"{o['kind'].lower()}/{o['metadata']['name']}" for o in objects}
+    accepted = {re.sub(r"^([a-z]+)\.[^/]*/", r"\1/", line) for line in result.stdout.split()}
+    assert accepted == expected
+    # The namespace enforces the "restricted" Pod Security Standard: the Deployment must pass it without a warning.
+    assert "Warning" not in result.stderr, result.stderr
+    kinds = {o["kind"] for o in objects}
+    if mode == "cert-manager":
+        assert {"Certificate", "Issuer", "NetworkPolicy", "ConfigMap"} <= kinds
+    if mode == "member":
+        assert "ValidatingWebhookConfiguration" not in kinds and "Role" not in kinds
