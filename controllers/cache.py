@@ -35,25 +35,31 @@ def with_identity(obj: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
     return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
 
 
-def _state_configuration(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """A FlinkDeployment's flinkConfiguration (a few keys), which failover/stateless_restart.py judges."""
+def _read_spec(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Of a manifest's spec, what the loop reads, in one `spec`: a FlinkDeployment's flinkConfiguration (a few keys,
+    which failover/stateless_restart.py judges) and the restore path (`failover.history.restore_paths`)."""
+    spec: dict[str, Any] = {}
     configuration = b.spec(manifest).get("flinkConfiguration")
-    if not is_flink_deployment(manifest) or not isinstance(configuration, dict):
-        return {}
-    return {"spec": {"flinkConfiguration": configuration}}
+    if is_flink_deployment(manifest) and isinstance(configuration, dict):
+        spec["flinkConfiguration"] = configuration
+    job = b.spec(manifest).get("job")
+    path = job.get("initialSavepointPath") if isinstance(job, dict) else None
+    if isinstance(path, str) and path:
+        spec["job"] = {"initialSavepointPath": path}
+    return {"spec": spec} if spec else {}
 
 
 def work_cached_form(work: Mapping[str, Any]) -> Mapping[str, Any]:
     """A Work as the cache keeps it: metadata, and of each manifest only what names the object it puts on its
-    cluster and, of a FlinkDeployment, its flinkConfiguration (the manifests are most of a Work's size and nothing
-    else of them is read)."""
+    cluster, a FlinkDeployment's flinkConfiguration and a restore path (the manifests are most of a Work's size and
+    nothing else of them is read)."""
     metadata = work.get("metadata")
     metadata = {k: v for k, v in metadata.items() if k != "managedFields"} if isinstance(metadata, dict) else {}
     workload = b.spec(work).get("workload")
     manifests = workload.get("manifests") if isinstance(workload, dict) else None
     identities = [{"apiVersion": m.get("apiVersion"), "kind": m.get("kind"),
                    "metadata": {k: v for k, v in b.metadata(m).items() if k in ("name", "namespace")},
-                   **_state_configuration(m)}
+                   **_read_spec(m)}
                   for m in (manifests if isinstance(manifests, list) else ()) if isinstance(m, dict)]
     return {"apiVersion": WORKS.api_version, "kind": WORKS.kind, "metadata": metadata,
             "spec": {"workload": {"manifests": identities}}}

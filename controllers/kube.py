@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -40,8 +41,10 @@ def load_api_client(kubeconfig: Path | None = None) -> client.ApiClient:
         raise NoClusterConfig(f"no kubeconfig at {', '.join(map(str, candidates))}")
     try:
         return config.new_client_from_config(config_file=str(path))
-    except (ConfigException, OSError, ValueError) as error:
-        raise NoClusterConfig(f"kubeconfig {path} unusable: {error}") from None
+    except (ConfigException, OSError, ValueError, yaml.YAMLError, TypeError, AttributeError) as error:
+        # Not YAML, or YAML of the wrong shape: the kubernetes client raises whatever its parser met.
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise NoClusterConfig(f"kubeconfig {path} unusable: {reason}") from None
 
 
 # Every call has a deadline, so a hung apiserver fails a reconcile (retried with backoff) instead of holding a worker

@@ -21,6 +21,7 @@ from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.kube import conflict, not_found
 from failover.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
+from failover import binding as b
 from failover.application_failover import decide_application_failover
 from failover.cluster_failover import decide_cluster_failover_state
 from failover.decision import NORMAL, DecisionSettings, Event, ObjectRef, clip_message, earliest
@@ -35,6 +36,7 @@ from failover.fencing import (
     is_fenced_copy,
 )
 from failover.graceful_eviction import decide_graceful_eviction
+from failover.history import HISTORY_ANNOTATION, decide_history, returned_cluster_patch
 from failover.last_state import decide_last_state
 from failover.names import object_key
 from failover.rebalancer import decide_rebalance, referenced_bindings
@@ -132,7 +134,11 @@ class BindingReconciler:
             log.info("clusters_evicted", kind=self.kind, binding=key, clusters=list(failover.evicted))
         await self.recorder.record(step.binding, failover.events)
 
-        await step.apply(lambda obj: _Patch(decide_last_state(obj, now)))
+        # One write for both records of the binding: on a first pass over many healthy bindings each costs a PATCH.
+        works = self.cache.works_of(step.binding) if self.cache.synced(WORKS.kind) else ()
+        records = await step.apply(lambda obj: _Patch(_records(obj, works, now)))
+        if records.patch and HISTORY_ANNOTATION in records.patch["metadata"]["annotations"]:
+            log.info("history_recorded", kind=self.kind, binding=key)
 
         fill = await step.apply(decide_cluster_failover_state)
         if fill.patch:
@@ -189,7 +195,9 @@ class BindingReconciler:
                 retry = COPY_RETRY
         forget = forget_fenced(step.binding, done)
         if forget:
-            await step.write(forget)
+            # The same write records the dead cluster's return: a retry after a conflict finds nothing to forget.
+            returned = returned_cluster_patch(step.binding, {copy.cluster for copy in done}, now)
+            await step.write(_annotation_patch(forget, returned) or forget)
         waiting = any(event.reason == EVENT_WAITING for event in fence.events)
         (self.metrics.waiting.add if waiting else self.metrics.waiting.discard)((self.kind, key))
         await self.recorder.record(step.binding, fence.events)
@@ -232,6 +240,24 @@ class BindingReconciler:
         await self.recorder.record(binding, (Event(NORMAL, EVENT_FENCED_COPY, clip_message(
             f"deleted the old copy {copy.kind} {object_key(copy.namespace, copy.name)} from {copy.cluster}")),))
         return True
+
+
+def _records(binding: dict[str, Any], works: Iterable[Mapping[str, Any]], now: datetime) -> dict[str, Any] | None:
+    """The annotation patch of the last good state and the failover history together (None when neither moves)."""
+    last_state = decide_last_state(binding, now)
+    recorded = binding
+    if last_state:
+        annotations = {**b.annotations(binding), **last_state["metadata"]["annotations"]}
+        metadata = {**b.metadata(binding), "annotations": {k: v for k, v in annotations.items() if v is not None}}
+        recorded = {**binding, "metadata": metadata}
+    return _annotation_patch(last_state, decide_history(recorded, works, now))
+
+
+def _annotation_patch(*patches: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Merge patches that set only annotations, as one (None, which deletes an annotation, is kept)."""
+    annotations = {key: value for patch in patches if patch
+                   for key, value in patch["metadata"]["annotations"].items()}
+    return {"metadata": {"annotations": annotations}} if annotations else None
 
 
 class _Patch:

@@ -121,7 +121,7 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
                 f" from {', '.join(sorted(unhealthy))}; set propagateDeps: true in the PropagationPolicy")),)
         return _forget_timers(old_timers_raw, events)
 
-    toleration = timedelta(seconds=_toleration_seconds(application))
+    toleration = timedelta(seconds=toleration_seconds(application))
     timers = read_time_annotation(old_timers_raw)
     health = b.aggregated_status(binding)
     targets = b.target_clusters(binding)
@@ -188,7 +188,7 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
                             requeue_after=earliest(*delays))
 
 
-def _toleration_seconds(application: Mapping[str, Any]) -> int:
+def toleration_seconds(application: Mapping[str, Any]) -> int:
     conditions = application.get("decisionConditions")
     value = conditions.get("tolerationSeconds") if isinstance(conditions, dict) else None
     if not is_int(value):

@@ -40,6 +40,7 @@ from failover.api import (
 )
 from failover.cluster_failover import is_cluster_failover_task
 from failover.decision import parse_time
+from failover.history import restore_hints
 from failover.labels import escape_json_pointer, label_key_problems, label_value_problems
 from failover.last_state import APPLICATION, CLUSTER, preservation_rules, recorded_state, recorded_states
 from failover.names import is_dns_label, is_dns_subdomain
@@ -56,7 +57,7 @@ CLUSTER_FAILOVER_JOB_ID_LABEL = "application.karmada.io/cluster-failover-jobid"
 # LabelPlan.source of labels kept from the Work's previous manifests.
 RETAINED = "retained"
 # A task not yet stamped by the graceful eviction pass was appended last: it counts as the newest.
-_UNSTAMPED = datetime.max.replace(tzinfo=timezone.utc)
+UNSTAMPED = datetime.max.replace(tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -75,13 +76,15 @@ class BindingRef:
 class LabelPlan:
     """What the preserved state does to one Work.
 
-    `labels` are the (valid) labels every manifest must carry, empty when nothing applies; `patch` puts them there
-    (empty when they already are); `source` is the cluster the state was preserved from; `reason` says why
+    `labels` are the (valid) labels every manifest must carry, empty when nothing applies; `patch` puts them and the
+    `annotations` there (empty when they already are); `source` is the cluster the state was preserved from; `reason` says why
     nothing applies when a task with state exists but cannot be used here.
     """
 
     labels: Mapping[str, str] = field(default_factory=dict)
     patch: tuple[Mapping[str, Any], ...] = ()
+    # The restore hints of `failover.history` (earlier job ids, the failed run's start path) set beside the labels.
+    annotations: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     source: str = ""
     reason: str = ""
@@ -173,7 +176,7 @@ def newest_state_task(binding: Mapping[str, Any], cluster: str) -> tuple[Mapping
         before = task.get("clustersBeforeFailover")
         if task["fromCluster"] == cluster or (isinstance(before, list) and cluster in before):
             continue
-        created = parse_time(task.get("creationTimestamp")) or _UNSTAMPED
+        created = parse_time(task.get("creationTimestamp")) or UNSTAMPED
         candidates.append((created, index, {**task, "preservedLabelState": state}))
     if candidates:
         return max(candidates, key=lambda candidate: candidate[:2])[2], ""
@@ -246,13 +249,18 @@ def plan_work_labels(work: Mapping[str, Any], binding: Mapping[str, Any], namesp
     labels, warnings = valid_labels(task["preservedLabelState"], task["fromCluster"])
     if not labels:
         return LabelPlan(warnings=warnings, reason="no preserved label is valid label syntax")
+    hints = restore_hints(binding, labels)
     ops: list[dict[str, Any]] = []
     for index, manifest in enumerate(manifests(work)):
-        manifest_ops, problem = label_ops(f"{MANIFESTS_POINTER}/{index}", manifest, labels)
+        pointer = f"{MANIFESTS_POINTER}/{index}"
+        manifest_ops, problem = metadata_ops(pointer, manifest, labels)
         ops.extend(manifest_ops)
         if problem:
             warnings += (clip(f"preserved labels not set on manifest {index}: {problem}"),)
-    return LabelPlan(labels=labels, patch=tuple(ops), warnings=warnings, source=task["fromCluster"])
+        elif hints:
+            ops.extend(metadata_ops(pointer, with_labels(manifest, labels), hints, "annotations")[0])
+    return LabelPlan(labels=labels, patch=tuple(ops), annotations=hints, warnings=warnings,
+                     source=task["fromCluster"])
 
 
 def valid_labels(state: Mapping[Any, Any], source: str) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -282,8 +290,10 @@ def manifests(work: Mapping[str, Any]) -> list[Any]:
     return items if isinstance(items, list) else []
 
 
-def label_ops(pointer: str, manifest: Any, labels: Mapping[str, str]) -> tuple[list[dict[str, Any]], str]:
-    """RFC 6902 operations giving the object at `pointer` every label of `labels`; none for labels already equal.
+def metadata_ops(pointer: str, manifest: Any, values: Mapping[str, str],
+                 kind: str = "labels") -> tuple[list[dict[str, Any]], str]:
+    """RFC 6902 operations giving the object at `pointer` every entry of `values` in its metadata.`kind` (labels or
+    annotations); none for entries already equal.
 
     A missing metadata or labels map is added whole; one of the wrong type is left alone and reported.
     """
@@ -291,30 +301,32 @@ def label_ops(pointer: str, manifest: Any, labels: Mapping[str, str]) -> tuple[l
         return [], "not an object"
     metadata = manifest.get("metadata")
     if metadata is None:
-        return [{"op": "add", "path": f"{pointer}/metadata", "value": {"labels": dict(labels)}}], ""
+        return [{"op": "add", "path": f"{pointer}/metadata", "value": {kind: dict(values)}}], ""
     if not isinstance(metadata, dict):
         return [], "metadata is not an object"
-    current = metadata.get("labels")
+    current = metadata.get(kind)
     if current is None:
-        op = "replace" if "labels" in metadata else "add"
-        return [{"op": op, "path": f"{pointer}/metadata/labels", "value": dict(labels)}], ""
+        op = "replace" if kind in metadata else "add"
+        return [{"op": op, "path": f"{pointer}/metadata/{kind}", "value": dict(values)}], ""
     if not isinstance(current, dict):
-        return [], "metadata.labels is not an object"
+        return [], f"metadata.{kind} is not an object"
     ops = []
-    for key, value in labels.items():
+    for key, value in values.items():
         if current.get(key) == value:
             continue
         ops.append({"op": "replace" if key in current else "add",
-                    "path": f"{pointer}/metadata/labels/{escape_json_pointer(key)}", "value": value})
+                    "path": f"{pointer}/metadata/{kind}/{escape_json_pointer(key)}", "value": value})
     return ops, ""
 
 
-def with_labels(manifest: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, Any]:
-    """A copy of `manifest` as it will be once the labels are set (for deciding the savepoint on it)."""
+def with_labels(manifest: Mapping[str, Any], labels: Mapping[str, str],
+                kind: str = "labels") -> dict[str, Any]:
+    """A copy of `manifest` as it will be once the labels (or annotations, by `kind`) are set (for deciding the
+    savepoint on it)."""
     metadata = manifest.get("metadata")
     metadata = dict(metadata) if isinstance(metadata, dict) else {}
-    current = metadata.get("labels")
-    metadata["labels"] = {**(current if isinstance(current, dict) else {}), **labels}
+    current = metadata.get(kind)
+    metadata[kind] = {**(current if isinstance(current, dict) else {}), **labels}
     return {**manifest, "metadata": metadata}
 
 

@@ -30,6 +30,7 @@ SERVE_FLAGS = ("server.host", "server.port", "server.certDir", "server.serviceNa
                "server.member")
 CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS)
 INJECT_FLAGS = ("savepoint.checkpointRoot", "savepoint.failureMode")
+STATUS_FLAGS = ("savepoint.checkpointRoot", "controllers.kubeconfig")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +74,20 @@ def build_parser() -> argparse.ArgumentParser:
                                                             "that still hold Immediately/Graciously")
     legacy.add_argument("--kubeconfig", type=Path, help="Karmada control plane (default: $KUBECONFIG, ~/.kube/config)")
 
+    status = commands.add_parser(
+        "status", help="where each workload under a stateful failover policy stands: placement, health, eviction "
+                       "timers and tasks, the state a new copy would restore, the last failovers (reads only)")
+    status.add_argument("workload", nargs="?", metavar="WORKLOAD",
+                        help="NAME, NAMESPACE/NAME or KIND/NAME of one resource template (default: all)")
+    status.add_argument("-n", "--namespace", help="only this namespace")
+    status.add_argument("--config", type=Path, help="the relay's YAML config file (its savepoint section says "
+                                                    "where the state is)")
+    add_setting_flags(status, *STATUS_FLAGS)
+    status.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table",
+                        help="table for people (default), json or yaml for scripts")
+    status.add_argument("-w", "--watch", action="store_true", help="print again every --interval seconds")
+    status.add_argument("--interval", type=float, default=2.0, help="seconds between --watch updates (default 2)")
+
     manifests = commands.add_parser("manifests", help="render Kubernetes manifests for the relay")
     manifest_kinds = manifests.add_subparsers(dest="manifest", required=True, metavar="MANIFEST")
     webhook = manifest_kinds.add_parser(
@@ -115,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         return _controllers(args)
     if args.command == "inject":
         return _inject(args)
+    if args.command == "status":
+        return _status(args)
     if args.command == "manifests":
         from relay.manifests import run_webhook_manifests
 
@@ -197,6 +214,24 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"failover-relay: cannot listen on {settings.host}:{settings.port}: {error.strerror}", file=sys.stderr)
         return 2
     return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from relay.logs import configure_logging
+    from relay.status import run_status
+
+    configure_logging("console", "warning")  # stdout carries the view; only problems go to stderr
+    try:
+        settings = _settings(args)
+    except SettingsError as error:
+        print(f"failover-relay: {error}", file=sys.stderr)
+        return 2
+    if args.interval <= 0:
+        print("failover-relay: --interval must be greater than 0", file=sys.stderr)
+        return 2
+    kubeconfig = settings.controllers.kubeconfig
+    return run_status(Path(kubeconfig) if kubeconfig else None, settings.savepoint, args.workload, args.namespace,
+                      args.output, args.watch, args.interval, sys.stdout, sys.stderr)
 
 
 def _inject(args: argparse.Namespace) -> int:

@@ -44,10 +44,12 @@ API (everything else is private):
   stays in etcd) and start it again on the same port; ``member_pid(name)``.
 - ``restart_relay(config=None, args=())``: stop the relay and start it again on the same port and certificates,
   with ``config`` merged over ``RELAY_CONFIG`` (per section) and extra ``serve`` flags; ``stop_relay()``,
-  ``start_relay(...)``; ``relay_log``; returns the seconds until ``/readyz``.
+  ``start_relay(...)``; ``relay_log``, ``relay_config_file``; returns the seconds until ``/readyz``.
 - ``restart_controller_manager(controllers=..., feature_gates=..., args=())``: e.g.
   ``restart_controller_manager(KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES)`` to compare with Karmada's own
   failover controllers (then run the relay with ``config={"controllers": {"mode": "off"}}``).
+- ``audit_log``: karmada-apiserver's audit log of Work writes (``AUDIT_POLICY``); ``audit_annotations(namespace,
+  name="")``: the admission webhooks' audit annotations of those requests.
 - ``checkpoint_root``: the relay's ``savepoint.checkpointRoot`` (a directory; the tier's FlinkDeployments name
   ``<root>/<namespace>`` as their checkpoint dir, Flink's layout ``<dir>/<job id>/chk-N/_metadata`` below it).
 - ``rss_bytes()``: resident memory of every process the harness runs; ``pids()``; ``ports()``; ``logs()``: name -> log file;
@@ -113,6 +115,11 @@ RELAY_GATES = "Failover=true"
 # Karmada alone, as a user would run it for stateful failover (the gate writes preservedLabelState).
 KARMADA_STATEFUL_GATES = "Failover=true,StatefulFailoverInjection=true"
 CLUSTER_STATUS_UPDATE_FREQUENCY = "10s"
+# karmada-apiserver audits writes of Works (the Work mutator's audit annotations), nothing else.
+AUDIT_POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"], "rules": [
+    {"level": "Metadata", "verbs": ["create", "update", "patch"],
+     "resources": [{"group": "work.karmada.io", "resources": ["works"]}]},
+    {"level": "None"}]}
 
 RELAY_NAMESPACE = "failover-relay"
 RELAY_USER = f"system:serviceaccount:{RELAY_NAMESPACE}:failover-relay"
@@ -510,8 +517,31 @@ class KarmadaEnv:
         return self.root / "relay-certs"
 
     @property
+    def relay_config_file(self) -> Path:
+        """The relay's ``--config`` file as it was last started (``RELAY_CONFIG`` with the harness's paths)."""
+        return self.root / "relay.yaml"
+
+    @property
     def relay_log(self) -> Path:
         return self.logs_dir / "failover-relay.log"
+
+    @property
+    def audit_log(self) -> Path:
+        """karmada-apiserver's audit log: Work requests at Metadata level, with the admission webhooks' audit
+        annotations (``AUDIT_POLICY``)."""
+        return self.logs_dir / "karmada-apiserver-audit.log"
+
+    def audit_annotations(self, namespace: str, name: str = "") -> list[dict[str, str]]:
+        """The audit annotations of every completed Work request in ``namespace`` (of the Work ``name``, if given),
+        oldest first."""
+        found = []
+        for line in self.audit_log.read_text().splitlines() if self.audit_log.exists() else ():
+            event = json.loads(line)
+            ref = event.get("objectRef") or {}
+            if (event.get("stage") == "ResponseComplete" and ref.get("namespace") == namespace
+                    and (not name or ref.get("name") == name) and event.get("annotations")):
+                found.append(event["annotations"])
+        return found
 
     @property
     def webhook_url(self) -> str:
@@ -656,7 +686,7 @@ class KarmadaEnv:
         """Start the relay with ``config`` merged over ``RELAY_CONFIG``; return the seconds until ``/readyz``."""
         started = time.monotonic()
         overrides, self._relay_args = config, tuple(args)
-        config_file = self.root / "relay.yaml"
+        config_file = self.relay_config_file
 
         def command() -> list[str]:
             self._relay_config = _merge(self._base_relay_config(), overrides)
@@ -808,8 +838,12 @@ class KarmadaEnv:
                              "--service-cluster-ip-range=10.0.0.0/24",
                              # No controller manager creates ServiceAccount tokens this plugin would wait for.
                              "--disable-admission-plugins=ServiceAccount"]
-        # artifacts/deploy/karmada-apiserver.yaml, with its paths and addresses.
+        # artifacts/deploy/karmada-apiserver.yaml, with its paths and addresses; plus an audit log of Work writes,
+        # where the relay's audit annotations (which fallback restored a job) can be read.
+        (pki / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
         return common + [
+            f"--audit-policy-file={pki / 'audit-policy.yaml'}", f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json", "--audit-log-maxsize=100",
             "--authorization-mode=Node,RBAC", "--enable-bootstrap-token-auth=true",
             "--disable-admission-plugins=StorageObjectInUseProtection,ServiceAccount", "--runtime-config=",
             "--service-cluster-ip-range=10.96.0.0/12",

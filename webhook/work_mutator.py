@@ -91,17 +91,18 @@ class WorkMutator:
         plan = plan_work_labels(work, binding, namespace, old_work)
         verdict = plan.verdict()
         if plan.labels and self.savepoints:
-            verdict = verdict.merged(await self._savepoints(request, work, plan.labels))
+            verdict = verdict.merged(await self._savepoints(request, work, plan.labels, plan.annotations))
         self._count("labelled" if verdict.patch else "unchanged" if plan.labels else "not-applicable")
         log.info("preserved_state", object=request.display_name, operation=request.operation,
                  dry_run=request.dry_run, binding=str(ref), source=plan.source or None,
-                 labels=sorted(plan.labels), reason=plan.reason or None, patched=bool(verdict.patch),
+                 labels=sorted(plan.labels), hints=sorted(plan.annotations) or None, reason=plan.reason or None, patched=bool(verdict.patch),
                  warnings=len(verdict.warnings), latency_ms=round((time.perf_counter() - started) * 1000, 3))
         return verdict
 
     async def _savepoints(self, request: AdmissionRequest, work: Mapping[str, Any],
-                          labels: Mapping[str, str]) -> Verdict:
-        """The restore path of every manifest of a savepoint kind, decided on the manifest as it will be labelled.
+                          labels: Mapping[str, str], annotations: Mapping[str, str]) -> Verdict:
+        """The restore path of every manifest of a savepoint kind, decided on the manifest as it will be labelled
+        and annotated (the restore hints of the binding's history: `failover.history.restore_hints`).
 
         On UPDATE, the old Work's copy of the same manifest is the old object: the path set when the Work was
         created is carried forward, so a re-sync does not move it to a newer checkpoint (the operator ignores a
@@ -115,7 +116,7 @@ class WorkMutator:
             if mutator is None or identity is None or identity[1] != mutator.profile.version:
                 continue
             label = mutator.profile.label
-            labelled = job_id_view(with_labels(manifest, labels), label)
+            labelled = job_id_view(with_labels(with_labels(manifest, labels), annotations, "annotations"), label)
             old = job_id_view(same_manifest(request.old_object, manifest), label)
             decided = await mutator.decide(labelled or {}, request.operation, old, manifest_namespace(manifest))
             if decided is None:

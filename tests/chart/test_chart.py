@@ -18,7 +18,6 @@ from failover.registry import WEBHOOKS
 from relay.chart import MEMBER_DECIDERS, render_chart_webhooks
 from relay.cli import build_parser
 from relay.manifests import (
-    CERT_MANAGER_INJECT_ANNOTATION,
     WebhookOptions,
     cert_manager_annotations,
     service_endpoint,

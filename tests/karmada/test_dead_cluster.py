@@ -15,6 +15,7 @@ import time
 import pytest
 
 from failover.api import DEFAULT_JOB_ID_LABEL
+from failover.history import CLUSTER_FAILOVER, DEAD_CLUSTER_RETURN, read_history
 from tests.karmada.outages import (
     CLUSTER_JOB_ID_LABEL,
     CopyWatch,
@@ -76,6 +77,11 @@ def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_
         ready_lag = env.wait_until(lambda: cluster_ready(env, first) and time.monotonic() - answering_at, 120,
                                    f"{first} Ready again")
         assert job.copy_in(second) is not None and job.placed_on() == [second]
+        # The history on the binding tells both moves: the cluster failover, and the stale copy deleted on return.
+        moves = env.wait_until(lambda: (m := read_history(job.binding() or {}).moves) and len(m) >= 2 and m, 30,
+                               "the failover history with the return")
+        assert [(m.kind, m.from_cluster) for m in moves] == [(CLUSTER_FAILOVER, first), (DEAD_CLUSTER_RETURN, first)]
+        assert moves[0].to == (second,) and moves[0].job_id == job_id
 
     assert stale_seconds < STALE_COPY_SECONDS, f"stale copy removed {stale_seconds:.1f} s after the member answered"
     # Never two copies where both could be seen (the dead member cannot be sampled while it is down).

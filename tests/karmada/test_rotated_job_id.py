@@ -12,6 +12,9 @@ import time
 import pytest
 
 from failover.api import DEFAULT_JOB_ID_LABEL
+from failover.history import read_history
+from failover.restore import PREVIOUS_JOB_ID
+from failover.savepoint import AUDIT_FALLBACK, PREVIOUS_JOB_IDS_ANNOTATION
 from tests.karmada.workloads import FlinkJob, new_job_id, stateful_policy
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
@@ -59,3 +62,38 @@ def test_a_rotated_job_id_restores_from_its_newest_state(karmada_env: KarmadaEnv
     assert "state" not in restored["spec"]["job"] or restored["spec"]["job"]["state"] == "running"
     report(request, "karmada", f"rotated job id: failover {first} -> {second} restored the savepoint on deletion "
                                f"in {seconds:.1f} s")
+
+
+def test_a_rotated_job_id_without_state_restores_from_the_previous_job_id(karmada_env: KarmadaEnv, namespace: str,
+                                                                          request: pytest.FixtureRequest) -> None:
+    """The rotated run failed before it wrote any state, and the operator took no savepoint: the job id Karmada
+    preserves has nothing to restore. The loop saw the earlier run's job id in the binding's reflected status
+    (failover/history.py), the Work mutator put it on the new copy as failover-relay.io/previous-job-ids, and the
+    restore falls back to that run's newest checkpoint, naming the fallback in the audit annotation."""
+    env = karmada_env
+    job = FlinkJob(env, namespace)
+    job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
+    first = job.wait_placed()
+    first_run = new_job_id()
+    job.run_healthy(first, first_run)
+    newest = job.write_checkpoints(first_run, completed=(40, 41)) / "chk-41"
+    env.wait_until(lambda: first_run in [run.job_id for run in read_history(job.binding() or {}).runs], 30,
+                   "the loop recorded the first run in the binding's history")
+
+    rotated = new_job_id()  # the operator wrote the new id to the status; the job failed before any checkpoint
+    job.report_unhealthy(first, rotated)
+    unhealthy_at = time.monotonic()
+    second, restored = job.wait_restored_outside(first, timeout=FAILOVER_TIMEOUT_SECONDS)
+    seconds = time.monotonic() - unhealthy_at
+
+    assert restored["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == rotated
+    assert restored["metadata"]["annotations"][PREVIOUS_JOB_IDS_ANNOTATION] == first_run
+    assert restored["spec"]["job"]["initialSavepointPath"] == f"file://{newest}"
+    fallbacks = [value for annotations in env.audit_annotations(f"karmada-es-{second}")
+                 for key, value in annotations.items() if key.endswith(f"/{AUDIT_FALLBACK}-0")]
+    assert fallbacks and set(fallbacks) == {PREVIOUS_JOB_ID}
+    move = env.wait_until(lambda: next((m for m in read_history(job.binding() or {}).moves if m.restore), None), 30,
+                          "the history's move with the restore path")
+    assert (move.from_cluster, move.to, move.job_id, move.restore) == (first, (second,), rotated, f"file://{newest}")
+    report(request, "karmada", f"rotated job id without state: failover {first} -> {second} restored the previous "
+                               f"job id's checkpoint in {seconds:.1f} s")

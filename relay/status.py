@@ -1,0 +1,189 @@
+"""`failover-relay status [WORKLOAD]`: where each workload under a stateful failover policy stands in its failover
+lifecycle. Reads the Karmada apiserver (bindings, Clusters, the resource template) and the checkpoint storage with
+the relay's own settings; changes nothing. The view is computed by `failover.status_view`; this module fetches and
+prints. Exit 0, or 2 with one line for bad input (unknown workload, unreachable server, bad kubeconfig or config).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping, TextIO
+
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from controllers.kube import NoClusterConfig, load_api_client
+from failover import binding as b
+from failover.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, FLINK_RESOURCES, RESOURCE_BINDINGS, Resource
+from failover.checkpoints import CheckpointStore, LayoutError, LookupResult
+from failover.profiles import InjectionProfile, ProfileError, load_profiles
+from failover.restore import find_restore_point
+from failover.registry import group_kind_of
+from failover.savepoint import plan_lookup
+from failover.status_view import is_stateful, render_table, restore_subject, workload_name, workload_view
+from relay.migration import stored_objects
+from relay.settings import SavepointSettings
+from webhook.mutators import open_stores
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+REQUEST_TIMEOUT_SECONDS = 10
+TEMPLATES = {resource.group_kind: resource for resource in FLINK_RESOURCES}
+
+
+class StatusError(Exception):
+    """Bad input or an unreachable server: the one line the command prints before exiting 2."""
+
+
+@dataclass
+class Storage:
+    """The relay's restore lookup as `serve` configures it: profiles by kind and the allowed roots."""
+
+    profiles: Mapping[Any, InjectionProfile]
+    roots: tuple[CheckpointStore, ...]
+
+    def look_up(self, profile: InjectionProfile, obj: Mapping[str, Any],
+                namespace: str) -> tuple[LookupResult | None, str]:
+        """(the lookup result, the storage root its path lies in) for `obj` as a new copy; (None, why) without
+        a query."""
+        plan = plan_lookup(profile, obj, "CREATE", None, namespace)
+        if plan.result is not None or plan.query is None:
+            return plan.result, ""
+        result = find_restore_point(self.roots, profile.layouts, profile.savepoint_layouts, plan.query)
+        storage = next((root.url_root for root in self.roots if result.path and result.path.startswith(root.url_root)),
+                       self.roots[0].url_root)
+        return result, storage
+
+
+def open_storage(settings: SavepointSettings) -> Storage | None:
+    """None when no checkpoint root is configured (the relay injects nothing then either)."""
+    if not settings.checkpoint_root:
+        return None
+    try:
+        profiles = load_profiles(settings.profiles, label=settings.job_id_label, layouts=settings.layouts,
+                                 savepoint_layouts=settings.savepoint_layouts)
+        store, allowed = open_stores(settings.checkpoint_root, settings.allowed_roots, settings.storage_options)
+    except (ProfileError, LayoutError) as error:
+        raise StatusError(str(error)) from None
+    return Storage(profiles, (store, *allowed))
+
+
+def collect(api_client: client.ApiClient, storage: Storage | None, settings: SavepointSettings,
+            workload: str | None, namespace: str | None, now: datetime) -> list[dict[str, Any]]:
+    """The view of every stateful workload (or of the one named), sorted by name."""
+    bindings = [binding for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
+                for binding in _listed(api_client, resource) if is_stateful(binding)]
+    if workload is not None:
+        bindings = [binding for binding in bindings if _named(binding, workload, namespace)]
+        if not bindings:
+            where = f" in namespace {namespace}" if namespace else ""
+            raise StatusError(f"no workload {workload}{where} under a stateful failover policy")
+    elif namespace:
+        bindings = [binding for binding in bindings if b.metadata(binding).get("namespace") == namespace]
+    clusters = {str(b.metadata(cluster).get("name")): cluster for cluster in _listed(api_client, CLUSTERS)}
+    views = []
+    for binding in sorted(bindings, key=workload_name):
+        views.append(_view(api_client, binding, clusters, storage, settings, now))
+    return views
+
+
+def run_status(kubeconfig: Path | None, settings: SavepointSettings, workload: str | None, namespace: str | None,
+               output: str, watch: bool, interval: float, out: TextIO, err: TextIO) -> int:
+    logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings; the failure is said in one line
+    try:
+        storage = open_storage(settings)
+        api_client = load_api_client(kubeconfig)
+    except (StatusError, NoClusterConfig) as error:
+        print(f"failover-relay: {error}", file=err)
+        return EXIT_BAD_INPUT
+    try:
+        while True:
+            views = collect(api_client, storage, settings, workload, namespace, datetime.now(timezone.utc))
+            print(render(views, output), file=out, end="" if output == "table" else "\n")
+            if not watch:
+                return EXIT_OK
+            out.flush()
+            time.sleep(interval)
+            print("---", file=out)
+    except StatusError as error:
+        print(f"failover-relay: {error}", file=err)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def render(views: list[dict[str, Any]], output: str) -> str:
+    if output == "json":
+        return json.dumps(views, indent=2)
+    if output == "yaml":
+        return yaml.safe_dump(views, sort_keys=False).rstrip("\n")
+    return render_table(views)
+
+
+def _view(api_client: client.ApiClient, binding: Mapping[str, Any], clusters: Mapping[str, Any],
+          storage: Storage | None, settings: SavepointSettings, now: datetime) -> dict[str, Any]:
+    if storage is None:
+        return workload_view(binding, clusters, now, restore_problem="no checkpoint root configured "
+                                                                     "(--checkpoint-root or savepoint in --config)")
+    resource = b.spec(binding).get("resource")
+    resource = resource if isinstance(resource, dict) else {}
+    group_kind = group_kind_of(str(resource.get("apiVersion") or ""), str(resource.get("kind") or ""))
+    profile, template_resource = storage.profiles.get(group_kind), TEMPLATES.get(group_kind)
+    if profile is None or template_resource is None:
+        return workload_view(binding, clusters, now, restore_problem=f"no injection profile for {group_kind}")
+    template = _get(api_client, template_resource, str(resource.get("namespace") or ""), str(resource.get("name")))
+    subject = restore_subject(binding, template, profile.label)
+    if subject is None:
+        return workload_view(binding, clusters, now, restore_problem="no job id known: the workload has not "
+                                                                     "reported one")
+    result, root = storage.look_up(profile, subject.obj, str(resource.get("namespace") or ""))
+    return workload_view(binding, clusters, now, subject, result, root)
+
+
+def _named(binding: Mapping[str, Any], workload: str, namespace: str | None) -> bool:
+    """`workload` is NAME, NAMESPACE/NAME or KIND/NAME of the resource template (or the binding's name)."""
+    resource = b.spec(binding).get("resource")
+    resource = resource if isinstance(resource, dict) else {}
+    meta = b.metadata(binding)
+    if namespace and (resource.get("namespace") or meta.get("namespace")) != namespace:
+        return False
+    prefix, _, name = workload.rpartition("/")
+    if name not in (resource.get("name"), meta.get("name")):
+        return False
+    return not prefix or prefix in (resource.get("namespace"), str(resource.get("kind") or "").lower(),
+                                    resource.get("kind"))
+
+
+def _listed(api_client: client.ApiClient, resource: Resource) -> Iterable[Mapping[str, Any]]:
+    try:
+        return list(stored_objects(api_client, resource))
+    except ApiException as error:
+        raise StatusError(f"cannot list {resource.plural}: HTTP {error.status} {error.reason}") from None
+    except (HTTPError, OSError) as error:
+        raise StatusError(f"cannot reach the Karmada apiserver at {api_client.configuration.host}: "
+                          f"{_reason(error)}") from None
+
+
+def _get(api_client: client.ApiClient, resource: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
+    api = client.CustomObjectsApi(api_client)
+    try:
+        return api.get_namespaced_custom_object(resource.group, resource.version, namespace, resource.plural, name,
+                                                _request_timeout=REQUEST_TIMEOUT_SECONDS)
+    except ApiException:
+        return None  # a template being deleted: shown without a restore
+    except (HTTPError, OSError) as error:
+        raise StatusError(f"cannot reach the Karmada apiserver at {api_client.configuration.host}: "
+                          f"{_reason(error)}") from None
+
+
+def _reason(error: BaseException) -> str:
+    """The first line of what went wrong underneath urllib3's retries (connection refused, a TLS failure)."""
+    cause = getattr(error, "reason", None) or error
+    text = str(cause).rpartition("] ")[2] or type(cause).__name__
+    return text.splitlines()[0][:160]

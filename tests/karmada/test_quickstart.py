@@ -1,0 +1,124 @@
+"""docs/quickstart.md, run: every `sh` block of the page, in order, against the tier's Karmada control plane, with a
+real failover in the middle (the test plays the Flink operator) so that the page's `failover-relay status` is run
+while it happens. Blocks marked `quickstart-test: skip` need a host cluster with nodes; there are exactly
+SKIPPED_BLOCKS of them, and the karmada-controller-manager flags the page names are those the tier's process runs
+with (read from /proc), so the page cannot drift from what is tested."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.karmada.workloads import POLICIES, FlinkJob, new_job_id
+from tests.karmada_env import KARMADA, REPO_ROOT, KarmadaEnv, resource_path
+from tests.support import report
+
+pytestmark = pytest.mark.karmada
+
+QUICKSTART = REPO_ROOT / "docs" / "quickstart.md"
+MARKER = re.compile(r"<!-- quickstart-test: (\w+)")
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
+SKIPPED_BLOCKS = 3
+NAMESPACE, NAME = "streaming", "wordcount"  # as the page spells them
+TOLERATION_SECONDS = 30  # the page's policy
+
+
+@dataclass(frozen=True)
+class Block:
+    language: str
+    text: str
+    marker: str  # "", "skip" or "env"
+
+
+def blocks(page: str) -> list[Block]:
+    """The fenced blocks of the page, each with the `quickstart-test` marker on the line before it, if any."""
+    found = []
+    for match in FENCE.finditer(page):
+        before = page[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        marker = MARKER.match(before)
+        found.append(Block(match.group(1), match.group(2), marker.group(1) if marker else ""))
+    return found
+
+
+def run(block: Block, environment: dict[str, str]) -> str:
+    result = subprocess.run(["bash", "-euo", "pipefail", "-c", block.text], cwd=REPO_ROOT, env=environment,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"{block.text}\nexit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def process_args(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+
+
+def test_the_quick_start_runs_as_written(karmada_env: KarmadaEnv, request: pytest.FixtureRequest) -> None:
+    env = karmada_env
+    page = blocks(QUICKSTART.read_text())
+    shell = [block for block in page if block.language == "sh"]
+    assert sum(block.marker == "skip" for block in shell) == SKIPPED_BLOCKS
+
+    # The page's variables, for this control plane; the names must be those the page exports.
+    [exports] = [block for block in shell if block.marker == "env"]
+    values = {"KARMADA_KUBECONFIG": str(env.kubeconfig(KARMADA)), "CHECKPOINTS": f"file://{env.checkpoint_root}",
+              "RELAY_URL": env.relay_url, "RELAY_CA": str(env.relay_cert_dir / "ca.crt")}
+    assert set(re.findall(r"^export (\w+)=", exports.text, re.MULTILINE)) == set(values)
+    environment = {**os.environ, **values, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+                   "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+
+    # The karmada-controller-manager flags the page names are those the tier runs.
+    [flags] = [block for block in page if block.language == "text" and "--controllers=" in block.text]
+    running = process_args(env.pids()["karmada-controller-manager"])
+    named = flags.text.split()
+    assert sorted(named) == sorted(arg for arg in running if arg.split("=")[0] in {f.split("=")[0] for f in named})
+
+    job = FlinkJob(env, NAMESPACE, NAME)
+    outputs = []
+    try:
+        for block in shell:
+            if block.marker:
+                continue
+            if "failover-relay status" in block.text:
+                outputs.append(("Unhealthy, before the eviction", _during_toleration(env, job, block, environment)))
+                outputs.append(("after the failover", _after_failover(env, job, block, environment)))
+            else:
+                run(block, environment)
+    finally:
+        karmada = env.api(KARMADA)
+        if karmada.get(resource_path("flink.apache.org/v1beta1", "flinkdeployments", NAME, NAMESPACE)):
+            job.delete()
+        karmada.delete(resource_path(POLICIES, "propagationpolicies", NAME, NAMESPACE))
+    assert len(outputs) == 2, "the page runs failover-relay status once"
+    report(request, "karmada", "quick start ran as written; its status during the failover:\n" + "\n".join(
+        f"# {when}\n{output}" for when, output in outputs))
+
+
+def _during_toleration(env: KarmadaEnv, job: FlinkJob, block: Block, environment: dict[str, str]) -> str:
+    """The job runs, checkpoints, then fails on its member: status shows when the loop will evict it."""
+    first = job.wait_placed()
+    run_id = new_job_id()
+    job.run_healthy(first, run_id)
+    job.write_checkpoints(run_id, completed=(6, 7))
+    job.report_unhealthy(first, run_id)
+    job.wait_health(first, "Unhealthy")
+    output = env.wait_until(lambda: (out := run(block, environment)) and "(in " in out and out, 30,
+                            "status naming the eviction time")
+    assert f"placed on: {first}" in output and "Unhealthy" in output and "no eviction in flight" in output
+    assert f"{run_id}/chk-7" in output
+    return output
+
+
+def _after_failover(env: KarmadaEnv, job: FlinkJob, block: Block, environment: dict[str, str]) -> str:
+    """The loop evicted it after tolerationSeconds; the new copy restored: status shows the task and the move."""
+    first = job.placed_on()[0]
+    second, restored = job.wait_restored_outside(first, timeout=TOLERATION_SECONDS + 60)
+    path = restored["spec"]["job"]["initialSavepointPath"]
+    output = env.wait_until(lambda: (out := run(block, environment)) and "HISTORY AT" in out and path in
+                            out.split("HISTORY AT", 1)[1] and out, 30, "status with the move and its restore path")
+    assert f"placed on: {second}" in output and "EVICTION FROM" in output and "ApplicationFailure" in output
+    return output
