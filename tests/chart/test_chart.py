@@ -18,12 +18,13 @@ from failover.registry import WEBHOOKS
 from relay.chart import MEMBER_DECIDERS, render_chart_webhooks
 from relay.cli import build_parser
 from relay.manifests import (
+    CERT_MANAGER_INJECT_ANNOTATION,
     WebhookOptions,
     cert_manager_annotations,
     service_endpoint,
     webhook_entries,
 )
-from relay.settings import ControllerMode, apply, check_settings, flag_values, load_settings
+from relay.settings import ControllerMode, Settings, apply, check_settings, flag_values, load_settings
 from tests.helm import CHART, HelmError, helm, template, template_text, without_helm_labels
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -233,6 +234,21 @@ def test_values_reach_the_relay_as_flags_its_parser_accepts(helm_bin: Path, tmp_
     member = _container(template(helm_bin, values={**values, "mode": "member"}))["args"]
     assert "--no-controllers" in member and "--failback" not in member
     assert not any(arg.startswith("--kubeconfig") for arg in member)
+
+
+def test_a_member_with_cert_manager_runs_slim_without_rbac(helm_bin: Path) -> None:
+    values = {"mode": "member", "certificates": {"mode": "certManager"},
+              "savepoint": {"checkpointRoot": "s3://flink/checkpoints"}}
+    rendered = template(helm_bin, values=values)
+    args = _container(rendered)["args"]
+
+    settings = apply(Settings(), flag_values(build_parser().parse_args(args)))
+    check_settings(settings)  # --member refuses to start without a checkpoint root or with the loop on
+
+    assert settings.member and "--no-controllers" not in args
+    assert not {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} & {o["kind"] for o in rendered}
+    # The caBundle comes from cert-manager's CA injector, since a --member relay keeps none itself.
+    assert CERT_MANAGER_INJECT_ANNOTATION in _one(rendered, "MutatingWebhookConfiguration")["metadata"]["annotations"]
 
 
 def test_another_namespace_is_named_everywhere(helm_bin: Path) -> None:

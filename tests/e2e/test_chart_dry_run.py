@@ -21,6 +21,9 @@ MODES = {
     "control-plane": ("failover-relay", {}),
     "member": ("failover-relay", {"mode": "member", "savepoint": {"checkpointRoot": "s3://flink/checkpoints",
                                                                    "storageSecret": "flink-s3"}}),
+    # With cert-manager a member relay runs --member: no RBAC at all.
+    "member-cert-manager": ("failover-relay", {"mode": "member", "certificates": {"mode": "certManager"},
+                                               "savepoint": {"checkpointRoot": "s3://flink/checkpoints"}}),
     # Another namespace too: every place that names it must follow.
     "cert-manager": ("relay-cert-manager", {
         "certificates": {"mode": "certManager"}, "failback": True,

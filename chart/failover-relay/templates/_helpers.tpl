@@ -23,5 +23,11 @@ app.kubernetes.io/name: failover-relay
 {{- end -}}
 {{- end -}}
 
+{{/* A member relay with cert-manager runs `--member`: cert-manager injects the caBundle, so the relay needs no
+     caBundle upkeep, no RBAC and never loads the Kubernetes client (docs/operations.md, "On member clusters"). */}}
+{{- define "failover-relay.slimMember" -}}
+{{- if and (not (include "failover-relay.controlPlane" .)) (include "failover-relay.certManager" .) -}}true{{- end -}}
+{{- end -}}
+
 {{/* The serving certificate and the Service share one name: the apiserver dials <name>.<namespace>.svc. */}}
 {{- define "failover-relay.certificateSecret" -}}failover-relay-tls{{- end -}}
