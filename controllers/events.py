@@ -17,7 +17,7 @@ from urllib3.exceptions import HTTPError
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from failover.api import RESOURCES_BY_KIND
 from failover.decision import Event, ObjectRef
-from failover.names import object_key
+from failover.names import key_of
 
 COMPONENT = "failover-relay"
 # Events of cluster-scoped objects (ClusterResourceBinding, WorkloadRebalancer) go to "default", as kubectl expects.
@@ -43,9 +43,7 @@ class EventRecorder:
         """The Events of one decision about ``subject`` (or about the object each Event names)."""
         for event in events:
             regarding = subject if event.regarding is None else reference_object(event.regarding)
-            metadata = regarding.get("metadata") or {}
-            key = (str(regarding.get("kind")), object_key(metadata.get("namespace"), str(metadata.get("name"))),
-                   event.reason, event.message)
+            key = (str(regarding.get("kind")), key_of(regarding), event.reason, event.message)
             now = self.clock()
             if now - self._recent.get(key, -EVENT_REPEAT_SECONDS) < EVENT_REPEAT_SECONDS:
                 continue

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.helm import template
-from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, stateful_policy
+from tests.karmada.workloads import FlinkJob, restore_path
 from tests.karmada_env import KARMADA, RELAY_NAMESPACE, KarmadaEnv, resource_path
 from tests.support import report
 
@@ -71,10 +71,7 @@ def test_relay_installed_from_the_chart_fails_over_with_its_restore_path(
         env.wait_until(lambda: _relay_ca_in_every_webhook(env), 30, "the relay's CA in every webhook's caBundle")
 
         job = FlinkJob(env, namespace)
-        job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
-        first = job.wait_placed()
-        job_id = new_job_id()
-        job.run_healthy(first, job_id)
+        first, job_id = job.start_stateful(TOLERATION_SECONDS)
         checkpoints = job.write_checkpoints(job_id, completed=(1, 2))
         job.report_unhealthy(first, job_id)
         unhealthy_at = time.monotonic()

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.karmada.outages import events_of
-from tests.karmada.workloads import FlinkJob, new_job_id, stateful_policy
+from tests.karmada.workloads import FlinkJob, new_job_id
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
 
@@ -29,10 +29,7 @@ def test_a_spent_budget_holds_the_next_failover_back_and_says_so(
         karmada_env: KarmadaEnv, namespace: str, budget_of_one: None, request: pytest.FixtureRequest) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
-    job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
-    first = job.wait_placed()
-    job_id = new_job_id()
-    job.run_healthy(first, job_id)
+    first, job_id = job.start_stateful(TOLERATION_SECONDS)
     job.report_unhealthy(first, job_id)
     second = env.wait_until(lambda: next((m for m in job.placed_on() if m != first and job.copy_in(m)), None), 60,
                             f"the failover away from {first}")

@@ -12,7 +12,7 @@ import pytest
 
 from failover.api import DEFAULT_JOB_ID_LABEL
 from failover.application_failover import UNHEALTHY_SINCE_ANNOTATION
-from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, stateful_policy
+from tests.karmada.workloads import FlinkJob, restore_path
 from tests.karmada_env import KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES, KarmadaEnv
 from tests.support import report
 
@@ -37,10 +37,7 @@ def test_karmada_evicts_and_labels_and_the_relay_adds_the_restore_path(
         karmada_controllers: KarmadaEnv, namespace: str, request: pytest.FixtureRequest) -> None:
     env = karmada_controllers
     job = FlinkJob(env, namespace)
-    job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
-    first = job.wait_placed()
-    job_id = new_job_id()
-    job.run_healthy(first, job_id)
+    first, job_id = job.start_stateful(TOLERATION_SECONDS)
     checkpoints = job.write_checkpoints(job_id, completed=(4,))
 
     job.report_unhealthy(first, job_id)

@@ -10,7 +10,7 @@ import pytest
 
 from failover.application_failover import UNHEALTHY_SINCE_ANNOTATION
 from failover.decision import parse_time, read_time_annotation
-from tests.karmada.workloads import FlinkJob, new_job_id, stateful_policy
+from tests.karmada.workloads import FlinkJob
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
 
@@ -26,10 +26,7 @@ def test_relay_restart_keeps_the_toleration_timer(karmada_env: KarmadaEnv, names
                                                   request: pytest.FixtureRequest) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
-    job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
-    first = job.wait_placed()
-    job_id = new_job_id()
-    job.run_healthy(first, job_id)
+    first, job_id = job.start_stateful(TOLERATION_SECONDS)
     job.write_checkpoints(job_id, completed=(1,))
 
     job.report_unhealthy(first, job_id)

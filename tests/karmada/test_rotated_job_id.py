@@ -72,10 +72,7 @@ def test_a_rotated_job_id_without_state_restores_from_the_previous_job_id(karmad
     restore falls back to that run's newest checkpoint, naming the fallback in the audit annotation."""
     env = karmada_env
     job = FlinkJob(env, namespace)
-    job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
-    first = job.wait_placed()
-    first_run = new_job_id()
-    job.run_healthy(first, first_run)
+    first, first_run = job.start_stateful(TOLERATION_SECONDS)
     newest = job.write_checkpoints(first_run, completed=(40, 41)) / "chk-41"
     env.wait_until(lambda: first_run in [run.job_id for run in read_history(job.binding() or {}).runs], 30,
                    "the loop recorded the first run in the binding's history")

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from failover.api import DEFAULT_JOB_ID_LABEL
-from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, stateful_policy
+from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
 
@@ -24,10 +24,7 @@ def test_second_failover_restores_the_first_job(karmada_env: KarmadaEnv, namespa
                                                 request: pytest.FixtureRequest) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
-    job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
-    first = job.wait_placed()
-    job_id = new_job_id()
-    job.run_healthy(first, job_id)
+    first, job_id = job.start_stateful(TOLERATION_SECONDS)
     checkpoints = job.write_checkpoints(job_id, completed=(7, 8))
 
     job.report_unhealthy(first, job_id)

@@ -10,7 +10,7 @@ import pytest
 
 from failover.api import DEFAULT_JOB_ID_LABEL
 from tests.karmada.outages import CopyWatch
-from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, stateful_policy
+from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
 
@@ -28,10 +28,7 @@ def test_the_new_copy_follows_the_old_at_once_and_keeps_its_state_after_the_task
         karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
-    job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
-    first = job.wait_placed()
-    job_id = new_job_id()
-    job.run_healthy(first, job_id)
+    first, job_id = job.start_stateful(TOLERATION_SECONDS)
     checkpoints = job.write_checkpoints(job_id, completed=(1, 2))
 
     with CopyWatch(job, interval=0.05) as watch:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from failover.history import HISTORY_ANNOTATION, read_history
-from tests.karmada.workloads import FLINK, FlinkJob, new_job_id, restore_path, stateful_policy
+from tests.karmada.workloads import FLINK, FlinkJob, restore_path
 from tests.karmada_env import KARMADA, REPO_ROOT, KarmadaEnv, resource_path
 from tests.support import report
 
@@ -44,10 +44,7 @@ def test_status_during_a_failover_and_the_history_karmada_keeps(karmada_env: Kar
                                                                request: pytest.FixtureRequest) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
-    job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
-    first = job.wait_placed()
-    run = new_job_id()
-    job.run_healthy(first, run)
+    first, run = job.start_stateful(TOLERATION_SECONDS)
     newest = job.write_checkpoints(run, completed=(6, 7)) / "chk-7"
 
     before = view_of(env, job)

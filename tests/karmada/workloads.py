@@ -195,6 +195,15 @@ class FlinkJob:
         self.report_healthy(member, job_id)
         self.wait_health(member, "Healthy")
 
+    def start_stateful(self, toleration_seconds: int) -> tuple[str, str]:
+        """Create the workload under a stateful policy over every member, wait for its placement and report a new job
+        running there; return the member and the job id."""
+        self.create(stateful_policy("flink", self.namespace, self.name, self.env.members,
+                                    toleration_seconds=toleration_seconds))
+        member, job_id = self.wait_placed(), new_job_id()
+        self.run_healthy(member, job_id)
+        return member, job_id
+
     def delete(self) -> None:
         """Remove the template, its policy and binding (no kube-controller-manager garbage-collects the binding);
         Karmada then deletes the Works and the member copies."""
