@@ -16,8 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from dataclasses import dataclass
-from typing import Any, Literal, Mapping, NotRequired, TypedDict
+from typing import Any, Literal, Mapping, NamedTuple, NotRequired, TypedDict
 
 from failover.names import object_key
 from failover.verdict import Verdict, clip
@@ -111,9 +110,9 @@ MAX_UID_LENGTH = 128
 MAX_NESTING_DEPTH = 100
 
 
-@dataclass(frozen=True)
-class AdmissionRequest:
-    """The parts of an AdmissionReview request the handlers use, checked for type."""
+class AdmissionRequest(NamedTuple):
+    """The parts of an AdmissionReview request the handlers use, checked for type. Immutable like a frozen
+    dataclass, and built once per review at a third of its cost (0.7 µs instead of 1.7: docs/benchmarks.md)."""
 
     api_version: str
     uid: str

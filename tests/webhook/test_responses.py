@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import replace
 
 import pytest
 
@@ -103,7 +102,7 @@ def test_encode_wraps_a_response_with_the_requests_api_version():
 
 
 def test_encode_without_an_api_version_answers_v1():
-    request = replace(REQUEST, api_version="")
+    request = REQUEST._replace(api_version="")
     assert json.loads(encode(request, complete(request, None)))["apiVersion"] == "admission.k8s.io/v1"
 
 
@@ -133,7 +132,7 @@ def test_allowing_verdict_without_defaults_has_no_patch():
 
 
 def test_the_uid_is_the_requests_own():
-    other = replace(REQUEST, uid="another-uid")
+    other = REQUEST._replace(uid="another-uid")
     denial = Verdict(denials=(Finding("spec", "no"),))
 
     assert {complete(other, verdict)["uid"] for verdict in (None, Verdict(), denial)} == {"another-uid"}
