@@ -43,6 +43,12 @@ DEFAULT_RENEW_BEFORE = timedelta(days=30)
 
 CA_COMMON_NAME = "failover-relay-ca"
 
+# What OpenSSL says when a key loads but is not the certificate's: KEY_VALUES_MISMATCH for a key of the
+# certificate's algorithm (X509_check_private_key); NO_CERTIFICATE_ASSIGNED for a key of another algorithm, which
+# OpenSSL files in that algorithm's slot, where there is no certificate (ssl/ssl_rsa.c: ssl_set_pkey, then
+# SSL_CTX_check_private_key).
+KEY_MISMATCH_REASONS = frozenset({"KEY_VALUES_MISMATCH", "NO_CERTIFICATE_ASSIGNED"})
+
 
 class CertificateError(Exception):
     """Base of every certificate problem: the server cannot get a usable certificate from the cert dir.
@@ -221,10 +227,6 @@ def _refuse_password() -> bytes:
     raise _EncryptedKey
 
 
-# What OpenSSL says when a key loads but is not the certificate's (X509_check_private_key).
-KEY_MISMATCH_REASON = "KEY_VALUES_MISMATCH"
-
-
 def _require_key_of(cert_path: Path, key_path: Path) -> None:
     """Refuse a key that is not an unencrypted PEM private key, or not the certificate's: the TLS server would fail
     every handshake with it. OpenSSL decides, loading both as the server will; the certificate has been read whole
@@ -233,7 +235,7 @@ def _require_key_of(cert_path: Path, key_path: Path) -> None:
     try:
         context.load_cert_chain(cert_path, key_path, password=_refuse_password)
     except ssl.SSLError as error:
-        if error.reason == KEY_MISMATCH_REASON:
+        if error.reason in KEY_MISMATCH_REASONS:
             raise CertificateFilesInvalid(f"{key_path}: is not the private key of the certificate in {cert_path}") \
                 from None
         raise not_a_private_key(key_path) from None
