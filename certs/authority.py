@@ -1,7 +1,7 @@
 """Certificate authority: make a CA and the webhook's serving certificate.
 
 Pure generation with ``cryptography``: no files, no clock of its own (``now`` is always passed in), so every
-validity window can be tested exactly. Storing, renewing and reloading live in ``certs.store`` and
+validity window can be tested exactly. Storing, renewing and reloading live in ``certs.managed`` and
 ``certs.reload``.
 
 Why we generate at all: a webhook whose only TLS source is cert-manager makes cert-manager a hard prerequisite
