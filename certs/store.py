@@ -7,10 +7,11 @@ A cert dir holds the names cert-manager and controller-runtime use, so a cert-ma
 - ``ca.key``: only when we run our own CA. It, or a ``ca.crt``/``tls.crt`` naming our CA (``failover-relay-ca``),
   marks the directory as ours: a directory that holds certificate files but neither came from elsewhere and is used
   exactly as it is, never written to.
-Issuing, renewing and repairing our own CA and serving certificate (with CA overlap and repairs) is
-certs/managed.py, the only module that imports `cryptography` (~8.6 MiB of RSS). Files from elsewhere, as a member
-cluster's relay serves them, are read with the standard library: certs/der.py for the names and the expiry, OpenSSL
-through `ssl` for the key.
+
+Issuing, renewing and repairing our own CA and serving certificate (with CA overlap) is certs/managed.py, which with
+certs/authority.py alone imports `cryptography` (~8.6 MiB of RSS), on that path only. Files from elsewhere, as a
+member cluster's relay serves them, are read with the standard library: certs/der.py for the names and the expiry,
+OpenSSL through `ssl` for the certificates as a whole and the key.
 """
 
 from __future__ import annotations
