@@ -39,8 +39,8 @@ _TIMES = {UTC_TIME: re.compile(rb"(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z"),
           GENERALIZED_TIME: re.compile(rb"(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z")}
 # Text around and between PEM blocks is allowed (openssl and cert-manager write none, but people add comments);
 # inside a block only base64 and whitespace.
-_PEM_BLOCK = re.compile(rb"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", re.DOTALL)
 _PEM_BEGIN = b"-----BEGIN CERTIFICATE-----"
+_PEM_END = b"-----END CERTIFICATE-----"
 _WHITESPACE = re.compile(rb"[ \t\r\n]+")
 
 
@@ -70,11 +70,20 @@ def read_pem_certificates(data: bytes) -> list[CertificateFields]:
 
 def pem_certificates(data: bytes) -> list[bytes]:
     """The DER of every CERTIFICATE block of `data`; an unterminated or non-base64 block, or none, is refused."""
-    blocks = _PEM_BLOCK.findall(data)
+    blocks = []
+    begin = data.find(_PEM_BEGIN)
+    while begin != -1:
+        # One pass with find(), not a regular expression: a file of BEGIN lines without END would make a lazy
+        # `.*?` scan to the end once per line.
+        start = begin + len(_PEM_BEGIN)
+        end = data.find(_PEM_END, start)
+        following = data.find(_PEM_BEGIN, start)
+        if end == -1 or -1 < following < end:
+            raise DerError("a PEM certificate block is not terminated")
+        blocks.append(data[start:end])
+        begin = data.find(_PEM_BEGIN, end)
     if not blocks:
         raise DerError("no PEM certificate")
-    if len(blocks) != data.count(_PEM_BEGIN):
-        raise DerError("a PEM certificate block is not terminated")
     try:
         return [base64.b64decode(_WHITESPACE.sub(b"", block), validate=True) for block in blocks]
     except binascii.Error:
