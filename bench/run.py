@@ -22,7 +22,7 @@ import tempfile
 import time
 import tomllib
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -70,11 +70,13 @@ def main() -> int:
     cert_dir = workdir / "certs"
     from certs.store import ensure_certificates
     files = ensure_certificates(cert_dir, None, None, datetime.now(timezone.utc))
+    member_cert_dir = write_cert_manager_files(workdir / "member-certs")
     print(f"workdir {workdir}; bodies: validate {body_files['validate'].stat().st_size} B, "
           f"mutate {body_files['mutate'].stat().st_size} B", flush=True)
 
     under_test = {server.name: server for server in servers(workdir, files.cert_file, files.key_file, cert_dir,
-                                                            checkpoint_root, kopf_python, args.before)}
+                                                            member_cert_dir, checkpoint_root, kopf_python,
+                                                            args.before)}
     loaded = [name for name in (*ORDER, "us-before") if name in under_test]
     results: dict = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
                      "settings": {"rounds": rounds, "closed_seconds": closed, "open_seconds": opened,
@@ -122,6 +124,22 @@ def main() -> int:
     print(report(results))
     print(f"\nraw results: {workdir / 'results.json'}; server logs in {workdir}")
     return 0
+
+
+def write_cert_manager_files(cert_dir: Path) -> Path:
+    """A cert dir as a cert-manager Certificate's Secret mounts it on a member cluster: tls.crt, tls.key and ca.crt
+    of a CA that is not the relay's, no ca.key (certs/store.py then serves the files as they are)."""
+    from certs.authority import generate_ca, generate_serving_certificate
+    from certs.names import serving_names
+
+    now = datetime.now(timezone.utc)
+    ca = generate_ca("cert-manager-ca", now, timedelta(days=365))
+    leaf = generate_serving_certificate(ca, *serving_names(None, None), now, timedelta(days=90))
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    for name, content in (("tls.crt", leaf.certificate_pem), ("tls.key", leaf.private_key_pem),
+                          ("ca.crt", ca.certificate_pem)):
+        (cert_dir / name).write_bytes(content)
+    return cert_dir
 
 
 def measure(server: Server, body_files: dict[str, Path], closed: float, opened: float, discard: float,

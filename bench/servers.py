@@ -123,10 +123,13 @@ def us_command(port: int, cert_dir: Path, checkpoint_root: Path, *flags: str) ->
             "--log-format", "json", "--checkpoint-root", str(checkpoint_root), *flags]
 
 
-def servers(workdir: Path, cert: Path, key: Path, cert_dir: Path, checkpoint_root: Path, kopf_python: Path,
-            before: Path | None = None) -> list[Server]:
+def servers(workdir: Path, cert: Path, key: Path, cert_dir: Path, member_cert_dir: Path, checkpoint_root: Path,
+            kopf_python: Path, before: Path | None = None) -> list[Server]:
     """The servers under load (ceiling, ceiling-fast, kopf, us and, with `before`, us-before: the relay of another
-    source tree, e.g. a `git worktree` of an older commit) and `member` (`serve --member`, for its memory)."""
+    source tree, e.g. a `git worktree` of an older commit) and `member` (`serve --member`, for its memory).
+
+    `member` serves from `member_cert_dir`, a cert-manager Certificate's files, as a member cluster runs it
+    (docs/operations.md, "On member clusters"); the others from `cert_dir`, the relay's own CA."""
     ports = {name: free_port() for name in ("ceiling", "ceiling-fast", "kopf", "us", "us-before", "member")}
     listed = [
         Server("ceiling", ceiling_command(sys.executable, ports["ceiling"], cert, key, OUR_STACK), ports["ceiling"],
@@ -137,7 +140,7 @@ def servers(workdir: Path, cert: Path, key: Path, cert_dir: Path, checkpoint_roo
         Server("kopf", [str(kopf_python), str(BENCH / "kopf_server.py"), str(ports["kopf"]), str(cert), str(key),
                         str(checkpoint_root)], ports["kopf"], workdir / "kopf.log"),
         Server("us", us_command(ports["us"], cert_dir, checkpoint_root), ports["us"], workdir / "us.log"),
-        Server("member", us_command(ports["member"], cert_dir, checkpoint_root, "--member"), ports["member"],
+        Server("member", us_command(ports["member"], member_cert_dir, checkpoint_root, "--member"), ports["member"],
                workdir / "member.log"),
     ]
     if before is not None:

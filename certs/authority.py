@@ -1,19 +1,18 @@
 """Certificate authority: make a CA and the webhook's serving certificate.
 
 Pure generation with ``cryptography``: no files, no clock of its own (``now`` is always passed in), so every
-validity window can be tested exactly. Storing, renewing and reloading live in ``certs.store`` and
+validity window can be tested exactly. Storing, renewing and reloading live in ``certs.managed`` and
 ``certs.reload``.
 
 Why we generate at all: a webhook whose only TLS source is cert-manager makes cert-manager a hard prerequisite
 (Flink operator chart, spotify/flink-on-k8s-operator #112), and a webhook whose self-made certificate misses the
-Service names fails in-cluster (kopf #785: ``svc.ns.svc`` missing). ``serving_names`` lists every name the
-apiserver may dial.
+Service names fails in-cluster (kopf #785: ``svc.ns.svc`` missing). ``certs.names.serving_names`` lists every name
+the apiserver may dial.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,16 +29,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 # skew Kerberos tolerates by default and what cert-manager-style issuers commonly backdate by.
 CLOCK_SKEW = timedelta(minutes=5)
 
-# Names the server answers to in every mode: the local dev loop (`https://127.0.0.1:9443`, `localhost`) and the
-# readiness self-dial over IPv4 or IPv6.
-LOCAL_DNS_NAMES = ("localhost",)
-LOCAL_IP_ADDRESSES = ("127.0.0.1", "::1")
-
 SigningKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey | ed448.Ed448PrivateKey
 SIGNING_KEY_TYPES = (rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey, ed25519.Ed25519PrivateKey, ed448.Ed448PrivateKey)
-
-# Kubernetes Service and Namespace names are RFC 1123 labels (lowercase alphanumerics and '-', at most 63).
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -78,33 +69,6 @@ class KeyPair:
     def ip_addresses(self) -> tuple[str, ...]:
         sans = _subject_alternative_names(self.certificate)
         return tuple(str(address) for address in sans.get_values_for_type(x509.IPAddress))
-
-
-def serving_names(service: str | None, namespace: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Return the (DNS names, IP addresses) the serving certificate must cover.
-
-    Always the local names; with a Service the four spellings a client may use for it, from the short name to
-    the fully qualified ``NAME.NS.svc.cluster.local``. The apiserver dials ``NAME.NS.svc`` for a ``service:``
-    clientConfig, the one kopf's certificates miss (kopf #785).
-
-    A Service without a namespace (or the reverse) is refused rather than silently ignored: the certificate would
-    lack the names the apiserver dials and every admission call would fail with an x509 error.
-    """
-    if (service is None) != (namespace is None):
-        raise ValueError("service and namespace go together: give both, or neither for local names only")
-    dns_names: list[str] = []
-    if service is not None and namespace is not None:
-        for label, what in ((service, "service"), (namespace, "namespace")):
-            if not _DNS_LABEL.match(label):
-                raise ValueError(f"{what} {label!r} is not a valid Kubernetes name (RFC 1123 label)")
-        dns_names += [
-            service,
-            f"{service}.{namespace}",
-            f"{service}.{namespace}.svc",
-            f"{service}.{namespace}.svc.cluster.local",
-        ]
-    dns_names += LOCAL_DNS_NAMES
-    return tuple(dns_names), LOCAL_IP_ADDRESSES
 
 
 def generate_ca(common_name: str, now: datetime, valid_for: timedelta, key: SigningKey | None = None) -> KeyPair:

@@ -82,7 +82,7 @@ class ReloadingSSLContext:
             return False  # the serving files are mid-rotation; the next check takes both
         self.context, self._client_ca = fresh, client_ca
         self._fingerprint = hashlib.sha256(cert_pem + b"\0" + key_pem).digest()
-        self.not_after = load_certificates(cert_pem, self.cert_file)[0].not_valid_after_utc
+        self.not_after = load_certificates(cert_pem, self.cert_file)[0].not_after
         return True
 
     def maybe_reload(self) -> bool:
@@ -101,7 +101,7 @@ class ReloadingSSLContext:
             self.last_error = None
             return False
         try:
-            not_after = load_certificates(cert_pem, self.cert_file)[0].not_valid_after_utc
+            not_after = load_certificates(cert_pem, self.cert_file)[0].not_after
             self._load_verified(cert_pem, key_pem)
         except (CertificateFilesInvalid, ssl.SSLError, ValueError) as error:
             self.last_error = str(error) if isinstance(error, CertificateFilesInvalid) else (

@@ -8,44 +8,22 @@ A cert dir holds the names cert-manager and controller-runtime use, so a cert-ma
   marks the directory as ours: a directory that holds certificate files but neither came from elsewhere and is used
   exactly as it is, never written to.
 
-Our own CA rotates with overlap: when it is renewed, the previous CA stays in ``ca.crt`` after the new one until
-it expires, so a caBundle rendered from ``ca.crt`` verifies both the replicas already serving the new leaf and
-those still serving the old one (the ~1 min of x509 errors after rotation in gatekeeper #1045).
-
-A damaged CA of ours is repaired only in ways that keep every client working, and each repair is reported in
-``CertificateFiles.repairs`` (the server logs it as an error and counts it):
-
-- ``ca.crt`` missing, unreadable or no longer holding the CA of ``ca.key``: the CA certificate is rebuilt for the
-  same key and name, so it verifies the served leaf, and the old CA certificate in every client's caBundle still
-  verifies it too;
-- ``ca.key`` missing or unreadable beside a ``ca.crt`` of ours: a new CA is added to ``ca.crt`` in front of the
-  old one, and the served leaf (signed by the old CA, which clients trust) is kept until its renewal, by which time
-  the new CA has long been published. Only when the leaf itself is unusable is one issued at once by the new CA,
-  and the report says that clients need the new ``ca.crt``.
-
-Writers on one directory are serialised with flock on the directory, so two instances starting on an empty
-directory cannot end up with a ``ca.crt`` that does not verify the served certificate.
+Issuing, renewing and repairing our own CA and serving certificate (with CA overlap) is certs/managed.py, which with
+certs/authority.py alone imports `cryptography` (~8.6 MiB of RSS), on that path only. Files from elsewhere, as a
+member cluster's relay serves them, are read with the standard library: certs/der.py for the names and the expiry,
+OpenSSL through `ssl` for the certificates as a whole and the key.
 """
 
 from __future__ import annotations
 
-import fcntl
-import ipaddress
-import os
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
-from cryptography.x509.oid import NameOID
-
-from certs.authority import SIGNING_KEY_TYPES, KeyPair, generate_ca, generate_serving_certificate, serving_names
+from certs.der import CertificateFields, DerError, read_pem_certificates
+from certs.names import serving_names
 
 CA_CERT_NAME = "ca.crt"
 CA_KEY_NAME = "ca.key"
@@ -66,9 +44,11 @@ DEFAULT_RENEW_BEFORE = timedelta(days=30)
 
 CA_COMMON_NAME = "failover-relay-ca"
 
-_KEY_MODE = 0o600
-_CERT_MODE = 0o644
-_DIR_MODE = 0o700
+# What OpenSSL says when a key loads but is not the certificate's: KEY_VALUES_MISMATCH for a key of the
+# certificate's algorithm (X509_check_private_key); NO_CERTIFICATE_ASSIGNED for a key of another algorithm, which
+# OpenSSL files in that algorithm's slot, where there is no certificate (ssl/ssl_rsa.c: ssl_set_pkey, then
+# SSL_CTX_check_private_key).
+KEY_MISMATCH_REASONS = frozenset({"KEY_VALUES_MISMATCH", "NO_CERTIFICATE_ASSIGNED"})
 
 
 class CertificateError(Exception):
@@ -89,7 +69,7 @@ class CertificateFiles:
 
     ``ca_file`` is None only for external files that come without a ``ca.crt``. ``managed`` says we issued the
     files (and may rewrite them); ``renewed`` says this call wrote a new serving certificate; ``repairs`` says, one
-    line each, what damage this call found and how it repaired it (module docstring).
+    line each, what damage this call found and how it repaired it (certs/managed.py).
     """
 
     ca_file: Path | None
@@ -126,12 +106,14 @@ def ensure_certificates(
         # Otherwise every call would find a fresh certificate already inside its renewal window and reissue it.
         raise ValueError("renew_before must be shorter than both cert_valid_for and ca_valid_for")
     dns_names, ip_addresses = serving_names(service, namespace)
-    directory = _CertDir(cert_dir)
+    directory = CertDir(cert_dir)
     if directory.is_external():
         return _use_external(directory)
-    _create(directory.root)
-    with _locked(directory.root):
-        return _ensure_managed(directory, dns_names, ip_addresses, now, ca_valid_for, cert_valid_for, renew_before)
+    # Imported here: issuing, renewing and repairing our own certificates needs `cryptography`, which a relay
+    # serving certificates from elsewhere (a member cluster's cert-manager Secret) never loads.
+    from certs.managed import ensure_managed
+
+    return ensure_managed(directory, dns_names, ip_addresses, now, ca_valid_for, cert_valid_for, renew_before)
 
 
 def read_ca_bundle(cert_dir: Path) -> bytes:
@@ -140,49 +122,44 @@ def read_ca_bundle(cert_dir: Path) -> bytes:
     Without a ``ca.crt`` (a publicly issued or self-signed certificate) the served chain itself is the trust
     anchor: Go's verifier accepts a certificate that is in the root pool as it is.
     """
-    directory = _CertDir(cert_dir)
+    directory = CertDir(cert_dir)
     for path in (directory.ca_cert, directory.cert):
         if path.exists():
-            return _pem_of(load_certificates(_read(path), path))
+            return pem_of(load_certificates(read_file(path), path))
     raise CertificateFilesInvalid(f"{cert_dir}: holds neither {CA_CERT_NAME} nor {CERT_NAME}")
 
 
 def certificate_expiry(cert_file: Path) -> datetime:
     """Return when the first (served) certificate in ``cert_file`` expires, in UTC."""
-    return load_certificates(_read(cert_file), cert_file)[0].not_valid_after_utc
+    return load_certificates(read_file(cert_file), cert_file)[0].not_after
 
 
-def load_certificates(data: bytes, source: Path) -> list[x509.Certificate]:
-    """Parse every PEM certificate in ``data``; ``source`` names the file in the error."""
+def load_certificates(data: bytes, source: Path) -> list[CertificateFields]:
+    """Every PEM certificate in ``data``, with its names and expiry; ``source`` names the file in the error."""
     try:
-        return x509.load_pem_x509_certificates(data)
-    except ValueError as error:
-        raise CertificateFilesInvalid(f"{source}: not a PEM certificate") from error
+        return read_pem_certificates(data)
+    except DerError:
+        raise not_a_certificate(source) from None
 
 
-def load_private_key(data: bytes, source: Path) -> PrivateKeyTypes:
-    """Parse an unencrypted PEM private key; ``source`` names the file in the error.
+def pem_of(certificates: Sequence[CertificateFields]) -> bytes:
+    """The certificates re-encoded as PEM, so nothing but certificates (no comment, no key) is passed on."""
+    return b"".join(certificate.pem for certificate in certificates)
 
-    The underlying error is not chained: parsers may echo part of their input, and this input is a key.
-    """
+
+def not_a_certificate(source: Path) -> CertificateFilesInvalid:
+    return CertificateFilesInvalid(f"{source}: not a PEM certificate")
+
+
+def read_file(path: Path) -> bytes:
     try:
-        return serialization.load_pem_private_key(data, password=None)
-    except (ValueError, TypeError, UnsupportedAlgorithm):
-        raise CertificateFilesInvalid(
-            f"{source}: not an unencrypted PEM private key (PKCS#8, PKCS#1 or SEC1)"
-        ) from None
+        return path.read_bytes()
+    except OSError as error:
+        raise CertificateFilesInvalid(f"{path}: cannot read ({error.strerror})") from None
 
 
-def require_matching_key(
-    certificate: x509.Certificate, key: PrivateKeyTypes, cert_source: Path, key_source: Path
-) -> None:
-    """Refuse a key that is not the certificate's: the TLS server would fail every handshake with it."""
-    if _public_key_bytes(certificate.public_key()) != _public_key_bytes(key.public_key()):
-        raise CertificateFilesInvalid(f"{key_source}: is not the private key of the certificate in {cert_source}")
-
-
-class _CertDir:
-    """The four well-known paths of a cert dir."""
+class CertDir:
+    """The well-known paths of a cert dir."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -203,279 +180,71 @@ class _CertDir:
 def _names_our_ca(path: Path, *, subject: bool) -> bool:
     """Whether the first certificate in `path` is our CA (`subject`) or was issued by it; False when unreadable."""
     try:
-        first = x509.load_pem_x509_certificates(path.read_bytes())[0]
-    except (OSError, ValueError, IndexError):
+        first = read_pem_certificates(path.read_bytes())[0]
+    except (OSError, DerError):
         return False
-    name = first.subject if subject else first.issuer
-    return any(attribute.value == CA_COMMON_NAME for attribute in name.get_attributes_for_oid(NameOID.COMMON_NAME))
+    return CA_COMMON_NAME in (first.subject_common_names if subject else first.issuer_common_names)
 
 
-def _create(root: Path) -> None:
-    if root.exists():
-        return
-    try:
-        root.mkdir(parents=True, mode=_DIR_MODE, exist_ok=True)
-        os.chmod(root, _DIR_MODE)  # mkdir's mode is filtered by the umask
-    except OSError as error:
-        raise CertificateError(f"{root}: cannot create ({error.strerror})") from None
-
-
-@contextmanager
-def _locked(root: Path) -> Iterator[None]:
-    """Hold an exclusive lock on the directory while its files are read and written (flock on the directory itself,
-    so no file is added to a cert dir)."""
-    try:
-        descriptor = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:  # not a directory: the first write names the file that failed
-        yield
-        return
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(descriptor)  # releases the lock
-
-
-def _use_external(directory: _CertDir) -> CertificateFiles:
+def _use_external(directory: CertDir) -> CertificateFiles:
     for path in (directory.cert, directory.key):
         if not path.exists():
             raise CertificateFilesInvalid(
                 f"{path}: missing; {directory.root} holds certificate files but no {CA_KEY_NAME}, so it is "
                 f"managed elsewhere and needs both {CERT_NAME} and {KEY_NAME}"
             )
-    chain = load_certificates(_read(directory.cert), directory.cert)
-    key = load_private_key(_read(directory.key), directory.key)
-    require_matching_key(chain[0], key, directory.cert, directory.key)
+    chain = _load_checked(directory.cert)
+    _require_key_of(directory.cert, directory.key)
     if directory.ca_cert.exists():
-        load_certificates(_read(directory.ca_cert), directory.ca_cert)
+        _load_checked(directory.ca_cert)
     return CertificateFiles(
         ca_file=directory.ca_cert if directory.ca_cert.exists() else None,
         cert_file=directory.cert,
         key_file=directory.key,
-        not_after=chain[0].not_valid_after_utc,
+        not_after=chain[0].not_after,
         managed=False,
         renewed=False,
     )
 
 
-def _ensure_managed(
-    directory: _CertDir,
-    dns_names: Sequence[str],
-    ip_addresses: Sequence[str],
-    now: datetime,
-    ca_valid_for: timedelta,
-    cert_valid_for: timedelta,
-    renew_before: timedelta,
-) -> CertificateFiles:
-    repairs: list[str] = []
-    ca_bundle = _read_own_ca_bundle(directory)
-    ca, keep_leaf = _recover_ca(directory, ca_bundle, now, ca_valid_for, repairs)
-    if ca is None or _renewal_due(ca, now, renew_before):
-        # The staged next CA has been in ca.crt (and so in every caBundle) since it was made, a whole renewal window
-        # ago: switching the leaf to it fails no handshake. Without one (first start, or a server that was down
-        # for the whole window) a fresh CA is the only choice.
-        staged = _read_own_key_pair(directory.next_ca_cert, directory.next_ca_key)
-        ca = staged if staged is not None and not _renewal_due(staged, now, renew_before) else \
-            generate_ca(CA_COMMON_NAME, now, ca_valid_for)
-        # Key, bundle, then the staged files: a crash between any two leaves a mismatch that the next call repairs
-        # by promoting the still-present staged CA again.
-        _write(directory.ca_key, ca.private_key_pem, _KEY_MODE)
-        _write_ca_bundle(directory, ca, ca_bundle, now)
-        _remove(directory.next_ca_cert, directory.next_ca_key)
-        leaf = None
-    else:
-        if now >= ca.not_after - 2 * renew_before and _read_own_key_pair(
-                directory.next_ca_cert, directory.next_ca_key) is None:
-            # Stage the successor one renewal window before it is needed, trusted but not yet used to sign, so the
-            # caBundle sync has long published it when the serving certificate moves to it (issue of gatekeeper
-            # #1045: x509 errors while the bundle lags behind the certificate).
-            successor = generate_ca(CA_COMMON_NAME, now, ca_valid_for)
-            _write(directory.next_ca_key, successor.private_key_pem, _KEY_MODE)
-            _write(directory.next_ca_cert, successor.certificate_pem, _CERT_MODE)
-            _write_ca_bundle(directory, ca, [*ca_bundle, successor.certificate], now)
-        leaf = _read_own_key_pair(directory.cert, directory.key)
-
-    # A leaf of an older CA of ours that ca.crt still holds is as trusted as one of the current CA: after a lost
-    # ca.key it is what keeps the clients with the old caBundle working (module docstring).
-    issuers = [ca.certificate, *(c for c in _read_own_ca_bundle(directory) if _is_our_ca(c))]
-    renewed = leaf is None or not _reusable(leaf, issuers, dns_names, ip_addresses, now, renew_before)
-    if renewed and keep_leaf:
-        repairs.append(f"{directory.cert}: could not be kept, so it was issued by the new CA at once; clients that "
-                       f"trust only the old CA fail until they get the new {CA_CERT_NAME} (the caBundle sync)")
-    if renewed:
-        leaf = generate_serving_certificate(ca, dns_names, ip_addresses, now, cert_valid_for)
-        # Key first: a reader that sees the new certificate must find its key already in place.
-        _write(directory.key, leaf.private_key_pem, _KEY_MODE)
-        _write(directory.cert, leaf.certificate_pem, _CERT_MODE)
-    assert leaf is not None
-    return CertificateFiles(
-        ca_file=directory.ca_cert,
-        cert_file=directory.cert,
-        key_file=directory.key,
-        not_after=leaf.not_after,
-        managed=True,
-        renewed=renewed,
-        repairs=tuple(repairs),
-    )
-
-
-def _recover_ca(directory: _CertDir, ca_bundle: list[x509.Certificate], now: datetime, ca_valid_for: timedelta,
-                repairs: list[str]) -> tuple[KeyPair | None, list[x509.Certificate]]:
-    """Our CA as ca.key and ca.crt hold it, repairing either if damaged (module docstring); None on a first start.
-
-    Also returns the old CA certificates whose leaf may still be served (only after a lost ca.key)."""
-    key_pem, key_problem = _read_own_key(directory.ca_key)
-    if key_pem is not None:
-        key = load_private_key(key_pem, directory.ca_key)
-        own = [certificate for certificate in ca_bundle
-               if _public_key_bytes(certificate.public_key()) == _public_key_bytes(key.public_key())]
-        if own and own[0] == (ca_bundle or [None])[0]:
-            return KeyPair(certificate_pem=_pem_of(own[:1]), private_key_pem=key_pem), []
-        if own:  # ours, but not first: the first certificate is read back as the CA
-            ca = KeyPair(certificate_pem=_pem_of(own[:1]), private_key_pem=key_pem)
-            _write_ca_bundle(directory, ca, ca_bundle, now)
-            return ca, []
-        if not isinstance(key, SIGNING_KEY_TYPES):
-            raise CertificateFilesInvalid(f"{directory.ca_key}: not a key that can sign certificates")
-        ca = generate_ca(CA_COMMON_NAME, now, ca_valid_for, key=key)
-        state = "is missing" if not directory.ca_cert.exists() else \
-            "is not PEM" if not ca_bundle else f"does not hold the CA of {CA_KEY_NAME}"
-        _write_ca_bundle(directory, ca, [*ca_bundle, *_staged_ca(directory)], now)
-        repairs.append(f"{directory.ca_cert} {state}: rebuilt from {directory.ca_key} with the same key and name, "
-                       "so the served certificate and every client's caBundle stay valid")
-        return ca, []
-    ours = [certificate for certificate in ca_bundle if _is_our_ca(certificate)]
-    if key_problem is None and not ours:
-        return None, []  # a first start
-    ca = generate_ca(CA_COMMON_NAME, now, ca_valid_for)
-    _write(directory.ca_key, ca.private_key_pem, _KEY_MODE)
-    _write_ca_bundle(directory, ca, ca_bundle, now)
-    _remove(directory.next_ca_cert, directory.next_ca_key)
-    repairs.append(f"{directory.ca_key} {key_problem or 'is missing'}: a new CA now signs, added to "
-                   f"{directory.ca_cert} in front of the old one; the served certificate, signed by the old CA, is "
-                   "kept until its renewal")
-    return ca, ours
-
-
-def _read_own_key(path: Path) -> tuple[bytes | None, str | None]:
-    """The PEM of a usable private key at `path`, or None and what is wrong ("is not a private key"); (None, None)
-    when there is no file."""
-    if not path.exists():
-        return None, None
+def _load_checked(path: Path) -> list[CertificateFields]:
+    """The certificates of `path`, each also parsed whole by OpenSSL (certs/der.py reads only a few fields)."""
+    data = read_file(path)
+    certificates = load_certificates(data, path)
     try:
-        data = _read(path)
-        load_private_key(data, path)
-    except CertificateFilesInvalid:
-        return None, "is not a usable private key"
-    return data, None
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(
+            cadata=b"".join(certificate.der for certificate in certificates))
+    except ssl.SSLError:
+        raise not_a_certificate(path) from None
+    return certificates
 
 
-def _is_our_ca(certificate: x509.Certificate) -> bool:
-    return any(attribute.value == CA_COMMON_NAME
-               for attribute in certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME))
+class _EncryptedKey(Exception):
+    """Raised by the password callback: OpenSSL asks for a password only for an encrypted key."""
 
 
-def _staged_ca(directory: _CertDir) -> list[x509.Certificate]:
-    staged = _read_own_key_pair(directory.next_ca_cert, directory.next_ca_key)
-    return [staged.certificate] if staged is not None else []
+def _refuse_password() -> bytes:
+    # Without a callback OpenSSL would prompt on a terminal for the password of an encrypted key, and wait.
+    raise _EncryptedKey
 
 
-def _write_ca_bundle(directory: _CertDir, ca: KeyPair, others: Sequence[x509.Certificate], now: datetime) -> None:
-    """ca.crt: the signing CA first (it is read back as the CA), then every other unexpired one, each once."""
-    current = ca.certificate
-    rest = [certificate for certificate in others if certificate.not_valid_after_utc > now and certificate != current]
-    unique = list({certificate.fingerprint(hashes.SHA256()): certificate for certificate in rest}.values())
-    _write(directory.ca_cert, ca.certificate_pem + _pem_of(unique), _CERT_MODE)
-
-
-def _remove(*paths: Path) -> None:
-    for path in paths:
-        with suppress(FileNotFoundError):
-            path.unlink()
-
-
-def _read_own_ca_bundle(directory: _CertDir) -> list[x509.Certificate]:
-    if not directory.ca_cert.exists():
-        return []
+def _require_key_of(cert_path: Path, key_path: Path) -> None:
+    """Refuse a key that is not an unencrypted PEM private key, or not the certificate's: the TLS server would fail
+    every handshake with it. OpenSSL decides, loading both as the server will; the certificate has been read whole
+    before (`_load_checked`), so any other failure is the key's. No error is chained: it may echo the key."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
-        return load_certificates(_read(directory.ca_cert), directory.ca_cert)
-    except CertificateFilesInvalid:
-        return []  # ours and unreadable: it is rewritten with a new CA
-
-
-def _read_own_key_pair(cert_path: Path, key_path: Path) -> KeyPair | None:
-    """A key pair we wrote earlier, or None when it is missing, broken or mismatched (so it is reissued)."""
-    if not cert_path.exists() or not key_path.exists():
-        return None
-    certificate_pem, key_pem = _read(cert_path), _read(key_path)
-    try:
-        certificate = load_certificates(certificate_pem, cert_path)[0]
-        require_matching_key(certificate, load_private_key(key_pem, key_path), cert_path, key_path)
-    except CertificateFilesInvalid:
-        return None
-    return KeyPair(certificate_pem=_pem_of([certificate]), private_key_pem=key_pem)
-
-
-def _renewal_due(pair: KeyPair, now: datetime, renew_before: timedelta) -> bool:
-    # A certificate that is not valid yet means the clock went back; reissue rather than serve it.
-    return now < pair.not_before or now >= pair.not_after - renew_before
-
-
-def _reusable(
-    leaf: KeyPair,
-    issuers: Sequence[x509.Certificate],
-    dns_names: Sequence[str],
-    ip_addresses: Sequence[str],
-    now: datetime,
-    renew_before: timedelta,
-) -> bool:
-    if _renewal_due(leaf, now, renew_before):
-        return False
-    wanted_addresses = {str(ipaddress.ip_address(address)) for address in ip_addresses}
-    if not set(dns_names) <= set(leaf.dns_names) or not wanted_addresses <= set(leaf.ip_addresses):
-        return False
-    for issuer in issuers:
-        try:
-            leaf.certificate.verify_directly_issued_by(issuer)
-            return True
-        except (ValueError, TypeError, InvalidSignature):
-            continue
-    return False
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
+        context.load_cert_chain(cert_path, key_path, password=_refuse_password)
+    except ssl.SSLError as error:
+        if error.reason in KEY_MISMATCH_REASONS:
+            raise CertificateFilesInvalid(f"{key_path}: is not the private key of the certificate in {cert_path}") \
+                from None
+        raise not_a_private_key(key_path) from None
+    except _EncryptedKey:
+        raise not_a_private_key(key_path) from None
     except OSError as error:
-        raise CertificateFilesInvalid(f"{path}: cannot read ({error.strerror})") from None
+        raise CertificateFilesInvalid(f"{error.filename or key_path}: cannot read ({error.strerror})") from None
 
 
-def _write(path: Path, data: bytes, mode: int) -> None:
-    """Replace ``path`` atomically: readers (the reloader, a kubelet sync) see the old file or the new, never half."""
-    try:
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as error:
-        raise CertificateError(f"{path}: cannot write ({error.strerror})") from None
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            os.fchmod(file.fileno(), mode)
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException as error:
-        with suppress(FileNotFoundError):
-            os.unlink(temporary)
-        if isinstance(error, OSError):
-            raise CertificateError(f"{path}: cannot write ({error.strerror})") from None
-        raise
-
-
-def _pem_of(certificates: Sequence[x509.Certificate]) -> bytes:
-    return b"".join(certificate.public_bytes(serialization.Encoding.PEM) for certificate in certificates)
-
-
-def _public_key_bytes(public_key: object) -> bytes:
-    return public_key.public_bytes(  # type: ignore[attr-defined]
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
+def not_a_private_key(source: Path) -> CertificateFilesInvalid:
+    return CertificateFilesInvalid(f"{source}: not an unencrypted PEM private key (PKCS#8, PKCS#1 or SEC1)")

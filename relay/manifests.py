@@ -31,9 +31,8 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 import yaml
-from cryptography.hazmat.primitives.serialization import Encoding
 
-from certs.store import CertificateError, load_certificates, read_ca_bundle
+from certs.store import CertificateError, load_certificates, pem_of, read_ca_bundle
 from failover import registry
 from failover.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy, Resource
 from failover.labels import label_key_problems
@@ -139,7 +138,7 @@ def ca_bundle_from_file(path: Path) -> bytes:
         certificates = load_certificates(data, path)
     except CertificateError as error:
         raise ManifestError(f"--ca-file {error}") from None
-    return b"".join(certificate.public_bytes(Encoding.PEM) for certificate in certificates)
+    return pem_of(certificates)
 
 
 def ca_bundle_from_cert_dir(cert_dir: Path) -> bytes:

@@ -146,7 +146,7 @@ class RelayServer:
         self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
 
     def _report_repairs(self) -> None:
-        """Damage found in the cert dir is an error for whoever watches the logs and the metric (certs/store.py)."""
+        """Damage found in the cert dir is an error for whoever watches the logs and the metric (certs/managed.py)."""
         for repair in self.files.repairs:
             log.error("certificate_directory_repaired", repair=repair, cert_dir=str(self.settings.cert_dir))
             self.metrics.certificate_repairs.inc()

@@ -16,8 +16,8 @@ from certs.authority import (
     KeyPair,
     generate_ca,
     generate_serving_certificate,
-    serving_names,
 )
+from certs.names import serving_names
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 YEAR = timedelta(days=365)

@@ -1,8 +1,10 @@
-"""`serve --member`: a member cluster's relay mutates FlinkDeployments and never loads the Kubernetes client.
+"""`serve --member`: a member cluster's relay mutates FlinkDeployments and never loads the Kubernetes client, nor,
+serving a cert-manager certificate, `cryptography`.
 
 The real command runs under `python -X importtime`, which writes one line per module imported, at any time of the
 process's life, to stderr: lazy imports after start-up are seen too. The control-plane run of the same command
-(without --member) shows the same lines do name `kubernetes` when it is loaded, so the check can fail.
+(without --member) shows the same lines do name `kubernetes` when it is loaded, and the run on an empty cert dir
+(where the relay issues its own certificate) that they name `cryptography`, so each check can fail.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
+from certs.authority import generate_ca, generate_serving_certificate
+from certs.names import LOCAL_DNS_NAMES, LOCAL_IP_ADDRESSES
 from relay.settings import Settings, SettingsError, apply, check_settings
 from tests.support import admission_review, client_tls, decoded_patch
 
@@ -45,6 +50,7 @@ def serve_once(tmp_path: Path, *flags: str) -> tuple[list[str], dict]:
     (checkpoints / JOB / "chk-3").mkdir(parents=True, exist_ok=True)
     (checkpoints / JOB / "chk-3" / "_metadata").write_bytes(b"m")
     cert_dir, stderr = tmp_path / "certs", tmp_path / f"stderr{len(list(tmp_path.glob('stderr*')))}.txt"
+    ca_file = cert_dir / "ca.crt"  # ours, made at start when the dir is empty, or cert-manager's
     # No cluster access of any kind: the control-plane run then finds none, but still loads the client to look.
     env = {key: value for key, value in os.environ.items() if key not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
     env["HOME"] = str(tmp_path)
@@ -57,7 +63,7 @@ def serve_once(tmp_path: Path, *flags: str) -> tuple[list[str], dict]:
         url = _wait_for_url(process, stderr)
         request = urllib.request.Request(f"{url}/mutate", data=json.dumps(admission_review(flink_deployment())).encode(),
                                          headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, context=client_tls(cert_dir / "ca.crt"), timeout=10) as reply:
+        with urllib.request.urlopen(request, context=client_tls(ca_file), timeout=10) as reply:
             answer = json.loads(reply.read())["response"]
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0, stderr.read_text()[-2000:]
@@ -81,8 +87,23 @@ def _wait_for_url(process: subprocess.Popen, stderr: Path) -> str:
     pytest.fail(f"serve did not start within {START_TIMEOUT_SECONDS} s:\n{stderr.read_text()[-3000:]}")
 
 
+def package_modules(modules: list[str], package: str) -> list[str]:
+    return [name for name in modules if name == package or name.startswith(f"{package}.")]
+
+
 def kubernetes_modules(modules: list[str]) -> list[str]:
-    return [name for name in modules if name == "kubernetes" or name.startswith("kubernetes.")]
+    return package_modules(modules, "kubernetes")
+
+
+def write_cert_manager_files(cert_dir: Path) -> None:
+    """What a cert-manager Certificate's Secret mounts: tls.crt, tls.key and ca.crt of a CA that is not ours."""
+    now = datetime.now(timezone.utc)
+    ca = generate_ca("cert-manager-ca", now, timedelta(days=365))
+    leaf = generate_serving_certificate(ca, LOCAL_DNS_NAMES, LOCAL_IP_ADDRESSES, now, timedelta(days=90))
+    cert_dir.mkdir()
+    for name, content in (("tls.crt", leaf.certificate_pem), ("tls.key", leaf.private_key_pem),
+                          ("ca.crt", ca.certificate_pem)):
+        (cert_dir / name).write_bytes(content)
 
 
 def test_member_mode_mutates_flink_deployments_without_the_kubernetes_client(tmp_path: Path) -> None:
@@ -94,6 +115,27 @@ def test_member_mode_mutates_flink_deployments_without_the_kubernetes_client(tmp
     assert kubernetes_modules(modules) == []
     assert not [name for name in modules if name.startswith("controllers.") or name in ("relay.start_controllers",
                                                                                            "relay.work_labels")]
+
+
+def test_member_mode_with_a_cert_manager_certificate_never_imports_cryptography(tmp_path: Path) -> None:
+    write_cert_manager_files(tmp_path / "certs")
+    before = {path.name: path.read_bytes() for path in (tmp_path / "certs").iterdir()}
+
+    modules, answer = serve_once(tmp_path, "--member")
+
+    assert answer["allowed"] is True and decoded_patch(answer)
+    assert "certs.store" in modules and "certs.der" in modules  # the lines were read
+    assert package_modules(modules, "cryptography") == [] and "certs.authority" not in modules
+    # PyYAML reads only a config file (this run has none), decimal only prints a float when a template is evaluated.
+    assert not {"yaml", "decimal"} & set(modules)
+    assert {path.name: path.read_bytes() for path in (tmp_path / "certs").iterdir()} == before
+
+
+def test_member_mode_issuing_its_own_certificate_imports_cryptography(tmp_path: Path) -> None:
+    # The same command on an empty cert dir: the relay makes its own CA, which needs cryptography.
+    modules, answer = serve_once(tmp_path, "--member")
+    assert answer["allowed"] is True
+    assert "cryptography.x509" in package_modules(modules, "cryptography") and "certs.managed" in modules
 
 
 def test_control_plane_mode_loads_the_kubernetes_client(tmp_path: Path) -> None:
