@@ -12,13 +12,11 @@ context exactly as it was (the error is kept in `last_error` and the old certifi
 from __future__ import annotations
 
 import hashlib
-import os
 import ssl
-import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from certs.store import CertificateFilesInvalid, load_certificates
+from certs.store import CertificateFilesInvalid, load_certificates, load_chain, read_file
 
 # TLS 1.2 suites with forward secrecy and AEAD only (Mozilla "intermediate"); TLS 1.3 suites are fixed by OpenSSL.
 TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
@@ -55,10 +53,7 @@ class ReloadingSSLContext:
 
     def _read_client_ca(self) -> bytes:
         assert self.client_ca_file is not None
-        try:
-            return self.client_ca_file.read_bytes()
-        except OSError as error:
-            raise CertificateFilesInvalid(f"{self.client_ca_file}: cannot read ({error.strerror})") from None
+        return read_file(self.client_ca_file)
 
     def _maybe_reload_client_ca(self) -> bool:
         """A changed client CA file means a new context: OpenSSL can add CAs to a context but never remove one, so
@@ -75,10 +70,10 @@ class ReloadingSSLContext:
             self.last_error = str(error) if isinstance(error, CertificateFilesInvalid) else (
                 f"{self.client_ca_file}: not a PEM CA bundle")
             return False
-        cert_pem, key_pem = self.cert_file.read_bytes(), self.key_file.read_bytes()
         try:
+            cert_pem, key_pem = read_file(self.cert_file), read_file(self.key_file)
             self._load_verified(cert_pem, key_pem, fresh)
-        except (ssl.SSLError, ValueError, OSError):
+        except (CertificateFilesInvalid, ssl.SSLError, ValueError, OSError):
             return False  # the serving files are mid-rotation; the next check takes both
         self.context, self._client_ca = fresh, client_ca
         self._fingerprint = hashlib.sha256(cert_pem + b"\0" + key_pem).digest()
@@ -91,9 +86,9 @@ class ReloadingSSLContext:
             self.last_error = None
             return True
         try:
-            cert_pem, key_pem = self.cert_file.read_bytes(), self.key_file.read_bytes()
-        except OSError as error:
-            self.last_error = f"{error.filename}: cannot read ({error.strerror})"
+            cert_pem, key_pem = read_file(self.cert_file), read_file(self.key_file)
+        except CertificateFilesInvalid as error:
+            self.last_error = str(error)
             return False
         fingerprint = hashlib.sha256(cert_pem + b"\0" + key_pem).digest()
         if fingerprint == self._fingerprint:
@@ -114,11 +109,6 @@ class ReloadingSSLContext:
         return True
 
     def _load_verified(self, cert_pem: bytes, key_pem: bytes, context: ssl.SSLContext | None = None) -> None:
-        # One private copy, read by both loads: the files may change again between them.
-        with tempfile.TemporaryDirectory(prefix="failover-relay-tls-") as scratch:
-            chain = Path(scratch, "chain.pem")
-            descriptor = os.open(chain, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "wb") as file:
-                file.write(cert_pem + b"\n" + key_pem)
-            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(chain)
-            (context or self.context).load_cert_chain(chain)
+        # One private copy per load, of the bytes read once: the files may change again between the loads.
+        load_chain(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), cert_pem, key_pem)
+        load_chain(context or self.context, cert_pem, key_pem)

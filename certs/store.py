@@ -16,8 +16,10 @@ OpenSSL through `ssl` for the certificates as a whole and the key.
 
 from __future__ import annotations
 
+import os
 import ssl
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -43,6 +45,9 @@ DEFAULT_CERT_VALIDITY = timedelta(days=90)
 DEFAULT_RENEW_BEFORE = timedelta(days=30)
 
 CA_COMMON_NAME = "failover-relay-ca"
+
+# A Secret holds at most 1 MiB, so no certificate, key or CA bundle file is larger.
+MAX_FILE_BYTES = 1024 * 1024
 
 # What OpenSSL says when a key loads but is not the certificate's: KEY_VALUES_MISMATCH for a key of the
 # certificate's algorithm (X509_check_private_key); NO_CERTIFICATE_ASSIGNED for a key of another algorithm, which
@@ -152,10 +157,29 @@ def not_a_certificate(source: Path) -> CertificateFilesInvalid:
 
 
 def read_file(path: Path) -> bytes:
+    """The file's bytes, at most `MAX_FILE_BYTES`: a path that is not a certificate file (`/dev/zero`, a log) is
+    refused after reading that much, never read to the end."""
     try:
-        return path.read_bytes()
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
     except OSError as error:
         raise CertificateFilesInvalid(f"{path}: cannot read ({error.strerror})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise CertificateFilesInvalid(f"{path}: larger than {MAX_FILE_BYTES} bytes; not a certificate or key file")
+    return data
+
+
+def load_chain(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes,
+               password: Callable[[], bytes] | None = None) -> None:
+    """Load a certificate chain and its key into `context` from one private copy of the bytes already read (bounded
+    by `read_file`): OpenSSL never opens the configured paths itself, which may change between two reads or never
+    end. Raises `ssl.SSLError` as `load_cert_chain` does."""
+    with tempfile.TemporaryDirectory(prefix="failover-relay-tls-") as scratch:
+        chain = Path(scratch, "chain.pem")
+        descriptor = os.open(chain, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(cert_pem + b"\n" + key_pem)
+        context.load_cert_chain(chain, password=password)
 
 
 class CertDir:
@@ -180,8 +204,8 @@ class CertDir:
 def _names_our_ca(path: Path, *, subject: bool) -> bool:
     """Whether the first certificate in `path` is our CA (`subject`) or was issued by it; False when unreadable."""
     try:
-        first = read_pem_certificates(path.read_bytes())[0]
-    except (OSError, DerError):
+        first = read_pem_certificates(read_file(path))[0]
+    except (CertificateFilesInvalid, DerError):
         return False
     return CA_COMMON_NAME in (first.subject_common_names if subject else first.issuer_common_names)
 
@@ -232,9 +256,9 @@ def _require_key_of(cert_path: Path, key_path: Path) -> None:
     """Refuse a key that is not an unencrypted PEM private key, or not the certificate's: the TLS server would fail
     every handshake with it. OpenSSL decides, loading both as the server will; the certificate has been read whole
     before (`_load_checked`), so any other failure is the key's. No error is chained: it may echo the key."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
-        context.load_cert_chain(cert_path, key_path, password=_refuse_password)
+        load_chain(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), read_file(cert_path), read_file(key_path),
+                   password=_refuse_password)
     except ssl.SSLError as error:
         if error.reason in KEY_MISMATCH_REASONS:
             raise CertificateFilesInvalid(f"{key_path}: is not the private key of the certificate in {cert_path}") \
@@ -242,8 +266,8 @@ def _require_key_of(cert_path: Path, key_path: Path) -> None:
         raise not_a_private_key(key_path) from None
     except _EncryptedKey:
         raise not_a_private_key(key_path) from None
-    except OSError as error:
-        raise CertificateFilesInvalid(f"{error.filename or key_path}: cannot read ({error.strerror})") from None
+    except OSError as error:  # the private copy could not be written
+        raise CertificateFilesInvalid(f"{key_path}: cannot be checked ({error.strerror})") from None
 
 
 def not_a_private_key(source: Path) -> CertificateFilesInvalid:

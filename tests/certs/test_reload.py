@@ -170,8 +170,15 @@ def remove_key(cert_dir: Path) -> None:
     (cert_dir / "tls.key").unlink()
 
 
+def key_that_never_ends(cert_dir: Path) -> None:
+    """/dev/zero where the key belongs: refused after the size limit, not read forever."""
+    (cert_dir / "tls.key").unlink()
+    (cert_dir / "tls.key").symlink_to("/dev/zero")
+
+
 BREAKAGES = [write_garbage_certificate, write_garbage_key, write_key_of_another_certificate,
-             write_half_a_certificate, write_half_a_key, write_new_certificate_before_its_key, remove_key]
+             write_half_a_certificate, write_half_a_key, write_new_certificate_before_its_key, remove_key,
+             key_that_never_ends]
 
 
 @pytest.mark.parametrize("break_files", BREAKAGES, ids=[breakage.__name__ for breakage in BREAKAGES])

@@ -14,6 +14,7 @@ from certs.authority import generate_ca, generate_serving_certificate
 from certs.store import (
     DEFAULT_CERT_VALIDITY,
     DEFAULT_RENEW_BEFORE,
+    MAX_FILE_BYTES,
     CertificateError,
     CertificateFilesInvalid,
     certificate_expiry,
@@ -312,6 +313,20 @@ def test_external_key_of_another_certificate_is_refused_naming_the_file_not_the_
     assert "PRIVATE KEY" not in message and before["tls.key"].decode().splitlines()[1] not in message
     assert refused.value.__cause__ is None
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("name", ["tls.crt", "tls.key", "ca.crt"])
+def test_an_external_file_that_never_ends_is_refused_after_the_size_limit(tmp_path, name):
+    # /dev/zero mounted where a certificate or key belongs: read up to the limit and refused, not read forever
+    # (OpenSSL, given the path, would read it line by line without end).
+    write_external(tmp_path)
+    (tmp_path / name).unlink()
+    (tmp_path / name).symlink_to("/dev/zero")
+
+    with pytest.raises(CertificateFilesInvalid) as refused:
+        ensure_certificates(tmp_path, None, None, NOW)
+
+    assert str(refused.value) == f"{tmp_path / name}: larger than {MAX_FILE_BYTES} bytes; not a certificate or key file"
 
 
 def test_external_key_that_is_not_a_key_is_refused_without_echoing_it(tmp_path):
