@@ -111,7 +111,7 @@ def stack_line(results: dict) -> str:
     if not stack:
         return ""
     return (f"Stacks: failover-relay runs on {' + '.join(stack['ours'])}, so the same-stack ceiling is "
-            f"`{same_stack(results)}`; `ceiling` is a bare aiohttp server on asyncio + json, `ceiling-fast` the same "
+            f"`{same_stack(results)}`; `ceiling` is a bare aiohttp server on {' + '.join(stack['ours'])}, `ceiling-fast` the same "
             f"on {' + '.join(stack['fast'])}.")
 
 

@@ -104,10 +104,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-# The event loop and JSON library failover-relay runs on (relay/cli.py: asyncio.run; webhook/review.py: the standard
-# library's json), so the same-stack ceiling is the plain one. run.py checks the loop against the relay's `serving`
-# log line; adopting uvloop or another JSON library means changing this line, which moves the ceiling with it.
-OUR_STACK = ("asyncio", "json")
+# The event loop and JSON libraries failover-relay runs on (relay/cli.py: asyncio.run; webhook/review.py: the
+# standard library's json decodes, webhook/encoding.py: orjson encodes), so the same-stack ceiling does the same.
+# run.py checks the loop against the relay's `serving` log line; adopting uvloop or another JSON library means
+# changing this line, which moves the ceiling with it.
+OUR_STACK = ("asyncio", "json+orjson")
 FAST_STACK = ("uvloop", "orjson")
 
 
@@ -134,7 +135,7 @@ def servers(workdir: Path, cert: Path, key: Path, cert_dir: Path, member_cert_di
     listed = [
         Server("ceiling", ceiling_command(sys.executable, ports["ceiling"], cert, key, OUR_STACK), ports["ceiling"],
                workdir / "ceiling.log"),
-        # uvloop and orjson come from bench/.venv (run.py installs them there): the relay itself does not use them.
+        # uvloop comes from bench/.venv (run.py installs it there with orjson): the relay itself does not use it.
         Server("ceiling-fast", ceiling_command(kopf_python, ports["ceiling-fast"], cert, key, FAST_STACK),
                ports["ceiling-fast"], workdir / "ceiling-fast.log"),
         Server("kopf", [str(kopf_python), str(BENCH / "kopf_server.py"), str(ports["kopf"]), str(cert), str(key),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
-from typing import TextIO
+import time
+from datetime import datetime, timezone
+from typing import Callable, TextIO
 
 import structlog
+
+from webhook.encoding import dumps
 
 
 def _fallback(value: object) -> str:
@@ -15,12 +18,9 @@ def _fallback(value: object) -> str:
     return repr(value)
 
 
-# One encoder for every line: `json.dumps` with structlog's `default=` builds a new encoder per call.
-_LINE_ENCODER = json.JSONEncoder(default=_fallback)
-
-
 def render_json(event_dict: dict, **_: object) -> str:
-    return _LINE_ENCODER.encode(event_dict)
+    """One compact JSON object (webhook/encoding.py: orjson, with the standard library for what it refuses)."""
+    return dumps(event_dict, default=_fallback).decode()
 
 
 class NamedWriteLogger(structlog.WriteLogger):
@@ -32,12 +32,35 @@ class NamedWriteLogger(structlog.WriteLogger):
         self.name = name
 
 
-def add_component(logger: object, _: str, event_dict: dict) -> dict:
-    """`logger` field: the name of our logger, or of the library's standard-library logger."""
-    name = getattr(logger, "name", None)
-    if name and "logger" not in event_dict:
-        event_dict["logger"] = name
-    return event_dict
+# structlog's names for the levels of its method names (structlog.processors.add_log_level).
+_LEVEL_OF_METHOD = {"warn": "warning", "exception": "error"}
+_UTC = timezone.utc
+
+
+class LineHeader:
+    """`logger` (the name of our logger), `level` and `timestamp` of a line, in one processor instead of three:
+    12k instructions less per line, on a path that logs every patched review (docs/benchmarks.md). The timestamp is
+    what structlog's `TimeStamper(fmt="iso", utc=True)` writes, microseconds and `Z`; the part up to the second is
+    formatted once a second."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self._second = -1
+        self._prefix = ""
+
+    def __call__(self, logger: object, method_name: str, event_dict: dict) -> dict:
+        name = getattr(logger, "name", None)
+        if name and "logger" not in event_dict:
+            event_dict["logger"] = name
+        event_dict["level"] = _LEVEL_OF_METHOD.get(method_name, method_name)
+        # Rounded to the microsecond as datetime.fromtimestamp rounds, so the line says what TimeStamper would.
+        second, microsecond = divmod(round(self.clock() * 1_000_000), 1_000_000)
+        if second != self._second:
+            self._prefix = datetime.fromtimestamp(second, _UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            self._second = second
+        # datetime.isoformat leaves out a zero fraction; so does TimeStamper, and so does this.
+        event_dict["timestamp"] = f"{self._prefix}.{microsecond:06d}Z" if microsecond else f"{self._prefix}Z"
+        return event_dict
 
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
@@ -54,9 +77,7 @@ def configure_logging(log_format: str = "auto", level: str = "info", stream: Tex
         renderer = structlog.dev.ConsoleRenderer(colors=False)
     structlog.configure(
         processors=[
-            add_component,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            LineHeader(),
             structlog.processors.format_exc_info,
             renderer,
         ],

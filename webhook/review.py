@@ -20,6 +20,7 @@ from typing import Any, Literal, Mapping, NamedTuple, NotRequired, TypedDict
 
 from failover.names import object_key
 from failover.verdict import Verdict, clip
+from webhook.encoding import dumps
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -293,6 +294,12 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# The patch keeps the standard library's encoder for allow_nan=False: a non-finite number would make the patch invalid
+# JSON for the apiserver (orjson would write null), so it fails here instead. One encoder for every patch:
+# json.dumps with arguments builds a new one per call.
+_PATCH_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 def complete(request: AdmissionRequest, verdict: Verdict | None) -> AdmissionResponseWire:
     """The answer to `request`: None (nothing of ours) allows; a denial is a 403 naming every finding; an allowing
     verdict carries its JSONPatch, if any (an empty patch means no patch fields at all: a no-op mutation)."""
@@ -303,9 +310,7 @@ def complete(request: AdmissionRequest, verdict: Verdict | None) -> AdmissionRes
         response["status"] = {"code": FORBIDDEN, "message": verdict.message, "reason": "Forbidden"}
     elif verdict.patch:
         response["patchType"] = "JSONPatch"
-        # allow_nan=False: a non-finite number would make the patch invalid JSON for the apiserver; fail here instead.
-        encoded = json.dumps(list(verdict.patch), separators=(",", ":"), allow_nan=False)
-        response["patch"] = base64.b64encode(encoded.encode()).decode()
+        response["patch"] = base64.b64encode(_PATCH_ENCODER.encode(list(verdict.patch)).encode()).decode()
     if verdict.warnings:
         # Clipped here too, not only by the rules: every warning on the wire stays within the advised length.
         response["warnings"] = [clip(warning) for warning in verdict.warnings]
@@ -320,19 +325,15 @@ def failed(request: AdmissionRequest, message: str) -> AdmissionResponseWire:
             "status": {"code": INTERNAL_ERROR, "message": message, "reason": "InternalError"}}
 
 
-# Compact and ASCII: a lone surrogate that json.loads accepted in a hostile request must not break encoding.
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
-
-
 def encode(request: AdmissionRequest, response: AdmissionResponseWire) -> bytes:
     """The AdmissionReview carrying `response`, in the request's apiVersion, as the HTTP body."""
     review: AdmissionReviewWire = {"apiVersion": request.api_version or API_VERSION, "kind": KIND,
                                    "response": response}
-    return _ENCODER.encode(review).encode()
+    return dumps(review)
 
 
 # The body of a plain allow, around the uid: the same bytes `encode(request, complete(request, None))` writes.
-_ALLOWED_HEAD = _ENCODER.encode({"apiVersion": API_VERSION, "kind": KIND, "response": {"uid": ""}})[:-4].encode()
+_ALLOWED_HEAD = dumps({"apiVersion": API_VERSION, "kind": KIND, "response": {"uid": ""}})[:-4]
 _ALLOWED_TAIL = b',"allowed":true}}'
 
 
@@ -341,5 +342,5 @@ def answer(request: AdmissionRequest, verdict: Verdict | None) -> bytes:
     pieces around the encoded uid instead of a response dict built and encoded field by field."""
     if (verdict is None or not (verdict.denials or verdict.patch or verdict.warnings or verdict.audit)) \
             and request.api_version == API_VERSION:
-        return b"%s%s%s" % (_ALLOWED_HEAD, _ENCODER.encode(request.uid).encode(), _ALLOWED_TAIL)
+        return b"%s%s%s" % (_ALLOWED_HEAD, dumps(request.uid), _ALLOWED_TAIL)
     return encode(request, complete(request, verdict))

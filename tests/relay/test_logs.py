@@ -5,13 +5,14 @@ from __future__ import annotations
 import io
 import json
 import logging
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 import structlog
 
-from relay.logs import configure_logging
+from relay.logs import LineHeader, configure_logging
 
 
 @pytest.fixture
@@ -86,3 +87,31 @@ def test_our_exception_is_rendered_with_its_traceback(json_lines: io.StringIO) -
         structlog.get_logger("failover_relay.webhook").exception("review_failed")
     [record] = records(json_lines)
     assert "ValueError: broken rule" in record["exception"]
+
+
+def test_what_orjson_refuses_is_written_by_the_standard_library(json_lines: io.StringIO) -> None:
+    # A lone surrogate (a hostile label value echoed in a message), an integer beyond 64 bits, a non-string key.
+    structlog.get_logger("t").warning("bad_request", message="bad label \ud800", count=2**70, by_port={443: "x"})
+
+    [record] = records(json_lines)
+    assert record["message"] == "bad label \ud800" and record["count"] == 2**70 and record["by_port"] == {"443": "x"}
+
+
+@pytest.mark.parametrize("now", [0.0, 1764000000.0, 1764000000.5, 1764000000.123456, 1764000000.9999996,
+                                 1764000001.000001, 1893456000.25])
+def test_the_line_header_stamps_what_structlogs_timestamper_writes(now: float) -> None:
+    expected = datetime.fromtimestamp(now, timezone.utc).isoformat().replace("+00:00", "Z")
+
+    stamped = LineHeader(clock=lambda: now)(structlog.get_logger("failover_relay.webhook"), "warn", {})
+
+    assert stamped == {"level": "warning", "timestamp": expected}
+
+
+def test_the_line_header_keeps_its_second_apart_from_the_next() -> None:
+    clock = iter([1764000000.999999, 1764000001.0, 1764000001.5, 1764000000.5])
+    header = LineHeader(clock=lambda: next(clock))
+
+    stamps = [header(None, "info", {})["timestamp"] for _ in range(4)]
+
+    assert stamps == ["2025-11-24T16:00:00.999999Z", "2025-11-24T16:00:01Z", "2025-11-24T16:00:01.500000Z",
+                      "2025-11-24T16:00:00.500000Z"]
