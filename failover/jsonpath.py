@@ -380,8 +380,9 @@ class Template:
     nodes: tuple[Any, ...]
 
     def field_names(self) -> frozenset[str]:
-        """Every field name the template's paths name (to spot typos such as `jobID` for `jobId`)."""
-        return frozenset(_walk_nodes(self.nodes, Field, lambda node: node.name))
+        """Every field name the template's paths name (to spot typos such as `jobID` for `jobId`); asked on every
+        admission of a policy that names the template, and kept with it like `unusable_as_label`."""
+        return _field_names(self.source)
 
     @property
     def has_action(self) -> bool:
@@ -448,6 +449,11 @@ def _parse_valid_length(source: str) -> Template:
 @functools.lru_cache(maxsize=512)
 def _label_problems(source: str) -> tuple[str, ...]:
     return _parse_valid_length(source)._label_problems()
+
+
+@functools.lru_cache(maxsize=512)
+def _field_names(source: str) -> frozenset[str]:
+    return frozenset(_walk_nodes(_parse_valid_length(source).nodes, Field, lambda node: node.name))
 
 
 def _freeze(nodes: list[Any]) -> tuple[Any, ...]:
