@@ -55,8 +55,9 @@ def failover_warnings(policy: Mapping[str, Any], trigger_labels: Sequence[str] =
         return []
     placement = spec.get("placement") if isinstance(spec.get("placement"), dict) else {}
     warnings = []
+    kinds = _selected_kinds(spec)
     if isinstance(failover.get("application"), dict):
-        for group, kind in _selected_kinds(spec):
+        for group, kind in kinds:
             if (group, kind) in NO_HEALTH_INTERPRETATION:
                 warnings.append(f"{kind}: Karmada has no health interpretation for it (#7843), so application"
                                 " failover never starts")
@@ -72,7 +73,7 @@ def failover_warnings(policy: Mapping[str, Any], trigger_labels: Sequence[str] =
         if not isinstance(flat, list) or len(flat) > 2:
             warnings.append("failback: with clusterAffinity Karmada breaks the tie by name; only ordered"
                             " clusterAffinities always move back")
-    if (FLINK_DEPLOYMENTS.group, FLINK_DEPLOYMENTS.kind) in _selected_kinds(spec):
+    if (FLINK_DEPLOYMENTS.group, FLINK_DEPLOYMENTS.kind) in kinds:
         for section in STATEFUL_SECTIONS:
             if isinstance(failover.get(section), dict):
                 warnings += stateless_flink_failover(failover[section], f"spec.failover.{section}", trigger_labels)
