@@ -78,6 +78,8 @@ def main() -> int:
         parser.error(f"--servers takes names from {', '.join(ALL_SERVERS)}, --requests at least 1")
     if "us-before" in chosen and args.before is None:
         parser.error("us-before needs --before TREE")
+    if args.before is not None and not (args.before / "relay" / "cli.py").is_file():
+        parser.error(f"--before {args.before}: not a failover-relay source tree (no relay/cli.py)")
 
     ensure_load_tools(TOOLS)
     kopf_python = ensure_kopf_venv() if set(chosen) & set(NEEDS_BENCH_VENV) else BENCH / ".venv" / "bin" / "python"
@@ -90,9 +92,13 @@ def main() -> int:
                      "stack": {"ours": list(OUR_STACK), "fast": list(FAST_STACK)}, "collected": {}}
     print(f"workdir {workdir}; {len(chosen)} servers x {STEPS} processes under callgrind, "
           f"{args.requests} reviews per endpoint", flush=True)
-    for name in chosen:
-        results["collected"][name] = [count(under_test[name], step, body_files, newest, args.requests, workdir)
-                                      for step in range(STEPS)]
+    try:
+        for name in chosen:
+            results["collected"][name] = [count(under_test[name], step, body_files, newest, args.requests, workdir)
+                                          for step in range(STEPS)]
+    except RuntimeError as error:  # a server that did not start, answer right or stop: its logs say why
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     results["per_review"] = {name: per_review(steps, args.requests) for name, steps in results["collected"].items()}
     results["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     (workdir / "instructions.json").write_text(json.dumps(results, indent=1))

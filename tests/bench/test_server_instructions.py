@@ -3,6 +3,8 @@ tables, and the servers it would start (the ones run.py starts, built from the s
 
 from __future__ import annotations
 
+import pytest
+
 from bench import server_instructions
 from bench.server_instructions import parse_collected, per_review, render, set_up, successful_answers
 
@@ -85,3 +87,18 @@ def test_the_servers_are_those_run_py_starts(tmp_path) -> None:
     assert servers["kopf"].command[0] == str(kopf_python)
     _, _, with_before = set_up(tmp_path, kopf_python, tmp_path / "before")
     assert with_before["us-before"].cwd == tmp_path / "before"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--servers", "us,nginx"], "--servers takes names from"),
+    (["--servers", "us-before"], "us-before needs --before TREE"),
+    (["--before", "."], "not a failover-relay source tree"),
+    (["--requests", "0"], "--requests at least 1"),
+])
+def test_bad_arguments_exit_2_with_one_line(argv, message, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)  # "." is then an empty directory
+    monkeypatch.setattr("sys.argv", ["server_instructions.py", *argv])
+    with pytest.raises(SystemExit) as exit:
+        server_instructions.main()
+    assert exit.value.code == 2
+    assert message in capsys.readouterr().err.splitlines()[-1]
