@@ -8,7 +8,7 @@ import pytest
 from bench import server_instructions
 from bench.server_instructions import parse_collected, per_review, render, set_up, successful_answers
 
-# h2load 1.64's summary, trimmed to the lines it is read from.
+# h2load 1.52's summary, trimmed to the lines it is read from.
 H2LOAD_OK = """\
 finished in 3.21s, 623.05 req/s, 171.33KB/s
 requests: 2004 total, 2004 started, 2004 done, 2004 succeeded, 0 failed, 0 errored, 0 timeout
