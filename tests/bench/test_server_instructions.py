@@ -63,6 +63,7 @@ def test_table_has_each_server_and_the_ratios_to_the_same_stack_ceiling() -> Non
     assert "| us / ceiling | 1.61 | 2.10 |" in table
     assert "| us / kopf | 0.40 | 0.25 |" in table
     assert "| ceiling / us (throughput of a CPU-bound `us`, × ceiling) | 0.62 | 0.48 |" in table
+    assert "| kopf / us (throughput of a CPU-bound `us`, × kopf) | 2.50 | 4.00 |" in table
     assert "us-before" not in table  # no row for a server that was not counted
 
 
