@@ -19,9 +19,10 @@ is inversely proportional to its instructions per review, so ceiling/us is the f
 
 What this does NOT measure: kernel time (TLS record and socket syscalls, log file writes: the relay writes a log line
 for every patched review), cache misses and branch mispredictions (an instruction is not a fixed time), latency and
-its tails, and anything that depends on wall time (under valgrind a review takes about 50 times longer, so the
-savepoint cache's 10 s TTL expires every few thousand reviews rather than every 50,000). Server CPU per review from
-`make bench` at saturation on a quiet host is the check that instructions track time. Needs valgrind and h2load
+its tails, and anything that depends on wall time (under valgrind `us` answers about 45 reviews/s, so the savepoint
+cache's 10 s TTL expires every few hundred /mutate reviews rather than every 50,000: measured, a one-hour TTL moved
+`us` /mutate by less than the ±1 % that three runs on a busy host differ by). Server CPU per review from `make bench`
+at saturation on a quiet host is the check that instructions track time. Needs valgrind and h2load
 (installed with apt-get when missing, as run.py installs its tools); 20 s to 2 minutes per process, about 12
 minutes for the default servers on a busy 2-core host (kopf's /mutate is the longest step).
 """
