@@ -6,7 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
 
-.PHONY: run test test-unit envtest-binaries karmada-binaries helm-binary promtool image bench bench-quick bench-reconcile clean
+.PHONY: run test test-unit envtest-binaries karmada-binaries helm-binary promtool image bench bench-quick \
+	bench-instructions bench-reconcile clean
 
 # Stamps record what was installed; pip runs again only when pyproject.toml changes.
 $(BIN)/python:
@@ -41,6 +42,11 @@ bench: $(VENV)/.installed-run
 ## The same in under two minutes, as a smoke test: never fails on numbers.
 bench-quick: $(VENV)/.installed-run
 	$(BIN)/python bench/run.py --quick $(ARGS)
+
+## Instructions per review of each whole server under valgrind's callgrind (docs/benchmarks.md): independent of the
+## host's load; installs valgrind and h2load if missing. 5-15 minutes, most of it kopf starting under valgrind.
+bench-instructions: $(VENV)/.installed-run
+	$(BIN)/python bench/server_instructions.py $(ARGS)
 
 ## The reconcile loop at scale (docs/benchmarks.md): 10,000 ResourceBindings in a real apiserver, the real
 ## `failover-relay controllers`; ARGS="--quick" for 1,000. About 5 minutes; builds the envtest binaries if missing.

@@ -34,6 +34,7 @@ KOPF_VERSION = "1.45.2"
 RATES = (200, 500, 1000)
 MUTATE_RATE = 1000
 ORDER = ("ceiling", "ceiling-fast", "kopf", "us")
+LOAD_TOOLS = (("wrk", "wrk"), ("h2load", "nghttp2-client"))  # (command, Debian package)
 FAST_PACKAGES = ("uvloop", "orjson")  # the fast ceiling's stack, in bench/.venv only
 LOOKUP_TREE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "failover-relay-bench" / "lookup-tree"
 
@@ -194,8 +195,9 @@ def check_answers(server: Server, body_files: dict[str, Path], newest: str) -> s
     return f"allows the policy, patches the FlinkDeployment ({len(patch)} ops)"
 
 
-def ensure_load_tools() -> None:
-    missing = [package for tool, package in (("wrk", "wrk"), ("h2load", "nghttp2-client")) if not shutil.which(tool)]
+def ensure_load_tools(tools: tuple[tuple[str, str], ...] = LOAD_TOOLS) -> None:
+    """Installs the Debian package of each (command, package) whose command is missing."""
+    missing = [package for tool, package in tools if not shutil.which(tool)]
     if not missing:
         return
     print(f"installing {' '.join(missing)} with apt-get", flush=True)
