@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import bodies  # noqa: E402
 from bench.report import same_stack  # noqa: E402
-from bench.run import check_answers, ensure_kopf_venv, ensure_load_tools  # noqa: E402
+from bench.run import check_answers, ensure_kopf_venv, ensure_load_tools, write_cert_manager_files  # noqa: E402
 from bench.servers import BENCH, FAST_STACK, OUR_STACK, Server, servers  # noqa: E402
 
 ENDPOINTS = ("validate", "mutate")
@@ -121,6 +121,7 @@ def set_up(workdir: Path, kopf_python: Path, before: Path | None) -> tuple[dict[
     files = ensure_certificates(cert_dir, None, None, datetime.now(timezone.utc))
     # By keyword: a change of servers()'s parameters fails here (and in tests/bench) instead of shifting them.
     listed = servers(workdir=workdir, cert=files.cert_file, key=files.key_file, cert_dir=cert_dir,
+                     member_cert_dir=write_cert_manager_files(workdir / "member-certs"),
                      checkpoint_root=checkpoint_root, kopf_python=kopf_python, before=before)
     return body_files, str(newest), {server.name: server for server in listed}
 
