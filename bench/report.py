@@ -111,8 +111,8 @@ def stack_line(results: dict) -> str:
     if not stack:
         return ""
     return (f"Stacks: failover-relay runs on {' + '.join(stack['ours'])}, so the same-stack ceiling is "
-            f"`{same_stack(results)}`; `ceiling` is a bare aiohttp server on {' + '.join(stack['ours'])}, `ceiling-fast` the same "
-            f"on {' + '.join(stack['fast'])}.")
+            f"`{same_stack(results)}`; `ceiling` is a bare aiohttp server on {' + '.join(stack['ours'])}, "
+            f"`ceiling-fast` the same on {' + '.join(stack['fast'])}.")
 
 
 def ratio_table(rounds: list[dict]) -> str:

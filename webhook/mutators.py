@@ -90,8 +90,8 @@ class SavepointMutator:
         log.info("savepoint_lookup", kind=request.kind, object=request.display_name, operation=request.operation,
                  dry_run=request.dry_run, outcome=decided.outcome, path=decided.result.path,
                  reason=decided.result.reason or None, job_id=decided.result.job_id or None,
-                 fallback=decided.result.fallback or None, warnings=len(verdict.warnings), cached=decided.cached, failure_mode=self.failure_mode,
-                 patched=bool(verdict.patch), denied=not verdict.allowed,
+                 fallback=decided.result.fallback or None, warnings=len(verdict.warnings), cached=decided.cached,
+                 failure_mode=self.failure_mode, patched=bool(verdict.patch), denied=not verdict.allowed,
                  latency_ms=round((time.perf_counter() - started) * 1000, 3))
         return verdict
 
