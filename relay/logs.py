@@ -45,8 +45,8 @@ class LineHeader:
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
-        self._second = -1
-        self._prefix = ""
+        # (second, its text) as one value: threads log too (lookups, the loop), and each reads a consistent pair.
+        self._second_text: tuple[int, str] = (-1, "")
 
     def __call__(self, logger: object, method_name: str, event_dict: dict) -> dict:
         name = getattr(logger, "name", None)
@@ -55,11 +55,12 @@ class LineHeader:
         event_dict["level"] = _LEVEL_OF_METHOD.get(method_name, method_name)
         # Rounded to the microsecond as datetime.fromtimestamp rounds, so the line says what TimeStamper would.
         second, microsecond = divmod(round(self.clock() * 1_000_000), 1_000_000)
-        if second != self._second:
-            self._prefix = datetime.fromtimestamp(second, _UTC).strftime("%Y-%m-%dT%H:%M:%S")
-            self._second = second
+        cached, text = self._second_text
+        if second != cached:
+            text = datetime.fromtimestamp(second, _UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            self._second_text = (second, text)
         # datetime.isoformat leaves out a zero fraction; so does TimeStamper, and so does this.
-        event_dict["timestamp"] = f"{self._prefix}.{microsecond:06d}Z" if microsecond else f"{self._prefix}Z"
+        event_dict["timestamp"] = f"{text}.{microsecond:06d}Z" if microsecond else f"{text}Z"
         return event_dict
 
 

@@ -113,7 +113,7 @@ MAX_NESTING_DEPTH = 100
 
 class AdmissionRequest(NamedTuple):
     """The parts of an AdmissionReview request the handlers use, checked for type. Immutable like a frozen
-    dataclass, and built once per review at a third of its cost (0.7 µs instead of 1.7: docs/benchmarks.md)."""
+    dataclass, and built once per review at about a third of its cost."""
 
     api_version: str
     uid: str
