@@ -64,20 +64,10 @@ def main() -> int:
     ensure_load_tools()
     kopf_python = ensure_kopf_venv()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="failover-relay-bench-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    body_files = bodies.write_bodies(workdir)
-    checkpoint_root = workdir / "checkpoints"
-    newest = bodies.build_checkpoint_tree(checkpoint_root)
-    cert_dir = workdir / "certs"
-    from certs.store import ensure_certificates
-    files = ensure_certificates(cert_dir, None, None, datetime.now(timezone.utc))
-    member_cert_dir = write_cert_manager_files(workdir / "member-certs")
+    body_files, newest, under_test = set_up(workdir, kopf_python, args.before)
     print(f"workdir {workdir}; bodies: validate {body_files['validate'].stat().st_size} B, "
           f"mutate {body_files['mutate'].stat().st_size} B", flush=True)
 
-    under_test = {server.name: server for server in servers(workdir, files.cert_file, files.key_file, cert_dir,
-                                                            member_cert_dir, checkpoint_root, kopf_python,
-                                                            args.before)}
     loaded = [name for name in (*ORDER, "us-before") if name in under_test]
     results: dict = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
                      "settings": {"rounds": rounds, "closed_seconds": closed, "open_seconds": opened,
@@ -89,7 +79,7 @@ def main() -> int:
             server.start()
         for server in under_test.values():
             server.wait_until_answering(body_files["validate"].read_bytes())
-            results["checks"][server.name] = check_answers(server, body_files, str(newest))
+            results["checks"][server.name] = check_answers(server, body_files, newest)
             results["memory_at_start"][server.name] = server.memory()
         check_our_loop(under_test["us"])
         print("answers: " + "; ".join(f"{name}: {check}" for name, check in results["checks"].items()), flush=True)
@@ -125,6 +115,24 @@ def main() -> int:
     print(report(results))
     print(f"\nraw results: {workdir / 'results.json'}; server logs in {workdir}")
     return 0
+
+
+def set_up(workdir: Path, kopf_python: Path, before: Path | None) -> tuple[dict[str, Path], str, dict[str, Server]]:
+    """The bodies, the checkpoint tree (and its newest checkpoint), the certificates and the servers, in `workdir`;
+    shared with bench/server_instructions.py, so both benchmarks run the same servers on the same inputs."""
+    from certs.store import ensure_certificates
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    body_files = bodies.write_bodies(workdir)
+    checkpoint_root = workdir / "checkpoints"
+    newest = bodies.build_checkpoint_tree(checkpoint_root)
+    cert_dir = workdir / "certs"
+    files = ensure_certificates(cert_dir, None, None, datetime.now(timezone.utc))
+    # By keyword: a change of servers()'s parameters fails here (and in tests/bench) instead of shifting them.
+    listed = servers(workdir=workdir, cert=files.cert_file, key=files.key_file, cert_dir=cert_dir,
+                     member_cert_dir=write_cert_manager_files(workdir / "member-certs"),
+                     checkpoint_root=checkpoint_root, kopf_python=kopf_python, before=before)
+    return body_files, str(newest), {server.name: server for server in listed}
 
 
 def write_cert_manager_files(cert_dir: Path) -> Path:

@@ -41,10 +41,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bodies  # noqa: E402
 from bench.report import same_stack  # noqa: E402
-from bench.run import check_answers, ensure_kopf_venv, ensure_load_tools, write_cert_manager_files  # noqa: E402
-from bench.servers import BENCH, FAST_STACK, OUR_STACK, Server, servers  # noqa: E402
+from bench.run import check_answers, ensure_kopf_venv, ensure_load_tools, set_up  # noqa: E402
+from bench.servers import BENCH, FAST_STACK, OUR_STACK, Server  # noqa: E402
 
 ENDPOINTS = ("validate", "mutate")
 STEPS = len(ENDPOINTS) + 1  # step k sends N reviews to each of the first k endpoints
@@ -107,23 +106,6 @@ def main() -> int:
     print(render(results))
     print(f"\nraw results: {workdir / 'instructions.json'}; server and valgrind logs in {workdir}")
     return 0
-
-
-def set_up(workdir: Path, kopf_python: Path, before: Path | None) -> tuple[dict[str, Path], str, dict[str, Server]]:
-    """The bodies, checkpoint tree, certificate and servers of run.py, in `workdir`."""
-    from certs.store import ensure_certificates
-
-    workdir.mkdir(parents=True, exist_ok=True)
-    body_files = bodies.write_bodies(workdir)
-    checkpoint_root = workdir / "checkpoints"
-    newest = bodies.build_checkpoint_tree(checkpoint_root)
-    cert_dir = workdir / "certs"
-    files = ensure_certificates(cert_dir, None, None, datetime.now(timezone.utc))
-    # By keyword: a change of servers()'s parameters fails here (and in tests/bench) instead of shifting them.
-    listed = servers(workdir=workdir, cert=files.cert_file, key=files.key_file, cert_dir=cert_dir,
-                     member_cert_dir=write_cert_manager_files(workdir / "member-certs"),
-                     checkpoint_root=checkpoint_root, kopf_python=kopf_python, before=before)
-    return body_files, str(newest), {server.name: server for server in listed}
 
 
 def count(server: Server, step: int, body_files: dict[str, Path], newest: str, requests: int, workdir: Path) -> int:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bench import server_instructions
-from bench.server_instructions import parse_collected, per_review, render, set_up, successful_answers
+from bench.run import set_up
+from bench.server_instructions import parse_collected, per_review, render, successful_answers
 
 # h2load 1.52's summary, trimmed to the lines it is read from.
 H2LOAD_OK = """\
