@@ -58,19 +58,13 @@ fi
 log() { echo "build-envtest: $*" >&2; }
 
 mkdir -p "$cache_dir"
-# One build per cache directory at a time: a second run (a parallel test session, a CI retry) waits for the first
-# and then finds its binaries instead of compiling kube-apiserver twice on the same two cores.
-exec 9>"$cache_dir/.build.lock"
-if command -v flock >/dev/null; then
-  if ! flock --nonblock 9; then
-    log "another build holds $cache_dir/.build.lock; waiting for it"
-    flock 9
-  fi
-  find_missing
-  if [[ ${#missing[@]} -eq 0 ]]; then
-    echo "$cache_dir"
-    exit 0
-  fi
+# One build per cache directory at a time: compiling kube-apiserver twice on the same two cores would double the wait.
+source "$(dirname "$0")/build-lock.sh"
+take_build_lock "$cache_dir"
+find_missing
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "$cache_dir"
+  exit 0
 fi
 work_dir="$(mktemp -d)"
 cleanup() {

@@ -35,16 +35,11 @@ if complete; then
 fi
 
 # One build per version at a time: a parallel run waits for the first and then finds its binary.
-exec 9>"$cache_dir/.build.lock"
-if command -v flock >/dev/null; then
-  if ! flock --nonblock 9; then
-    log "another build holds $cache_dir/.build.lock; waiting for it"
-    flock 9
-  fi
-  if complete; then
-    echo "$cache_dir/bin"
-    exit 0
-  fi
+source "$(dirname "$0")/build-lock.sh"
+take_build_lock "$cache_dir"
+if complete; then
+  echo "$cache_dir/bin"
+  exit 0
 fi
 trap 'rm -rf "$cache_dir/.bin.partial"' EXIT
 

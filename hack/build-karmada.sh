@@ -81,16 +81,11 @@ fi
 
 mkdir -p "$cache_dir/bin"
 # One build per cache directory at a time: a parallel run waits for the first and then finds its binaries.
-exec 9>"$cache_dir/.build.lock"
-if command -v flock >/dev/null; then
-  if ! flock --nonblock 9; then
-    log "another build holds $cache_dir/.build.lock; waiting for it"
-    flock 9
-  fi
-  if complete; then
-    echo "$cache_dir"
-    exit 0
-  fi
+source "$here/hack/build-lock.sh"
+take_build_lock "$cache_dir"
+if complete; then
+  echo "$cache_dir"
+  exit 0
 fi
 trap 'rm -f "$cache_dir"/bin/.*.partial; rm -rf "$cache_dir/.src.partial"' EXIT
 
