@@ -20,8 +20,10 @@ from typing import Any
 import pytest
 
 from tests.crd_sources import KarmadaBuildFailed, KarmadaUnavailable, envtest_crds, karmada_tree
+from tests.e2e.objects import RELAY_NAMESPACE
 from tests.e2e.relay_process import RelayProcess, WebhookRegistration
 from tests.envtest import (
+    REPO_ROOT,
     BinariesUnavailable,
     ControlPlane,
     GoUnavailable,
@@ -115,6 +117,14 @@ def start_relay(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFa
 def relay(start_relay: Callable[..., RelayProcess]) -> RelayProcess:
     """The session's relay with default settings."""
     return start_relay()
+
+
+@pytest.fixture(scope="module")
+def relay_namespace(control_plane: ControlPlane) -> str:
+    """The relay's namespace from manifests/deploy, created for real: a dry run of the Namespace does not make the
+    namespaced objects' namespace exist, and the apiserver refuses objects in a namespace that does not."""
+    control_plane.kubectl("apply", "-f", str(REPO_ROOT / "manifests" / "deploy" / "namespace.yaml"))
+    return RELAY_NAMESPACE
 
 
 @pytest.fixture(scope="session")

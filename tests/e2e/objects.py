@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from typing import Any
 
 from failover.api import DEFAULT_JOB_ID_LABEL
 from tests.envtest import ControlPlane
 
+# The namespace of manifests/deploy/namespace.yaml.
+RELAY_NAMESPACE = "failover-relay"
 VALIDATE_POLICIES = "policies.validate.failover-relay.io"
 VALIDATE_REBALANCERS = "rebalancers.validate.failover-relay.io"
 MUTATE_POLICIES = "policies.mutate.failover-relay.io"
@@ -102,3 +105,9 @@ def get(plane: ControlPlane, resource: str, name: str, namespace: str | None = N
     scope = ("-n", namespace) if namespace else ()
     result = plane.kubectl("get", resource, name, *scope, "-o", "json", "--ignore-not-found")
     return json.loads(result.stdout) if result.stdout.strip() else None
+
+
+def applied_names(stdout: str) -> set[str]:
+    """The objects a `kubectl apply -o name` named, as kind/name with the group dropped (`prometheusrule.monitoring.
+    coreos.com/failover-relay` -> `prometheusrule/failover-relay`)."""
+    return {re.sub(r"^([a-z]+)\.[^/]*/", r"\1/", line) for line in stdout.split()}

@@ -5,13 +5,13 @@ and PrometheusRule by the prometheus-operator's."""
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.crd_sources import CertManagerUnavailable, cert_manager_crds
+from tests.e2e.objects import applied_names
 from tests.envtest import ControlPlane
 from tests.helm import template_text
 
@@ -65,7 +65,7 @@ def test_chart_is_accepted_by_the_apiserver(cert_manager: ControlPlane, helm_bin
 
     assert result.returncode == 0, result.stderr
     expected = {f"{o['kind'].lower()}/{o['metadata']['name']}" for o in objects}
-    accepted = {re.sub(r"^([a-z]+)\.[^/]*/", r"\1/", line) for line in result.stdout.split()}
+    accepted = applied_names(result.stdout)
     assert accepted == expected
     # The namespace enforces the "restricted" Pod Security Standard: the Deployment must pass it without a warning.
     assert "Warning" not in result.stderr, result.stderr

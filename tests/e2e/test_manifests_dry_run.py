@@ -18,12 +18,12 @@ from relay.manifests import (
     service_endpoint,
 )
 from relay.settings import ControllerSettings
+from tests.e2e.objects import RELAY_NAMESPACE, applied_names
 from tests.envtest import REPO_ROOT, ControlPlane
 
 MANIFESTS = REPO_ROOT / "manifests"
 DEPLOY = MANIFESTS / "deploy"
-NAMESPACE = "failover-relay"
-SERVICE_ACCOUNT = f"system:serviceaccount:{NAMESPACE}:failover-relay"
+SERVICE_ACCOUNT = f"system:serviceaccount:{RELAY_NAMESPACE}:failover-relay"
 
 
 def _documents(path: Path) -> list[dict[str, Any]]:
@@ -55,7 +55,7 @@ def test_kustomization_lists_every_file_of_deploy() -> None:
 
 def test_webhook_configurations_are_the_rendered_ones_without_ca_bundle() -> None:
     rendered = render_webhook_configurations(
-        WebhookOptions(service_endpoint("failover-relay", NAMESPACE), ca_bundle=None))
+        WebhookOptions(service_endpoint("failover-relay", RELAY_NAMESPACE), ca_bundle=None))
 
     assert _documents(DEPLOY / "webhooks.yaml") == [d for d in yaml.safe_load_all(rendered) if d], (
         "manifests/deploy/webhooks.yaml drifted from relay/manifests.py; re-render it (command in its header)")
@@ -77,7 +77,7 @@ def test_names_agree_across_files_and_code() -> None:
             assert (reference["name"], reference["namespace"], reference["port"]) == (
                 flags["service-name"], flags["namespace"], service["spec"]["ports"][0]["port"])
             assert "caBundle" not in webhook["clientConfig"]
-    assert (service["metadata"]["name"], service["metadata"]["namespace"]) == (flags["service-name"], NAMESPACE)
+    assert (service["metadata"]["name"], service["metadata"]["namespace"]) == (flags["service-name"], RELAY_NAMESPACE)
     assert service["spec"]["ports"][0]["targetPort"] == "https" and port["containerPort"] == int(flags["port"])
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
     assert _one("PodDisruptionBudget")["spec"]["selector"] == deployment["spec"]["selector"]
@@ -111,17 +111,9 @@ def test_pod_is_hardened() -> None:
     assert re.search(r"^USER 65532(:65532)?$", dockerfile, re.MULTILINE)
 
 
-@pytest.fixture(scope="module")
-def own_namespace(control_plane: ControlPlane) -> str:
-    """The relay's namespace, created for real: a dry run of the Namespace does not make the namespaced objects'
-    namespace exist, and the apiserver refuses objects in a namespace that does not."""
-    control_plane.kubectl("apply", "-f", str(DEPLOY / "namespace.yaml"))
-    return NAMESPACE
-
-
 @pytest.mark.envtest
 @pytest.mark.parametrize("mode", ["client-side", "server-side"])
-def test_whole_kustomization_is_accepted_by_the_apiserver(control_plane: ControlPlane, own_namespace: str,
+def test_whole_kustomization_is_accepted_by_the_apiserver(control_plane: ControlPlane, relay_namespace: str,
                                                           mode: str) -> None:
     flags = ["--server-side", "--field-manager=failover-relay-install"] if mode == "server-side" else []
     result = control_plane.kubectl("apply", *flags, "--dry-run=server", "-o", "name", "-k", str(MANIFESTS),
@@ -129,7 +121,7 @@ def test_whole_kustomization_is_accepted_by_the_apiserver(control_plane: Control
 
     assert result.returncode == 0, result.stderr
     expected = {f"{d['kind'].lower()}/{d['metadata']['name']}" for d in _install()}
-    accepted = {re.sub(r"^([a-z]+)\.[^/]*/", r"\1/", line) for line in result.stdout.split()}
+    accepted = applied_names(result.stdout)
     assert accepted == expected
     # The namespace warns on anything below the "restricted" Pod Security Standard: the Deployment must not.
     assert "Warning" not in result.stderr, result.stderr
@@ -154,9 +146,9 @@ ALLOWED = [
     ("create", "events", "default"),
     ("get", "validatingwebhookconfigurations/failover-relay", None),
     ("patch", "mutatingwebhookconfigurations/failover-relay", None),
-    ("create", "leases.coordination.k8s.io", NAMESPACE),
-    ("get", "leases.coordination.k8s.io/failover-relay", NAMESPACE),
-    ("update", "leases.coordination.k8s.io/failover-relay", NAMESPACE),
+    ("create", "leases.coordination.k8s.io", RELAY_NAMESPACE),
+    ("get", "leases.coordination.k8s.io/failover-relay", RELAY_NAMESPACE),
+    ("update", "leases.coordination.k8s.io/failover-relay", RELAY_NAMESPACE),
     ("get", "customresourcedefinitions.apiextensions.k8s.io/resourcebindings.work.karmada.io", None),
 ]
 DENIED = [
@@ -168,11 +160,11 @@ DENIED = [
     ("update", "workloadrebalancers.apps.karmada.io", None),
     ("create", "propagationpolicies.policy.karmada.io", None),
     ("get", "propagationpolicies.policy.karmada.io", None),
-    ("get", "secrets", NAMESPACE),
+    ("get", "secrets", RELAY_NAMESPACE),
     ("list", "pods", None),
     ("patch", "validatingwebhookconfigurations/some-other-webhook", None),
     ("delete", "validatingwebhookconfigurations/failover-relay", None),
-    ("update", "leases.coordination.k8s.io/kube-controller-manager", NAMESPACE),
+    ("update", "leases.coordination.k8s.io/kube-controller-manager", RELAY_NAMESPACE),
     ("create", "leases.coordination.k8s.io", "kube-system"),
     ("patch", "events", "default"),
     ("list", "customresourcedefinitions.apiextensions.k8s.io", None),
@@ -181,7 +173,7 @@ DENIED = [
 
 
 @pytest.mark.envtest
-def test_rbac_grants_what_the_relay_calls_and_nothing_more(control_plane: ControlPlane, own_namespace: str) -> None:
+def test_rbac_grants_what_the_relay_calls_and_nothing_more(control_plane: ControlPlane, relay_namespace: str) -> None:
     for name in ("serviceaccount.yaml", "rbac.yaml"):
         control_plane.kubectl("apply", "-f", str(DEPLOY / name))
 

@@ -4,21 +4,15 @@ refuses a ServiceMonitor its schema forbids, so the acceptance means the schema 
 
 from __future__ import annotations
 
-import re
 
 import pytest
 import yaml
 
 from relay.monitoring import MONITORING
-from tests.envtest import REPO_ROOT, ControlPlane
+from tests.e2e.objects import applied_names
+from tests.envtest import ControlPlane
 
 pytestmark = pytest.mark.envtest
-
-
-@pytest.fixture
-def relay_namespace(control_plane: ControlPlane) -> str:
-    control_plane.kubectl("apply", "-f", str(REPO_ROOT / "manifests" / "deploy" / "namespace.yaml"))
-    return "failover-relay"
 
 
 @pytest.mark.parametrize("mode", ["client-side", "server-side"])
@@ -29,7 +23,7 @@ def test_monitoring_kustomization_is_accepted_by_the_real_crds(control_plane: Co
                                    check=False)
 
     assert result.returncode == 0, result.stderr
-    accepted = {re.sub(r"^([a-z]+)\.[^/]*/", r"\1/", line) for line in result.stdout.split()}
+    accepted = applied_names(result.stdout)
     assert accepted == {"prometheusrule/failover-relay", "servicemonitor/failover-relay",
                         "configmap/failover-relay-dashboard"}
 
