@@ -40,9 +40,9 @@ def piece(name: str) -> Callable[[int], object]:
     if name == "parse_mutate":
         return repeat(lambda: parse_review(flink_body))
     if name == "validate_policy":
-        from failover.api import PROPAGATION_POLICY
+        from failover.core.api import PROPAGATION_POLICY
         try:
-            from failover.registry import VALIDATORS
+            from failover.admission.registry import VALIDATORS
         except ImportError:  # trees before issue 16's renames
             from failover.rules import VALIDATORS  # type: ignore[no-redef]
         policy = parse_review(policy_body).object
@@ -61,8 +61,8 @@ def repeat(call: Callable[[], object]) -> Callable[[int], object]:
 
 
 def _mutate_cached(flink: object, bodies: object) -> Callable[[int], object]:
-    from failover.checkpoints import open_store
-    from failover.profiles import load_profiles
+    from failover.state.checkpoints import open_store
+    from failover.state.profiles import load_profiles
     from relay.settings import SavepointSettings
     from webhook.mutators import savepoint_mutators
     try:

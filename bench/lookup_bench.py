@@ -8,7 +8,7 @@ savepoint directory `<root>/savepoints/savepoint-<6 hex>-<12 hex>/_metadata` hol
 (Flink writes the savepoints of all jobs side by side). The newest checkpoint of every job is in progress (no
 `_metadata`), so each lookup has to skip one. Measured per lookup:
 
-- `lookup`: `failover.restore.find_restore_point` through fsspec's LocalFileSystem for a workload that names no
+- `lookup`: `failover.state.restore.find_restore_point` through fsspec's LocalFileSystem for a workload that names no
   directories (the configured root and layout), what the webhook runs in its thread pool;
 - `lookup + savepoint dir`: the same for a workload whose `flinkConfiguration` names its checkpoint dir and the
   shared savepoint dir: the savepoint directory is listed too and both kinds are compared by completion time;
@@ -39,11 +39,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from failover.api import FLINK_DEPLOYMENT  # noqa: E402
-from failover.checkpoints import DEFAULT_LAYOUT, LookupCache, open_store  # noqa: E402
-from failover.jobid import JobId  # noqa: E402
-from failover.profiles import load_profiles  # noqa: E402
-from failover.restore import RestoreQuery, find_restore_point  # noqa: E402
+from failover.core.api import FLINK_DEPLOYMENT  # noqa: E402
+from failover.state.checkpoints import DEFAULT_LAYOUT, LookupCache, open_store  # noqa: E402
+from failover.state.jobid import JobId  # noqa: E402
+from failover.state.profiles import load_profiles  # noqa: E402
+from failover.state.restore import RestoreQuery, find_restore_point  # noqa: E402
 from webhook.mutators import SavepointMutator, lookup_pool  # noqa: E402
 from webhook.review import AdmissionRequest  # noqa: E402
 

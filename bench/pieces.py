@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import structlog  # noqa: E402
 
 from bench import bodies  # noqa: E402
-from failover.checkpoints import open_store  # noqa: E402
-from failover.profiles import load_profiles  # noqa: E402
-from failover.registry import DEFAULTERS, VALIDATORS  # noqa: E402
-from failover.api import PROPAGATION_POLICY  # noqa: E402
+from failover.state.checkpoints import open_store  # noqa: E402
+from failover.state.profiles import load_profiles  # noqa: E402
+from failover.admission.registry import DEFAULTERS, VALIDATORS  # noqa: E402
+from failover.core.api import PROPAGATION_POLICY  # noqa: E402
 from relay.logs import configure_logging  # noqa: E402
 from relay.settings import SavepointSettings  # noqa: E402
 from webhook.metrics import AdmissionMetrics  # noqa: E402

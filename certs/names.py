@@ -6,7 +6,7 @@ checks the same service and namespace without issuing anything.
 
 from __future__ import annotations
 
-from failover.names import is_dns_label
+from failover.core.names import is_dns_label
 
 # Names the server answers to in every mode: the local dev loop (`https://127.0.0.1:9443`, `localhost`) and the
 # readiness self-dial over IPv4 or IPv6.

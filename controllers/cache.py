@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from controllers.informer import Informer
-from failover import binding as b
-from failover.api import (
+from failover.core import binding as b
+from failover.core.api import (
     CLUSTER_PROPAGATION_POLICIES,
     CLUSTER_RESOURCE_BINDINGS,
     CLUSTERS,
@@ -20,10 +20,10 @@ from failover.api import (
     WORKS,
     Resource,
 )
-from failover.fencing import FENCED_ANNOTATION, fenced_copies
-from failover.names import object_key
-from failover.preserved_state import owning_binding
-from failover.stateless_restart import is_flink_deployment
+from failover.reconcile.fencing import FENCED_ANNOTATION, fenced_copies
+from failover.core.names import object_key
+from failover.state.preserved_state import owning_binding
+from failover.reconcile.stateless_restart import is_flink_deployment
 
 BINDING_RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
 POLICY_RESOURCES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)
@@ -37,7 +37,7 @@ def with_identity(obj: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
 
 def _read_spec(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """Of a manifest's spec, what the loop reads, in one `spec`: a FlinkDeployment's flinkConfiguration (a few keys,
-    which failover/stateless_restart.py judges) and the restore path (`failover.history.restore_paths`)."""
+    which failover/reconcile/stateless_restart.py judges) and the restore path (`failover.state.history.restore_paths`)."""
     spec: dict[str, Any] = {}
     configuration = b.spec(manifest).get("flinkConfiguration")
     if is_flink_deployment(manifest) and isinstance(configuration, dict):

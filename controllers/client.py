@@ -14,10 +14,10 @@ from kubernetes import client
 
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, CustomObjects
 from controllers.members import MemberProxy
-from failover.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, WORKS, Resource
-from failover.decision import ObjectRef
-from failover.fencing import MemberCopy
-from failover.names import object_key
+from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, WORKS, Resource
+from failover.core.names import ObjectRef
+from failover.reconcile.fencing import MemberCopy
+from failover.core.names import object_key
 
 RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS, WORKS)
 

@@ -15,9 +15,10 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
-from failover.api import RESOURCES_BY_KIND
-from failover.decision import Event, ObjectRef
-from failover.names import key_of
+from failover.core.api import RESOURCES_BY_KIND
+from failover.core.names import ObjectRef
+from failover.reconcile.decision import Event
+from failover.core.names import key_of
 
 COMPONENT = "failover-relay"
 # Events of cluster-scoped objects (ClusterResourceBinding, WorkloadRebalancer) go to "default", as kubectl expects.

@@ -25,7 +25,7 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from failover.names import key_of
+from failover.core.names import key_of
 
 WATCH_TIMEOUT_SECONDS = 290  # the apiserver closes watches after --min-request-timeout (1800 s) at the latest
 RETRY_MIN_SECONDS = 0.5

@@ -16,8 +16,8 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from failover.api import Resource
-from failover.names import split_key
+from failover.core.api import Resource
+from failover.core.names import split_key
 
 
 class NoClusterConfig(Exception):

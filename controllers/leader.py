@@ -28,7 +28,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from failover.names import object_key
+from failover.core.names import object_key
 
 log = structlog.get_logger("failover_relay.leader")
 

@@ -21,8 +21,8 @@ from controllers.informer import Informer
 from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
 from controllers.reconcilers import BindingReconciler, FailbackReconciler, RebalancerReconciler, ReconcileMetrics
-from failover.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS, Resource
-from failover.decision import DecisionSettings
+from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS, Resource
+from failover.reconcile.decision import DecisionSettings
 
 log = structlog.get_logger("failover_relay.controllers")
 

@@ -17,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
-from failover.fencing import MemberCopy
+from failover.reconcile.fencing import MemberCopy
 
 PROXY_PREFIX = "/apis/cluster.karmada.io/v1alpha1/clusters"
 # A member that is not Ready is asked `/version` (every authenticated user may read it) before anything else, with

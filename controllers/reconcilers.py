@@ -20,13 +20,14 @@ from controllers.cache import Cache, with_identity
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.kube import conflict, not_found
-from failover.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
-from failover import binding as b
-from failover.application_failover import decide_application_failover
-from failover.cluster_failover import decide_cluster_failover_state
-from failover.decision import NORMAL, DecisionSettings, Event, ObjectRef, clip_message, earliest
-from failover.failback import decide_failback
-from failover.fencing import (
+from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
+from failover.core import binding as b
+from failover.reconcile.application_failover import decide_application_failover
+from failover.reconcile.cluster_failover import decide_cluster_failover_state
+from failover.core.names import ObjectRef
+from failover.reconcile.decision import NORMAL, DecisionSettings, Event, clip_message, earliest
+from failover.reconcile.failback import decide_failback
+from failover.reconcile.fencing import (
     EVENT_FENCED_COPY,
     EVENT_WAITING,
     MemberCopy,
@@ -35,12 +36,12 @@ from failover.fencing import (
     forget_fenced,
     is_fenced_copy,
 )
-from failover.graceful_eviction import decide_graceful_eviction
-from failover.history import HISTORY_ANNOTATION, decide_history, returned_cluster_patch
-from failover.last_state import decide_last_state
-from failover.names import object_key
-from failover.rebalancer import decide_rebalance, referenced_bindings
-from failover.stateless_restart import stateless_restart_events
+from failover.reconcile.graceful_eviction import decide_graceful_eviction
+from failover.state.history import HISTORY_ANNOTATION, decide_history, returned_cluster_patch
+from failover.state.last_state import decide_last_state
+from failover.core.names import object_key
+from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings
+from failover.reconcile.stateless_restart import stateless_restart_events
 
 log = structlog.get_logger("failover_relay.reconcile")
 
@@ -112,7 +113,7 @@ def ref_of(kind: str, key: str) -> ObjectRef:
 
 class BindingReconciler:
     """One ResourceBinding or ClusterResourceBinding: application failover, the last good state, the state of the
-    taint manager's tasks, graceful eviction, then fencing of the old copy (failover/fencing.py)."""
+    taint manager's tasks, graceful eviction, then fencing of the old copy (failover/reconcile/fencing.py)."""
 
     def __init__(self, kind: str, client: KarmadaClient, cache: Cache, recorder: EventRecorder,
                  settings: DecisionSettings, metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
@@ -363,7 +364,7 @@ class RebalancerReconciler:
 
 
 class FailbackReconciler:
-    """One Cluster: when it has recovered and settled, move its workloads back (failover/failback.py)."""
+    """One Cluster: when it has recovered and settled, move its workloads back (failover/reconcile/failback.py)."""
 
     def __init__(self, client: KarmadaClient, cache: Cache, recorder: EventRecorder, settings: DecisionSettings,
                  metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:

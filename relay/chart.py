@@ -2,7 +2,7 @@
 
 ``chart/failover-relay/templates/webhooks.yaml`` is this module's output (``python -m relay.chart > ...``;
 tests/chart/test_chart.py fails when it drifts). The webhooks themselves come from ``relay.manifests`` and the
-admission registry (``failover.registry.WEBHOOKS``); this module only turns what varies per install into template
+admission registry (``failover.admission.registry.WEBHOOKS``); this module only turns what varies per install into template
 expressions:
 
 - the client config: the Service in the release namespace, or ``webhooks.url`` (the karmada-apiserver reaches the
@@ -24,9 +24,9 @@ from typing import Any
 
 import yaml
 
-from failover import registry
-from failover.api import FailurePolicy
-from failover.registry import Decider, Webhook, webhooks_at
+from failover.admission import registry
+from failover.core.api import FailurePolicy
+from failover.admission.registry import Decider, Webhook, webhooks_at
 from relay.manifests import (
     ALWAYS_EXCLUDED_NAMESPACES,
     CERT_MANAGER_INJECT_ANNOTATION,
@@ -45,7 +45,7 @@ MEMBER_DECIDERS = frozenset({Decider.SAVEPOINT})
 
 HEADER = """\
 {{/*
-  Rendered by `python -m relay.chart` from relay/manifests.py and the admission registry (failover/registry.py), the
+  Rendered by `python -m relay.chart` from relay/manifests.py and the admission registry (failover/admission/registry.py), the
   source of manifests/deploy/webhooks.yaml; re-render rather than edit (tests/chart/test_chart.py checks it).
   caBundle is left to the relays (certificates.mode selfManaged), to cert-manager's CA injector (certManager), or
   given as webhooks.caBundle.

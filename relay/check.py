@@ -4,9 +4,9 @@ Each object goes the way a write goes through a Karmada v1.19 control plane with
 
 1. its group, version and kind must be served (an unknown version of a Karmada group is an error, exit 2);
 2. strict decoding against the CRD schema (unknown fields), then the schema's null pruning and defaults;
-3. the relay's `/mutate` defaults and Karmada's mutating webhook (`failover.karmada_admission`);
+3. the relay's `/mutate` defaults and Karmada's mutating webhook (`failover.admission.karmada_admission`);
 4. the schema's validation (types, enums, required fields, bounds);
-5. Karmada's validating webhook, then the relay's own rules (`failover.registry.VALIDATORS`).
+5. Karmada's validating webhook, then the relay's own rules (`failover.admission.registry.VALIDATORS`).
 
 The schemas are Karmada's CRDs: bundled from v1.19 by default, `--crds DIR` for another release or a checkout.
 `--rules-only` skips 1-5 and says so: only the relay's rules are applied then. The one difference from a live
@@ -26,13 +26,13 @@ from typing import Any, Callable, Literal, Mapping, TextIO
 
 import jsonpatch
 
-from failover.api import CLUSTER_PROPAGATION_POLICY, PROPAGATION_POLICY
-from failover.fields import object_name
-from failover.karmada_admission import karmada_findings, karmada_mutated
-from failover.policy import default_policy, legacy_purge_modes_in
-from failover.registry import VALIDATORS, group_kind_of
-from failover.schema import defaulted, schema_findings, unknown_fields
-from failover.verdict import Finding, Findings, Verdict
+from failover.core.api import CLUSTER_PROPAGATION_POLICY, PROPAGATION_POLICY
+from failover.core.fields import object_name
+from failover.admission.karmada_admission import karmada_findings, karmada_mutated
+from failover.admission.policy import default_policy, legacy_purge_modes_in
+from failover.admission.registry import VALIDATORS, group_kind_of
+from failover.admission.schema import defaulted, schema_findings, unknown_fields
+from failover.core.verdict import Finding, Findings, Verdict
 from relay.documents import Unreadable, documents, manifest_files
 from relay.schemas import SchemaSet, SchemaSourceError, bundled, from_directory
 

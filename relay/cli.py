@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from failover.api import DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
+from failover.core.api import DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
 from relay.settings import (
     ControllerMode,
     Settings,

@@ -14,11 +14,11 @@ from typing import Any, TextIO
 import jsonpatch
 import yaml
 
-from failover.checkpoints import LayoutError
-from failover.jobid import job_id_problem
-from failover.profiles import ProfileError, load_profiles
-from failover.registry import group_kind_of
-from failover.verdict import Verdict
+from failover.state.checkpoints import LayoutError
+from failover.state.jobid import job_id_problem
+from failover.state.profiles import ProfileError, load_profiles
+from failover.admission.registry import group_kind_of
+from failover.core.verdict import Verdict
 from relay.documents import Unreadable, documents_in, read_text
 from relay.settings import SavepointSettings
 from webhook.mutators import SavepointMutator, lookup_pool, open_stores

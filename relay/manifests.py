@@ -1,7 +1,7 @@
 """`failover-relay manifests webhook`: the Validating- and MutatingWebhookConfiguration that register the relay.
 
 Which kinds go to which endpoint comes from the admission registry the handlers dispatch from
-(``failover.registry.WEBHOOKS``, the resources from the catalogue in ``failover.api``); this module adds only how each
+(``failover.admission.registry.WEBHOOKS``, the resources from the catalogue in ``failover.core.api``); this module adds only how each
 webhook is called (failure policy, timeout, selectors) and renders them either for a URL (a relay outside the
 cluster, the test control plane) or for a Service (in-cluster). Everything here is a plain function of its inputs
 except ``ca_bundle_from_*``, which read files; the CLI wrapper only parses flags and prints.
@@ -33,12 +33,12 @@ from urllib.parse import urlsplit
 import yaml
 
 from certs.store import CertificateError, load_certificates, pem_of, read_ca_bundle
-from failover import registry
-from failover.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy, Resource
-from failover.labels import label_key_problems
-from failover.names import is_dns_label, is_dns_subdomain
-from failover.profiles import trigger_labels
-from failover.registry import ADMITTED_OPERATIONS, Decider, Webhook, webhooks_at
+from failover.admission import registry
+from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy, Resource
+from failover.core.labels import label_key_problems
+from failover.core.names import is_dns_label, is_dns_subdomain
+from failover.state.profiles import trigger_labels
+from failover.admission.registry import ADMITTED_OPERATIONS, Decider, Webhook, webhooks_at
 from relay.settings import default_cert_dir
 
 CONFIGURATION_NAME = "failover-relay"

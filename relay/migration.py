@@ -17,16 +17,16 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from controllers.kube import NoClusterConfig, load_api_client
-from failover.api import (
+from failover.core.api import (
     CLUSTER_PROPAGATION_POLICIES,
     CLUSTER_RESOURCE_BINDINGS,
     PROPAGATION_POLICIES,
     RESOURCE_BINDINGS,
     Resource,
 )
-from failover.fields import object_name
-from failover.migration import Spelling, crd_purge_mode_enum, spelling_to_write
-from failover.policy import legacy_purge_modes_in
+from failover.core.fields import object_name
+from failover.reconcile.migration import Spelling, crd_purge_mode_enum, spelling_to_write
+from failover.admission.policy import legacy_purge_modes_in
 from relay.server_check import raw_request
 
 EXIT_NONE, EXIT_FOUND, EXIT_UNUSABLE = 0, 1, 2

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from failover.schema import KindSchema
+from failover.admission.schema import KindSchema
 from relay.documents import Unreadable, documents, manifest_files
 
 BUNDLED = "karmada_crds.json"

@@ -13,10 +13,10 @@ from aiohttp import web
 
 from certs.reload import ReloadingSSLContext
 from certs.store import ensure_certificates
-from failover.api import GroupKind
-from failover.checkpoints import LayoutError
-from failover.profiles import ProfileError, load_profiles
-from failover.registry import defaulters_for
+from failover.core.api import GroupKind
+from failover.state.checkpoints import LayoutError
+from failover.state.profiles import ProfileError, load_profiles
+from failover.admission.registry import defaulters_for
 from relay.settings import Settings, SettingsError, in_cluster
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers, Mutator

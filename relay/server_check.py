@@ -19,8 +19,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from controllers.kube import NoClusterConfig, load_api_client
-from failover.registry import VALIDATORS, group_kind_of
-from failover.verdict import Findings, Verdict
+from failover.admission.registry import VALIDATORS, group_kind_of
+from failover.core.verdict import Findings, Verdict
 
 FIELD_MANAGER = "failover-relay-check"
 REQUEST_TIMEOUT_SECONDS = 15

@@ -26,11 +26,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from failover.api import DEFAULT_JOB_ID_LABEL
-from failover.decision import DecisionSettings
-from failover.profiles import ProfileError, load_profiles
-from failover.savepoint import LOOKUP_CACHE_TTL_SECONDS, LOOKUP_DEADLINE_SECONDS, FailureMode
-from failover.state_roots import DirectoryRefused, parse_state_url
+from failover.core.api import DEFAULT_JOB_ID_LABEL
+from failover.reconcile.decision import DecisionSettings
+from failover.state.profiles import ProfileError, load_profiles
+from failover.state.savepoint import LOOKUP_CACHE_TTL_SECONDS, LOOKUP_DEADLINE_SECONDS, FailureMode
+from failover.state.state_roots import DirectoryRefused, parse_state_url
 
 
 class SettingsError(ValueError):
@@ -57,7 +57,7 @@ class ControllerMode(StrEnum):
 
 
 class FencingMode(StrEnum):
-    """When the old Work of a Directly eviction from an unreachable cluster is released (failover/fencing.py)."""
+    """When the old Work of a Directly eviction from an unreachable cluster is released (failover/reconcile/fencing.py)."""
 
     OFF = "off"  # never: the new copy waits for the cluster or the task's grace period
     NOT_READY = "notReady"  # the cluster has not been Ready for fenceAfterSeconds
@@ -185,7 +185,7 @@ class ControllerSettings:
         "controllers.fenceAfterSeconds", _seconds(DecisionSettings.fence_after or timedelta(0)), ge=0)
     stuck_deletion_seconds: float = setting(
         "controllers.stuckDeletionSeconds", _seconds(DecisionSettings.stuck_deletion_after), ge=0)
-    # No ping-pong (failover/failover_budget.py).
+    # No ping-pong (failover/reconcile/failover_budget.py).
     failover_budget: int = setting("controllers.failoverBudget", DecisionSettings.failover_budget, ge=1)
     failover_budget_window_seconds: float = setting(
         "controllers.failoverBudgetWindowSeconds", _seconds(DecisionSettings.failover_budget_window), gt=0)

@@ -1,6 +1,6 @@
 """`failover-relay status [WORKLOAD]`: where each workload under a stateful failover policy stands in its failover
 lifecycle. Reads the Karmada apiserver (bindings, Clusters, the resource template) and the checkpoint storage with
-the relay's own settings; changes nothing. The view is computed by `failover.status_view`; this module fetches and
+the relay's own settings; changes nothing. The view is computed by `failover.reconcile.status_view`; this module fetches and
 prints. Exit 0, or 2 with one line for bad input (unknown workload, unreachable server, bad kubeconfig or config).
 """
 
@@ -20,14 +20,14 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from controllers.kube import NoClusterConfig, load_api_client
-from failover import binding as b
-from failover.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, FLINK_RESOURCES, RESOURCE_BINDINGS, Resource
-from failover.checkpoints import CheckpointStore, LayoutError, LookupResult
-from failover.profiles import InjectionProfile, ProfileError, load_profiles
-from failover.restore import find_restore_point
-from failover.registry import group_kind_of
-from failover.savepoint import plan_lookup
-from failover.status_view import is_stateful, render_table, restore_subject, workload_name, workload_view
+from failover.core import binding as b
+from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, FLINK_RESOURCES, RESOURCE_BINDINGS, Resource
+from failover.state.checkpoints import CheckpointStore, LayoutError, LookupResult
+from failover.state.profiles import InjectionProfile, ProfileError, load_profiles
+from failover.state.restore import find_restore_point
+from failover.admission.registry import group_kind_of
+from failover.state.savepoint import plan_lookup
+from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_name, workload_view
 from relay.migration import stored_objects
 from relay.settings import SavepointSettings
 from webhook.mutators import open_stores

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
-from failover.registry import DEFAULTERS, group_kind_of
+from failover.admission.registry import DEFAULTERS, group_kind_of
 from relay.documents import Unreadable, documents, documents_in, read_text
 
 if TYPE_CHECKING:

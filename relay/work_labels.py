@@ -16,8 +16,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from controllers.kube import NoClusterConfig, load_api_client, not_found
-from failover.api import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORK, GroupKind
-from failover.preserved_state import BindingRef
+from failover.core.api import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORK, GroupKind
+from failover.state.preserved_state import BindingRef
 from relay.settings import Settings, SettingsError
 from webhook.blocking import BlockingPool
 from webhook.handlers import Mutator

@@ -1,8 +1,8 @@
 """Routing of admission requests to the rules in `failover/`, by kind and operation.
 
 The handlers translate only: an `AdmissionRequest` in, a `Verdict` out, or None when the request is not ours to
-judge (a kind no webhook of `failover.registry.WEBHOOKS` serves, DELETE, CONNECT). The server completes the response.
-Every decision is made by a function of `failover/` (validators and defaulters from `failover.registry`) or by a
+judge (a kind no webhook of `failover.admission.registry.WEBHOOKS` serves, DELETE, CONNECT). The server completes the response.
+Every decision is made by a function of `failover/` (validators and defaulters from `failover.admission.registry`) or by a
 registered mutator (savepoint injection, preserved-state labels), themselves thin adapters over `failover/`.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Mapping
 
-from failover.api import GroupKind
-from failover.registry import ADMITTED_OPERATIONS, DEFAULTERS, VALIDATORS, Defaulter, Validator
-from failover.verdict import Verdict
+from failover.core.api import GroupKind
+from failover.admission.registry import ADMITTED_OPERATIONS, DEFAULTERS, VALIDATORS, Defaulter, Validator
+from failover.core.verdict import Verdict
 from webhook.review import AdmissionRequest
 
 Mutator = Callable[[AdmissionRequest], Awaitable[Verdict]]

@@ -1,4 +1,4 @@
-"""Savepoint injection on `/mutate`: the async adapter between an AdmissionRequest and `failover.savepoint`.
+"""Savepoint injection on `/mutate`: the async adapter between an AdmissionRequest and `failover.state.savepoint`.
 
 The storage lookup blocks (fsspec), so it runs on a small thread pool under a hard deadline below the webhook's
 timeout: the apiserver must get our answer, not its own timeout. A lookup that overruns is abandoned, not cancelled
@@ -17,11 +17,11 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import structlog
 
-from failover.api import GroupKind
-from failover.checkpoints import CheckpointStore, LookupCache, LookupResult, Outcome, open_store
-from failover.profiles import InjectionProfile
-from failover.restore import RestoreQuery, carried_path_belongs, find_restore_point
-from failover.savepoint import (
+from failover.core.api import GroupKind
+from failover.state.checkpoints import CheckpointStore, LookupCache, LookupResult, Outcome, open_store
+from failover.state.profiles import InjectionProfile
+from failover.state.restore import RestoreQuery, carried_path_belongs, find_restore_point
+from failover.state.savepoint import (
     CARRIED_FORWARD,
     FAIL_OPEN,
     LOOKUP_CACHE_TTL_SECONDS,
@@ -29,7 +29,7 @@ from failover.savepoint import (
     injection_verdict,
     plan_lookup,
 )
-from failover.verdict import ALLOWED, Verdict
+from failover.core.verdict import ALLOWED, Verdict
 from webhook.blocking import BlockingPool
 from webhook.handlers import Mutator
 from webhook.metrics import AdmissionMetrics
@@ -56,7 +56,7 @@ class SavepointMutator:
 
     `store` is the configured root (where a workload that names no directory of its own is looked up);
     `allowed_roots` are further roots a workload's own directories may lie in. `late_restore` opts in to the
-    redeploy of a deployed job whose path arrives late (failover/savepoint.py)."""
+    redeploy of a deployed job whose path arrives late (failover/state/savepoint.py)."""
 
     def __init__(self, profile: InjectionProfile, store: CheckpointStore, *, executor: BlockingPool,
                  deadline: float = LOOKUP_DEADLINE_SECONDS, failure_mode: str = FAIL_OPEN,

@@ -18,8 +18,8 @@ import json
 import math
 from typing import Any, Literal, Mapping, NamedTuple, NotRequired, TypedDict
 
-from failover.names import object_key
-from failover.verdict import Verdict, clip
+from failover.core.names import object_key
+from failover.core.verdict import Verdict, clip
 from webhook.encoding import dumps
 
 API_VERSION = "admission.k8s.io/v1"

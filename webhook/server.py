@@ -17,7 +17,7 @@ import structlog
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
-from failover.verdict import Verdict, clip
+from failover.core.verdict import Verdict, clip
 from webhook.handlers import AdmissionHandlers
 from webhook.health import Readiness
 from webhook.metrics import AdmissionMetrics

@@ -1,5 +1,5 @@
 """Preserved-state labels (and optionally restore paths) on Karmada `Work` objects: the async adapter between an
-AdmissionRequest for a Work and `failover.preserved_state`.
+AdmissionRequest for a Work and `failover.state.preserved_state`.
 
 The decision needs the Work's binding, which only the Karmada apiserver holds. Reading it blocks (the `kubernetes`
 client), so it runs on a small pool of daemon threads under a deadline, like the checkpoint lookup, and how it is
@@ -16,8 +16,8 @@ from typing import Any, Callable, Mapping
 
 import structlog
 
-from failover.api import WORKS, GroupKind
-from failover.preserved_state import (
+from failover.core.api import WORKS, GroupKind
+from failover.state.preserved_state import (
     AUDIT_OUTCOME,
     AUDIT_REASON,
     BindingRef,
@@ -32,8 +32,8 @@ from failover.preserved_state import (
     under_manifest,
     with_labels,
 )
-from failover.savepoint import MAX_AUDIT_VALUE
-from failover.verdict import ALLOWED, Verdict, clip
+from failover.state.savepoint import MAX_AUDIT_VALUE
+from failover.core.verdict import ALLOWED, Verdict, clip
 from webhook.blocking import BlockingPool
 from webhook.metrics import AdmissionMetrics
 from webhook.mutators import SavepointMutator
@@ -102,7 +102,7 @@ class WorkMutator:
     async def _savepoints(self, request: AdmissionRequest, work: Mapping[str, Any],
                           labels: Mapping[str, str], annotations: Mapping[str, str]) -> Verdict:
         """The restore path of every manifest of a savepoint kind, decided on the manifest as it will be labelled
-        and annotated (the restore hints of the binding's history: `failover.history.restore_hints`).
+        and annotated (the restore hints of the binding's history: `failover.state.history.restore_hints`).
 
         On UPDATE, the old Work's copy of the same manifest is the old object: the path set when the Work was
         created is carried forward, so a re-sync does not move it to a newer checkpoint (the operator ignores a

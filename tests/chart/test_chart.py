@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from failover.registry import WEBHOOKS
+from failover.admission.registry import WEBHOOKS
 from relay.chart import MEMBER_DECIDERS, render_chart_webhooks
 from relay.cli import build_parser
 from relay.manifests import (

@@ -4,7 +4,7 @@ the decisions read of a manifest (the restore path the failover history records)
 from __future__ import annotations
 
 from controllers.cache import work_cached_form
-from failover.history import restore_paths
+from failover.state.history import restore_paths
 
 PATH = "s3://flink-state/checkpoints/streaming/0123456789abcdef0123456789abcdef/chk-7"
 

@@ -7,7 +7,7 @@ import re
 import subprocess
 from typing import Any
 
-from failover.api import DEFAULT_JOB_ID_LABEL
+from failover.core.api import DEFAULT_JOB_ID_LABEL
 from tests.envtest import ControlPlane
 
 # The namespace of manifests/deploy/namespace.yaml.

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from failover.migration import crd_purge_mode_enum
+from failover.reconcile.migration import crd_purge_mode_enum
 from relay.check import check_object
 from relay.migration import installed_spelling, legacy_lines
 from relay.schemas import bundled

@@ -67,7 +67,7 @@ def test_the_envtest_crds_hold_everything_the_relay_touches(crd_sources: list[Pa
 
 
 def test_cluster_propagation_policy_spec_is_the_propagation_policy_spec(crd_sources: list[Path]) -> None:
-    """One rule set serves both kinds (failover/policy.py): Karmada declares the same spec for both."""
+    """One rule set serves both kinds (failover/admission/policy.py): Karmada declares the same spec for both."""
     crds = _crds(crd_sources)
     namespaced = _schema(crds["propagationpolicies.policy.karmada.io"], "v1alpha1")["properties"]["spec"]
     cluster = _schema(crds["clusterpropagationpolicies.policy.karmada.io"], "v1alpha1")["properties"]["spec"]
@@ -76,7 +76,7 @@ def test_cluster_propagation_policy_spec_is_the_propagation_policy_spec(crd_sour
 
 
 def test_cluster_resource_binding_schema_is_the_resource_binding_schema(crd_sources: list[Path]) -> None:
-    """One binding model serves both kinds (failover/binding.py), in Karmada's storage version v1alpha2."""
+    """One binding model serves both kinds (failover/core/binding.py), in Karmada's storage version v1alpha2."""
     crds = _crds(crd_sources)
     namespaced = _schema(crds["resourcebindings.work.karmada.io"], "v1alpha2")
     cluster = _schema(crds["clusterresourcebindings.work.karmada.io"], "v1alpha2")

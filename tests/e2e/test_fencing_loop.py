@@ -20,8 +20,8 @@ from prometheus_client import CollectorRegistry
 from controllers.kube import CustomObjects, not_found
 from controllers.manager import LoopSettings, ReconcileLoop
 from controllers.members import MemberProxy
-from failover.api import CLUSTERS, RESOURCE_BINDINGS, WORKS
-from failover.decision import DecisionSettings
+from failover.core.api import CLUSTERS, RESOURCE_BINDINGS, WORKS
+from failover.reconcile.decision import DecisionSettings
 from relay.settings import ControllerSettings
 from tests.e2e.test_reconcile_loop import JOB_ID, eventually, flink_binding
 from tests.envtest import ControlPlane

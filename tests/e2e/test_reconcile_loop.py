@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry
 from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
 from controllers.manager import LoopSettings, ReconcileLoop
-from failover.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
-from failover.decision import DecisionSettings
+from failover.core.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
+from failover.reconcile.decision import DecisionSettings
 from relay.settings import ControllerSettings
 from tests.envtest import ControlPlane
 from tests.support import replace_object

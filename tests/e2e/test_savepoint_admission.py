@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from failover.api import DEFAULT_JOB_ID_LABEL
+from failover.core.api import DEFAULT_JOB_ID_LABEL
 from tests.e2e.objects import JOB_ID, apply, flink_deployment, get, warnings_of
 from tests.e2e.relay_process import RelayProcess
 from tests.envtest import ControlPlane

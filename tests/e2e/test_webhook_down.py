@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from failover.api import DEFAULT_JOB_ID_LABEL
+from failover.core.api import DEFAULT_JOB_ID_LABEL
 from tests.e2e.relay_process import RelayProcess
 from tests.e2e.objects import (
     JOB_ID,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from failover.api import DEFAULT_JOB_ID_LABEL
+from failover.core.api import DEFAULT_JOB_ID_LABEL
 from tests.e2e.relay_process import RelayProcess
 from tests.e2e.objects import JOB_ID, apply, flink_deployment, work
 from tests.envtest import ControlPlane

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from failover.api import DEFAULT_JOB_ID_LABEL
+from failover.core.api import DEFAULT_JOB_ID_LABEL
 from tests.e2e.objects import JOB_ID, apply, flink_deployment, get, warnings_of, work
 from tests.e2e.relay_process import RelayProcess
 from tests.envtest import ControlPlane

@@ -56,7 +56,7 @@ def cluster_ready(env: KarmadaEnv, member: str) -> bool:
 
 
 def recorded_state(job: FlinkJob) -> str:
-    """The relay's record of the last healthy report on the binding (failover/last_state.py)."""
+    """The relay's record of the last healthy report on the binding (failover/state/last_state.py)."""
     return ((job.binding() or {}).get("metadata") or {}).get("annotations", {}).get("failover-relay.io/last-state", "")
 
 

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from failover.api import DEFAULT_JOB_ID_LABEL
-from failover.history import CLUSTER_FAILOVER, DEAD_CLUSTER_RETURN, read_history
+from failover.core.api import DEFAULT_JOB_ID_LABEL
+from failover.state.history import CLUSTER_FAILOVER, DEAD_CLUSTER_RETURN, read_history
 from tests.karmada.outages import (
     CLUSTER_JOB_ID_LABEL,
     CopyWatch,

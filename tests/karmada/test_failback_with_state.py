@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from failover.api import DEFAULT_JOB_ID_LABEL
+from failover.core.api import DEFAULT_JOB_ID_LABEL
 from tests.karmada.outages import CopyWatch, cluster_ready, events_of, recorded_state
 from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, stateful_policy
 from tests.karmada_env import KarmadaEnv

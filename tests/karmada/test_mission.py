@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from failover.api import DEFAULT_JOB_ID_LABEL
+from failover.core.api import DEFAULT_JOB_ID_LABEL
 from tests.karmada.workloads import FlinkJob, restore_path
 from tests.karmada_env import KarmadaEnv
 from tests.support import report

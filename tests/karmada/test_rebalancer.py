@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from failover.decision import parse_time
+from failover.core.annotations import parse_time
 from tests.karmada.workloads import FLINK, REBALANCERS, FlinkJob, new_job_id, stateful_policy
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 from tests.support import report

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from failover.application_failover import UNHEALTHY_SINCE_ANNOTATION
-from failover.decision import parse_time, read_time_annotation
+from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
+from failover.core.annotations import parse_time, read_time_annotation
 from tests.karmada.workloads import FlinkJob
 from tests.karmada_env import KarmadaEnv
 from tests.support import report

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from failover.api import DEFAULT_JOB_ID_LABEL
-from failover.history import read_history
-from failover.restore import PREVIOUS_JOB_ID
-from failover.savepoint import AUDIT_FALLBACK, PREVIOUS_JOB_IDS_ANNOTATION
+from failover.core.api import DEFAULT_JOB_ID_LABEL
+from failover.state.history import read_history
+from failover.state.restore import PREVIOUS_JOB_ID
+from failover.state.savepoint import AUDIT_FALLBACK, PREVIOUS_JOB_IDS_ANNOTATION
 from tests.karmada.workloads import FlinkJob, new_job_id, stateful_policy
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
@@ -68,7 +68,7 @@ def test_a_rotated_job_id_without_state_restores_from_the_previous_job_id(karmad
                                                                           request: pytest.FixtureRequest) -> None:
     """The rotated run failed before it wrote any state, and the operator took no savepoint: the job id Karmada
     preserves has nothing to restore. The loop saw the earlier run's job id in the binding's reflected status
-    (failover/history.py), the Work mutator put it on the new copy as failover-relay.io/previous-job-ids, and the
+    (failover/state/history.py), the Work mutator put it on the new copy as failover-relay.io/previous-job-ids, and the
     restore falls back to that run's newest checkpoint, naming the fallback in the audit annotation."""
     env = karmada_env
     job = FlinkJob(env, namespace)

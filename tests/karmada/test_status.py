@@ -1,6 +1,6 @@
 """`failover-relay status` against real Karmada during a real failover, and the failover history it shows kept by
 Karmada: the scheduler, the detector and the binding controller rewrite the binding (placement, a template change),
-and the annotation the loop wrote survives them all (failover/history.py)."""
+and the annotation the loop wrote survives them all (failover/state/history.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from failover.history import HISTORY_ANNOTATION, read_history
+from failover.state.history import HISTORY_ANNOTATION, read_history
 from tests.karmada.workloads import FLINK, FlinkJob, restore_path
 from tests.karmada_env import KARMADA, REPO_ROOT, KarmadaEnv, resource_path
 from tests.support import report

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from failover.api import DEFAULT_JOB_ID_LABEL
+from failover.core.api import DEFAULT_JOB_ID_LABEL
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 
 FLINK = "flink.apache.org/v1beta1"

@@ -32,7 +32,7 @@ from controllers.cabundle import CaBundleInjector
 from controllers.kube import load_api_client
 from controllers.controller import Controller
 from controllers.manager import ReconcileLoop
-from failover.api import (
+from failover.core.api import (
     DEFAULT_JOB_ID_LABEL,
     RESOURCE_BINDING_NAME_ANNOTATION,
     RESOURCE_BINDING_NAMESPACE_ANNOTATION,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from failover.decision import DecisionSettings
+from failover.reconcile.decision import DecisionSettings
 from relay.settings import (ControllerSettings, Settings, SettingsError, add_setting_flags, apply, check_settings,
                             declared, flag_values, has_password, load_settings)
 

@@ -23,8 +23,8 @@ from typing import Any, AsyncIterator
 import aiohttp
 import pytest
 
-from failover.api import GroupKind
-from failover.verdict import ALLOWED, Verdict
+from failover.core.api import GroupKind
+from failover.core.verdict import ALLOWED, Verdict
 from relay.runtime import ALLOW_ENV
 from relay.serve import RelayServer
 from relay.settings import Settings

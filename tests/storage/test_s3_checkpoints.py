@@ -9,10 +9,10 @@ import jsonpatch
 import pytest
 import s3fs
 
-from failover.checkpoints import FLINK_NATIVE_LAYOUT, KARMADA_EXAMPLE_LAYOUT, Outcome, open_store, parse_layout
-from failover.jobid import JobId
-from failover.profiles import load_profiles
-from failover.restore import PREVIOUS_JOB_ID, RestoreQuery, find_restore_point
+from failover.state.checkpoints import FLINK_NATIVE_LAYOUT, KARMADA_EXAMPLE_LAYOUT, Outcome, open_store, parse_layout
+from failover.state.jobid import JobId
+from failover.state.profiles import load_profiles
+from failover.state.restore import PREVIOUS_JOB_ID, RestoreQuery, find_restore_point
 from tests.support import admission_review, decoded_patch
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers

@@ -26,8 +26,8 @@ import pytest
 from aiohttp import web
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from failover.checkpoints import KARMADA_EXAMPLE_LAYOUT, open_store
-from failover.profiles import load_profiles
+from failover.state.checkpoints import KARMADA_EXAMPLE_LAYOUT, open_store
+from failover.state.profiles import load_profiles
 from relay.serve import RelayServer
 from relay.settings import Settings
 from tests.support import admission_review, client_tls, flink_policy, report

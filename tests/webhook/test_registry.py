@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from failover.api import RESOURCES, WORK, GroupKind
-from failover.profiles import load_profiles
-from failover.registry import ADMITTED_OPERATIONS, VALIDATORS, WEBHOOKS, Endpoint
-from failover.verdict import ALLOWED, Verdict
+from failover.core.api import RESOURCES, WORK, GroupKind
+from failover.state.profiles import load_profiles
+from failover.admission.registry import ADMITTED_OPERATIONS, VALIDATORS, WEBHOOKS, Endpoint
+from failover.core.verdict import ALLOWED, Verdict
 from relay.manifests import WebhookOptions, mutating_configuration, url_endpoint, validating_configuration
 from relay.settings import SavepointSettings
 from webhook.handlers import AdmissionHandlers

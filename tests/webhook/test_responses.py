@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from failover.verdict import MAX_WARNING_LENGTH, Finding, Verdict
+from failover.core.verdict import MAX_WARNING_LENGTH, Finding, Verdict
 from tests.support import admission_review, decoded_patch, flink_policy
 from webhook.review import AdmissionRequest, complete, encode, failed, parse_review
 

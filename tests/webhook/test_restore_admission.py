@@ -8,10 +8,10 @@ import aiohttp
 import jsonpatch
 import pytest
 
-from failover.checkpoints import open_store
-from failover.flink_config import VALIDATOR_KEYS, validate_job_spec, validate_redeploy
-from failover.profiles import load_profiles
-from failover.savepoint import PREVIOUS_JOB_IDS_ANNOTATION
+from failover.state.checkpoints import open_store
+from failover.state.flink_config import VALIDATOR_KEYS, validate_job_spec, validate_redeploy
+from failover.state.profiles import load_profiles
+from failover.state.savepoint import PREVIOUS_JOB_IDS_ANNOTATION
 from relay.serve import RelayServer
 from relay.settings import SavepointSettings, Settings
 from tests.crd_schema import schema_problems

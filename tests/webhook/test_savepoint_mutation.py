@@ -10,9 +10,9 @@ import jsonpatch
 import pytest
 import structlog
 
-from failover.api import FLINK_DEPLOYMENT
-from failover.checkpoints import KARMADA_EXAMPLE_LAYOUT, CheckpointStore, open_store
-from failover.profiles import load_profiles
+from failover.core.api import FLINK_DEPLOYMENT
+from failover.state.checkpoints import KARMADA_EXAMPLE_LAYOUT, CheckpointStore, open_store
+from failover.state.profiles import load_profiles
 from relay.serve import RelayServer
 from relay.settings import SavepointSettings, Settings
 from tests.support import admission_review, client_tls, decoded_patch
@@ -198,7 +198,7 @@ async def test_repeated_admissions_are_served_from_the_cache_until_it_expires(tm
     fs = CountingFileSystem(local.fs)
     now = [100.0]
     mutator = SavepointMutator(PROFILES[FLINK_DEPLOYMENT], CheckpointStore(fs, local.fs_root, local.url_root),
-                               executor=pool, cache=__import__("failover.checkpoints").checkpoints.LookupCache(10),
+                               executor=pool, cache=__import__("failover.state.checkpoints").state.checkpoints.LookupCache(10),
                                clock=lambda: now[0])
     handlers = AdmissionHandlers(mutators={FLINK_DEPLOYMENT: mutator})
     with structlog.testing.capture_logs() as logs:

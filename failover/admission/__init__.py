@@ -1,0 +1,7 @@
+"""The admission rules: PropagationPolicy / ClusterPropagationPolicy validation and defaults (`policy`),
+WorkloadRebalancer validation (`rebalancer_rules`), warnings for failover that cannot happen (`failover_warnings`),
+Karmada's own webhook rules and CRD schema steps for `check` (`karmada_admission`, `schema`), and the registry that
+routes a kind to its rules and renders the webhook configurations (`registry`).
+
+Imports `failover.core` and `failover.state`; never `failover.reconcile` (a review decides from the object alone).
+"""

@@ -1,0 +1,66 @@
+"""Validation of WorkloadRebalancer (apps.karmada.io/v1alpha1).
+
+Karmada has no admission webhook for WorkloadRebalancer (docs/design.md, "Policy admission"): one naming the same
+workload twice, or a workload without a name, is accepted and then reported Failed one entry at a time. These rules
+refuse it at `kubectl apply` time instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from failover.core.fields import int32_at, list_at, mapping_at, str_at
+from failover.core.verdict import Findings, Verdict
+
+REQUIRED_WORKLOAD_FIELDS = ("apiVersion", "kind", "name")
+_EXAMPLE = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx"}
+
+
+def validate_rebalancer(rebalancer: Mapping[str, Any]) -> Verdict:
+    findings = Findings()
+    if not isinstance(rebalancer, dict):
+        findings.deny("(object)", "must be a WorkloadRebalancer object")
+        return findings.verdict()
+    spec = mapping_at(findings, rebalancer, "spec", "spec")
+    if spec is None:
+        if not findings.denied:
+            findings.deny("spec", "is required, with at least one entry in spec.workloads")
+        return findings.verdict()
+    workloads = list_at(findings, spec, "workloads", "spec.workloads")
+    if not workloads and not (workloads is None and spec.get("workloads") is not None):
+        findings.deny("spec.workloads", "needs at least one workload (apiVersion, kind, name, namespace)")
+    seen: dict[tuple[str, ...], int] = {}
+    for index, workload in enumerate(workloads or ()):
+        path = f"spec.workloads[{index}]"
+        if not isinstance(workload, dict):
+            findings.deny(path, "must be an object with apiVersion, kind, name and namespace")
+            continue
+        key = _workload_key(findings, workload, path)
+        if key is None:
+            continue
+        if key in seen:
+            findings.deny(path, f"duplicates spec.workloads[{seen[key]}]; list each workload once")
+        else:
+            seen[key] = index
+    ttl_path = "spec.ttlSecondsAfterFinished"
+    ttl = int32_at(findings, spec, "ttlSecondsAfterFinished", ttl_path)
+    if ttl is not None and ttl < 0:
+        findings.deny(ttl_path, f"must be 0 or more, got {ttl}; omit it to keep the rebalancer after it finishes")
+    return findings.verdict()
+
+
+def _workload_key(findings: Findings, workload: Mapping[str, Any], path: str) -> tuple[str, ...] | None:
+    values: list[str] = []
+    complete = True
+    for field in REQUIRED_WORKLOAD_FIELDS:
+        value = str_at(findings, workload, field, f"{path}.{field}")
+        if not value:
+            if workload.get(field) is None or value == "":
+                findings.deny(f"{path}.{field}", f"is required; set the workload's {field}, e.g. {_EXAMPLE[field]}")
+            complete = False
+            continue
+        values.append(value)
+    namespace = str_at(findings, workload, "namespace", f"{path}.namespace")
+    if not complete:
+        return None
+    return (*values, namespace or "")

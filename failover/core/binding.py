@@ -1,0 +1,132 @@
+"""Tolerant reads of ResourceBinding / ClusterResourceBinding objects (work.karmada.io/v1alpha2).
+
+Field names follow `pkg/apis/work/v1alpha2/binding_types.go`. The decisions run on whatever the apiserver holds,
+so every reader returns an empty or None value for a field of the wrong shape instead of raising: a malformed
+binding is left alone, it never crashes the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from failover.core.api import PRODUCER_TAINT_MANAGER, REASON_TAINT_UNTOLERATED
+from failover.core.names import ObjectRef
+from failover.core.fields import is_int
+
+HEALTHY = "Healthy"
+UNHEALTHY = "Unhealthy"
+UNKNOWN = "Unknown"
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def metadata(obj: Any) -> Mapping[str, Any]:
+    return _mapping(_mapping(obj).get("metadata"))
+
+
+def spec(obj: Any) -> Mapping[str, Any]:
+    return _mapping(_mapping(obj).get("spec"))
+
+
+def status(obj: Any) -> Mapping[str, Any]:
+    return _mapping(_mapping(obj).get("status"))
+
+
+def annotations(obj: Any) -> Mapping[str, Any]:
+    return _mapping(metadata(obj).get("annotations"))
+
+
+def object_ref(obj: Mapping[str, Any]) -> ObjectRef:
+    meta = metadata(obj)
+    name = meta.get("name")
+    namespace = meta.get("namespace")
+    return ObjectRef(
+        kind=obj.get("kind") if isinstance(obj.get("kind"), str) else "",
+        name=name if isinstance(name, str) else "",
+        namespace=namespace if isinstance(namespace, str) else "",
+    )
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    return bool(metadata(obj).get("deletionTimestamp"))
+
+
+@dataclass(frozen=True)
+class TargetCluster:
+    """One entry of spec.clusters (the scheduling result)."""
+
+    name: str
+    replicas: int
+
+
+def target_clusters(binding: Mapping[str, Any]) -> list[TargetCluster]:
+    targets = []
+    for entry in _list(spec(binding).get("clusters")):
+        entry = _mapping(entry)
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        replicas = entry.get("replicas")
+        targets.append(TargetCluster(name, replicas if is_int(replicas)
+                                     else 0))
+    return targets
+
+
+def aggregated_status(binding: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """status.aggregatedStatus items by clusterName."""
+    items: dict[str, Mapping[str, Any]] = {}
+    for item in _list(status(binding).get("aggregatedStatus")):
+        item = _mapping(item)
+        name = item.get("clusterName")
+        if isinstance(name, str) and name:
+            items[name] = item
+    return items
+
+
+def health_of(item: Mapping[str, Any] | None) -> str:
+    """Healthy, Unhealthy or Unknown; a missing item or a value outside the enum is Unknown."""
+    health = (item or {}).get("health")
+    return health if health in (HEALTHY, UNHEALTHY) else UNKNOWN
+
+
+def eviction_tasks(binding: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """spec.gracefulEvictionTasks, each a mapping with a string fromCluster (others are dropped from view)."""
+    return [dict(task) for task in _list(spec(binding).get("gracefulEvictionTasks"))
+            if isinstance(task, dict) and isinstance(task.get("fromCluster"), str)]
+
+
+def is_cluster_failover_task(task: Mapping[str, Any]) -> bool:
+    """A task of Karmada's taint manager (cluster failover), as opposed to application failover or ours."""
+    return task.get("producer") == PRODUCER_TAINT_MANAGER or task.get("reason") == REASON_TAINT_UNTOLERATED
+
+
+def scheduled_for_generation(binding: Mapping[str, Any]) -> bool:
+    """The scheduler has acted on the binding's current spec (status.schedulerObservedGeneration == generation)."""
+    generation = metadata(binding).get("generation")
+    observed = status(binding).get("schedulerObservedGeneration")
+    return isinstance(generation, int) and generation == observed
+
+
+def application_failover(binding: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """spec.failover.application, which Karmada copies from the policy into the binding; None when absent."""
+    application = _mapping(spec(binding).get("failover")).get("application")
+    return application if isinstance(application, dict) else None
+
+
+def workload_reference(binding: Mapping[str, Any]) -> dict[str, str] | None:
+    """spec.resource as a WorkloadRebalancer workload entry (apiVersion, kind, name[, namespace])."""
+    resource = _mapping(spec(binding).get("resource"))
+    fields = {key: resource.get(key) for key in ("apiVersion", "kind", "name", "namespace")}
+    if not all(isinstance(fields[key], str) and fields[key] for key in ("apiVersion", "kind", "name")):
+        return None
+    reference = {key: fields[key] for key in ("apiVersion", "kind", "name")}
+    if isinstance(fields["namespace"], str) and fields["namespace"]:
+        reference["namespace"] = fields["namespace"]
+    return reference

@@ -1,0 +1,100 @@
+"""Typed reads from untrusted objects.
+
+Admission objects arrive as parsed JSON of any shape. Each reader returns the value when it has the expected type,
+`None` when it is absent (or null), and records a denial naming the field path when it has the wrong type, so a
+rule never raises on a malformed object.
+
+Parsed JSON objects are dicts, so objects are recognised with `isinstance(value, dict)`: a check against
+`typing.Mapping` goes through the ABC machinery and cost a tenth of a policy's validation time in the admission
+profile (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from failover.core.names import object_key
+from failover.core.verdict import Findings
+
+INT32_MAX = 2**31 - 1
+INT32_MIN = -(2**31)
+
+
+def is_int(value: Any) -> bool:
+    """An integer from parsed JSON; `True` is an `int` in Python but a boolean in JSON."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def mapping_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any] | None:
+    value = parent.get(key)
+    if value is None or isinstance(value, dict):
+        return value
+    findings.deny(path, f"must be an object, got {_type_name(value)}")
+    return None
+
+
+def list_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) -> list[Any] | None:
+    value = parent.get(key)
+    if value is None or isinstance(value, list):
+        return value
+    findings.deny(path, f"must be a list, got {_type_name(value)}")
+    return None
+
+
+def str_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) -> str | None:
+    value = parent.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    findings.deny(path, f"must be a string, got {_type_name(value)}")
+    return None
+
+
+def bool_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) -> bool | None:
+    value = parent.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    findings.deny(path, f"must be true or false, got {_type_name(value)}")
+    return None
+
+
+def int32_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) -> int | None:
+    """An int32 field (Karmada declares its seconds fields `*int32`); 300.0 is accepted as 300, like JSON decoding in Go."""
+    value = parent.get(key)
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not is_int(value):
+        findings.deny(path, f"must be an integer, got {_type_name(value)}")
+        return None
+    if not INT32_MIN <= value <= INT32_MAX:
+        # The value itself is not echoed: a Python int of more than 4300 digits cannot even be formatted.
+        findings.deny(path, f"must be between {INT32_MIN} and {INT32_MAX} (a 32-bit integer)")
+        return None
+    return value
+
+
+def object_name(obj: Mapping[str, Any]) -> str:
+    """`namespace/name` (or `name`) of an object, for messages; tolerant of malformed metadata."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return ""
+    name = metadata.get("name") or metadata.get("generateName") or ""
+    namespace = metadata.get("namespace") or ""
+    if not isinstance(name, str) or not isinstance(namespace, str):
+        return ""
+    return object_key(namespace, name)

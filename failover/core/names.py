@@ -1,0 +1,59 @@
+"""Kubernetes object names: the RFC 1123 checks every name goes through, and the `namespace/name` key.
+
+Kubernetes' own rules (k8s.io/apimachinery/pkg/util/validation: IsDNS1123Label, IsDNS1123Subdomain): a label is at
+most 63 lowercase alphanumerics or '-', starting and ending alphanumeric; a subdomain is dot-separated parts of that
+shape (of any length each), at most 253 characters in all. Namespaces and cluster names are labels; most object names are subdomains.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import Any
+
+DNS_SUBDOMAIN_MAX_LENGTH = 253
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+# As in Kubernetes, a subdomain's labels are not held to 63 characters each, only the whole to 253.
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+
+
+def is_dns_label(value: Any) -> bool:
+    """A namespace, a cluster or a Service name: one RFC 1123 label."""
+    return isinstance(value, str) and _DNS_LABEL.match(value) is not None
+
+
+def is_dns_subdomain(value: Any) -> bool:
+    """An object name or an API group: RFC 1123 labels joined by dots, at most 253 characters."""
+    return (isinstance(value, str) and len(value) <= DNS_SUBDOMAIN_MAX_LENGTH
+            and _DNS_SUBDOMAIN.match(value) is not None)
+
+
+def object_key(namespace: str | None, name: str) -> str:
+    """The key of an object, as Kubernetes' cache writes it: `namespace/name`, or `name` when cluster-scoped."""
+    return f"{namespace}/{name}" if namespace else name
+
+
+def key_of(obj: Mapping[str, Any]) -> str:
+    """`object_key` of an object read from the API."""
+    metadata = obj.get("metadata") or {}
+    return object_key(metadata.get("namespace"), str(metadata.get("name")))
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """`object_key` read back: (namespace, name), the namespace empty for a cluster-scoped object."""
+    namespace, _, name = key.rpartition("/")
+    return namespace, name
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Which object an event is about or a patch is for. `namespace` is "" for cluster-scoped objects."""
+
+    kind: str
+    name: str
+    namespace: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind} {object_key(self.namespace, self.name)}"

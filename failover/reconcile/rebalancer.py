@@ -1,0 +1,208 @@
+"""WorkloadRebalancer (apps.karmada.io/v1alpha1): ask the scheduler to place the listed workloads from scratch.
+
+Reference behaviour: Karmada's `pkg/controllers/workloadrebalancer/workloadrebalancer_controller.go` (docs/design.md,
+"WorkloadRebalancer"), which this reproduces rule for rule:
+
+- each workload's binding is named `<name>-<kind>` in lower case (':' in the name becomes '.'), a
+  ResourceBinding in the workload's namespace, or a ClusterResourceBinding when the namespace is empty;
+- a binding whose `spec.rescheduleTriggeredAt` is unset or older than the rebalancer's creationTimestamp gets that
+  creationTimestamp (so a rebalancer acts once, and a newer one acts again);
+- `status.observedWorkloads` records Successful, or Failed with reason ReferencedBindingNotFound;
+- when `spec.workloads` changes: an added workload is rebalanced; a removed one stays in the status only if it
+  was Successful; a modified one counts as removed plus added; a reordering changes nothing. The list is sorted by
+  "apiVersion kind namespace name" and `observedGeneration` follows the rebalancer's generation;
+- when the status changes and nothing is left to retry, `finishTime` is set to now;
+- with `ttlSecondsAfterFinished` the rebalancer is deleted that many seconds after `finishTime`.
+
+The decision is pure: the caller reads the bindings it is told about (`referenced_bindings`), passes them in, and
+writes back what the decision returns. See `decide_rebalance` for the order of the writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Mapping
+
+from failover.core import binding as b
+from failover.core.api import (
+    CLUSTER_RESOURCE_BINDING,
+    REBALANCE_FAILED,
+    REBALANCE_REFERENCED_BINDING_NOT_FOUND,
+    REBALANCE_SUCCESSFUL,
+    RESOURCE_BINDING,
+)
+from failover.core.annotations import format_time, parse_time
+from failover.core.names import ObjectRef
+from failover.reconcile.decision import NORMAL, WARNING, BindingPatch, DecisionSettings, Event, earliest
+from failover.core.fields import is_int
+
+WORKLOAD_FIELDS = ("apiVersion", "kind", "namespace", "name")
+
+EVENT_RESCHEDULE_TRIGGERED = "RescheduleTriggered"
+EVENT_BINDING_NOT_FOUND = REBALANCE_REFERENCED_BINDING_NOT_FOUND
+
+
+@dataclass(frozen=True)
+class RebalanceDecision:
+    """What to write for one WorkloadRebalancer.
+
+    `stamps`: merge patches for bindings (apply first). `status_patch`: merge patch for the rebalancer's status
+    subresource (`{"status": {...}}`), None when the status is unchanged. `delete`: delete the rebalancer now (with
+    its resourceVersion as precondition), its TTL after finishTime has passed. `pending`: bindings that were not
+    passed in (a read failed for another reason than NotFound) and are retried after `requeue_after`.
+    """
+
+    stamps: tuple[BindingPatch, ...] = ()
+    status_patch: Mapping[str, Any] | None = None
+    delete: bool = False
+    pending: tuple[ObjectRef, ...] = ()
+    events: tuple[Event, ...] = ()
+    requeue_after: timedelta | None = None
+
+
+def binding_name(kind: str, name: str) -> str:
+    """Karmada's `names.GenerateBindingName`: `<name>-<kind>` lower-cased, ':' replaced by '.'."""
+    return f"{name.replace(':', '.')}-{kind}".lower()
+
+
+def binding_ref(workload: Mapping[str, Any]) -> ObjectRef | None:
+    """The binding a workload entry refers to; None when the entry lacks a kind or a name."""
+    kind, name, namespace = workload.get("kind"), workload.get("name"), workload.get("namespace") or ""
+    if not (isinstance(kind, str) and kind and isinstance(name, str) and name and isinstance(namespace, str)):
+        return None
+    if namespace:
+        return ObjectRef(RESOURCE_BINDING.kind, binding_name(kind, name), namespace)
+    return ObjectRef(CLUSTER_RESOURCE_BINDING.kind, binding_name(kind, name))
+
+
+def referenced_bindings(rebalancer: Mapping[str, Any]) -> tuple[ObjectRef, ...]:
+    """The bindings the caller must read before `decide_rebalance`: those of entries not yet decided."""
+    refs = []
+    for entry in _observed_after_spec_change(rebalancer):
+        ref = binding_ref(entry["workload"])
+        if entry.get("result") not in (REBALANCE_SUCCESSFUL, REBALANCE_FAILED) and ref is not None:
+            refs.append(ref)
+    return tuple(dict.fromkeys(refs))
+
+
+def decide_rebalance(rebalancer: Mapping[str, Any], bindings: Mapping[ObjectRef, Mapping[str, Any] | None],
+                     settings: DecisionSettings, now: datetime) -> RebalanceDecision:
+    """Stamp the referenced bindings, record the results, finish and expire the rebalancer.
+
+    `bindings` maps each ref of `referenced_bindings(rebalancer)` to the binding as read, or to None when the read
+    answered NotFound; a ref left out could not be read and is retried. The caller then: applies `stamps` (a stamp
+    answered with NotFound: decide again with that binding None; another failure: requeue without writing the
+    status), writes `status_patch` through the status subresource, and deletes the rebalancer when `delete`.
+    Deciding again after the stamps succeeded yields the same status and no stamps, so a crash in between is safe.
+    """
+    if not isinstance(rebalancer, dict) or b.is_deleting(rebalancer):
+        return RebalanceDecision()
+    meta = b.metadata(rebalancer)
+    created_raw = meta.get("creationTimestamp")
+    created = parse_time(created_raw)
+    if created is None:
+        return RebalanceDecision(events=(Event(WARNING, "MissingCreationTimestamp",
+                                               "rebalancer has no creationTimestamp to stamp bindings with"),))
+    observed = _observed_after_spec_change(rebalancer)
+    stamps: list[BindingPatch] = []
+    pending: list[ObjectRef] = []
+    events: list[Event] = []
+    name = meta.get("name") if isinstance(meta.get("name"), str) else ""
+    for entry in observed:
+        if entry.get("result") in (REBALANCE_SUCCESSFUL, REBALANCE_FAILED):
+            continue
+        ref = binding_ref(entry["workload"])
+        if ref is None or (ref in bindings and bindings[ref] is None):
+            entry["result"], entry["reason"] = REBALANCE_FAILED, REBALANCE_REFERENCED_BINDING_NOT_FOUND
+            events.append(Event(WARNING, EVENT_BINDING_NOT_FOUND,
+                                f"no binding {ref.name if ref else '(unnamed)'} for {_describe(entry['workload'])}"))
+            continue
+        if ref not in bindings:
+            pending.append(ref)
+            continue
+        triggered = parse_time(b.spec(bindings[ref]).get("rescheduleTriggeredAt"))
+        if triggered is None or created > triggered:
+            stamps.append(BindingPatch(ref, {"spec": {"rescheduleTriggeredAt": created_raw}}))
+            events.append(Event(NORMAL, EVENT_RESCHEDULE_TRIGGERED,
+                                f"WorkloadRebalancer {name} asked the scheduler to place the workload afresh",
+                                regarding=ref))
+        entry["result"] = REBALANCE_SUCCESSFUL
+
+    old_status = b.status(rebalancer)
+    generation = meta.get("generation")
+    new_core = {"observedWorkloads": observed, "observedGeneration": generation}
+    old_core = {"observedWorkloads": [_normalized(item) for item in _list(old_status.get("observedWorkloads"))],
+                "observedGeneration": old_status.get("observedGeneration")}
+    finish_raw = old_status.get("finishTime")
+    status_patch = None
+    if new_core != old_core:
+        if not pending:
+            finish_raw = format_time(now)
+        status = {"observedWorkloads": observed}
+        if isinstance(generation, int):
+            status["observedGeneration"] = generation
+        status["finishTime"] = finish_raw if finish_raw else None
+        status_patch = {"status": status}
+
+    delete, delays = False, [settings.rebalancer_retry if pending else None]
+    ttl = b.spec(rebalancer).get("ttlSecondsAfterFinished")
+    finished = parse_time(finish_raw)
+    if is_int(ttl) and ttl >= 0 and finished is not None and not pending:
+        expiry = finished + timedelta(seconds=ttl)
+        if now >= expiry:
+            delete = True
+        else:
+            delays.append(expiry - now)
+    return RebalanceDecision(stamps=tuple(stamps), status_patch=status_patch, delete=delete,
+                             pending=tuple(pending), events=tuple(events), requeue_after=earliest(*delays))
+
+
+def _observed_after_spec_change(rebalancer: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """observedWorkloads brought in line with spec.workloads (Karmada's syncWorkloadsFromSpecToStatus)."""
+    spec_workloads: dict[tuple[str, ...], dict[str, str]] = {}
+    for workload in _list(b.spec(rebalancer).get("workloads")):
+        if isinstance(workload, dict):
+            normalized = _workload(workload)
+            spec_workloads.setdefault(_key(normalized), normalized)
+    observed: list[dict[str, Any]] = []
+    for item in _list(b.status(rebalancer).get("observedWorkloads")):
+        if not isinstance(item, dict) or not isinstance(item.get("workload"), Mapping):
+            continue
+        entry = _normalized(item)
+        key = _key(entry["workload"])
+        if key in spec_workloads:
+            spec_workloads.pop(key)
+            observed.append(entry)
+        elif entry.get("result") == REBALANCE_SUCCESSFUL:
+            observed.append(entry)  # removed from spec after it was done: the record stays
+    observed.extend({"workload": workload} for workload in spec_workloads.values())
+    observed.sort(key=lambda entry: " ".join(_key(entry["workload"])))
+    return observed
+
+
+def _workload(workload: Mapping[str, Any]) -> dict[str, str]:
+    normalized = {field: workload[field] for field in WORKLOAD_FIELDS
+                  if isinstance(workload.get(field), str) and workload[field]}
+    return normalized
+
+
+def _key(workload: Mapping[str, str]) -> tuple[str, ...]:
+    return tuple(workload.get(field, "") for field in WORKLOAD_FIELDS)
+
+
+def _normalized(item: Mapping[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"workload": _workload(item.get("workload") or {})}
+    for field in ("result", "reason"):
+        if isinstance(item.get(field), str) and item[field]:
+            entry[field] = item[field]
+    return entry
+
+
+def _describe(workload: Mapping[str, str]) -> str:
+    where = f"{workload['namespace']}/" if workload.get("namespace") else ""
+    return f"{workload.get('kind', '?')} {where}{workload.get('name', '?')}"
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,210 @@
+"""What `failover-relay status` shows for one workload, computed from what the cluster and the storage hold.
+
+A plain function of the binding (as Karmada and the loop left it), the Clusters, the restore lookup's answer and
+`now`: where the workload runs, each target's health as Karmada reflects it (`status.aggregatedStatus`), since when
+it is Unhealthy and when the loop will evict it (`failover-relay.io/unhealthy-since` + tolerationSeconds), the eviction
+tasks in flight with their preserved state and purge mode, the state a new copy would be given now, and the last
+moves of the failover history (failover/state/history.py). `restore_subject` says which object the restore lookup must be
+asked about; relay/status.py fetches, looks up and prints, and changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Mapping, Sequence
+
+from failover.core import binding as b
+from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration_seconds
+from failover.state.checkpoints import LookupResult
+from failover.core.annotations import format_time, parse_time, read_time_annotation
+from failover.reconcile.fencing import cluster_reachability
+from failover.state.history import JOB_STATUS, read_history, reflected_run, restore_hints
+from failover.state.jobid import job_id_problem
+from failover.state.last_state import preservation_rules, recorded_states
+from failover.state.preserved_state import UNSTAMPED, task_state, with_labels
+
+# The moves a person wants at a glance; the annotation keeps more.
+SHOWN_MOVES = 5
+NONE = "-"
+
+
+@dataclass(frozen=True)
+class RestoreSubject:
+    """The object a new copy would be created as now (the template with the state it would carry), and where that
+    state comes from."""
+
+    obj: Mapping[str, Any]
+    job_id: str
+    source: str  # "eviction task from member1", "running on member2", "last healthy report on member1"
+
+
+def is_stateful(binding: Mapping[str, Any]) -> bool:
+    """Under a failover policy that preserves state (application or cluster statePreservation rules)."""
+    return bool(preservation_rules(binding))
+
+
+def workload_name(binding: Mapping[str, Any]) -> str:
+    resource = b.spec(binding).get("resource")
+    resource = resource if isinstance(resource, dict) else {}
+    namespace, name = resource.get("namespace"), resource.get("name")
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def restore_subject(binding: Mapping[str, Any], template: Mapping[str, Any] | None,
+                    job_id_label: str) -> RestoreSubject | None:
+    """The template as the relay would see the new copy if it were created now, or None when no job id is known.
+
+    The job id is the one a failover would preserve: the newest eviction task's state (a failover in flight), else
+    the job a target reports now, else the last healthy report of any copy. The restore hints of the history are
+    set as the Work mutator sets them.
+    """
+    if not isinstance(template, dict):
+        return None
+    labels, source = {}, ""
+    tasks = [(parse_time(task.get("creationTimestamp")), index, task)
+             for index, task in enumerate(b.eviction_tasks(binding)) if task_state(binding, task)]
+    if tasks:
+        newest = max(tasks, key=lambda entry: (entry[0] or UNSTAMPED, entry[1]))[2]
+        labels, source = dict(task_state(binding, newest)), f"eviction task from {newest['fromCluster']}"
+    else:
+        for cluster, item in sorted(b.aggregated_status(binding).items()):
+            job_id = reflected_run(item)[0]
+            if job_id and cluster in {target.name for target in b.target_clusters(binding)}:
+                labels, source = {job_id_label: job_id}, f"running on {cluster}"
+                break
+        else:
+            records = recorded_states(binding)
+            if records:
+                cluster, state = max(records.items(), key=lambda entry: entry[1].at)
+                labels, source = dict(state.labels), f"last healthy report on {cluster}"
+    job_id = labels.get(job_id_label) or next((v for v in labels.values() if not job_id_problem(v)), "")
+    if not job_id:
+        return None
+    labels.setdefault(job_id_label, job_id)
+    obj = with_labels(with_labels(template, labels), restore_hints(binding, labels), "annotations")
+    return RestoreSubject(obj, job_id, source)
+
+
+def workload_view(binding: Mapping[str, Any], clusters: Mapping[str, Mapping[str, Any]], now: datetime,
+                  subject: RestoreSubject | None = None, restore: LookupResult | None = None,
+                  storage: str = "", restore_problem: str = "") -> dict[str, Any]:
+    """Everything the status command shows for one workload, as plain JSON-able data."""
+    resource = b.spec(binding).get("resource")
+    resource = resource if isinstance(resource, dict) else {}
+    application = b.application_failover(binding) or {}
+    toleration = toleration_seconds(application) if application else None
+    since = read_time_annotation(b.annotations(binding).get(UNHEALTHY_SINCE_ANNOTATION))
+    health = b.aggregated_status(binding)
+    targets = []
+    for target in b.target_clusters(binding):
+        item = health.get(target.name)
+        unhealthy_since = since.get(target.name)
+        eviction = (unhealthy_since + timedelta(seconds=toleration)
+                    if unhealthy_since is not None and toleration is not None else None)
+        reflected = (item or {}).get("status")
+        job_status = reflected.get(JOB_STATUS) if isinstance(reflected, dict) else None
+        ready, _, _ = cluster_reachability(clusters.get(target.name))
+        targets.append({
+            "cluster": target.name, "clusterReady": ready, "health": b.health_of(item),
+            "jobId": reflected_run(item)[0] or None,
+            "jobState": job_status.get("state") if isinstance(job_status, dict) else None,
+            "unhealthySince": _time(unhealthy_since), "evictionAt": _time(eviction),
+            "evictionIn": _seconds_until(eviction, now)})
+    evictions = []
+    for task in b.eviction_tasks(binding):
+        evictions.append({
+            "fromCluster": task["fromCluster"], "reason": task.get("reason"), "purgeMode": task.get("purgeMode"),
+            "preservedState": task_state(binding, task) or None, "created": task.get("creationTimestamp"),
+            "producer": task.get("producer")})
+    moves = [move.as_json() for move in read_history(binding).moves[-SHOWN_MOVES:]]
+    view: dict[str, Any] = {
+        "workload": workload_name(binding), "kind": resource.get("kind"), "binding": b.object_ref(binding).name,
+        "placement": [target.name for target in b.target_clusters(binding)],
+        "tolerationSeconds": toleration, "purgeMode": application.get("purgeMode"),
+        "targets": targets, "evictions": evictions, "restore": _restore(subject, restore, storage, restore_problem),
+        "history": list(reversed(moves)), "at": format_time(now)}
+    return view
+
+
+def render_table(views: Sequence[Mapping[str, Any]]) -> str:
+    """The views as a person reads them: one block per workload, aligned columns, newest moves first."""
+    if not views:
+        return "no workload under a stateful failover policy\n"
+    blocks = []
+    for view in views:
+        lines = [f"{view['workload']} ({view.get('kind') or '?'})  placed on: "
+                 f"{', '.join(view['placement']) or 'nothing (being rescheduled)'}"
+                 f"  toleration: {_or(view.get('tolerationSeconds'))}s  purge: {_or(view.get('purgeMode'))}"]
+        rows = [("TARGET", "CLUSTER", "HEALTH", "JOB", "JOB STATE", "UNHEALTHY SINCE", "EVICTION AT")]
+        for target in view["targets"]:
+            eviction = target["evictionAt"]
+            if eviction and target["evictionIn"] is not None:
+                eviction += f" (in {target['evictionIn']}s)" if target["evictionIn"] > 0 else " (due)"
+            rows.append((target["cluster"], "Ready" if target["clusterReady"] else "NotReady", target["health"],
+                         _short(target["jobId"]), _or(target["jobState"]), _or(target["unhealthySince"]),
+                         _or(eviction)))
+        lines += _columns(rows)
+        if view["evictions"]:
+            rows = [("EVICTION FROM", "REASON", "PURGE", "PRESERVED STATE", "SINCE")]
+            for task in view["evictions"]:
+                state = ", ".join(f"{key.rpartition('/')[2]}={_short(value)}"
+                                  for key, value in sorted((task["preservedState"] or {}).items()))
+                rows.append((task["fromCluster"], _or(task["reason"]), _or(task["purgeMode"]), state or NONE,
+                             _or(task["created"])))
+            lines += _columns(rows)
+        else:
+            lines.append("  no eviction in flight")
+        restore = view["restore"]
+        if restore.get("path"):
+            fallback = f", fallback {restore['fallback']}" if restore.get("fallback") else ""
+            lines.append(f"  restore now: {restore['source']} {restore['path']}")
+            lines.append(f"    job {_short(restore.get('jobId'))} ({restore.get('jobIdFrom')}), storage "
+                         f"{restore.get('storage') or NONE}{fallback}")
+        else:
+            lines.append(f"  restore now: nothing ({restore.get('reason') or 'no job id known'})")
+        if view["history"]:
+            rows = [("HISTORY AT", "MOVE", "FROM", "TO", "JOB", "RESTORED FROM")]
+            for move in view["history"]:
+                rows.append((move["at"], move["kind"], move["from"], ",".join(move.get("to") or ()) or NONE,
+                             _short(move.get("jobId")), move.get("restore") or NONE))
+            lines += _columns(rows)
+        else:
+            lines.append("  no failover recorded")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def _restore(subject: RestoreSubject | None, result: LookupResult | None, storage: str,
+             problem: str) -> dict[str, Any]:
+    if subject is None:
+        return {"outcome": None, "reason": problem or "no job id known for this workload"}
+    view: dict[str, Any] = {"jobId": subject.job_id, "jobIdFrom": subject.source}
+    if result is None:
+        return {**view, "outcome": None, "reason": problem or "no lookup"}
+    view.update(outcome=result.outcome.value, path=result.path, source=result.source or None,
+                fallback=result.fallback or None, reason=result.reason or None,
+                storage=storage if result.path else None)
+    return view
+
+
+def _time(moment: datetime | None) -> str | None:
+    return format_time(moment) if moment is not None else None
+
+
+def _seconds_until(moment: datetime | None, now: datetime) -> int | None:
+    return max(int((moment - now).total_seconds()), 0) if moment is not None else None
+
+
+def _short(job_id: Any) -> str:
+    """A job id as a person compares it: its first 8 hex digits (`-o json` has it whole)."""
+    return f"{job_id[:8]}…" if isinstance(job_id, str) and len(job_id) > 8 else (job_id or NONE)
+
+
+def _or(value: Any) -> str:
+    return NONE if value is None or value == "" else str(value)
+
+
+def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]

@@ -1,0 +1,79 @@
+"""The view of `failover-relay status` (failover/reconcile/status_view.py), computed without any server: timers, tasks in
+flight, the state a new copy would restore (looked up in a real directory tree with the relay's settings) and the
+history."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from failover.core.api import DEFAULT_JOB_ID_LABEL
+from failover.state.restore import PREVIOUS_JOB_ID
+from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_view
+from relay.settings import SavepointSettings
+from relay.status import open_storage
+from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
+from tests.failover.state.test_history import ROTATED, failed_over, reconcile
+
+TEMPLATE: dict[str, Any] = {
+    "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+    "metadata": {"name": "foo", "namespace": "default"},
+    "spec": {"job": {"jarURI": "local:///opt/flink/job.jar", "upgradeMode": "stateless"}}}
+READY = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+CLUSTERS = {"member1": READY, "member2": READY}
+
+
+def test_an_unhealthy_target_shows_since_when_and_when_it_will_be_evicted() -> None:
+    binding = reconcile(flink_binding(), 0)
+    set_health(binding, "member1", "Unhealthy")
+    binding = reconcile(binding, 5)
+    [target] = workload_view(binding, CLUSTERS, at(20))["targets"]
+    assert (target["cluster"], target["health"], target["clusterReady"]) == ("member1", "Unhealthy", True)
+    assert (target["unhealthySince"], target["evictionAt"], target["evictionIn"]) == (
+        "2025-03-01T12:00:05Z", "2025-03-01T12:01:05Z", 45)
+    assert target["jobId"] == JOB_ID
+
+
+def test_a_failover_in_flight_shows_its_task_its_state_and_the_restore_a_new_copy_would_get(tmp_path: Path) -> None:
+    binding = failed_over()  # the rotated run preserved, nothing stored for it; the first run checkpointed
+    (tmp_path / JOB_ID / "chk-41").mkdir(parents=True)
+    (tmp_path / JOB_ID / "chk-41" / "_metadata").write_bytes(b"flink")
+    storage = open_storage(SavepointSettings(checkpoint_root=f"file://{tmp_path}"))
+    assert storage is not None
+
+    subject = restore_subject(binding, TEMPLATE, DEFAULT_JOB_ID_LABEL)
+    assert subject is not None and subject.job_id == ROTATED and subject.source == "eviction task from member1"
+    profile = next(iter(p for p in storage.profiles.values() if p.kind == "FlinkDeployment"))
+    result, root = storage.look_up(profile, subject.obj, "default")
+    view = workload_view(binding, CLUSTERS, at(80), subject, result, root)
+
+    assert view["placement"] == [] and view["tolerationSeconds"] == 60 and view["purgeMode"] == "Directly"
+    [task] = view["evictions"]
+    assert (task["fromCluster"], task["purgeMode"], task["preservedState"]) == (
+        "member1", "Directly", {DEFAULT_JOB_ID_LABEL: ROTATED})
+    assert view["restore"]["path"] == f"file://{tmp_path}/{JOB_ID}/chk-41"
+    assert view["restore"]["fallback"] == PREVIOUS_JOB_ID and view["restore"]["storage"] == f"file://{tmp_path}"
+    assert [move["kind"] for move in view["history"]] == ["failover"]
+    table = render_table([view])
+    for text in ("default/foo (FlinkDeployment)", "nothing (being rescheduled)", "EVICTION FROM", "Directly",
+                 "failover-jobid=01234567…", f"file://{tmp_path}/{JOB_ID}/chk-41", "fallback previous-job-id",
+                 "HISTORY AT", "failover"):
+        assert text in table, text
+
+
+def test_without_a_job_id_or_storage_the_view_says_why_and_the_table_still_reads() -> None:
+    binding = flink_binding()
+    binding["status"]["aggregatedStatus"][0]["status"] = {}
+    assert restore_subject(binding, TEMPLATE, DEFAULT_JOB_ID_LABEL) is None
+    view = workload_view(binding, {}, at(0), restore_problem="no checkpoint root configured")
+    assert view["restore"] == {"outcome": None, "reason": "no checkpoint root configured"}
+    assert view["targets"][0]["clusterReady"] is False
+    assert "restore now: nothing (no checkpoint root configured)" in render_table([view])
+    assert render_table([]) == "no workload under a stateful failover policy\n"
+
+
+def test_only_a_policy_that_preserves_state_is_stateful() -> None:
+    stateless = copy.deepcopy(flink_binding())
+    del stateless["spec"]["failover"]["application"]["statePreservation"]
+    assert is_stateful(flink_binding()) and not is_stateful(stateless)

@@ -1,0 +1,150 @@
+"""The failover history on the binding (failover/state/history.py): recorded from what the other decisions wrote, bounded,
+never duplicated by a retry or a restart, and turned into the restore hints of a new copy."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import jsonpatch
+
+from failover.reconcile.application_failover import decide_application_failover
+from failover.reconcile.decision import DecisionSettings
+from failover.state.history import (
+    DEAD_CLUSTER_RETURN,
+    FAILBACK,
+    FAILOVER,
+    HISTORY_ANNOTATION,
+    MAX_BYTES,
+    MAX_MOVES,
+    MAX_RUNS,
+    decide_history,
+    read_history,
+    restore_hints,
+    returned_cluster_patch,
+)
+from failover.state.last_state import decide_last_state
+from failover.state.preserved_state import plan_work_labels
+from failover.state.savepoint import PREVIOUS_JOB_IDS_ANNOTATION, UPGRADE_SAVEPOINT_PATH_ANNOTATION
+from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health, stamp
+from tests.support import merge_patch
+
+LABEL = "application.karmada.io/failover-jobid"
+ROTATED = "0123456789abcdef0123456789abcdef"
+SETTINGS = DecisionSettings()
+RESTORE = f"file:///state/default/{JOB_ID}/chk-41"
+
+
+def reconcile(binding: dict[str, Any], now: float, works: list[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The loop's passes that matter here, in its order, each applied as the apiserver would."""
+    binding = merge_patch(binding, decide_application_failover(binding, SETTINGS, at(now)).patch)
+    binding = merge_patch(binding, decide_last_state(binding, at(now)))
+    return merge_patch(binding, decide_history(binding, works, at(now)))
+
+
+def work(cluster: str, path: str | None) -> dict[str, Any]:
+    manifest: dict[str, Any] = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+                                "metadata": {"name": "foo", "namespace": "default"}}
+    if path:
+        manifest["spec"] = {"job": {"initialSavepointPath": path}}
+    return {"metadata": {"name": "foo", "namespace": f"karmada-es-{cluster}"},
+            "spec": {"workload": {"manifests": [manifest]}}}
+
+
+def failed_over() -> dict[str, Any]:
+    """member1 ran JOB_ID, then a rotated run started (its id in the status) that went Unhealthy; evicted at 70 s."""
+    binding = reconcile(flink_binding(), 0)
+    set_health(binding, "member1", "Unhealthy", {"jobStatus": {
+        "jobId": ROTATED, "state": "RECONCILING", "upgradeSavepointPath": RESTORE}})
+    binding = reconcile(binding, 5)
+    return reconcile(binding, 70)
+
+
+def test_a_failover_is_recorded_once_with_the_preserved_job_id_then_where_it_went_and_its_restore_path() -> None:
+    binding = failed_over()
+    [move] = read_history(binding).moves
+    assert (move.kind, move.from_cluster, move.at, move.job_id, move.to) == (FAILOVER, "member1", at(70), ROTATED, ())
+    assert move.reason == "ApplicationFailure"
+
+    assert decide_history(binding, [], at(71)) is None  # a retry or a restart: nothing to add
+    binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]  # the scheduler placed it
+    binding = merge_patch(binding, decide_history(binding, [work("member2", None)], at(72)))
+    assert read_history(binding).moves[0].to == ("member2",)
+    binding = merge_patch(binding, decide_history(binding, [work("member2", RESTORE)], at(73)))
+    assert read_history(binding).moves[0].restore == RESTORE
+    assert decide_history(binding, [work("member2", RESTORE)], at(500)) is None
+
+
+def test_every_run_karmada_reflected_is_kept_newest_first_with_its_start_path() -> None:
+    runs = read_history(failed_over()).runs
+    assert [(run.job_id, run.cluster, run.seen) for run in runs] == [(ROTATED, "member1", at(5)),
+                                                                    (JOB_ID, "member1", at(0))]
+    assert runs[0].upgrade_savepoint_path == RESTORE and not runs[1].upgrade_savepoint_path
+
+
+def test_restore_hints_name_the_earlier_runs_and_the_failed_runs_start_path() -> None:
+    binding = failed_over()
+    assert restore_hints(binding, {LABEL: ROTATED}) == {PREVIOUS_JOB_IDS_ANNOTATION: JOB_ID,
+                                                        UPGRADE_SAVEPOINT_PATH_ANNOTATION: RESTORE}
+    assert restore_hints(binding, {LABEL: JOB_ID}) == {PREVIOUS_JOB_IDS_ANNOTATION: ROTATED}
+    assert restore_hints(binding, {LABEL: "../../etc"}) == {}
+    assert restore_hints(flink_binding(), {LABEL: ROTATED}) == {}
+
+
+def test_a_failback_and_a_dead_clusters_return_are_moves_too_and_the_return_is_recorded_once() -> None:
+    binding = failed_over()
+    binding["spec"]["gracefulEvictionTasks"].append({
+        "fromCluster": "member2", "reason": "Failback", "producer": "failover-relay-failback",
+        "purgeMode": "Directly", "creationTimestamp": stamp(900)})
+    binding = merge_patch(binding, decide_history(binding, [], at(900)))
+    patch = returned_cluster_patch(binding, ["member3"], at(950))
+    binding = merge_patch(binding, patch)
+    assert [move.kind for move in read_history(binding).moves] == [FAILOVER, FAILBACK, DEAD_CLUSTER_RETURN]
+    assert decide_history(binding, [], at(960)) is None
+
+
+def test_the_history_is_bounded_in_count_and_bytes_and_keeps_the_newest() -> None:
+    binding = flink_binding()
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {"fromCluster": f"member{i}", "reason": "ApplicationFailure" + "x" * 2000, "creationTimestamp": stamp(i)}
+        for i in range(3 * MAX_MOVES)]
+    for i in range(3 * MAX_RUNS):
+        set_health(binding, "member1", "Healthy", {"jobStatus": {"jobId": f"{i:032x}",
+                                                                 "upgradeSavepointPath": "/p" * 2000}})
+        binding = merge_patch(binding, decide_history(binding, [], at(i)))
+    history = read_history(binding)
+    assert len(history.moves) == MAX_MOVES and history.moves[-1].from_cluster == f"member{3 * MAX_MOVES - 1}"
+    assert len(history.runs) == MAX_RUNS and history.runs[0].job_id == f"{3 * MAX_RUNS - 1:032x}"
+    assert len(binding["metadata"]["annotations"][HISTORY_ANNOTATION].encode()) <= MAX_BYTES
+
+
+def test_an_unstamped_task_waits_for_its_stamp_and_a_hostile_annotation_is_read_as_far_as_it_goes() -> None:
+    binding = flink_binding()
+    binding["spec"]["gracefulEvictionTasks"] = [{"fromCluster": "member1", "reason": "TaintUntolerated"}]
+    assert not read_history(merge_patch(binding, decide_history(binding, [], at(0)))).moves
+    for raw in ("not json", "[]", json.dumps({"moves": [1, {"at": "x"}], "runs": "no"}),
+                json.dumps({"moves": [{"at": stamp(1), "kind": "failover", "from": "m", "to": "m2"}]})):
+        hostile = copy.deepcopy(binding)
+        hostile["metadata"]["annotations"][HISTORY_ANNOTATION] = raw
+        assert isinstance(read_history(hostile).moves, tuple)
+        decide_history(hostile, [], at(2))
+
+
+def test_a_binding_being_deleted_is_left_alone() -> None:
+    binding = flink_binding()
+    binding["metadata"]["deletionTimestamp"] = stamp(0)
+    assert decide_history(binding, [], at(1)) is None
+
+
+def test_the_new_copys_manifest_gets_the_restore_hints_beside_the_preserved_label() -> None:
+    binding = failed_over()
+    binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
+    new_work = work("member2", None)
+    plan = plan_work_labels(new_work, binding)
+    assert plan.labels == {LABEL: ROTATED}
+    assert plan.annotations == {PREVIOUS_JOB_IDS_ANNOTATION: JOB_ID, UPGRADE_SAVEPOINT_PATH_ANNOTATION: RESTORE}
+    patched = jsonpatch.apply_patch(new_work, list(plan.patch))
+    metadata = patched["spec"]["workload"]["manifests"][0]["metadata"]
+    assert metadata["labels"] == {LABEL: ROTATED} and metadata["annotations"] == plan.annotations
+    assert plan_work_labels(patched, binding).patch == ()  # applied twice: the same object
