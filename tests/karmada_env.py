@@ -107,8 +107,9 @@ LOOPBACK = "127.0.0.1"
 KARMADA = "karmada"
 DEFAULT_MEMBERS = ("member1", "member2", "member3")
 
-# karmada-controller-manager beside the relay: the three controllers the relay replaces are off (README "Reconcile
-# loop"). Failover=true turns on the taint manager (cluster failover); Karmada itself only adds NoSchedule taints.
+# karmada-controller-manager beside the relay: the three controllers the relay replaces are off (docs/operations.md
+# "Turning off the Karmada controllers failover-relay replaces"). Failover=true turns on the taint manager (cluster
+# failover); Karmada itself only adds NoSchedule taints.
 RELAY_CONTROLLERS = "*,-applicationFailover,-gracefulEviction,-workloadRebalancer"
 KARMADA_CONTROLLERS = "*"
 RELAY_GATES = "Failover=true"
@@ -1029,7 +1030,7 @@ class KarmadaEnv:
         self.kubectl("apply", "-f", "-", input=rendered.stdout)
         self._registered.add("failover-relay")
         # Registered means the apiserver calls it: a policy only the relay refuses (statePreservation with a
-        # Gracefully purge, README "Policy admission") is refused.
+        # Gracefully purge, docs/design.md "Policy admission") is refused.
         probe = json.dumps({
             "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
             "metadata": {"name": "relay-registration-probe", "namespace": "default"},

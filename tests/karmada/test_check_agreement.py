@@ -2,7 +2,7 @@
 
 For every object of the corpus (tests/relay/test_check_karmada.py: each class issue 14 lists), three answers:
 `kubectl apply --dry-run=server`, `failover-relay check --server`, and the offline `check` with the bundled
-schemas. `check --server` must agree with kubectl; the offline check may be stricter only where the README says so
+schemas. `check --server` must agree with kubectl; the offline check may be stricter only where docs/design.md says so
 (a legacy purge-mode name, which the relay's /mutate rewrites on a live write, is an error offline) and must never
 call allowed what Karmada refuses.
 """
@@ -26,7 +26,8 @@ from tests.relay.test_check_karmada import CORPUS
 pytestmark = pytest.mark.karmada
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# Stricter offline by design (README "What Karmada v1.19 itself refuses"): the relay's /mutate rewrites these.
+# Stricter offline by design (docs/design.md "What Karmada v1.19 itself refuses, and `check` reports"): the relay's
+# /mutate rewrites these.
 REWRITTEN_BY_THE_RELAY = {"legacy-graciously", "legacy-immediately", "legacy-cluster-section"}
 SCHEMAS = bundled()
 
