@@ -14,7 +14,8 @@
 {
 set -euo pipefail
 
-# Pinned: the chart tests and the README's `helm` commands are checked with this release. Bump it deliberately.
+# Pinned: the chart tests and the `helm` commands of docs/operations.md are checked with this release. Bump it
+# deliberately.
 HELM_VERSION="${HELM_VERSION:-v3.21.4}"
 
 for arg in "$@"; do
