@@ -120,7 +120,7 @@ def main() -> int:
 def set_up(workdir: Path, kopf_python: Path, before: Path | None) -> tuple[dict[str, Path], str, dict[str, Server]]:
     """The bodies, the checkpoint tree (and its newest checkpoint), the certificates and the servers, in `workdir`;
     shared with bench/server_instructions.py, so both benchmarks run the same servers on the same inputs."""
-    from certs.store import ensure_certificates
+    from certs.serving import ensure_certificates
 
     workdir.mkdir(parents=True, exist_ok=True)
     body_files = bodies.write_bodies(workdir)
@@ -137,7 +137,7 @@ def set_up(workdir: Path, kopf_python: Path, before: Path | None) -> tuple[dict[
 
 def write_cert_manager_files(cert_dir: Path) -> Path:
     """A cert dir as a cert-manager Certificate's Secret mounts it on a member cluster: tls.crt, tls.key and ca.crt
-    of a CA that is not the relay's, no ca.key (certs/store.py then serves the files as they are)."""
+    of a CA that is not the relay's, no ca.key (certs/serving.py then serves the files as they are)."""
     from certs.authority import generate_ca, generate_serving_certificate
     from certs.names import serving_names
 

@@ -1,12 +1,10 @@
 """The names the serving certificate must cover: every name the apiserver, the dev loop and readiness may dial.
 
 Apart from `certs.authority` (which issues certificates with `cryptography`) because the external-certificate path
-checks the same service and namespace without issuing anything.
+checks the same service and namespace (both or neither) without issuing anything.
 """
 
 from __future__ import annotations
-
-from failover.core.names import is_dns_label
 
 # Names the server answers to in every mode: the local dev loop (`https://127.0.0.1:9443`, `localhost`) and the
 # readiness self-dial over IPv4 or IPv6.
@@ -22,15 +20,14 @@ def serving_names(service: str | None, namespace: str | None) -> tuple[tuple[str
     clientConfig, the one kopf's certificates miss (kopf #785).
 
     A Service without a namespace (or the reverse) is refused rather than silently ignored: the certificate would
-    lack the names the apiserver dials and every admission call would fail with an x509 error.
+    lack the names the apiserver dials and every admission call would fail with an x509 error. The two are taken as
+    they are: that each is a Kubernetes name (an RFC 1123 label) is checked where they are read, with the other
+    settings (relay/settings.py, `check_settings`), so this module needs no rule of the domain's.
     """
     if (service is None) != (namespace is None):
         raise ValueError("service and namespace go together: give both, or neither for local names only")
     dns_names: list[str] = []
     if service is not None and namespace is not None:
-        for label, what in ((service, "service"), (namespace, "namespace")):
-            if not is_dns_label(label):
-                raise ValueError(f"{what} {label!r} is not a valid Kubernetes name (RFC 1123 label)")
         dns_names += [
             service,
             f"{service}.{namespace}",

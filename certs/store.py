@@ -1,4 +1,4 @@
-"""The certificate directory: which files are there, whose they are, and when they are renewed.
+"""The certificate directory: which files are there, whose they are, and reading them safely.
 
 A cert dir holds the names cert-manager and controller-runtime use, so a cert-manager Secret can be mounted as-is:
 
@@ -8,10 +8,10 @@ A cert dir holds the names cert-manager and controller-runtime use, so a cert-ma
   marks the directory as ours: a directory that holds certificate files but neither came from elsewhere and is used
   exactly as it is, never written to.
 
-Issuing, renewing and repairing our own CA and serving certificate (with CA overlap) is certs/managed.py, which with
-certs/authority.py alone imports `cryptography` (~8.6 MiB of RSS), on that path only. Files from elsewhere, as a
-member cluster's relay serves them, are read with the standard library: certs/der.py for the names and the expiry,
-OpenSSL through `ssl` for the certificates as a whole and the key.
+Which of the two a directory gets is certs/serving.py (`ensure_certificates`); issuing, renewing and repairing our
+own CA and serving certificate is certs/managed.py, built on this module. Files from elsewhere, as a member cluster's
+relay serves them, are read here with the standard library alone: certs/der.py for the names and the expiry, OpenSSL
+through `ssl` for the certificates as a whole and the key.
 """
 
 from __future__ import annotations
@@ -21,11 +21,10 @@ import ssl
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from certs.der import CertificateFields, DerError, read_pem_certificates
-from certs.names import serving_names
 
 CA_CERT_NAME = "ca.crt"
 CA_KEY_NAME = "ca.key"
@@ -34,15 +33,6 @@ NEXT_CA_CERT_NAME = "next-ca.crt"
 NEXT_CA_KEY_NAME = "next-ca.key"
 CERT_NAME = "tls.crt"
 KEY_NAME = "tls.key"
-
-# Lifetimes. Kyverno, which self-manages the same kind of webhook CA, uses CA 1 y and leaf 150 d renewed 15 d
-# before expiry. We keep its CA year (rotating the CA touches every webhook configuration's caBundle, so it should
-# be rare) but shorten the leaf to cert-manager's default Certificate duration, 90 d, and renew with cert-manager's
-# default margin of a third of it, 30 d: a failing renewal then has a month of daily checks to be noticed before
-# anything expires, instead of Kyverno's 15 days.
-DEFAULT_CA_VALIDITY = timedelta(days=365)
-DEFAULT_CERT_VALIDITY = timedelta(days=90)
-DEFAULT_RENEW_BEFORE = timedelta(days=30)
 
 CA_COMMON_NAME = "failover-relay-ca"
 
@@ -70,7 +60,7 @@ class CertificateFilesInvalid(CertificateError):
 
 @dataclass(frozen=True)
 class CertificateFiles:
-    """Where the serving certificate is, and what ``ensure_certificates`` did to get it.
+    """Where the serving certificate is, and what ``ensure_certificates`` (certs/serving.py) did to get it.
 
     ``ca_file`` is None only for external files that come without a ``ca.crt``. ``managed`` says we issued the
     files (and may rewrite them); ``renewed`` says this call wrote a new serving certificate; ``repairs`` says, one
@@ -84,41 +74,6 @@ class CertificateFiles:
     managed: bool
     renewed: bool
     repairs: tuple[str, ...] = field(default=())
-
-
-def ensure_certificates(
-    cert_dir: Path,
-    service: str | None,
-    namespace: str | None,
-    now: datetime,
-    ca_valid_for: timedelta = DEFAULT_CA_VALIDITY,
-    cert_valid_for: timedelta = DEFAULT_CERT_VALIDITY,
-    renew_before: timedelta = DEFAULT_RENEW_BEFORE,
-) -> CertificateFiles:
-    """Make sure ``cert_dir`` holds a usable serving certificate for the Service (or only local names).
-
-    - Files from elsewhere (``tls.crt``/``tls.key`` without ``ca.key``, e.g. cert-manager) are checked to be
-      readable and to match, then used as they are: whoever issued them renews them.
-    - Our own files are reused while the leaf is signed by the current CA, is more than ``renew_before`` from
-      expiry and covers every requested name; otherwise a new leaf is issued. The CA is renewed when missing or
-      within ``renew_before`` of its own expiry (and then the leaf with it).
-    - Our own files that do not parse or do not match are reissued rather than refused: the only way to get there
-      is a crash between writing a key and its certificate, and that must not keep the server down.
-    """
-    if now.tzinfo is None or now.utcoffset() is None:
-        raise ValueError("now must be timezone-aware (certificate times are UTC)")
-    if renew_before >= cert_valid_for or renew_before >= ca_valid_for:
-        # Otherwise every call would find a fresh certificate already inside its renewal window and reissue it.
-        raise ValueError("renew_before must be shorter than both cert_valid_for and ca_valid_for")
-    dns_names, ip_addresses = serving_names(service, namespace)
-    directory = CertDir(cert_dir)
-    if directory.is_external():
-        return _use_external(directory)
-    # Imported here: issuing, renewing and repairing our own certificates needs `cryptography`, which a relay
-    # serving certificates from elsewhere (a member cluster's cert-manager Secret) never loads.
-    from certs.managed import ensure_managed
-
-    return ensure_managed(directory, dns_names, ip_addresses, now, ca_valid_for, cert_valid_for, renew_before)
 
 
 def read_ca_bundle(cert_dir: Path) -> bytes:
@@ -210,7 +165,8 @@ def _names_our_ca(path: Path, *, subject: bool) -> bool:
     return CA_COMMON_NAME in (first.subject_common_names if subject else first.issuer_common_names)
 
 
-def _use_external(directory: CertDir) -> CertificateFiles:
+def use_external(directory: CertDir) -> CertificateFiles:
+    """Files from elsewhere, checked to be readable and to match, used as they are: whoever issued them renews them."""
     for path in (directory.cert, directory.key):
         if not path.exists():
             raise CertificateFilesInvalid(

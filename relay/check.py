@@ -19,7 +19,6 @@ version the schemas do not know (reported with its location; the other files are
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, TextIO
@@ -34,7 +33,7 @@ from failover.admission.registry import VALIDATORS, group_kind_of
 from failover.admission.schema import defaulted, schema_findings, unknown_fields
 from failover.core.verdict import Finding, Findings, Verdict
 from relay.documents import Unreadable, documents, manifest_files
-from relay.schemas import SchemaSet, SchemaSourceError, bundled, from_directory
+from relay.schemas import SchemaSet, bundled
 
 EXIT_OK, EXIT_DENIED, EXIT_UNREADABLE = 0, 1, 2
 DEFAULT_NAMESPACE = "default"
@@ -188,24 +187,3 @@ def run_objects(paths: list[Path], check: Checker, out: TextIO, err: TextIO) -> 
     if unreadable:
         return EXIT_UNREADABLE
     return EXIT_DENIED if denied else EXIT_OK
-
-
-def run_check_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """`failover-relay check` and `failover-relay test`: pick the schema source, then check or run the cases."""
-    from relay.server_check import ServerCheckError
-    from relay.testcases import run_test_dirs
-
-    try:
-        if args.server:
-            check = server_checker(args.kubeconfig, args.namespace)
-        elif args.rules_only:
-            print(RULES_ONLY_NOTE, file=err)
-            check = local_checker(None, args.namespace)
-        else:
-            check = local_checker(from_directory(args.crds) if args.crds else bundled(), args.namespace)
-        if args.command == "test":
-            return run_test_dirs(args.paths, check, out, err)
-        return run_objects(args.paths, check, out, err)
-    except (SchemaSourceError, ServerCheckError) as error:
-        print(f"failover-relay: {error}", file=err)
-        return EXIT_UNREADABLE

@@ -117,9 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in ("check", "test"):
-        from relay.check import run_check_command
-
-        return run_check_command(args, sys.stdout, sys.stderr)
+        return _check(args)
     if args.command == "legacy-purge-modes":
         from relay.migration import run_legacy_purge_modes
 
@@ -150,6 +148,29 @@ def _add_check_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", type=Path, help="with --server (default: $KUBECONFIG, ~/.kube/config)")
     parser.add_argument("-n", "--namespace", default="default",
                         help="namespace of objects that name none, as kubectl -n (default: default)")
+
+
+def _check(args: argparse.Namespace) -> int:
+    """`failover-relay check` and `failover-relay test`: pick the schema source, then check or run the cases."""
+    from relay.check import EXIT_UNREADABLE, RULES_ONLY_NOTE, local_checker, run_objects, server_checker
+    from relay.schemas import SchemaSourceError, bundled, from_directory
+    from relay.server_check import ServerCheckError
+    from relay.testcases import run_test_dirs
+
+    try:
+        if args.server:
+            check = server_checker(args.kubeconfig, args.namespace)
+        elif args.rules_only:
+            print(RULES_ONLY_NOTE, file=sys.stderr)
+            check = local_checker(None, args.namespace)
+        else:
+            check = local_checker(from_directory(args.crds) if args.crds else bundled(), args.namespace)
+        if args.command == "test":
+            return run_test_dirs(args.paths, check, sys.stdout, sys.stderr)
+        return run_objects(args.paths, check, sys.stdout, sys.stderr)
+    except (SchemaSourceError, ServerCheckError) as error:
+        print(f"failover-relay: {error}", file=sys.stderr)
+        return EXIT_UNREADABLE
 
 
 def _settings(args: argparse.Namespace, **fixed: object) -> Settings:

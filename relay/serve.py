@@ -12,7 +12,7 @@ import structlog
 from aiohttp import web
 
 from certs.reload import ReloadingSSLContext
-from certs.store import ensure_certificates
+from certs.serving import ensure_certificates
 from failover.core.api import GroupKind
 from failover.state.checkpoints import LayoutError
 from failover.state.profiles import ProfileError, load_profiles

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
+from failover.core.names import is_dns_label
 from failover.reconcile.decision import DecisionSettings
 from failover.state.profiles import ProfileError, load_profiles
 from failover.state.savepoint import LOOKUP_CACHE_TTL_SECONDS, LOOKUP_DEADLINE_SECONDS, FailureMode
@@ -423,6 +424,10 @@ def check_settings(settings: Settings) -> None:
         for name in entry.path:
             value = getattr(value, name)
         _check_bounds(entry, value)
+    for key, name in (("server.serviceName", settings.service_name), ("server.namespace", settings.namespace)):
+        # certs/names.py spells the certificate's Service names from these as they are.
+        if name is not None and not is_dns_label(name):
+            raise SettingsError(f"{key} {name!r} is not a valid Kubernetes name (RFC 1123 label)")
     if bool(settings.service_name) != bool(settings.namespace):
         raise SettingsError("serviceName and namespace go together (they make the certificate's Service names)")
     savepoint = settings.savepoint

@@ -21,13 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, TextIO
+from typing import Any, Mapping, TextIO
 
 from failover.admission.registry import DEFAULTERS, group_kind_of
+from relay.check import Checker
 from relay.documents import Unreadable, documents, documents_in, read_text
-
-if TYPE_CHECKING:
-    from relay.check import Checker
 
 TEST_FILE = "failover-relay-test.yaml"
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
@@ -123,7 +121,7 @@ def _find(objects: list[Mapping[str, Any]], expected: Expectation) -> Mapping[st
     return None
 
 
-def failures(obj: Mapping[str, Any], expected: Expectation, check: "Checker") -> list[str]:
+def failures(obj: Mapping[str, Any], expected: Expectation, check: Checker) -> list[str]:
     """What differs between the expectation and what `check` and `/mutate` say of `obj` (empty: it holds)."""
     result = check(obj)
     problems = []
@@ -143,7 +141,7 @@ def failures(obj: Mapping[str, Any], expected: Expectation, check: "Checker") ->
     return problems
 
 
-def run_test_dirs(directories: list[Path], check: "Checker", out: TextIO, err: TextIO) -> int:
+def run_test_dirs(directories: list[Path], check: Checker, out: TextIO, err: TextIO) -> int:
     failed = unusable = False
     passed = total = 0
     for directory in directories:

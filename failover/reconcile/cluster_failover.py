@@ -2,9 +2,10 @@
 
 Karmada's taint manager (`pkg/controllers/cluster/taint_manager.go` `syncBindingEviction`) evicts a workload from a
 cluster with an untolerated NoExecute taint, but computes `preservedLabelState` from
-`failover.cluster.statePreservation` only under the alpha gate `StatefulFailoverInjection` (F3 in our findings). This
-decision fills it into such a task, with the rules of `spec.failover.cluster` (Karmada copies them from the policy
-into the binding), from, in this order:
+`failover.cluster.statePreservation` only under the alpha gate `StatefulFailoverInjection`, off by default
+(`pkg/features/features.go`): without the gate a cluster failover carries no state. This decision fills it into such
+a task, with the rules of `spec.failover.cluster` (Karmada copies them from the policy into the binding), from, in
+this order:
 
 1. an earlier task's state when the evicted copy was the replacement of that earlier failover and never became
    healthy (Karmada issue #6232, as for application failover);

@@ -17,8 +17,9 @@ Karmada never moves a workload back by itself: a WorkloadRebalancer has to be cr
   stayed Ready is not a recovery and never fails back (the cluster's Ready transition predates the eviction).
 
 How a workload moves back depends on its placement, because a WorkloadRebalancer alone neither carries state (it
-writes no eviction task: F2) nor moves a single-cluster placement (Karmada's `ClusterLocality` score keeps the
-current cluster, `pkg/scheduler/framework/plugins/clusterlocality/cluster_locality.go`: F1):
+writes no eviction task, so nothing preserves the job id) nor moves a single-cluster placement (Karmada's
+`ClusterLocality` score keeps the current cluster,
+`pkg/scheduler/framework/plugins/clusterlocality/cluster_locality.go`):
 
 - a single-cluster placement (spread `maxGroups: 1`, or every affinity naming one cluster) is moved by an eviction of
   its current cluster, exactly as a failover: `purgeMode: Directly` (the old copy is deleted before the new one is

@@ -13,7 +13,7 @@ The decision has two pure halves around the storage lookup the caller does in be
   present ones, missing parents created once), warnings and audit annotations, or into the configured failure answer
   (fail-open: admit unchanged with a warning; fail-closed: deny with the reason).
 
-For the Flink operator's kinds (reference user-needs section 3):
+For the Flink operator's kinds (apache/flink-kubernetes-operator: `AbstractFlinkResourceReconciler`, `JobSpec`):
 - only `initialSavepointPath` is needed: before the first deployment the operator restores from it whatever
   `upgradeMode` says. `upgradeMode` goes from `stateless` to `savepoint` (so the next upgrade keeps the state) only
   when the operator's validator accepts the result for every operator generation (`flink_config.py`).

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from certs.store import DEFAULT_CERT_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
+from certs.serving import DEFAULT_CERT_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
 from tests.certs.test_store import NOW, bundle, certificate
 
 

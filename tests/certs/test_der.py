@@ -16,7 +16,8 @@ from cryptography.x509.oid import NameOID
 
 from certs.authority import generate_ca, generate_serving_certificate
 from certs.der import DerError, pem_certificates, read_certificate, read_pem_certificates
-from certs.store import CertificateFilesInvalid, certificate_expiry, ensure_certificates, read_ca_bundle
+from certs.serving import ensure_certificates
+from certs.store import CertificateFilesInvalid, certificate_expiry, read_ca_bundle
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 # RFC 5280, 4.1.2.5: dates through 2049 are UTCTime, from 2050 GeneralizedTime.

@@ -14,7 +14,8 @@ from cryptography import x509
 
 from certs.authority import generate_ca, generate_serving_certificate
 from certs.reload import ReloadingSSLContext
-from certs.store import CertificateFilesInvalid, ensure_certificates
+from certs.serving import ensure_certificates
+from certs.store import CertificateFilesInvalid
 
 # The TLS client checks validity against the real clock, so these certificates are issued for the real time.
 NOW = datetime.now(timezone.utc)

@@ -19,7 +19,7 @@ import pytest
 import structlog
 from cryptography import x509
 
-from certs.store import DEFAULT_CERT_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
+from certs.serving import DEFAULT_CERT_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
 from relay.serve import RelayServer
 from relay.settings import Settings
 from tests.support import admission_review, client_tls, flink_policy, report

@@ -11,16 +11,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from certs.authority import generate_ca, generate_serving_certificate
-from certs.store import (
-    DEFAULT_CERT_VALIDITY,
-    DEFAULT_RENEW_BEFORE,
-    MAX_FILE_BYTES,
-    CertificateError,
-    CertificateFilesInvalid,
-    certificate_expiry,
-    ensure_certificates,
-    read_ca_bundle,
-)
+from certs.serving import DEFAULT_CERT_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
+from certs.store import MAX_FILE_BYTES, CertificateError, CertificateFilesInvalid, certificate_expiry, read_ca_bundle
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 FILES = ("ca.crt", "ca.key", "tls.crt", "tls.key")
@@ -419,7 +411,7 @@ def test_the_next_ca_is_trusted_a_renewal_window_before_it_signs(tmp_path):
 
     from cryptography import x509 as _x509
 
-    from certs.store import DEFAULT_CA_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
+    from certs.serving import DEFAULT_CA_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
 
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     first = ensure_certificates(tmp_path, None, None, start)

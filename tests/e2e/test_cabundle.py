@@ -18,7 +18,8 @@ from cryptography import x509
 from prometheus_client import CollectorRegistry
 
 from certs.authority import generate_ca
-from certs.store import ensure_certificates, read_ca_bundle
+from certs.serving import ensure_certificates
+from certs.store import read_ca_bundle
 from controllers.cabundle import (
     CERT_MANAGER,
     CERT_MANAGER_INJECT_ANNOTATION,

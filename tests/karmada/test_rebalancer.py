@@ -57,7 +57,7 @@ def test_rebalancer_is_stamped_and_karmada_reschedules(karmada_env: KarmadaEnv, 
         karmada.get(resource_path(REBALANCERS, "workloadrebalancers", f"{namespace}-once")), 30,
         "the rebalancer finished")
     assert [w["result"] for w in finished["status"]["observedWorkloads"]] == ["Successful"]
-    # A single-cluster placement scores the current cluster highest (ClusterLocality): it stays (finding F1).
+    # A single-cluster placement scores the current cluster highest (ClusterLocality): it stays.
     assert job.placed_on() == [member]
 
     karmada.create(resource_path(REBALANCERS, "workloadrebalancers"),

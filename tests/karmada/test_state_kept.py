@@ -42,7 +42,7 @@ def test_the_new_copy_follows_the_old_at_once_and_keeps_its_state_after_the_task
     assert watch.overlaps == [], f"two copies at once: {watch.overlaps[:3]}"
     assert gap < NEW_COPY_AFTER_OLD_GONE_SECONDS, f"new copy {gap:.2f} s after the old one was gone"
 
-    # The task ends once the new copy is Healthy; Karmada then rewrites the Work from the template (F7).
+    # The task ends once the new copy is Healthy; Karmada then rewrites the Work from the template (Karmada PR #7478).
     work_version = job.work(second)["metadata"]["resourceVersion"]
     job.run_healthy(second, new_job_id())
     env.wait_until(lambda: not job.eviction_tasks(), 30, "the eviction task ended")

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from cryptography import x509
 
-from certs.store import ensure_certificates
+from certs.serving import ensure_certificates
 from relay.cli import main
 from relay.manifests import (
     CERT_MANAGER_INJECT_ANNOTATION,

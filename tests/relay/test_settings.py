@@ -101,6 +101,18 @@ def test_bad_settings_name_the_key(tmp_path: Path, text: str, message: str) -> N
     assert message in str(raised.value)
 
 
+@pytest.mark.parametrize("service", ["Relay", "relay.evil", "-relay", "a" * 64, "", "relay/../x"])
+def test_service_name_that_is_not_a_dns_label_is_refused(service: str) -> None:
+    # The certificate's Service names are spelled from it as it is (certs/names.py).
+    with pytest.raises(SettingsError, match="server.serviceName .* is not a valid Kubernetes name"):
+        check_settings(Settings(service_name=service, namespace="karmada-system"))
+
+
+def test_namespace_that_is_not_a_dns_label_is_refused() -> None:
+    with pytest.raises(SettingsError, match="server.namespace 'Karmada' is not a valid Kubernetes name"):
+        check_settings(Settings(service_name="failover-relay", namespace="Karmada"))
+
+
 def test_flags_override_the_file_and_are_checked_again(tmp_path: Path) -> None:
     parser = argparse.ArgumentParser()
     add_setting_flags(parser, "server.port", "server.graceSeconds", "controllers.mode", "controllers.kubeconfig")

@@ -178,7 +178,8 @@ def test_policy_annotations_of_the_wrong_type_do_not_raise():
     assert decide_failback(cluster(), [binding], [policy("true")], OFF, at(400)).rebalancer is None
 
 
-# --- failback that carries state and actually moves back (F1, F2)
+# --- failback that carries state and actually moves back (a bare rebalancer writes no eviction task, and
+# ClusterLocality keeps a single-cluster placement where it is)
 
 def flink_on(current, placement, evicted_at=50, job="9a27d37ad0e5486283a527060f190710"):
     """A FlinkDeployment's binding now on `current` after an eviction from member1, its copy healthy there."""

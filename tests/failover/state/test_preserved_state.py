@@ -351,7 +351,7 @@ def test_a_record_of_a_cluster_still_targeted_is_not_a_moved_state() -> None:
 
 
 def test_a_re_render_keeps_the_labels_the_copy_was_given() -> None:
-    """F7 / Karmada PR #7478: the task is gone and Karmada rewrites the Work from the template."""
+    """Karmada PR #7478: the task is gone and Karmada rewrites the Work from the template."""
     after_task = with_record(binding(["member2"]), {})
     old = work("member2", flink_manifest({"app": "foo", LABEL: JOB_ID}))
     new = work("member2", flink_manifest({"app": "foo"}))
