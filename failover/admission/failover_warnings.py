@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from failover.core import binding as b
 from failover.core.api import FLINK_DEPLOYMENTS
 from failover.core.api import FAILBACK_ANNOTATION
-from failover.core.placement import placement_is_single_cluster
+from failover.core.placement import clusters_by_name_only, placement_clusters, placement_is_single_cluster
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.state.profiles import TRIGGER_LABELS
 
@@ -62,16 +62,16 @@ def failover_warnings(policy: Mapping[str, Any], trigger_labels: Sequence[str] =
             if (group, kind) in NO_HEALTH_INTERPRETATION:
                 warnings.append(f"{kind}: Karmada has no health interpretation for it (#7843), so application"
                                 " failover never starts")
-    names = _named_clusters(placement)
+    names = placement_clusters(placement)
     if names is not None and len(names) == 1:
-        warnings.append(f"spec.placement names only {names[0]}: a failover has no other cluster to go to (#5803)")
+        warnings.append(f"spec.placement names only {min(names)}: a failover has no other cluster to go to (#5803)")
     if isinstance(failover.get("cluster"), dict) and _tolerates_every_no_execute(placement):
         warnings.append("spec.failover.cluster: clusterTolerations tolerate every NoExecute taint, so Karmada never"
                         " evicts")
     if b.annotations(policy).get(FAILBACK_ANNOTATION) == "true" and placement_is_single_cluster(placement) and (
             not placement.get("clusterAffinities")):
-        flat = (placement.get("clusterAffinity") or {}).get("clusterNames")
-        if not isinstance(flat, list) or len(flat) > 2:
+        flat = clusters_by_name_only(placement.get("clusterAffinity"))
+        if flat is None or len(flat) > 2:
             warnings.append("failback: with clusterAffinity Karmada breaks the tie by name; only ordered"
                             " clusterAffinities always move back")
     if (FLINK_DEPLOYMENTS.group, FLINK_DEPLOYMENTS.kind) in kinds:
@@ -121,26 +121,6 @@ def _selected_kinds(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
             group = selector["apiVersion"].rpartition("/")[0]
             kinds.append((group, selector["kind"]))
     return kinds
-
-
-def _named_clusters(placement: Mapping[str, Any]) -> list[str] | None:
-    """Every cluster the placement can ever pick, when it names them all; None when a term selects by label or
-    field, or there is no affinity at all (every cluster)."""
-    terms = [placement.get("clusterAffinity")] if placement.get("clusterAffinity") else []
-    affinities = placement.get("clusterAffinities")
-    terms += affinities if isinstance(affinities, list) else []
-    if not terms:
-        return None
-    names: set[str] = set()
-    for term in terms:
-        if not isinstance(term, dict) or term.get("labelSelector") or term.get("fieldSelector"):
-            return None
-        listed = term.get("clusterNames")
-        if not isinstance(listed, list) or not listed:
-            return None
-        excluded = term.get("exclude") if isinstance(term.get("exclude"), list) else []
-        names.update(name for name in listed if isinstance(name, str) and name not in excluded)
-    return sorted(names)
 
 
 def _tolerates_every_no_execute(placement: Mapping[str, Any]) -> bool:

@@ -25,6 +25,7 @@ from failover.admission.failover_warnings import failover_warnings
 from failover.core.fields import bool_at, int32_at, list_at, mapping_at, str_at
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.core.labels import label_key_problems
+from failover.core.placement import placement_is_single_cluster
 from failover.core.verdict import Findings, Verdict
 
 APPLICATION = "spec.failover.application"
@@ -50,7 +51,7 @@ def validate_policy(policy: Mapping[str, Any]) -> Verdict:
     if failover is None:
         return findings.verdict()
     targets_flink = _selects_flink(findings, spec)
-    single_cluster = _placement_is_single_cluster(spec.get("placement"))
+    single_cluster = placement_is_single_cluster(spec.get("placement"))
     application = mapping_at(findings, failover, "application", APPLICATION)
     if application is not None:
         _validate_application(findings, spec, application, targets_flink, single_cluster)
@@ -290,36 +291,3 @@ def _selects_flink(findings: Findings, spec: Mapping[str, Any]) -> bool:
         ):
             return True
     return False
-
-
-def _placement_is_single_cluster(placement: Any) -> bool:
-    """Whether the scheduler can only ever pick one cluster, which Karmada's state injection requires.
-
-    True for a cluster spread constraint with maxGroups 1 (the documented Flink example), or when every cluster
-    affinity names exactly one cluster. A constraint with neither spreadByField nor spreadByLabel spreads by cluster:
-    Karmada's mutating webhook fills in `spreadByField: cluster` (`SetDefaultSpreadConstraints`).
-    """
-    if not isinstance(placement, dict):
-        return False
-    constraints = placement.get("spreadConstraints")
-    if isinstance(constraints, list):
-        for constraint in constraints:
-            if not isinstance(constraint, dict):
-                continue
-            by_field = constraint.get("spreadByField")
-            by_cluster = by_field == "cluster" or (not by_field and not constraint.get("spreadByLabel"))
-            max_groups = constraint.get("maxGroups")
-            # `type(...) is int`: JSON true must not pass for 1.
-            if by_cluster and type(max_groups) is int and max_groups == 1:
-                return True
-    affinities = []
-    if isinstance(placement.get("clusterAffinity"), Mapping):
-        affinities.append(placement["clusterAffinity"])
-    if isinstance(placement.get("clusterAffinities"), list):
-        affinities.extend(placement["clusterAffinities"])
-    return bool(affinities) and all(
-        isinstance(affinity, dict)
-        and isinstance(affinity.get("clusterNames"), list)
-        and len(affinity["clusterNames"]) == 1
-        for affinity in affinities
-    )

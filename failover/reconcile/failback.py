@@ -61,7 +61,7 @@ from failover.core.api import (
     PurgeMode,
 )
 from failover.core.api import FAILBACK_ANNOTATION, REASON_FAILBACK
-from failover.core.placement import cluster_names, placement_is_single_cluster
+from failover.core.placement import clusters_by_name_only, placement_is_single_cluster
 from failover.core.annotations import format_time, parse_time, read_json_annotation, write_time_annotation
 from failover.core.names import ObjectRef
 from failover.reconcile.decision import NORMAL, WARNING, BindingPatch, DecisionSettings, Event, clip_message
@@ -202,10 +202,10 @@ def failback_route(binding: Mapping[str, Any], recovered: str,
     affinities = placement.get("clusterAffinities") if isinstance(placement, dict) else None
     if isinstance(affinities, list) and affinities:
         for term in affinities:
-            names = cluster_names(term)
+            names = clusters_by_name_only(term)
             if names is None:
-                return REFUSE, ("an affinity term selects clusters by label or field, so the scheduler's choice is"
-                                " unknown")
+                return REFUSE, ("an affinity term selects clusters by label, field or overflow, so the scheduler's"
+                                " choice is unknown")
             picked = choice(names)
             if picked is not None:
                 if picked == recovered:
@@ -213,7 +213,7 @@ def failback_route(binding: Mapping[str, Any], recovered: str,
                 return REFUSE, (f"the scheduler would pick {picked} (affinity term "
                                 f"{term.get('affinityName') if isinstance(term, dict) else ''!s}) before {recovered}")
         return REFUSE, f"no affinity term leaves a cluster other than {current}"
-    names = cluster_names(placement.get("clusterAffinity") if isinstance(placement, dict) else None)
+    names = clusters_by_name_only(placement.get("clusterAffinity") if isinstance(placement, dict) else None)
     if names is None:
         return REFUSE, ("the placement selects clusters by label or field (or not at all), so the scheduler's choice"
                         " is unknown; list clusterNames, or use ordered clusterAffinities")
