@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from failover.core.api import DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
+from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
 from relay.settings import (
     ControllerMode,
     Settings,
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="failurePolicy of the FlinkDeployment and Work mutation (default %(default)s: fail open)")
     webhook.add_argument("--job-id-label", default=None,
                          help="label that marks FlinkDeployments for savepoint mutation "
-                              "(default application.karmada.io/failover-jobid)")
+                              f"(default {DEFAULT_JOB_ID_LABEL})")
     webhook.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
     return parser
 

@@ -23,7 +23,7 @@ from failover.state.profiles import InjectionProfile
 from failover.state.restore import RestoreQuery, carried_path_belongs, find_restore_point
 from failover.state.savepoint import (
     CARRIED_FORWARD,
-    FAIL_OPEN,
+    DEFAULT_FAILURE_MODE,
     LOOKUP_CACHE_TTL_SECONDS,
     LOOKUP_DEADLINE_SECONDS,
     injection_verdict,
@@ -59,7 +59,7 @@ class SavepointMutator:
     redeploy of a deployed job whose path arrives late (failover/state/savepoint.py)."""
 
     def __init__(self, profile: InjectionProfile, store: CheckpointStore, *, executor: BlockingPool,
-                 deadline: float = LOOKUP_DEADLINE_SECONDS, failure_mode: str = FAIL_OPEN,
+                 deadline: float = LOOKUP_DEADLINE_SECONDS, failure_mode: str = DEFAULT_FAILURE_MODE,
                  cache: LookupCache | None = None, metrics: AdmissionMetrics | None = None,
                  clock: Callable[[], float] = time.monotonic, allowed_roots: Sequence[CheckpointStore] = (),
                  late_restore: bool = False) -> None:
@@ -158,7 +158,7 @@ class SavepointMutator:
 
 def savepoint_mutators(profiles: Mapping[GroupKind, InjectionProfile], store: CheckpointStore, *,
                        executor: BlockingPool | None = None, deadline: float = LOOKUP_DEADLINE_SECONDS,
-                       failure_mode: str = FAIL_OPEN, cache_ttl: float = LOOKUP_CACHE_TTL_SECONDS,
+                       failure_mode: str = DEFAULT_FAILURE_MODE, cache_ttl: float = LOOKUP_CACHE_TTL_SECONDS,
                        metrics: AdmissionMetrics | None = None, allowed_roots: Sequence[CheckpointStore] = (),
                        late_restore: bool = False) -> dict[GroupKind, Mutator]:
     """One mutator per profile, for `AdmissionHandlers(mutators=...)`; they share the thread pool."""
