@@ -14,8 +14,6 @@ from aiohttp import web
 from certs.reload import ReloadingSSLContext
 from certs.store import ensure_certificates
 from failover.core.api import GroupKind
-from failover.state.checkpoints import LayoutError
-from failover.state.profiles import ProfileError, load_profiles
 from failover.admission.registry import defaulters_for
 from relay.settings import Settings, SettingsError
 from webhook.blocking import BlockingPool
@@ -23,7 +21,7 @@ from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
 from webhook.listener import CappedTLSSite, ConnectionLimits
 from webhook.metrics import AdmissionMetrics
-from webhook.mutators import lookup_pool, open_stores, savepoint_mutators
+from webhook.mutators import lookup_pool, savepoint_mutators
 from webhook.server import AdmissionServer, connection_options
 
 # How often the certificate files are re-checked: renewal happens days before expiry, and files mounted from a
@@ -76,13 +74,7 @@ class RelayServer:
         savepoint = self.settings.savepoint
         if not savepoint.checkpoint_root:
             return {}
-        try:
-            profiles = load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
-                                     savepoint_layouts=savepoint.savepoint_layouts)
-            store, allowed_roots = open_stores(savepoint.checkpoint_root, savepoint.allowed_roots,
-                                               savepoint.storage_options)
-        except (ProfileError, LayoutError) as error:
-            raise SettingsError(str(error)) from None
+        profiles, store, allowed_roots = savepoint.open_injection()
         self.lookup_pool = lookup_pool()
         log.info("savepoint_injection", checkpoint_root=store.url_root,
                  allowed_roots=[root.url_root for root in allowed_roots], late_restore=savepoint.late_restore,

@@ -24,12 +24,12 @@ from datetime import timedelta
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
-from failover.core.api import DEFAULT_JOB_ID_LABEL
+from failover.core.api import DEFAULT_JOB_ID_LABEL, GroupKind
 from failover.reconcile.decision import DecisionSettings
-from failover.state.checkpoints import DEFAULT_LAYOUT
-from failover.state.profiles import ProfileError, load_profiles
+from failover.state.checkpoints import DEFAULT_LAYOUT, CheckpointStore, LayoutError, open_store
+from failover.state.profiles import InjectionProfile, ProfileError, load_profiles
 from failover.state.savepoint import (
     DEFAULT_FAILURE_MODE,
     LOOKUP_CACHE_TTL_SECONDS,
@@ -132,6 +132,14 @@ def _seconds(delta: timedelta) -> float:
     return delta.total_seconds()
 
 
+class InjectionSetup(NamedTuple):
+    """What a savepoint lookup runs with: the profiles by kind, the checkpoint root's store, the allowed roots'."""
+
+    profiles: dict[GroupKind, InjectionProfile]
+    store: CheckpointStore
+    allowed_roots: tuple[CheckpointStore, ...]
+
+
 @dataclass(frozen=True)
 class SavepointSettings:
     """Savepoint injection (docs/design.md, "Savepoint injection")."""
@@ -166,6 +174,25 @@ class SavepointSettings:
     # Also set the restore path inside Works, so member clusters need no webhook. Needs checkpointRoot, checked at
     # start-up (relay/work_labels.py) because the root may come from a flag.
     work_savepoints: bool = setting("savepoint.workSavepoints", False)
+
+    def injection_profiles(self) -> dict[GroupKind, InjectionProfile]:
+        """The built-in profiles and the configured ones; SettingsError names the one that cannot work."""
+        try:
+            return load_profiles(self.profiles, label=self.job_id_label, layouts=self.layouts,
+                                 savepoint_layouts=self.savepoint_layouts)
+        except ProfileError as error:
+            raise SettingsError(str(error)) from None
+
+    def open_injection(self) -> InjectionSetup:
+        """The profiles and the stores of checkpointRoot and allowedRoots (no I/O), as serve, inject and status look
+        state up; needs checkpointRoot. SettingsError names what cannot work."""
+        profiles = self.injection_profiles()
+        try:
+            store = open_store(self.checkpoint_root or "", self.storage_options)  # "": LayoutError, no root
+            allowed_roots = tuple(open_store(url, self.storage_options) for url in self.allowed_roots)
+        except LayoutError as error:
+            raise SettingsError(str(error)) from None
+        return InjectionSetup(profiles, store, allowed_roots)
 
 
 @dataclass(frozen=True)
@@ -478,11 +505,7 @@ def check_settings(settings: Settings) -> None:
             parse_state_url(root)
         except DirectoryRefused as error:
             raise SettingsError(f"savepoint.allowedRoots[{index}]: {error}") from None
-    try:  # a profile or layout that cannot work stops start-up here, not at the first failover
-        load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
-                      savepoint_layouts=savepoint.savepoint_layouts)
-    except ProfileError as error:
-        raise SettingsError(str(error)) from None
+    savepoint.injection_profiles()  # a profile or layout that cannot work stops start-up here, not at a failover
 
 
 def _check_bounds(entry: Declared, value: Any) -> None:

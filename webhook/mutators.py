@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 import structlog
 
 from failover.core.api import GroupKind
-from failover.state.checkpoints import CheckpointStore, LookupCache, LookupResult, Outcome, open_store
+from failover.state.checkpoints import CheckpointStore, LookupCache, LookupResult, Outcome
 from failover.state.profiles import InjectionProfile
 from failover.state.restore import RestoreQuery, carried_path_belongs, find_restore_point
 from failover.state.savepoint import (
@@ -169,12 +169,6 @@ def savepoint_mutators(profiles: Mapping[GroupKind, InjectionProfile], store: Ch
                                      late_restore=late_restore)
         for group_kind, profile in profiles.items()
     }
-
-
-def open_stores(root: str, allowed_roots: Sequence[str],
-                storage_options: Mapping[str, Any]) -> tuple[CheckpointStore, tuple[CheckpointStore, ...]]:
-    """The configured root's store and those of the further allowed roots (no I/O); raises `LayoutError`."""
-    return open_store(root, storage_options), tuple(open_store(url, storage_options) for url in allowed_roots)
 
 
 def _namespace_of(obj: Mapping[str, Any]) -> str:
