@@ -16,6 +16,7 @@ import json
 import sys
 import tempfile
 import timeit
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -24,8 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import structlog  # noqa: E402
 
 from bench import bodies  # noqa: E402
-from failover.state.checkpoints import open_store  # noqa: E402
-from failover.state.profiles import load_profiles  # noqa: E402
 from failover.admission.registry import DEFAULTERS, VALIDATORS  # noqa: E402
 from failover.core.api import PROPAGATION_POLICY  # noqa: E402
 from relay.logs import configure_logging  # noqa: E402
@@ -52,12 +51,9 @@ def main() -> None:
 
     root = Path(tempfile.mkdtemp(prefix="failover-relay-pieces-")) / "checkpoints"
     bodies.build_checkpoint_tree(root)
-    savepoint = SavepointSettings()
-    profiles = load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
-                             savepoint_layouts=savepoint.savepoint_layouts)
+    profiles, store, _ = replace(SavepointSettings(), checkpoint_root=str(root)).open_injection()
     pool = BlockingPool(1)
-    mutator = next(iter(savepoint_mutators(profiles, open_store(str(root)), executor=pool,
-                                           cache_ttl=3600).values()))
+    mutator = next(iter(savepoint_mutators(profiles, store, executor=pool, cache_ttl=3600).values()))
     configure_logging("json", stream=io.StringIO())
     loop = asyncio.new_event_loop()
     loop.run_until_complete(mutator(flink))  # fill the cache: the benchmark's warm /mutate

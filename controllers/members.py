@@ -1,9 +1,10 @@
 """Objects on member clusters, reached through Karmada's cluster proxy.
 
-karmada-aggregated-apiserver serves `/apis/cluster.karmada.io/v1alpha1/clusters/<cluster>/proxy/<member API path>`
-(`pkg/registry/cluster/storage/proxy.go`): the request is authorized on the Karmada apiserver (`clusters/proxy`) and
-replayed on the member with the caller impersonated, so the relay needs no member credentials of its own, but its
-identity needs RBAC for the kinds it deletes in each member (docs/operations.md "Fencing").
+karmada-aggregated-apiserver serves `<the Cluster's path>/proxy/<member API path>`, the Cluster's path being
+`CLUSTERS.path(name)` of the catalogue (`pkg/registry/cluster/storage/proxy.go`): the request is authorized on the
+Karmada apiserver (`clusters/proxy`) and replayed on the member with the caller impersonated, so the relay needs no
+member credentials of its own, but its identity needs RBAC for the kinds it deletes in each member
+(docs/operations.md "Fencing").
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
+from failover.core.api import CLUSTERS
 from failover.reconcile.fencing import MemberCopy
 
-PROXY_PREFIX = "/apis/cluster.karmada.io/v1alpha1/clusters"
 # A member that is not Ready is asked `/version` (every authenticated user may read it) before anything else, with
 # a short deadline, and the answer is remembered, so a dead cluster costs one short request per interval however
 # many old copies wait on it.
@@ -44,7 +45,7 @@ class MemberProxy:
             if known is not None and now - known[0] < remember_seconds:
                 return known[1]
         try:
-            self._call("GET", f"{PROXY_PREFIX}/{cluster}/proxy/version", timeout=PROBE_TIMEOUT_SECONDS)
+            self._call("GET", f"{CLUSTERS.path(cluster)}/proxy/version", timeout=PROBE_TIMEOUT_SECONDS)
             answered = True
         except (ApiException, HTTPError, OSError):  # refused, timed out, 503 from the aggregated apiserver
             answered = False
@@ -62,7 +63,7 @@ class MemberProxy:
         self._call("DELETE", self._path(copy), body)
 
     def _path(self, copy: MemberCopy) -> str:
-        base = f"{PROXY_PREFIX}/{copy.cluster}/proxy{_group_path(copy.api_version)}"
+        base = f"{CLUSTERS.path(copy.cluster)}/proxy{_group_path(copy.api_version)}"
         plural = self._plural(copy, base)
         scope = f"/namespaces/{copy.namespace}" if copy.namespace else ""
         return f"{base}{scope}/{plural}/{copy.name}"

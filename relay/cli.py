@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from failover.core.api import DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
+from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
 from relay.settings import (
     ControllerMode,
     Settings,
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="failurePolicy of the FlinkDeployment and Work mutation (default %(default)s: fail open)")
     webhook.add_argument("--job-id-label", default=None,
                          help="label that marks FlinkDeployments for savepoint mutation "
-                              "(default application.karmada.io/failover-jobid)")
+                              f"(default {DEFAULT_JOB_ID_LABEL})")
     webhook.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
     return parser
 
@@ -122,19 +122,17 @@ def main(argv: list[str] | None = None) -> int:
         from relay.migration import run_legacy_purge_modes
 
         return run_legacy_purge_modes(args.kubeconfig, sys.stdout, sys.stderr)
-    if args.command == "serve":
-        return _serve(args)
-    if args.command == "controllers":
-        return _controllers(args)
-    if args.command == "inject":
-        return _inject(args)
-    if args.command == "status":
-        return _status(args)
     if args.command == "manifests":
         from relay.manifests import run_webhook_manifests
 
         return run_webhook_manifests(args, sys.stdout, sys.stderr)
-    raise AssertionError(f"unhandled command {args.command}")
+    # The commands that run with the settings: a SettingsError from any of them (the config file, a flag, a check at
+    # start-up) ends it with one line and exit 2.
+    command = {"serve": _serve, "controllers": _controllers, "inject": _inject, "status": _status}[args.command]
+    try:
+        return command(args)
+    except SettingsError as error:
+        return _refuse(error)
 
 
 def _add_check_flags(parser: argparse.ArgumentParser) -> None:
@@ -174,10 +172,17 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace, **fixed: object) -> Settings:
-    """The config file, then the flags, then what the command fixes (`fixed`, by config key); checked as a whole."""
+    """The config file, then the flags, then what the command fixes (`fixed`, by config key); checked as a whole.
+    Raises SettingsError, which `main` turns into one line and exit 2."""
     settings = apply(apply(load_settings(args.config), flag_values(args)), fixed)
     check_settings(settings)
     return settings
+
+
+def _refuse(problem: object) -> int:
+    """Say why the command cannot go on, in one line on stderr; the exit code of bad input."""
+    print(f"failover-relay: {problem}", file=sys.stderr)
+    return 2
 
 
 def _controllers(args: argparse.Namespace) -> int:
@@ -185,22 +190,19 @@ def _controllers(args: argparse.Namespace) -> int:
     from relay.logs import configure_logging
     from relay.standalone import run_controllers
 
+    settings = _settings(args, **{"controllers.mode": ControllerMode.ON.value})
+    host, _, port = args.metrics_address.rpartition(":")
     try:
-        settings = _settings(args, **{"controllers.mode": ControllerMode.ON.value})
-        host, _, port = args.metrics_address.rpartition(":")
         metrics_address = (host.strip("[]") or "127.0.0.1", int(port))
-    except (SettingsError, ValueError) as error:
-        print(f"failover-relay: {error}", file=sys.stderr)
-        return 2
+    except ValueError as error:
+        return _refuse(error)
     configure_logging(settings.log_format, settings.log_level)
     try:
         asyncio.run(run_controllers(settings, metrics_address))
     except NoClusterConfig as error:
-        print(f"failover-relay: {error}", file=sys.stderr)
-        return 2
+        return _refuse(error)
     except OSError as error:
-        print(f"failover-relay: cannot listen on {args.metrics_address}: {error.strerror}", file=sys.stderr)
-        return 2
+        return _refuse(f"cannot listen on {args.metrics_address}: {error.strerror}")
     return 0
 
 
@@ -214,26 +216,19 @@ def _serve(args: argparse.Namespace) -> int:
     from relay.serve import serve
     from relay.settings import in_cluster
 
-    try:
-        settings = _settings(args)
-    except SettingsError as error:
-        print(f"failover-relay: {error}", file=sys.stderr)
-        return 2
+    settings = _settings(args)
     leak = ssl_leak_problem()
     if leak and in_cluster() and os.environ.get(ALLOW_ENV) != "1":
-        print(f"failover-relay: {leak}", file=sys.stderr)
-        return 2
+        return _refuse(leak)
     configure_logging(settings.log_format, settings.log_level)
     if leak:
         structlog.get_logger("failover_relay.runtime").error("python_leaks_tls_memory", problem=leak)
     try:
         asyncio.run(serve(settings))
-    except (CertificateError, SettingsError) as error:  # missing cluster access arrives as a SettingsError
-        print(f"failover-relay: {error}", file=sys.stderr)
-        return 2
+    except CertificateError as error:  # missing cluster access arrives as a SettingsError, which main reports
+        return _refuse(error)
     except OSError as error:  # the port is taken, the address does not exist
-        print(f"failover-relay: cannot listen on {settings.host}:{settings.port}: {error.strerror}", file=sys.stderr)
-        return 2
+        return _refuse(f"cannot listen on {settings.host}:{settings.port}: {error.strerror}")
     return 0
 
 
@@ -242,14 +237,9 @@ def _status(args: argparse.Namespace) -> int:
     from relay.status import run_status
 
     configure_logging("console", "warning")  # stdout carries the view; only problems go to stderr
-    try:
-        settings = _settings(args)
-    except SettingsError as error:
-        print(f"failover-relay: {error}", file=sys.stderr)
-        return 2
+    settings = _settings(args)
     if args.interval <= 0:
-        print("failover-relay: --interval must be greater than 0", file=sys.stderr)
-        return 2
+        return _refuse("--interval must be greater than 0")
     kubeconfig = settings.controllers.kubeconfig
     return run_status(Path(kubeconfig) if kubeconfig else None, settings.savepoint, args.workload, args.namespace,
                       args.output, args.watch, args.interval, sys.stdout, sys.stderr)
@@ -260,11 +250,7 @@ def _inject(args: argparse.Namespace) -> int:
     from relay.logs import configure_logging
 
     configure_logging("console", "warning")  # stdout carries the object; only problems go to stderr
-    try:
-        settings = _settings(args)
-    except SettingsError as error:
-        print(f"failover-relay: {error}", file=sys.stderr)
-        return 2
+    settings = _settings(args)
     return run_inject(args.file, settings.savepoint, args.job_id, args.patch, args.namespace, sys.stdout, sys.stderr)
 
 

@@ -14,14 +14,12 @@ from typing import Any, TextIO
 import jsonpatch
 import yaml
 
-from failover.state.checkpoints import LayoutError
 from failover.state.jobid import job_id_problem
-from failover.state.profiles import ProfileError, load_profiles
 from failover.admission.registry import group_kind_of
 from failover.core.verdict import Verdict
 from relay.documents import Unreadable, documents_in, read_text
-from relay.settings import SavepointSettings
-from webhook.mutators import SavepointMutator, lookup_pool, open_stores
+from relay.settings import SavepointSettings, SettingsError
+from webhook.mutators import SavepointMutator, lookup_pool
 from webhook.review import AdmissionRequest
 
 
@@ -37,11 +35,8 @@ def run_inject(path: Path, settings: SavepointSettings, job_id: str | None, show
         print(f"failover-relay: --job-id: {job_id_problem(job_id)}", file=err)
         return 2
     try:
-        profiles = load_profiles(settings.profiles, label=settings.job_id_label, layouts=settings.layouts,
-                                 savepoint_layouts=settings.savepoint_layouts)
-        store, allowed_roots = open_stores(settings.checkpoint_root, settings.allowed_roots,
-                                           settings.storage_options)
-    except (ProfileError, LayoutError) as error:
+        profiles, store, allowed_roots = settings.open_injection()
+    except SettingsError as error:
         print(f"failover-relay: {error}", file=err)
         return 2
     api_version, kind = obj.get("apiVersion"), obj.get("kind")

@@ -14,26 +14,19 @@ from aiohttp import web
 from certs.reload import ReloadingSSLContext
 from certs.serving import ensure_certificates
 from failover.core.api import GroupKind
-from failover.state.checkpoints import LayoutError
-from failover.state.profiles import ProfileError, load_profiles
 from failover.admission.registry import defaulters_for
-from relay.settings import Settings, SettingsError, in_cluster
+from relay.settings import Settings, SettingsError
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
 from webhook.listener import CappedTLSSite, ConnectionLimits
 from webhook.metrics import AdmissionMetrics
-from webhook.mutators import lookup_pool, open_stores, savepoint_mutators
+from webhook.mutators import lookup_pool, savepoint_mutators
 from webhook.server import AdmissionServer, connection_options
 
 # How often the certificate files are re-checked: renewal happens days before expiry, and files mounted from a
 # Secret are updated by the kubelet within about a minute, so a minute is fine-grained enough.
 CERTIFICATE_CHECK_SECONDS = 60.0
-# Between turning unready and closing the listener: once a pod is terminating it leaves the Service's endpoints, but
-# kube-proxy on the apiserver's node (or the apiserver's own endpoint cache) learns of it a moment later and may
-# still send us reviews. 5 s is the customary preStop pause; with the grace above it fits in the default
-# terminationGracePeriodSeconds of 30. Outside a cluster nothing routes through endpoints, so there is no pause.
-IN_CLUSTER_DRAIN_SECONDS = 5.0
 
 log = structlog.get_logger("failover_relay")
 
@@ -47,8 +40,7 @@ class RelayServer:
 
     def __init__(self, settings: Settings, handlers: AdmissionHandlers | None = None) -> None:
         self.settings = settings
-        self.drain_seconds = (IN_CLUSTER_DRAIN_SECONDS if in_cluster() else 0.0) if settings.drain_seconds is None \
-            else settings.drain_seconds
+        self.drain_seconds = settings.drain()
         self.grace_seconds = settings.grace_seconds
         self.metrics = AdmissionMetrics()
         self.files = ensure_certificates(settings.cert_dir, settings.service_name, settings.namespace, now_utc())
@@ -82,13 +74,7 @@ class RelayServer:
         savepoint = self.settings.savepoint
         if not savepoint.checkpoint_root:
             return {}
-        try:
-            profiles = load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
-                                     savepoint_layouts=savepoint.savepoint_layouts)
-            store, allowed_roots = open_stores(savepoint.checkpoint_root, savepoint.allowed_roots,
-                                               savepoint.storage_options)
-        except (ProfileError, LayoutError) as error:
-            raise SettingsError(str(error)) from None
+        profiles, store, allowed_roots = savepoint.open_injection()
         self.lookup_pool = lookup_pool()
         log.info("savepoint_injection", checkpoint_root=store.url_root,
                  allowed_roots=[root.url_root for root in allowed_roots], late_restore=savepoint.late_restore,

@@ -24,13 +24,19 @@ from datetime import timedelta
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
-from failover.core.api import DEFAULT_JOB_ID_LABEL
+from failover.core.api import DEFAULT_JOB_ID_LABEL, GroupKind
 from failover.core.names import is_dns_label
 from failover.reconcile.decision import DecisionSettings
-from failover.state.profiles import ProfileError, load_profiles
-from failover.state.savepoint import LOOKUP_CACHE_TTL_SECONDS, LOOKUP_DEADLINE_SECONDS, FailureMode
+from failover.state.checkpoints import DEFAULT_LAYOUT, CheckpointStore, LayoutError, open_store
+from failover.state.profiles import InjectionProfile, ProfileError, load_profiles
+from failover.state.savepoint import (
+    DEFAULT_FAILURE_MODE,
+    LOOKUP_CACHE_TTL_SECONDS,
+    LOOKUP_DEADLINE_SECONDS,
+    FailureMode,
+)
 from failover.state.state_roots import DirectoryRefused, parse_state_url
 
 
@@ -58,11 +64,19 @@ class ControllerMode(StrEnum):
 
 
 class FencingMode(StrEnum):
-    """When the old Work of a Directly eviction from an unreachable cluster is released (failover/reconcile/fencing.py)."""
+    """When the old Work of a Directly eviction from an unreachable cluster is released
+    (failover/reconcile/fencing.py)."""
 
     OFF = "off"  # never: the new copy waits for the cluster or the task's grace period
     NOT_READY = "notReady"  # the cluster has not been Ready for fenceAfterSeconds
     NO_EXECUTE_TAINT = "noExecuteTaint"  # that, and it carries a NoExecute taint
+
+    @classmethod
+    def of(cls, decisions: DecisionSettings) -> FencingMode:
+        """The mode `decisions` fence in: the inverse of `ControllerSettings.decisions`."""
+        if decisions.fence_after is None:
+            return cls.OFF
+        return cls.NO_EXECUTE_TAINT if decisions.fence_needs_no_execute_taint else cls.NOT_READY
 
 
 class PurgeModeSpelling(StrEnum):
@@ -108,8 +122,23 @@ def default_host() -> str:
     return "0.0.0.0" if in_cluster() else "127.0.0.1"
 
 
+# Between turning unready and closing the listener: once a pod is terminating it leaves the Service's endpoints, but
+# kube-proxy on the apiserver's node (or the apiserver's own endpoint cache) learns of it a moment later and may
+# still send us reviews. 5 s is the customary preStop pause; with server.graceSeconds it fits in the default
+# terminationGracePeriodSeconds of 30. Outside a cluster nothing routes through endpoints, so there is no pause.
+IN_CLUSTER_DRAIN_SECONDS = 5.0
+
+
 def _seconds(delta: timedelta) -> float:
     return delta.total_seconds()
+
+
+class InjectionSetup(NamedTuple):
+    """What a savepoint lookup runs with: the profiles by kind, the checkpoint root's store, the allowed roots'."""
+
+    profiles: dict[GroupKind, InjectionProfile]
+    store: CheckpointStore
+    allowed_roots: tuple[CheckpointStore, ...]
 
 
 @dataclass(frozen=True)
@@ -122,7 +151,7 @@ class SavepointSettings:
              "Flink operator resources carrying a job-id label")
     # Below a checkpoint dir: Flink's own layout (Karmada's documented example is "{root}/{namespace}/{job_id}/
     # checkpoints"). docs/restore.md "Where Flink writes state".
-    layouts: tuple[str, ...] = setting("savepoint.layouts", ("{root}/{job_id}",))
+    layouts: tuple[str, ...] = setting("savepoint.layouts", (DEFAULT_LAYOUT,))
     savepoint_layouts: tuple[str, ...] = setting("savepoint.savepointLayouts", ())
     # Further roots the checkpoint and savepoint dirs a workload names in its flinkConfiguration may lie in; the
     # checkpoint root is always one. Anything outside them is refused (docs/restore.md "Safety").
@@ -133,7 +162,7 @@ class SavepointSettings:
     late_restore: bool = setting("savepoint.lateRestore", False)
     lookup_deadline_seconds: float = setting("savepoint.lookupDeadlineSeconds", LOOKUP_DEADLINE_SECONDS, gt=0, lt=30)
     failure_mode: FailureMode = setting(
-        "savepoint.failureMode", FailureMode.OPEN, flag="--savepoint-failure-mode",
+        "savepoint.failureMode", DEFAULT_FAILURE_MODE, flag="--savepoint-failure-mode",
         help="no checkpoint, timeout or storage error: admit unchanged with a warning (open) or deny (closed); "
              "default {default}", choices_hint="open or closed")
     cache_ttl_seconds: float = setting("savepoint.cacheTTLSeconds", LOOKUP_CACHE_TTL_SECONDS, ge=0)
@@ -146,6 +175,25 @@ class SavepointSettings:
     # Also set the restore path inside Works, so member clusters need no webhook. Needs checkpointRoot, checked at
     # start-up (relay/work_labels.py) because the root may come from a flag.
     work_savepoints: bool = setting("savepoint.workSavepoints", False)
+
+    def injection_profiles(self) -> dict[GroupKind, InjectionProfile]:
+        """The built-in profiles and the configured ones; SettingsError names the one that cannot work."""
+        try:
+            return load_profiles(self.profiles, label=self.job_id_label, layouts=self.layouts,
+                                 savepoint_layouts=self.savepoint_layouts)
+        except ProfileError as error:
+            raise SettingsError(str(error)) from None
+
+    def open_injection(self) -> InjectionSetup:
+        """The profiles and the stores of checkpointRoot and allowedRoots (no I/O), as serve, inject and status look
+        state up; needs checkpointRoot. SettingsError names what cannot work."""
+        profiles = self.injection_profiles()
+        try:
+            store = open_store(self.checkpoint_root or "", self.storage_options)  # "": LayoutError, no root
+            allowed_roots = tuple(open_store(url, self.storage_options) for url in self.allowed_roots)
+        except LayoutError as error:
+            raise SettingsError(str(error)) from None
+        return InjectionSetup(profiles, store, allowed_roots)
 
 
 @dataclass(frozen=True)
@@ -180,7 +228,7 @@ class ControllerSettings:
     failback_max_in_flight: int = setting(
         "controllers.failbackMaxInFlight", DecisionSettings.failback_max_in_flight, ge=1)
     # docs/operations.md "Fencing"; fenceAfterSeconds counts from the cluster's Ready transition.
-    fencing: FencingMode = setting("controllers.fencing", FencingMode.NOT_READY,
+    fencing: FencingMode = setting("controllers.fencing", FencingMode.of(DecisionSettings()),
                                    choices_hint="off, notReady or noExecuteTaint")
     fence_after_seconds: float = setting(
         "controllers.fenceAfterSeconds", _seconds(DecisionSettings.fence_after or timedelta(0)), ge=0)
@@ -232,8 +280,8 @@ class Settings:
     # default, so one object is at most that; two of them plus the envelope stay under 3 MiB.
     max_body_bytes: int = setting("server.maxBodyBytes", 3 * 1024 * 1024, ge=1024, flag="--max-body-bytes",
                                   help="largest AdmissionReview accepted in bytes (default {default})")
-    # Connection caps (webhook/listener.py). A connection costs up to ~85 KB (docs/benchmarks.md); 512 stay far below the
-    # Deployment's 512 Mi limit. The apiserver opens one connection per concurrent review (HTTP/1.1) and a few
+    # Connection caps (webhook/listener.py). A connection costs up to ~85 KB (docs/benchmarks.md); 512 stay far below
+    # the Deployment's 512 Mi limit. The apiserver opens one connection per concurrent review (HTTP/1.1) and a few
     # apiservers may share an address behind a proxy, so one peer may hold half of them.
     max_connections: int = setting("server.maxConnections", 512, ge=1, le=65536, flag="--max-connections",
                                    help="connections open at once, beyond which new ones are closed (default "
@@ -261,12 +309,13 @@ class Settings:
     client_ca_file: Path | None = setting(
         "server.clientCAFile", None, flag="--client-ca-file",
         help="mTLS: admissions must present a client certificate signed by this CA (the apiserver's)")
-    # Shutdown: keep serving this long after turning unready (None: 5 s in a cluster, 0 outside; relay/serve.py),
-    # then give in-flight reviews up to grace_seconds. Their sum must fit in the Pod's terminationGracePeriodSeconds;
-    # the apiserver's own webhook timeout is at most 30 s and ours are 3-5 s.
+    # Shutdown: keep serving this long after turning unready (None: IN_CLUSTER_DRAIN_SECONDS in a cluster, 0
+    # outside; `drain()`), then give in-flight reviews up to grace_seconds. Their sum must fit in the Pod's
+    # terminationGracePeriodSeconds; the apiserver's own webhook timeout is at most 30 s and ours are 3-5 s.
     drain_seconds: float | None = setting(
         "server.drainSeconds", None, ge=0, le=60, flag="--drain-seconds",
-        help="on SIGTERM, keep serving this long after turning unready (default 5 in a cluster, 0 outside)")
+        help=f"on SIGTERM, keep serving this long after turning unready (default {IN_CLUSTER_DRAIN_SECONDS:g} in a "
+             "cluster, 0 outside)")
     grace_seconds: float = setting("server.graceSeconds", 10.0, gt=0, le=60, flag="--grace-seconds",
                                    help="then give in-flight reviews up to this long to finish (default {default})")
     log_format: LogFormat = setting("logging.format", LogFormat.AUTO, flag="--log-format",
@@ -274,6 +323,12 @@ class Settings:
     log_level: LogLevel = setting("logging.level", LogLevel.INFO, flag="--log-level")
     savepoint: SavepointSettings = field(default_factory=SavepointSettings)
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
+
+    def drain(self) -> float:
+        """The drain on shutdown: drainSeconds, or when unset the customary pause in a cluster and none outside."""
+        if self.drain_seconds is not None:
+            return self.drain_seconds
+        return IN_CLUSTER_DRAIN_SECONDS if in_cluster() else 0.0
 
 
 
@@ -455,11 +510,7 @@ def check_settings(settings: Settings) -> None:
             parse_state_url(root)
         except DirectoryRefused as error:
             raise SettingsError(f"savepoint.allowedRoots[{index}]: {error}") from None
-    try:  # a profile or layout that cannot work stops start-up here, not at the first failover
-        load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
-                      savepoint_layouts=savepoint.savepoint_layouts)
-    except ProfileError as error:
-        raise SettingsError(str(error)) from None
+    savepoint.injection_profiles()  # a profile or layout that cannot work stops start-up here, not at a failover
 
 
 def _check_bounds(entry: Declared, value: Any) -> None:

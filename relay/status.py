@@ -1,7 +1,7 @@
 """`failover-relay status [WORKLOAD]`: where each workload under a stateful failover policy stands in its failover
 lifecycle. Reads the Karmada apiserver (bindings, Clusters, the resource template) and the checkpoint storage with
-the relay's own settings; changes nothing. The view is computed by `failover.reconcile.status_view`; this module fetches and
-prints. Exit 0, or 2 with one line for bad input (unknown workload, unreachable server, bad kubeconfig or config).
+the relay's own settings; changes nothing. The view is computed by `failover.reconcile.status_view`; this module
+fetches and prints. Exit 0, or 2 with one line for bad input (unknown workload, unreachable server, bad kubeconfig or config).
 """
 
 from __future__ import annotations
@@ -22,15 +22,14 @@ from urllib3.exceptions import HTTPError
 from controllers.kube import NoClusterConfig, load_api_client
 from failover.core import binding as b
 from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, FLINK_RESOURCES, RESOURCE_BINDINGS, Resource
-from failover.state.checkpoints import CheckpointStore, LayoutError, LookupResult
-from failover.state.profiles import InjectionProfile, ProfileError, load_profiles
+from failover.state.checkpoints import CheckpointStore, LookupResult
+from failover.state.profiles import InjectionProfile
 from failover.state.restore import find_restore_point
 from failover.admission.registry import group_kind_of
 from failover.state.savepoint import plan_lookup
 from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_name, workload_view
 from relay.migration import stored_objects
-from relay.settings import SavepointSettings
-from webhook.mutators import open_stores
+from relay.settings import SavepointSettings, SettingsError
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 REQUEST_TIMEOUT_SECONDS = 10
@@ -66,12 +65,10 @@ def open_storage(settings: SavepointSettings) -> Storage | None:
     if not settings.checkpoint_root:
         return None
     try:
-        profiles = load_profiles(settings.profiles, label=settings.job_id_label, layouts=settings.layouts,
-                                 savepoint_layouts=settings.savepoint_layouts)
-        store, allowed = open_stores(settings.checkpoint_root, settings.allowed_roots, settings.storage_options)
-    except (ProfileError, LayoutError) as error:
+        profiles, store, allowed_roots = settings.open_injection()
+    except SettingsError as error:
         raise StatusError(str(error)) from None
-    return Storage(profiles, (store, *allowed))
+    return Storage(profiles, (store, *allowed_roots))
 
 
 def collect(api_client: client.ApiClient, storage: Storage | None, settings: SavepointSettings,

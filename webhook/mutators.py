@@ -18,12 +18,12 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 import structlog
 
 from failover.core.api import GroupKind
-from failover.state.checkpoints import CheckpointStore, LookupCache, LookupResult, Outcome, open_store
+from failover.state.checkpoints import CheckpointStore, LookupCache, LookupResult, Outcome
 from failover.state.profiles import InjectionProfile
 from failover.state.restore import RestoreQuery, carried_path_belongs, find_restore_point
 from failover.state.savepoint import (
     CARRIED_FORWARD,
-    FAIL_OPEN,
+    DEFAULT_FAILURE_MODE,
     LOOKUP_CACHE_TTL_SECONDS,
     LOOKUP_DEADLINE_SECONDS,
     injection_verdict,
@@ -59,7 +59,7 @@ class SavepointMutator:
     redeploy of a deployed job whose path arrives late (failover/state/savepoint.py)."""
 
     def __init__(self, profile: InjectionProfile, store: CheckpointStore, *, executor: BlockingPool,
-                 deadline: float = LOOKUP_DEADLINE_SECONDS, failure_mode: str = FAIL_OPEN,
+                 deadline: float = LOOKUP_DEADLINE_SECONDS, failure_mode: str = DEFAULT_FAILURE_MODE,
                  cache: LookupCache | None = None, metrics: AdmissionMetrics | None = None,
                  clock: Callable[[], float] = time.monotonic, allowed_roots: Sequence[CheckpointStore] = (),
                  late_restore: bool = False) -> None:
@@ -158,7 +158,7 @@ class SavepointMutator:
 
 def savepoint_mutators(profiles: Mapping[GroupKind, InjectionProfile], store: CheckpointStore, *,
                        executor: BlockingPool | None = None, deadline: float = LOOKUP_DEADLINE_SECONDS,
-                       failure_mode: str = FAIL_OPEN, cache_ttl: float = LOOKUP_CACHE_TTL_SECONDS,
+                       failure_mode: str = DEFAULT_FAILURE_MODE, cache_ttl: float = LOOKUP_CACHE_TTL_SECONDS,
                        metrics: AdmissionMetrics | None = None, allowed_roots: Sequence[CheckpointStore] = (),
                        late_restore: bool = False) -> dict[GroupKind, Mutator]:
     """One mutator per profile, for `AdmissionHandlers(mutators=...)`; they share the thread pool."""
@@ -169,12 +169,6 @@ def savepoint_mutators(profiles: Mapping[GroupKind, InjectionProfile], store: Ch
                                      late_restore=late_restore)
         for group_kind, profile in profiles.items()
     }
-
-
-def open_stores(root: str, allowed_roots: Sequence[str],
-                storage_options: Mapping[str, Any]) -> tuple[CheckpointStore, tuple[CheckpointStore, ...]]:
-    """The configured root's store and those of the further allowed roots (no I/O); raises `LayoutError`."""
-    return open_store(root, storage_options), tuple(open_store(url, storage_options) for url in allowed_roots)
 
 
 def _namespace_of(obj: Mapping[str, Any]) -> str:

@@ -54,6 +54,12 @@ class Resource:
         """The `scope` of a webhook rule and of the CRD: Namespaced or Cluster."""
         return "Namespaced" if self.namespaced else "Cluster"
 
+    def path(self, name: str = "", namespace: str = "") -> str:
+        """The REST path of the collection, or of the object `name` (in `namespace` for a namespaced kind):
+        `/apis/<group>/<version>[/namespaces/<namespace>]/<plural>[/<name>]`."""
+        scope = f"/namespaces/{namespace}" if namespace else ""
+        return f"/apis/{self.api_version}{scope}/{self.plural}" + (f"/{name}" if name else "")
+
 
 # The catalogue (group, version, kind, plural, scope), as Karmada v1.19's CRDs serve them.
 PROPAGATION_POLICIES = Resource(POLICY_GROUP, "v1alpha1", "PropagationPolicy", "propagationpolicies", True)

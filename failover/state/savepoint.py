@@ -58,6 +58,9 @@ class FailureMode(StrEnum):
 
 
 FAIL_OPEN, FAIL_CLOSED = FailureMode.OPEN, FailureMode.CLOSED
+# Open: a lookup that finds nothing usable admits the object unchanged, with a warning, so the job keeps running;
+# closed suits jobs whose state matters more than their uptime (docs/operations.md).
+DEFAULT_FAILURE_MODE = FAIL_OPEN
 # The mutating webhook is registered with timeoutSeconds 5; 2 s leaves room for TLS, queueing and the reply.
 LOOKUP_DEADLINE_SECONDS = 2.0
 # Admissions of the same job within this share one lookup (a Work and its FlinkDeployment, retries).
