@@ -16,7 +16,7 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from controllers.informer import Informer, ListFunction
+from controllers.informer import RESYNC_SECONDS, Informer, ListFunction
 from controllers.kube import conflict
 from controllers.queue import ShutDown, WorkQueue
 
@@ -38,7 +38,7 @@ class ControllerMetrics:
 
 class Controller:
     def __init__(self, name: str, list_function: ListFunction, reconcile: Reconcile, metrics: ControllerMetrics,
-                 workers: int = 2, resync_seconds: float = 300.0,
+                 workers: int = 2, resync_seconds: float = RESYNC_SECONDS,
                  also: Callable[[str], None] | None = None) -> None:
         """`also` is told every key the informer reports, after it is queued (to wake other controllers)."""
         self.name = name

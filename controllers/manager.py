@@ -17,7 +17,7 @@ from controllers.cache import BINDING_RESOURCES, POLICY_RESOURCES, Cache, work_c
 from controllers.client import KarmadaClient
 from controllers.controller import Controller, ControllerMetrics
 from controllers.events import EventRecorder
-from controllers.informer import Informer
+from controllers.informer import RESYNC_SECONDS, Informer
 from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
 from controllers.reconcilers import BindingReconciler, FailbackReconciler, RebalancerReconciler, ReconcileMetrics
@@ -39,7 +39,7 @@ class LoopSettings:
     lease_name: str
     workers: int
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
-    resync_seconds: float = 300.0
+    resync_seconds: float = RESYNC_SECONDS
     decisions: DecisionSettings = field(default_factory=DecisionSettings)
 
 
