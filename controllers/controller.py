@@ -1,4 +1,7 @@
-"""One controller: an informer feeding a work queue, and workers that reconcile one key at a time.
+"""One controller: a work queue, and workers that reconcile one key at a time.
+
+The informers that fill the queue belong to the loop (controllers/manager.py): one informer per resource, whose
+events may queue keys of several controllers (a Cluster's readiness queues the bindings on it).
 
 A reconcile function gets a key and returns when to look again (or None). Raising requeues the key with backoff;
 `Conflict` (409: someone wrote the object since we read it) retries at once with fresh data, which is how optimistic
@@ -16,7 +19,6 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from controllers.informer import RESYNC_SECONDS, Informer, ListFunction
 from controllers.kube import conflict
 from controllers.queue import ShutDown, WorkQueue
 
@@ -37,32 +39,20 @@ class ControllerMetrics:
 
 
 class Controller:
-    def __init__(self, name: str, list_function: ListFunction, reconcile: Reconcile, metrics: ControllerMetrics,
-                 workers: int = 2, resync_seconds: float = RESYNC_SECONDS,
-                 also: Callable[[str], None] | None = None) -> None:
-        """`also` is told every key the informer reports, after it is queued (to wake other controllers)."""
+    def __init__(self, name: str, reconcile: Reconcile, metrics: ControllerMetrics, workers: int = 2) -> None:
         self.name = name
         self.reconcile = reconcile
         self.metrics = metrics
         self.workers = workers
         self.queue = WorkQueue()
-        self.informer = Informer(name, list_function, self._changed, asyncio.get_running_loop(), resync_seconds)
-        self._also = also
-
-    def _changed(self, key: str) -> None:
-        self.queue.add(key)
-        if self._also is not None:
-            self._also(key)
 
     async def run(self) -> None:
-        """Until cancelled: watch, and reconcile every key that changes."""
-        self.informer.start()
+        """Until cancelled: reconcile every key queued."""
         try:
             tasks = [asyncio.create_task(self._work(), name=f"{self.name}-worker-{index}")
                      for index in range(self.workers)]
             await asyncio.gather(*tasks)
         finally:
-            self.informer.stop()
             await self.queue.shut_down()
 
     async def _work(self) -> None:
