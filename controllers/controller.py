@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from datetime import timedelta
 
 import structlog
+import structlog.contextvars
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -63,26 +64,32 @@ class Controller:
                 return
             self.metrics.depth.labels(self.name).set(len(self.queue) + self.queue.waiting)
             started = time.perf_counter()
-            try:
-                requeue_after = await self.reconcile(str(key))
-            except ApiException as error:
-                result = "conflict" if conflict(error) else "api-error"
-                if conflict(error):
-                    self.queue.add_after(key, 0.05)
-                else:
-                    log.warning("reconcile_failed", controller=self.name, key=key, status=error.status,
-                                reason=error.reason, retries=self.queue.retries(key))
-                    self.queue.add_rate_limited(key)
-            except Exception as error:  # a bug must not stop the loop; the key is retried with backoff
-                result = "error"
-                log.exception("reconcile_crashed", controller=self.name, key=key, error=repr(error))
-                self.queue.add_rate_limited(key)
-            else:
-                result = "ok"
-                self.queue.forget(key)
-                if requeue_after is not None:
-                    self.queue.add_after(key, max(requeue_after.total_seconds(), 0.001))
-            finally:
-                self.queue.done(key)
+            # Every line the reconcile causes names the key: bound in this worker task's own context, which the
+            # reconcile's thread hops (asyncio.to_thread: API calls, events) copy.
+            with structlog.contextvars.bound_contextvars(controller=self.name, key=key):
+                result = await self._reconcile(key)
             self.metrics.reconciles.labels(self.name, result).inc()
             self.metrics.latency.labels(self.name).observe(time.perf_counter() - started)
+
+    async def _reconcile(self, key: Hashable) -> str:
+        """Reconcile `key` and queue it again as its outcome asks; the outcome's metric label."""
+        try:
+            requeue_after = await self.reconcile(str(key))
+        except ApiException as error:
+            if conflict(error):
+                self.queue.add_after(key, 0.05)
+                return "conflict"
+            log.warning("reconcile_failed", status=error.status, reason=error.reason, retries=self.queue.retries(key))
+            self.queue.add_rate_limited(key)
+            return "api-error"
+        except Exception as error:  # a bug must not stop the loop; the key is retried with backoff
+            log.exception("reconcile_crashed", error=repr(error))
+            self.queue.add_rate_limited(key)
+            return "error"
+        else:
+            self.queue.forget(key)
+            if requeue_after is not None:
+                self.queue.add_after(key, max(requeue_after.total_seconds(), 0.001))
+            return "ok"
+        finally:
+            self.queue.done(key)
