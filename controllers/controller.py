@@ -1,4 +1,7 @@
-"""One controller: an informer feeding a work queue, and workers that reconcile one key at a time.
+"""One controller: a work queue, and workers that reconcile one key at a time.
+
+The informers that fill the queue belong to the loop (controllers/manager.py): one informer per resource, whose
+events may queue keys of several controllers (a Cluster's readiness queues the bindings on it).
 
 A reconcile function gets a key and returns when to look again (or None). Raising requeues the key with backoff;
 `Conflict` (409: someone wrote the object since we read it) retries at once with fresh data, which is how optimistic
@@ -9,14 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from datetime import timedelta
 
 import structlog
+import structlog.contextvars
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from controllers.informer import Informer, ListFunction
 from controllers.kube import conflict
 from controllers.queue import ShutDown, WorkQueue
 
@@ -37,32 +40,20 @@ class ControllerMetrics:
 
 
 class Controller:
-    def __init__(self, name: str, list_function: ListFunction, reconcile: Reconcile, metrics: ControllerMetrics,
-                 workers: int = 2, resync_seconds: float = 300.0,
-                 also: Callable[[str], None] | None = None) -> None:
-        """`also` is told every key the informer reports, after it is queued (to wake other controllers)."""
+    def __init__(self, name: str, reconcile: Reconcile, metrics: ControllerMetrics, workers: int = 2) -> None:
         self.name = name
         self.reconcile = reconcile
         self.metrics = metrics
         self.workers = workers
         self.queue = WorkQueue()
-        self.informer = Informer(name, list_function, self._changed, asyncio.get_running_loop(), resync_seconds)
-        self._also = also
-
-    def _changed(self, key: str) -> None:
-        self.queue.add(key)
-        if self._also is not None:
-            self._also(key)
 
     async def run(self) -> None:
-        """Until cancelled: watch, and reconcile every key that changes."""
-        self.informer.start()
+        """Until cancelled: reconcile every key queued."""
         try:
             tasks = [asyncio.create_task(self._work(), name=f"{self.name}-worker-{index}")
                      for index in range(self.workers)]
             await asyncio.gather(*tasks)
         finally:
-            self.informer.stop()
             await self.queue.shut_down()
 
     async def _work(self) -> None:
@@ -73,26 +64,32 @@ class Controller:
                 return
             self.metrics.depth.labels(self.name).set(len(self.queue) + self.queue.waiting)
             started = time.perf_counter()
-            try:
-                requeue_after = await self.reconcile(str(key))
-            except ApiException as error:
-                result = "conflict" if conflict(error) else "api-error"
-                if conflict(error):
-                    self.queue.add_after(key, 0.05)
-                else:
-                    log.warning("reconcile_failed", controller=self.name, key=key, status=error.status,
-                                reason=error.reason, retries=self.queue.retries(key))
-                    self.queue.add_rate_limited(key)
-            except Exception as error:  # a bug must not stop the loop; the key is retried with backoff
-                result = "error"
-                log.exception("reconcile_crashed", controller=self.name, key=key, error=repr(error))
-                self.queue.add_rate_limited(key)
-            else:
-                result = "ok"
-                self.queue.forget(key)
-                if requeue_after is not None:
-                    self.queue.add_after(key, max(requeue_after.total_seconds(), 0.001))
-            finally:
-                self.queue.done(key)
+            # Every line the reconcile causes names the key: bound in this worker task's own context, which the
+            # reconcile's thread hops (asyncio.to_thread: API calls, events) copy.
+            with structlog.contextvars.bound_contextvars(controller=self.name, key=key):
+                result = await self._reconcile(key)
             self.metrics.reconciles.labels(self.name, result).inc()
             self.metrics.latency.labels(self.name).observe(time.perf_counter() - started)
+
+    async def _reconcile(self, key: Hashable) -> str:
+        """Reconcile `key` and queue it again as its outcome asks; the outcome's metric label."""
+        try:
+            requeue_after = await self.reconcile(str(key))
+        except ApiException as error:
+            if conflict(error):
+                self.queue.add_after(key, 0.05)
+                return "conflict"
+            log.warning("reconcile_failed", status=error.status, reason=error.reason, retries=self.queue.retries(key))
+            self.queue.add_rate_limited(key)
+            return "api-error"
+        except Exception as error:  # a bug must not stop the loop; the key is retried with backoff
+            log.exception("reconcile_crashed", error=repr(error))
+            self.queue.add_rate_limited(key)
+            return "error"
+        else:
+            self.queue.forget(key)
+            if requeue_after is not None:
+                self.queue.add_after(key, max(requeue_after.total_seconds(), 0.001))
+            return "ok"
+        finally:
+            self.queue.done(key)

@@ -30,6 +30,11 @@ from failover.core.names import key_of
 WATCH_TIMEOUT_SECONDS = 290  # the apiserver closes watches after --min-request-timeout (1800 s) at the latest
 RETRY_MIN_SECONDS = 0.5
 RETRY_MAX_SECONDS = 30.0
+# The resync period, the one every informer of the loop uses. A resync lists nothing (it re-reports the cache), so
+# it costs one cache-only reconcile per object; the period bounds how long a reconcile lost to a bug or a crash
+# waits for its retry. Nothing time-based waits for it: a decision that expires later (a toleration, a grace period)
+# requeues its key for that moment itself. Five minutes keeps the cost small for thousands of bindings.
+RESYNC_SECONDS = 300.0
 
 log = structlog.get_logger("failover_relay.informer")
 
@@ -44,7 +49,7 @@ class Informer:
         list_function: ListFunction,
         on_change: ChangeHandler,
         loop: asyncio.AbstractEventLoop,
-        resync_seconds: float = 300.0,
+        resync_seconds: float = RESYNC_SECONDS,
         transform: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
     ) -> None:
         self.name = name

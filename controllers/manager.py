@@ -6,22 +6,37 @@ import asyncio
 import os
 import socket
 import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import structlog
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from controllers.cache import BINDING_RESOURCES, POLICY_RESOURCES, Cache, work_cached_form
+from controllers.cache import POLICY_RESOURCES, BindingKey, Cache, work_cached_form
 from controllers.client import KarmadaClient
-from controllers.controller import Controller, ControllerMetrics
+from controllers.controller import Controller, ControllerMetrics, Reconcile
 from controllers.events import EventRecorder
-from controllers.informer import Informer
+from controllers.informer import RESYNC_SECONDS, ChangeHandler, Informer
 from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
-from controllers.reconcilers import BindingReconciler, FailbackReconciler, RebalancerReconciler, ReconcileMetrics
-from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS, Resource
+from controllers.queue import WorkQueue
+from controllers.reconcilers import (
+    BindingReconciler,
+    FailbackReconciler,
+    RebalancerReconciler,
+    ReconcileMetrics,
+)
+from failover.core.api import (
+    CLUSTER_RESOURCE_BINDINGS,
+    CLUSTERS,
+    RESOURCE_BINDINGS,
+    WORKLOAD_REBALANCERS,
+    WORKS,
+    Resource,
+)
 from failover.reconcile.decision import DecisionSettings
 
 log = structlog.get_logger("failover_relay.controllers")
@@ -29,6 +44,75 @@ log = structlog.get_logger("failover_relay.controllers")
 # How long to wait for the first list of every informer before reconciling anything: reconciling failback on an
 # empty binding cache would see no workloads at all.
 SYNC_TIMEOUT_SECONDS = 60.0
+
+
+# Where an event of one resource leads: (cache, the event's kind, its key) -> the (kind, key) pairs to reconcile.
+KeyMap = Callable[[Cache, str, str], Iterable[BindingKey]]
+
+
+def itself(_: Cache, kind: str, key: str) -> Iterable[BindingKey]:
+    """The object that changed."""
+    return ((kind, key),)
+
+
+def bindings_on_cluster(cache: Cache, _: str, cluster: str) -> Iterable[BindingKey]:
+    """The bindings with an eviction task from the cluster or a fenced copy on it: its readiness changes what
+    fencing decides for them."""
+    return cache.bindings_touching(cluster)
+
+
+def binding_of_work(cache: Cache, _: str, work: str) -> Iterable[BindingKey]:
+    """The binding the Work belongs to (or belonged to, when it is gone): what the binding records (its history,
+    its last good state) is read from its Works. Re-indexes the Work first (`Cache.work_changed`)."""
+    owner = cache.work_changed(work)
+    return () if owner is None else (owner,)
+
+
+@dataclass(frozen=True)
+class Watch:
+    """Events of `resource` queue the keys `keys` maps them to; a controller takes those of its own kind."""
+
+    resource: Resource
+    keys: KeyMap = itself
+
+
+# What builds a reconciler from the parts every reconciler gets: client, cache, event recorder, decision settings,
+# metrics.
+ReconcilerFactory = Callable[[KarmadaClient, Cache, EventRecorder, DecisionSettings, ReconcileMetrics], Reconcile]
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    """One controller: the resource whose keys it reconciles, its reconciler, the watches that queue its keys,
+    and its workers (None: `LoopSettings.workers`)."""
+
+    resource: Resource
+    reconciler: ReconcilerFactory
+    watches: tuple[Watch, ...]
+    workers: int | None = None
+
+    @property
+    def name(self) -> str:
+        """The `controller` label of its metrics and the name of its worker tasks."""
+        return self.resource.plural
+
+
+# The whole reconcile wiring. One informer per resource named here; each of its events runs each key map of the
+# watches on that resource once (however many controllers declare it) and queues every key with the controller of
+# the key's kind, if that controller declared the watch (`queue_keys`).
+CONTROLLERS = (
+    ControllerSpec(RESOURCE_BINDINGS, partial(BindingReconciler, RESOURCE_BINDINGS.kind), watches=(
+        Watch(RESOURCE_BINDINGS), Watch(CLUSTERS, bindings_on_cluster), Watch(WORKS, binding_of_work))),
+    ControllerSpec(CLUSTER_RESOURCE_BINDINGS, partial(BindingReconciler, CLUSTER_RESOURCE_BINDINGS.kind), watches=(
+        Watch(CLUSTER_RESOURCE_BINDINGS), Watch(CLUSTERS, bindings_on_cluster), Watch(WORKS, binding_of_work))),
+    ControllerSpec(WORKLOAD_REBALANCERS, RebalancerReconciler, watches=(Watch(WORKLOAD_REBALANCERS),), workers=1),
+    ControllerSpec(CLUSTERS, FailbackReconciler, watches=(Watch(CLUSTERS),), workers=1),
+)
+# Read by the reconcilers (the policies a binding follows), never reconciled: their events queue nothing.
+CACHED_ONLY = POLICY_RESOURCES
+# How the cache keeps the objects of a kind when it keeps less of them than the informer's default (which drops
+# managedFields).
+CACHED_FORMS: Mapping[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {WORKS.kind: work_cached_form}
 
 
 @dataclass(frozen=True)
@@ -39,7 +123,7 @@ class LoopSettings:
     lease_name: str
     workers: int
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
-    resync_seconds: float = 300.0
+    resync_seconds: float = RESYNC_SECONDS
     decisions: DecisionSettings = field(default_factory=DecisionSettings)
 
 
@@ -71,47 +155,24 @@ class ReconcileLoop:
         await self.elector.run(self._lead)
 
     async def _lead(self) -> None:
-        """Reconcile until cancelled: a controller per kind the loop writes, plain informers for what it only
-        reads (policies, Works), all filling one cache."""
-        settings, loop = self.settings, asyncio.get_running_loop()
-        karmada = KarmadaClient(self.api_client)
+        """Reconcile until cancelled: the controllers of `CONTROLLERS` and one informer per resource they watch or
+        read (`CACHED_ONLY`), all filling one cache."""
+        settings = self.settings
         cache = Cache()
-        recorder, decisions, metrics = self.recorder, settings.decisions, self.reconcile_metrics
-        controllers: dict[str, Controller] = {}
-
-        def wake_bindings(owners: list[tuple[str, str]]) -> None:
-            for kind, key in owners:
-                controllers[kind].queue.add(key)
-
-        def work_changed(key: str) -> None:
-            owner = cache.work_changed(key)
-            if owner is not None and owner[0] in controllers:
-                wake_bindings([owner])
-
-        def cluster_changed(key: str) -> None:
-            wake_bindings(cache.bindings_touching(key))
-
-        def controller(resource: Resource, reconcile: Any, workers: int, also: Any = None) -> Controller:
-            made = Controller(resource.plural, CustomObjects(self.api_client, resource).list, reconcile,
-                              self.controller_metrics, workers, settings.resync_seconds, also)
-            cache.add(resource, made.informer)
-            return made
-
-        for resource in BINDING_RESOURCES:
-            controllers[resource.kind] = controller(resource, BindingReconciler(
-                resource.kind, karmada, cache, recorder, decisions, metrics), settings.workers)
-        controllers[WORKLOAD_REBALANCERS.kind] = controller(
-            WORKLOAD_REBALANCERS, RebalancerReconciler(karmada, cache, recorder, decisions, metrics), 1)
-        controllers[CLUSTERS.kind] = controller(
-            CLUSTERS, FailbackReconciler(karmada, cache, recorder, decisions, metrics), 1, cluster_changed)
-        informers = [Informer(resource.plural, CustomObjects(self.api_client, resource).list, lambda key: None, loop,
-                              settings.resync_seconds) for resource in POLICY_RESOURCES]
-        for resource, informer in zip(POLICY_RESOURCES, informers):
+        parts = (KarmadaClient(self.api_client), cache, self.recorder, settings.decisions, self.reconcile_metrics)
+        controllers = {spec.resource.kind: Controller(
+            spec.name, spec.reconciler(*parts), self.controller_metrics,
+            settings.workers if spec.workers is None else spec.workers) for spec in CONTROLLERS}
+        watched = {resource.kind: resource for resource in (
+            *CACHED_ONLY, *(watch.resource for spec in CONTROLLERS for watch in spec.watches))}
+        queues = {kind: controller.queue for kind, controller in controllers.items()}
+        informers = []
+        for resource in watched.values():
+            informer = Informer(resource.plural, CustomObjects(self.api_client, resource).list,
+                                queue_keys(resource, cache, queues), asyncio.get_running_loop(),
+                                settings.resync_seconds, transform=CACHED_FORMS.get(resource.kind))
             cache.add(resource, informer)
-        works = Informer(WORKS.plural, CustomObjects(self.api_client, WORKS).list, work_changed, loop,
-                         settings.resync_seconds, transform=work_cached_form)
-        cache.add(WORKS, works)
-        informers.append(works)
+            informers.append(informer)
 
         for informer in informers:
             informer.start()
@@ -119,8 +180,7 @@ class ReconcileLoop:
         tasks = [asyncio.create_task(controller.run(), name=f"controller-{name}")
                  for name, controller in controllers.items()]
         try:
-            synced = await asyncio.gather(*(informer.wait_synced(SYNC_TIMEOUT_SECONDS) for informer in (
-                *informers, *(controller.informer for controller in controllers.values()))))
+            synced = await asyncio.gather(*(informer.wait_synced(SYNC_TIMEOUT_SECONDS) for informer in informers))
             log.info("caches_synced", all=all(synced))
             await asyncio.gather(*tasks)
         finally:
@@ -129,3 +189,20 @@ class ReconcileLoop:
             await asyncio.gather(*tasks, return_exceptions=True)
             for informer in informers:
                 informer.stop()
+
+
+def queue_keys(resource: Resource, cache: Cache, queues: Mapping[str, WorkQueue]) -> ChangeHandler:
+    """What the informer of `resource` does with an event: run the key map of each watch on it (`CONTROLLERS`) once,
+    and queue each key with the controller of the key's kind (`queues`), if that controller declared the watch."""
+    routes = {(watch.keys, spec.resource.kind): queues[spec.resource.kind]
+              for spec in CONTROLLERS for watch in spec.watches if watch.resource == resource}
+    maps = tuple(dict.fromkeys(keys for keys, _ in routes))
+
+    def changed(key: str) -> None:
+        for keys in maps:
+            for kind, target in keys(cache, resource.kind, key):
+                queue = routes.get((keys, kind))
+                if queue is not None:
+                    queue.add(target)
+
+    return changed

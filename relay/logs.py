@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Callable, TextIO
 
 import structlog
+import structlog.contextvars
 
 from webhook.encoding import dumps
 
@@ -78,6 +79,8 @@ def configure_logging(log_format: str = "auto", level: str = "info", stream: Tex
         renderer = structlog.dev.ConsoleRenderer(colors=False)
     structlog.configure(
         processors=[
+            # The context bound for a reconcile (controller, key) or a review (uid, kind, operation).
+            structlog.contextvars.merge_contextvars,
             LineHeader(),
             structlog.processors.format_exc_info,
             renderer,
@@ -91,6 +94,7 @@ def configure_logging(log_format: str = "auto", level: str = "info", stream: Tex
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
         foreign_pre_chain=[
+            structlog.contextvars.merge_contextvars,
             structlog.stdlib.add_log_level,
             structlog.stdlib.add_logger_name,
             structlog.processors.TimeStamper(fmt="iso", utc=True),

@@ -8,6 +8,7 @@ deadline is abandoned (a thread cannot be cancelled) and holds one of a fixed nu
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import threading
 from typing import Any, Callable
@@ -24,9 +25,11 @@ class BlockingPool:
             thread.start()
 
     def submit(self, function: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        """Run `function(*args)` on a pool thread, in a copy of the caller's context (as `asyncio.to_thread` does):
+        what the caller bound for its log lines (a review's uid) is on the lines the call writes too."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        self._jobs.put((loop, future, function, args))
+        self._jobs.put((loop, future, contextvars.copy_context(), function, args))
         return future
 
     def shutdown(self) -> None:
@@ -36,9 +39,9 @@ class BlockingPool:
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
-            loop, future, function, args = job
+            loop, future, context, function, args = job
             try:
-                outcome, error = function(*args), None
+                outcome, error = context.run(function, *args), None
             except BaseException as raised:  # delivered to the awaiting coroutine, not lost in this thread
                 outcome, error = None, raised
             try:

@@ -130,6 +130,7 @@ class SavepointMutator:
             return LookupResult(Outcome.TIMEOUT, reason=f"checkpoint lookup timed out after {self.deadline:g}s"), False
 
     def _start(self, key: tuple[RestoreQuery, str | None]) -> asyncio.Future[LookupResult]:
+        # The lookup's lines carry the uid of the review that started it; reviews sharing it name the same job.
         future = self.executor.submit(self._find, *key)
         self._in_flight[key] = future
 

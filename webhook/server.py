@@ -14,6 +14,7 @@ import time
 from typing import Any, Awaitable, Callable
 
 import structlog
+from structlog.contextvars import bind_contextvars, reset_contextvars
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
@@ -137,33 +138,46 @@ class AdmissionServer:
                 admission = await self._parse_bounded(endpoint, await self._read_body(http))
             except ReviewError as error:
                 return self._bad_request(endpoint, error, started)
+            # Every line this review causes carries its uid, also from the lookup threads (webhook/blocking.py);
+            # the review's `admission_review` line names its kind and operation. Bound and reset by hand: the
+            # context manager (`bound_contextvars`, a generator) costs several times as much per review.
+            tokens = bind_contextvars(uid=admission.uid)
             try:
-                verdict = await handler(admission)
-            except Exception as error:  # a bug in a rule must not take the server down or answer 500
-                self.log.exception("review_failed", endpoint=endpoint, uid=admission.uid, kind=admission.kind)
-                reason = type(error).__name__
-                body = encode(admission, failed(admission, clip(f"failover-relay could not evaluate "
-                                                                f"{admission.kind}: {reason}", 200)))
-                summary, warnings, audit = "error", 0, None
-                metrics.errors.labels(endpoint, "internal").inc()
-            else:
-                body = answer(admission, verdict)
-                if verdict is None:
-                    summary, reason, warnings, audit = "allowed", "not-handled", 0, None
-                else:
-                    summary, reason = verdict.summary, verdict.message
-                    warnings, audit = len(verdict.warnings), (dict(verdict.audit) if verdict.audit else None)
-            elapsed = time.perf_counter() - started
-            metrics.count_answer(endpoint, self._kind_label(admission), summary, elapsed)
-            # One line at info for what an operator acts on (a denial, a patch, a warning, an error); a review
-            # allowed unchanged is counted in the metrics above and logged at debug only (docs/operations.md).
-            if summary != "allowed" or warnings:
-                self._log_review(self.log.info, endpoint, admission, summary, reason, warnings, audit, elapsed)
-            elif self.log.is_enabled_for(logging.DEBUG):
-                self._log_review(self.log.debug, endpoint, admission, summary, reason, warnings, audit, elapsed)
-            return web.Response(body=body, content_type="application/json")
+                return await self._answer(endpoint, handler, admission, started)
+            finally:
+                reset_contextvars(**tokens)
         finally:
             metrics.requests_in_flight -= 1
+
+    async def _answer(self, endpoint: str, handler: Handler, admission: AdmissionRequest,
+                      started: float) -> web.Response:
+        """The handler's verdict on a well-formed review as the HTTP answer, counted and logged."""
+        metrics = self.metrics
+        try:
+            verdict = await handler(admission)
+        except Exception as error:  # a bug in a rule must not take the server down or answer 500
+            self.log.exception("review_failed", endpoint=endpoint, uid=admission.uid, kind=admission.kind)
+            reason = type(error).__name__
+            body = encode(admission, failed(admission, clip(f"failover-relay could not evaluate "
+                                                            f"{admission.kind}: {reason}", 200)))
+            summary, warnings, audit = "error", 0, None
+            metrics.errors.labels(endpoint, "internal").inc()
+        else:
+            body = answer(admission, verdict)
+            if verdict is None:
+                summary, reason, warnings, audit = "allowed", "not-handled", 0, None
+            else:
+                summary, reason = verdict.summary, verdict.message
+                warnings, audit = len(verdict.warnings), (dict(verdict.audit) if verdict.audit else None)
+        elapsed = time.perf_counter() - started
+        metrics.count_answer(endpoint, self._kind_label(admission), summary, elapsed)
+        # One line at info for what an operator acts on (a denial, a patch, a warning, an error); a review
+        # allowed unchanged is counted in the metrics above and logged at debug only (docs/operations.md).
+        if summary != "allowed" or warnings:
+            self._log_review(self.log.info, endpoint, admission, summary, reason, warnings, audit, elapsed)
+        elif self.log.is_enabled_for(logging.DEBUG):
+            self._log_review(self.log.debug, endpoint, admission, summary, reason, warnings, audit, elapsed)
+        return web.Response(body=body, content_type="application/json")
 
     @staticmethod
     def _log_review(write: Callable[..., Any], endpoint: str, admission: AdmissionRequest, summary: str,

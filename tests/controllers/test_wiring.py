@@ -1,0 +1,110 @@
+"""The reconcile wiring (controllers/manager.py `CONTROLLERS`): which keys an informer's event queues, and where."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from controllers.cache import POLICY_RESOURCES, Cache
+from controllers.informer import Informer
+from controllers.manager import CACHED_ONLY, CONTROLLERS, queue_keys
+from controllers.queue import WorkQueue
+from failover.core.api import (
+    CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION,
+    CLUSTER_RESOURCE_BINDINGS,
+    CLUSTERS,
+    RESOURCE_BINDING_NAME_ANNOTATION,
+    RESOURCE_BINDING_NAMESPACE_ANNOTATION,
+    RESOURCE_BINDINGS,
+    WORKLOAD_REBALANCERS,
+    WORKS,
+    Resource,
+)
+
+
+def never_listed(**_: object) -> object:
+    raise AssertionError("the informers are not started here")
+
+
+def filled_cache(objects: dict[Resource, dict[str, dict[str, Any]]]) -> Cache:
+    """A cache whose informers hold `objects` by resource, as if they had listed them."""
+    cache = Cache()
+    for resource in (*CACHED_ONLY, *(spec.resource for spec in CONTROLLERS), WORKS):
+        informer = Informer(resource.plural, never_listed, lambda key: None, asyncio.get_running_loop())
+        informer.cache = dict(objects.get(resource, {}))
+        cache.add(resource, informer)
+    return cache
+
+
+def evicting_from(cluster: str) -> dict[str, Any]:
+    return {"metadata": {"name": "b"}, "spec": {"gracefulEvictionTasks": [{"fromCluster": cluster}]}}
+
+
+def work_of(annotations: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": "w", "namespace": "karmada-es-member1", "annotations": annotations}}
+
+
+async def drain(queue: WorkQueue) -> list[object]:
+    keys = []
+    while len(queue):
+        key = await queue.get()
+        keys.append(key)
+        queue.done(key)
+    return keys
+
+
+async def queued(queues: dict[str, WorkQueue]) -> dict[str, list[object]]:
+    return {kind: keys for kind, queue in queues.items() if (keys := await drain(queue))}
+
+
+async def test_a_cluster_event_queues_the_cluster_and_the_bindings_with_a_task_from_it() -> None:
+    cache = filled_cache({RESOURCE_BINDINGS: {"ns/b": evicting_from("member1"), "ns/other": evicting_from("member2")},
+                          CLUSTER_RESOURCE_BINDINGS: {"b": evicting_from("member1")}})
+    queues = {spec.resource.kind: WorkQueue() for spec in CONTROLLERS}
+
+    queue_keys(CLUSTERS, cache, queues)("member1")
+
+    assert await queued(queues) == {RESOURCE_BINDINGS.kind: ["ns/b"], CLUSTER_RESOURCE_BINDINGS.kind: ["b"],
+                                    CLUSTERS.kind: ["member1"]}
+
+
+async def test_a_work_event_queues_its_binding_and_so_does_its_deletion() -> None:
+    work = work_of({RESOURCE_BINDING_NAMESPACE_ANNOTATION: "ns", RESOURCE_BINDING_NAME_ANNOTATION: "b"})
+    cache = filled_cache({WORKS: {"karmada-es-member1/w": work}})
+    queues = {spec.resource.kind: WorkQueue() for spec in CONTROLLERS}
+    changed = queue_keys(WORKS, cache, queues)
+
+    changed("karmada-es-member1/w")
+    assert await queued(queues) == {RESOURCE_BINDINGS.kind: ["ns/b"]}
+    del cache.informers[WORKS.kind].cache["karmada-es-member1/w"]
+    changed("karmada-es-member1/w")
+    assert await queued(queues) == {RESOURCE_BINDINGS.kind: ["ns/b"]}
+
+
+async def test_a_cluster_binding_work_queues_the_cluster_binding_and_so_does_its_deletion() -> None:
+    # Both binding controllers watch Works; the key goes to the one of the owner's kind, also once the Work is gone.
+    cache = filled_cache({WORKS: {"karmada-es-member1/w": work_of({CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION: "b"})}})
+    queues = {spec.resource.kind: WorkQueue() for spec in CONTROLLERS}
+    changed = queue_keys(WORKS, cache, queues)
+
+    changed("karmada-es-member1/w")
+    assert await queued(queues) == {CLUSTER_RESOURCE_BINDINGS.kind: ["b"]}
+    del cache.informers[WORKS.kind].cache["karmada-es-member1/w"]
+    changed("karmada-es-member1/w")
+    assert await queued(queues) == {CLUSTER_RESOURCE_BINDINGS.kind: ["b"]}
+
+
+async def test_a_controlled_resource_queues_its_own_key_only() -> None:
+    cache = filled_cache({})
+    for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS):
+        queues = {spec.resource.kind: WorkQueue() for spec in CONTROLLERS}
+        queue_keys(resource, cache, queues)("ns/x")
+        assert await queued(queues) == {resource.kind: ["ns/x"]}
+
+
+async def test_policy_events_queue_nothing() -> None:
+    cache = filled_cache({})
+    queues = {spec.resource.kind: WorkQueue() for spec in CONTROLLERS}
+    for resource in POLICY_RESOURCES:
+        queue_keys(resource, cache, queues)("ns/p")
+    assert await queued(queues) == {}
