@@ -6,8 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
 
-.PHONY: run test test-unit envtest-binaries karmada-binaries helm-binary promtool image bench bench-quick \
-	bench-instructions bench-reconcile clean
+.PHONY: run test test-unit lint shellcheck envtest-binaries karmada-binaries helm-binary promtool image bench \
+	bench-quick bench-instructions bench-reconcile clean
 
 # Stamps record what was installed; pip runs again only when pyproject.toml changes.
 $(BIN)/python:
@@ -22,6 +22,11 @@ $(VENV)/.installed-test: pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $@ $(VENV)/.installed-run
 
+# The linters (the `lint` extra) with the project itself, which mypy needs to see its dependencies' types.
+$(VENV)/.installed-lint: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[lint]'
+	touch $@ $(VENV)/.installed-run
+
 ## Install and start the admission server on https://127.0.0.1:9443 with a generated self-signed certificate.
 run: $(VENV)/.installed-run
 	$(BIN)/failover-relay serve $(ARGS)
@@ -34,6 +39,16 @@ test: $(VENV)/.installed-test envtest-binaries karmada-binaries helm-binary prom
 ## The fast part: everything that needs no kube-apiserver.
 test-unit: $(VENV)/.installed-test promtool
 	$(BIN)/python -m pytest -m 'not envtest and not karmada' $(ARGS)
+
+## Lint, format and types (hack/lint.sh): ruff check and ruff format --check (production, tests, bench), mypy over
+## the production packages (strict on failover/), shellcheck over hack/*.sh and .ci/run. Changes nothing.
+lint: $(VENV)/.installed-lint shellcheck
+	@VENV=$(VENV) bash hack/lint.sh
+
+# Debian's shellcheck package, once; off apt a failure on CI, locally `make lint` then skips the shell scripts.
+shellcheck:
+	@bash hack/install-shellcheck.sh || { if [ "$$CI" = true ]; then exit 1; fi; \
+	  echo "shellcheck: not installed, make lint will skip the shell scripts (see the line above)"; }
 
 ## Benchmark us against kopf and a bare aiohttp ceiling (docs/benchmarks.md); installs wrk, h2load and kopf if missing.
 bench: $(VENV)/.installed-run

@@ -59,6 +59,7 @@ log() { echo "build-envtest: $*" >&2; }
 
 mkdir -p "$cache_dir"
 # One build per cache directory at a time: compiling kube-apiserver twice on the same two cores would double the wait.
+# shellcheck source=build-lock.sh
 source "$(dirname "$0")/build-lock.sh"
 take_build_lock "$cache_dir"
 find_missing
@@ -169,7 +170,7 @@ install_etcd() {
     local sudo=""
     [[ "$(id -u)" -eq 0 ]] || sudo="sudo -n"
     if ! $sudo apt-get install -y --no-install-recommends etcd-server >&2; then
-      $sudo apt-get update >&2 && $sudo apt-get install -y --no-install-recommends etcd-server >&2 || true
+      { $sudo apt-get update >&2 && $sudo apt-get install -y --no-install-recommends etcd-server >&2; } || true
     fi
   fi
   if [[ -x /usr/bin/etcd ]]; then

@@ -36,6 +36,7 @@ if complete; then
 fi
 
 # One build per version at a time: a parallel run waits for the first and then finds its binary.
+# shellcheck source=build-lock.sh
 source "$(dirname "$0")/build-lock.sh"
 take_build_lock "$cache_dir"
 if complete; then
@@ -52,7 +53,7 @@ log "go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 GOWORK=off CGO_ENABLED=0 GOFLAGS=-mod=mod GOBIN="$cache_dir/.bin.partial" \
   go install -trimpath -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
   "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-rm -rf "$cache_dir/bin"
+rm -rf "${cache_dir:?}/bin"
 mv "$cache_dir/.bin.partial" "$cache_dir/bin"
 log "done in $((SECONDS - started)) s"
 echo "$cache_dir/bin"

@@ -55,8 +55,9 @@ log "$tool ${args[*]} $here"
 # Each source change leaves the previous image and its build stage untagged (~800 MB): remove them, except the newest
 # build stage, the next build's cache (both tools list images newest first).
 stale() { "$tool" images --quiet --no-trunc --filter dangling=true --filter "label=io.failover-relay.stage=$1"; }
-old_images="$(stale runtime; stale build | tail -n +2)"
-[[ -z "$old_images" ]] || "$tool" rmi $old_images >/dev/null 2>&1 || log "could not remove older untagged images"
+mapfile -t old_images < <(stale runtime; stale build | tail -n +2)
+[[ ${#old_images[@]} -eq 0 ]] || "$tool" rmi "${old_images[@]}" >/dev/null 2>&1 ||
+  log "could not remove older untagged images"
 image="$tag"
 [[ "$tool" == podman && "$tag" != */* ]] && image="localhost/$tag"
 log "built $image from $base with $tool in $((SECONDS - started)) s"

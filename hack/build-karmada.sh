@@ -43,9 +43,9 @@ mkdir -p "$cache_root"
 # The cache key: the commit the source is at. A tarball names its commit (karmada-<describe>-g<sha>.tar.gz).
 find_tarball() {
   if [[ -n "${KARMADA_TARBALL:-}" ]]; then echo "$KARMADA_TARBALL"; return; fi
-  local found
-  found="$(ls "$here"/../shared/karmada/karmada-*.tar.gz 2>/dev/null | head -n1 || true)"
-  echo "$found"
+  # The first in the glob's (sorted) order; the pattern itself when nothing matches.
+  local found=("$here"/../shared/karmada/karmada-*.tar.gz)
+  if [[ -e "${found[0]}" ]]; then echo "${found[0]}"; else echo ""; fi
 }
 
 source_kind=""
@@ -81,6 +81,7 @@ fi
 
 mkdir -p "$cache_dir/bin"
 # One build per cache directory at a time: a parallel run waits for the first and then finds its binaries.
+# shellcheck source=build-lock.sh
 source "$here/hack/build-lock.sh"
 take_build_lock "$cache_dir"
 if complete; then

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the hack/build-*.sh scripts that fill a cache directory: one build per cache directory at a time, so a
 # second run (a parallel test session, a CI retry) waits for the first and then finds its result instead of building
 # it again on the same two cores.

@@ -3,9 +3,9 @@
 Field names follow `pkg/apis/work/v1alpha2/binding_types.go`. The decisions run on whatever the apiserver holds,
 so every reader returns an empty or None value for a field of the wrong shape instead of raising: a malformed
 binding is left alone, it never crashes the loop.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` here: this module's own `annotations()` would shadow the feature's name.
+"""
 
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -45,10 +45,11 @@ def annotations(obj: Any) -> Mapping[str, Any]:
 
 def object_ref(obj: Mapping[str, Any]) -> ObjectRef:
     meta = metadata(obj)
+    kind = obj.get("kind")
     name = meta.get("name")
     namespace = meta.get("namespace")
     return ObjectRef(
-        kind=obj.get("kind") if isinstance(obj.get("kind"), str) else "",
+        kind=kind if isinstance(kind, str) else "",
         name=name if isinstance(name, str) else "",
         namespace=namespace if isinstance(namespace, str) else "",
     )
@@ -123,7 +124,7 @@ def application_failover(binding: Mapping[str, Any]) -> Mapping[str, Any] | None
 def workload_reference(binding: Mapping[str, Any]) -> dict[str, str] | None:
     """spec.resource as a WorkloadRebalancer workload entry (apiVersion, kind, name[, namespace])."""
     resource = _mapping(spec(binding).get("resource"))
-    fields = {key: resource.get(key) for key in ("apiVersion", "kind", "name", "namespace")}
+    fields: dict[str, Any] = {key: resource.get(key) for key in ("apiVersion", "kind", "name", "namespace")}
     if not all(isinstance(fields[key], str) and fields[key] for key in ("apiVersion", "kind", "name")):
         return None
     reference = {key: fields[key] for key in ("apiVersion", "kind", "name")}

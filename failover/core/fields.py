@@ -11,7 +11,7 @@ profile (docs/benchmarks.md).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeGuard
 
 from failover.core.names import object_key
 from failover.core.verdict import Findings
@@ -20,7 +20,7 @@ INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     """An integer from parsed JSON; `True` is an `int` in Python but a boolean in JSON."""
     return isinstance(value, int) and not isinstance(value, bool)
 

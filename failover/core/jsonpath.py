@@ -321,7 +321,8 @@ def _parse_action(text: str) -> list[Any]:
     """parseAction: `text` parsed as the inside of one action."""
     parser = _Parser("{" + text + "}")
     root = parser.parse()
-    return root[0]
+    action: list[Any] = root[0]
+    return action
 
 
 def _is_terminator(char: str) -> bool:

@@ -42,7 +42,7 @@ def label_key_problems(key: str) -> list[str]:
     return problems
 
 
-def label_value_problems(value: str) -> list[str]:
+def label_value_problems(value: object) -> list[str]:
     """Why `value` is not a valid label value; empty when it is (the empty string is a valid value)."""
     if not isinstance(value, str):
         return ["must be a string"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 DNS_SUBDOMAIN_MAX_LENGTH = 253
 
@@ -19,12 +19,12 @@ _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 
-def is_dns_label(value: Any) -> bool:
+def is_dns_label(value: Any) -> TypeGuard[str]:
     """A namespace, a cluster or a Service name: one RFC 1123 label."""
     return isinstance(value, str) and _DNS_LABEL.match(value) is not None
 
 
-def is_dns_subdomain(value: Any) -> bool:
+def is_dns_subdomain(value: Any) -> TypeGuard[str]:
     """An object name or an API group: RFC 1123 labels joined by dots, at most 253 characters."""
     return (isinstance(value, str) and len(value) <= DNS_SUBDOMAIN_MAX_LENGTH
             and _DNS_SUBDOMAIN.match(value) is not None)

@@ -204,6 +204,7 @@ def newest_savepoint(store: CheckpointStore, directory: str, job_id: JobId) -> t
     prefix = f"savepoint-{job_id.value[:6]}-"
     completed = _completed_by_prefix(store, directory, prefix) if store.real_root is None else None
     newest: tuple[float, str] | None = None
+    written: float | None
     if completed is not None:
         for name, written in completed.items():
             if _SAVEPOINT_SUFFIX.match(name[len(prefix):]) and (newest is None or (written, name) > newest):

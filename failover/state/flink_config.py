@@ -34,7 +34,7 @@ DELETE_ON_CANCELLATION = "DELETE_ON_CANCELLATION"
 # The keys each operator generation's validator reads (the Flink `CheckpointingOptions` it is built against).
 OPERATOR_1_8 = "operator 1.8-1.9"
 OPERATOR_1_10 = "operator 1.10+"
-VALIDATOR_KEYS = {
+VALIDATOR_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     OPERATOR_1_8: {"checkpoint": ("state.checkpoints.dir",), "savepoint": ("state.savepoints.dir",)},
     OPERATOR_1_10: {"checkpoint": CHECKPOINT_DIR_KEYS, "savepoint": SAVEPOINT_DIR_KEYS},
 }

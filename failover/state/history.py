@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, cast
 
 from failover.core import binding as b
 from failover.core.api import REASON_APPLICATION_FAILURE
@@ -103,7 +103,8 @@ def read_history(binding: Mapping[str, Any]) -> History:
     """HISTORY_ANNOTATION as written by this module; entries that do not read are left out (anyone can edit it)."""
     data = read_json_annotation(b.annotations(binding).get(HISTORY_ANNOTATION))
     moves = []
-    for entry in data.get("moves") if isinstance(data.get("moves"), list) else ():
+    moves_data = data.get("moves")
+    for entry in moves_data if isinstance(moves_data, list) else ():
         if not isinstance(entry, dict):
             continue
         at, kind, source = parse_time(entry.get("at")), entry.get("kind"), entry.get("from")
@@ -114,8 +115,9 @@ def read_history(binding: Mapping[str, Any]) -> History:
                           tuple(c for c in to if isinstance(c, str)) if isinstance(to, list) else (),
                           _text(entry.get("reason")), _job_id(entry.get("jobId")),
                           _text(entry.get("restore"), MAX_PATH)))
-    runs = []
-    for entry in data.get("runs") if isinstance(data.get("runs"), list) else ():
+    runs: list[Run] = []
+    runs_data = data.get("runs")
+    for entry in runs_data if isinstance(runs_data, list) else ():
         if not isinstance(entry, dict):
             continue
         job_id, seen = _job_id(entry.get("jobId")), parse_time(entry.get("seen"))
@@ -211,7 +213,8 @@ def _preserved_job_id(binding: Mapping[str, Any], task: Mapping[str, Any]) -> st
     state = task.get("preservedLabelState")
     if not isinstance(state, dict) or not state:
         state = recorded_state(binding, task["fromCluster"])
-    return next((value for label in TRIGGER_LABELS if not job_id_problem(value := state.get(label))), "")
+    # job_id_problem() is None only for a string.
+    return cast(str, next((value for label in TRIGGER_LABELS if not job_id_problem(value := state.get(label))), ""))
 
 
 def _completed(move: Move, binding: Mapping[str, Any], works: Iterable[Mapping[str, Any]]) -> Move:

@@ -333,7 +333,9 @@ def job_id_view(manifest: Mapping[str, Any] | None, job_id_label: str) -> Mappin
     """`manifest` as the savepoint decision should read it: Karmada's cluster failover guide names the job id label
     `CLUSTER_FAILOVER_JOB_ID_LABEL`, so a manifest carrying only that one is read as carrying `job_id_label` too.
     Only the decision sees this view; the label itself is not added."""
-    labels = b.metadata(manifest).get("labels") if manifest is not None else None
+    if manifest is None:
+        return None
+    labels = b.metadata(manifest).get("labels")
     if not isinstance(labels, dict) or job_id_label in labels or CLUSTER_FAILOVER_JOB_ID_LABEL not in labels:
         return manifest
     return with_labels(manifest, {job_id_label: labels[CLUSTER_FAILOVER_JOB_ID_LABEL]})
