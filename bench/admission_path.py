@@ -69,15 +69,25 @@ def main() -> None:
     rule = next((name for name in sequence if name.startswith("failover/")), None)
     core = [name for name in sequence if name.startswith("webhook/") or name == rule]
     core_files = list(dict.fromkeys(core))
-    first_return = next((i for i, name in enumerate(sequence) if i and name.startswith("webhook/")
-                         and sequence[i - 1].startswith("failover/")), len(sequence))
-    to_verdict = list(dict.fromkeys(name for name in sequence[:first_return]
-                                    if name.startswith("webhook/") or name == rule))
-    core_comebacks = sum(1 for index, name in enumerate(core) if index and name != core[index - 1]
-                         and name in core[:index])
+    first_return = next(
+        (
+            i
+            for i, name in enumerate(sequence)
+            if i and name.startswith("webhook/") and sequence[i - 1].startswith("failover/")
+        ),
+        len(sequence),
+    )
+    to_verdict = list(
+        dict.fromkeys(name for name in sequence[:first_return] if name.startswith("webhook/") or name == rule)
+    )
+    core_comebacks = sum(
+        1 for index, name in enumerate(core) if index and name != core[index - 1] and name in core[:index]
+    )
     print(f"/{endpoint}: {len(files)} files, control returns to an already-entered file {comebacks} times")
-    print(f"core (webhook/ + the rule module): {len(core_files)} files, {core_comebacks} returns; "
-          f"socket to verdict: {len(to_verdict)} files ({', '.join(to_verdict)})")
+    print(
+        f"core (webhook/ + the rule module): {len(core_files)} files, {core_comebacks} returns; "
+        f"socket to verdict: {len(to_verdict)} files ({', '.join(to_verdict)})"
+    )
     print("files in order of first entry: " + ", ".join(files))
     print("call sequence (file changes): " + " -> ".join(sequence))
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -30,13 +31,22 @@ def _applied(obj: dict[str, Any], manager: str) -> dict[str, Any]:
     metadata = obj["metadata"]
     metadata["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": last_applied + "\n"}
     metadata["creationTimestamp"] = None
-    metadata["managedFields"] = [{
-        "apiVersion": obj["apiVersion"], "fieldsType": "FieldsV1", "manager": manager, "operation": "Update",
-        "time": "2026-11-22T09:41:07Z",
-        "fieldsV1": {"f:metadata": {"f:annotations": {".": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {}},
-                                    **({"f:labels": {".": {}}} if metadata.get("labels") else {})},
-                     "f:spec": {".": {}, **{f"f:{key}": {} for key in obj["spec"]}}},
-    }]
+    metadata["managedFields"] = [
+        {
+            "apiVersion": obj["apiVersion"],
+            "fieldsType": "FieldsV1",
+            "manager": manager,
+            "operation": "Update",
+            "time": "2026-11-22T09:41:07Z",
+            "fieldsV1": {
+                "f:metadata": {
+                    "f:annotations": {".": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {}},
+                    **({"f:labels": {".": {}}} if metadata.get("labels") else {}),
+                },
+                "f:spec": {".": {}, **{f"f:{key}": {} for key in obj["spec"]}},
+            },
+        }
+    ]
     return obj
 
 
@@ -44,18 +54,27 @@ def review(obj: Mapping[str, Any], resource: str) -> dict[str, Any]:
     group, _, version = obj["apiVersion"].partition("/")
     metadata = obj["metadata"]
     return {
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
         "request": {
             "uid": UID,
             "kind": {"group": group, "version": version, "kind": obj["kind"]},
             "resource": {"group": group, "version": version, "resource": resource},
             "requestKind": {"group": group, "version": version, "kind": obj["kind"]},
             "requestResource": {"group": group, "version": version, "resource": resource},
-            "name": metadata["name"], "namespace": metadata["namespace"], "operation": "CREATE",
+            "name": metadata["name"],
+            "namespace": metadata["namespace"],
+            "operation": "CREATE",
             "userInfo": {"username": "kubernetes-admin", "groups": ["kubeadm:cluster-admins", "system:authenticated"]},
-            "object": obj, "oldObject": None, "dryRun": False,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions",
-                        "fieldManager": "kubectl-client-side-apply", "fieldValidation": "Strict"},
+            "object": obj,
+            "oldObject": None,
+            "dryRun": False,
+            "options": {
+                "apiVersion": "meta.k8s.io/v1",
+                "kind": "CreateOptions",
+                "fieldManager": "kubectl-client-side-apply",
+                "fieldValidation": "Strict",
+            },
         },
     }
 
@@ -68,18 +87,26 @@ def propagation_policy_review() -> dict[str, Any]:
 
 def flink_deployment_review() -> dict[str, Any]:
     deployment = {
-        "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-        "metadata": {"name": "basic-example", "namespace": NAMESPACE,
-                     "labels": {"app": "basic-example", JOB_ID_LABEL: JOB_ID}},
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {
+            "name": "basic-example",
+            "namespace": NAMESPACE,
+            "labels": {"app": "basic-example", JOB_ID_LABEL: JOB_ID},
+        },
         "spec": {
-            "image": "flink:1.17", "flinkVersion": "v1_17", "serviceAccount": "flink",
+            "image": "flink:1.17",
+            "flinkVersion": "v1_17",
+            "serviceAccount": "flink",
             # No checkpoint dir of its own: the relay's configured root (the benchmark's local tree) is searched.
-            "flinkConfiguration": {"taskmanager.numberOfTaskSlots": "2",
-                                   "execution.checkpointing.interval": "30s"},
+            "flinkConfiguration": {"taskmanager.numberOfTaskSlots": "2", "execution.checkpointing.interval": "30s"},
             "jobManager": {"resource": {"memory": "2048m", "cpu": 1}},
             "taskManager": {"resource": {"memory": "2048m", "cpu": 1}},
-            "job": {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar",
-                    "parallelism": 2, "upgradeMode": "stateless"},
+            "job": {
+                "jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar",
+                "parallelism": 2,
+                "upgradeMode": "stateless",
+            },
         },
     }
     return review(_applied(deployment, "karmada-controller-manager"), "flinkdeployments")

@@ -16,7 +16,8 @@ import argparse
 import asyncio
 import json
 import ssl
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -25,9 +26,17 @@ def handler(loads: Callable[[bytes], Any], dumps: Callable[[Any], bytes]) -> Cal
     async def admit(request: web.Request) -> web.Response:
         review = loads(await request.read())
         uid = review["request"]["uid"]
-        return web.Response(body=dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                                        "response": {"uid": uid, "allowed": True}}),
-                            content_type="application/json")
+        return web.Response(
+            body=dumps(
+                {
+                    "apiVersion": "admission.k8s.io/v1",
+                    "kind": "AdmissionReview",
+                    "response": {"uid": uid, "allowed": True},
+                }
+            ),
+            content_type="application/json",
+        )
+
     return admit
 
 

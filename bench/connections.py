@@ -67,10 +67,13 @@ class Legit:
         try:
             async with asyncio.timeout(5):
                 reader, writer = await asyncio.open_connection(
-                    "127.0.0.1", self.port, ssl=self.context, local_addr=(LEGIT_ADDRESS, 0))
+                    "127.0.0.1", self.port, ssl=self.context, local_addr=(LEGIT_ADDRESS, 0)
+                )
                 if what == "review":
-                    head = (f"POST /validate HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
-                            f"Content-Length: {len(self.review)}\r\nConnection: close\r\n\r\n").encode()
+                    head = (
+                        f"POST /validate HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: {len(self.review)}\r\nConnection: close\r\n\r\n"
+                    ).encode()
                     writer.write(head + self.review)
                 else:
                     writer.write(b"GET /healthz HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n")
@@ -94,10 +97,15 @@ class Legit:
 
     def lines(self) -> list[str]:
         phases = dict.fromkeys(key.partition("/")[0] for key in self.count)
-        return [f"  during {phase}: " + ", ".join(
-            f"{what} {self.count.get(f'{phase}/{what}', 0)} answered-or-failed, slowest "
-            f"{self.slowest.get(f'{phase}/{what}', 0.0) * 1000:.0f} ms, failed {self.failed.get(f'{phase}/{what}', 0)}"
-            for what in ("review", "healthz")) for phase in phases]
+        return [
+            f"  during {phase}: "
+            + ", ".join(
+                f"{what} {self.count.get(f'{phase}/{what}', 0)} answered-or-failed, slowest "
+                f"{self.slowest.get(f'{phase}/{what}', 0.0) * 1000:.0f} ms, failed {self.failed.get(f'{phase}/{what}', 0)}"
+                for what in ("review", "healthz")
+            )
+            for phase in phases
+        ]
 
 
 async def bare_connects(port: int, count: int) -> list[socket.socket]:
@@ -132,9 +140,12 @@ async def tls_idle(port: int, count: int, context: ssl.SSLContext) -> list[async
 
 
 async def big_bodies(port: int, context: ssl.SSLContext, clients: int, seconds: float) -> int:
-    body = b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","object":[' + \
-        b",".join([b"{}"] * (3 * 1024 * 1024 // 3 - 40)) + b"]}}"
-    body = body[:3 * 1024 * 1024 - 2] + b"]}}" if len(body) > 3 * 1024 * 1024 else body
+    body = (
+        b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","object":['
+        + b",".join([b"{}"] * (3 * 1024 * 1024 // 3 - 40))
+        + b"]}}"
+    )
+    body = body[: 3 * 1024 * 1024 - 2] + b"]}}" if len(body) > 3 * 1024 * 1024 else body
     sent = 0
     deadline = time.monotonic() + seconds
 
@@ -143,8 +154,11 @@ async def big_bodies(port: int, context: ssl.SSLContext, clients: int, seconds: 
         while time.monotonic() < deadline:
             try:
                 reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
-                writer.write(f"POST /validate HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
-                             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+                writer.write(
+                    f"POST /validate HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                    + body
+                )
                 await reader.read()
                 writer.close()
                 sent += 1
@@ -181,16 +195,20 @@ async def bench(args: argparse.Namespace, pid: int, port: int, ca_file: Path) ->
 
     legit.phase = "idle TLS connections"
     writers = await tls_idle(port, args.connections, context)
-    lines.append(f"{args.connections} TLS connections attempted, {len(writers)} held idle after the handshake: "
-                 f"RSS {await settle(pid, 1):.1f} MB")
+    lines.append(
+        f"{args.connections} TLS connections attempted, {len(writers)} held idle after the handshake: "
+        f"RSS {await settle(pid, 1):.1f} MB"
+    )
     for writer in writers:
         writer.close()
     lines.append(f"  closed, after 3 s: RSS {await settle(pid, 3):.1f} MB")
 
     legit.phase = "3 MiB bodies"
     sent = await big_bodies(port, context, args.body_clients, args.body_seconds)
-    lines.append(f"{args.body_clients} clients posting 3 MiB bodies of empty objects for {args.body_seconds:g} s "
-                 f"({sent} bodies): RSS {await settle(pid, 1):.1f} MB")
+    lines.append(
+        f"{args.body_clients} clients posting 3 MiB bodies of empty objects for {args.body_seconds:g} s "
+        f"({sent} bodies): RSS {await settle(pid, 1):.1f} MB"
+    )
     stop.set()
     await legit_task
     lines.append(f"meanwhile from {LEGIT_ADDRESS}, a review and a /healthz every 100 ms on fresh connections:")
@@ -203,8 +221,9 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=2000, help="size of each flood (at most 5000)")
     parser.add_argument("--max-connections", type=int, help="passed to serve (default: its own)")
     parser.add_argument("--max-connections-per-peer", type=int, help="passed to serve (default: its own)")
-    parser.add_argument("--handshake-wait", type=float, default=6.0,
-                        help="how long the bare connects are held after the first reading")
+    parser.add_argument(
+        "--handshake-wait", type=float, default=6.0, help="how long the bare connects are held after the first reading"
+    )
     parser.add_argument("--body-clients", type=int, default=4)
     parser.add_argument("--body-seconds", type=float, default=10.0)
     args = parser.parse_args()
@@ -216,8 +235,23 @@ def main() -> int:
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="failover-relay-connections-") as scratch:
         cert_dir = Path(scratch, "certs")
-        command = [sys.executable, "-m", "relay.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-                   "--cert-dir", str(cert_dir), "--no-controllers", "--log-level", "error", "--log-format", "json"]
+        command = [
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--cert-dir",
+            str(cert_dir),
+            "--no-controllers",
+            "--log-level",
+            "error",
+            "--log-format",
+            "json",
+        ]
         if args.max_connections:
             command += ["--max-connections", str(args.max_connections)]
         if args.max_connections_per_peer:
@@ -231,8 +265,10 @@ def main() -> int:
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise SystemExit("the server did not start")
                 time.sleep(0.2)
-            print(f"Python {sys.version.split()[0]}, {args.connections} connections per flood, "
-                  f"serve {' '.join(command[3:])}")
+            print(
+                f"Python {sys.version.split()[0]}, {args.connections} connections per flood, "
+                f"serve {' '.join(command[3:])}"
+            )
             for line in asyncio.run(bench(args, server.pid, port, cert_dir / "ca.crt")):
                 print(line)
         finally:

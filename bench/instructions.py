@@ -18,8 +18,8 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -41,6 +41,7 @@ def piece(name: str) -> Callable[[int], object]:
         return repeat(lambda: parse_review(flink_body))
     if name == "validate_policy":
         from failover.core.api import PROPAGATION_POLICY
+
         try:
             from failover.admission.registry import VALIDATORS
         except ImportError:  # trees before issue 16's renames
@@ -57,6 +58,7 @@ def repeat(call: Callable[[], object]) -> Callable[[int], object]:
     def calls(number: int) -> None:
         for _ in range(number):
             call()
+
     return calls
 
 
@@ -65,6 +67,7 @@ def _mutate_cached(flink: object, bodies: object) -> Callable[[int], object]:
     from failover.state.profiles import load_profiles
     from relay.settings import SavepointSettings
     from webhook.mutators import savepoint_mutators
+
     try:
         from webhook.blocking import BlockingPool as Pool
     except ImportError:  # trees before issue 16's renames
@@ -73,24 +76,43 @@ def _mutate_cached(flink: object, bodies: object) -> Callable[[int], object]:
     root = Path(tempfile.mkdtemp(prefix="failover-relay-instructions-")) / "checkpoints"
     bodies.build_checkpoint_tree(root)  # type: ignore[attr-defined]
     settings = SavepointSettings()
-    profiles = load_profiles(settings.profiles, label=settings.job_id_label, layouts=settings.layouts,
-                             savepoint_layouts=settings.savepoint_layouts)
-    mutator = next(iter(savepoint_mutators(profiles, open_store(str(root)), executor=Pool(1),
-                                           cache_ttl=3600).values()))
+    profiles = load_profiles(
+        settings.profiles,
+        label=settings.job_id_label,
+        layouts=settings.layouts,
+        savepoint_layouts=settings.savepoint_layouts,
+    )
+    mutator = next(iter(savepoint_mutators(profiles, open_store(str(root)), executor=Pool(1), cache_ttl=3600).values()))
     loop = asyncio.new_event_loop()
     loop.run_until_complete(mutator(flink))  # fills the cache: the benchmark's warm /mutate
 
     async def mutations(number: int) -> None:  # awaited in one loop turn after another, as the server does
         for _ in range(number):
             await mutator(flink)
+
     return lambda number: loop.run_until_complete(mutations(number))
 
 
 def count(tree: Path, name: str, calls: int) -> int:
     done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__, "--run", name,
-         "--calls", str(calls), "--tree", str(tree)],
-        cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--run",
+            name,
+            "--calls",
+            str(calls),
+            "--tree",
+            str(tree),
+        ],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+    )
     match = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or not match:
         raise SystemExit(f"{name} in {tree} failed: {done.stderr[-800:]}")

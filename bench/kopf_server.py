@@ -27,9 +27,9 @@ from kopf._core.reactor import inventory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from failover.admission.policy import validate_policy  # noqa: E402
 from failover.core.api import FLINK_DEPLOYMENT  # noqa: E402
 from failover.state.checkpoints import DEFAULT_LAYOUT, LookupCache, open_store  # noqa: E402
-from failover.admission.policy import validate_policy  # noqa: E402
 from failover.state.profiles import load_profiles  # noqa: E402
 from failover.state.restore import find_restore_point  # noqa: E402
 from failover.state.savepoint import FAIL_OPEN, injection_verdict, plan_lookup  # noqa: E402
@@ -44,13 +44,25 @@ CACHE = LookupCache(CACHE_TTL_SECONDS)
 STORE = None  # set in main(): the checkpoint root is an argument
 
 PROPAGATION_POLICIES = references.Resource(
-    group="policy.karmada.io", version="v1alpha1", plural="propagationpolicies", kind="PropagationPolicy",
-    singular="propagationpolicy", namespaced=True, preferred=True,
-    verbs=frozenset({"create", "delete", "get", "list", "patch", "update", "watch"}))
+    group="policy.karmada.io",
+    version="v1alpha1",
+    plural="propagationpolicies",
+    kind="PropagationPolicy",
+    singular="propagationpolicy",
+    namespaced=True,
+    preferred=True,
+    verbs=frozenset({"create", "delete", "get", "list", "patch", "update", "watch"}),
+)
 FLINK_DEPLOYMENTS = references.Resource(
-    group="flink.apache.org", version="v1beta1", plural="flinkdeployments", kind="FlinkDeployment",
-    singular="flinkdeployment", namespaced=True, preferred=True,
-    verbs=frozenset({"create", "delete", "get", "list", "patch", "update", "watch"}))
+    group="flink.apache.org",
+    version="v1beta1",
+    plural="flinkdeployments",
+    kind="FlinkDeployment",
+    singular="flinkdeployment",
+    namespaced=True,
+    preferred=True,
+    verbs=frozenset({"create", "delete", "get", "list", "patch", "update", "watch"}),
+)
 
 
 @kopf.on.validate("policy.karmada.io", "v1alpha1", "propagationpolicies", id="validate")
@@ -62,8 +74,9 @@ async def validate(body: kopf.Body, warnings: list[str], **_: Any) -> None:
 
 
 @kopf.on.mutate("flink.apache.org", "v1beta1", "flinkdeployments", id="mutate")
-async def mutate(body: kopf.Body, old: kopf.Body | None, operation: str, patch: kopf.Patch, warnings: list[str],
-                 **_: Any) -> None:
+async def mutate(
+    body: kopf.Body, old: kopf.Body | None, operation: str, patch: kopf.Patch, warnings: list[str], **_: Any
+) -> None:
     obj = dict(body)
     namespace = body.metadata.namespace or ""
     plan = plan_lookup(PROFILE, obj, operation, dict(old) if old is not None else None, namespace)
@@ -75,12 +88,21 @@ async def mutate(body: kopf.Body, old: kopf.Body | None, operation: str, patch: 
         loop = asyncio.get_running_loop()
         result = CACHE.get(key, loop.time())
         if result is None:
-            result = await asyncio.wait_for(asyncio.to_thread(
-                find_restore_point, (STORE,), PROFILE.layouts, PROFILE.savepoint_layouts, plan.query),
-                LOOKUP_DEADLINE_SECONDS)
+            result = await asyncio.wait_for(
+                asyncio.to_thread(find_restore_point, (STORE,), PROFILE.layouts, PROFILE.savepoint_layouts, plan.query),
+                LOOKUP_DEADLINE_SECONDS,
+            )
             CACHE.put(key, result, loop.time())
-    verdict = injection_verdict(PROFILE, obj, result, FAIL_OPEN, namespace, operation=operation,
-                                old_object=dict(old) if old is not None else None, warnings=plan.warnings)
+    verdict = injection_verdict(
+        PROFILE,
+        obj,
+        result,
+        FAIL_OPEN,
+        namespace,
+        operation=operation,
+        old_object=dict(old) if old is not None else None,
+        warnings=plan.warnings,
+    )
     warnings.extend(verdict.warnings)
     if not verdict.allowed:
         raise kopf.AdmissionError(verdict.message, code=422)
@@ -102,11 +124,18 @@ async def serve(port: int, cert: str, key: str) -> None:
     insights.webhook_resources.update({PROPAGATION_POLICIES, FLINK_DEPLOYMENTS})
     insights.ready_resources.set()
     indexers = indexing.OperatorIndexers()
-    webhookfn = functools.partial(admission.serve_admission_request, settings=settings, registry=registry,
-                                  insights=insights, memories=inventory.ResourceMemories(), memobase=kopf.Memo(),
-                                  indices=indexers.indices)
-    await admission.admission_webhook_server(settings=settings, registry=registry, insights=insights,
-                                             webhookfn=webhookfn, container=aiovalues.Container())
+    webhookfn = functools.partial(
+        admission.serve_admission_request,
+        settings=settings,
+        registry=registry,
+        insights=insights,
+        memories=inventory.ResourceMemories(),
+        memobase=kopf.Memo(),
+        indices=indexers.indices,
+    )
+    await admission.admission_webhook_server(
+        settings=settings, registry=registry, insights=insights, webhookfn=webhookfn, container=aiovalues.Container()
+    )
 
 
 def main() -> None:

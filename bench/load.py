@@ -38,8 +38,21 @@ class Result:
 
 def wrk(url: str, body: Path, seconds: float) -> Result:
     """Closed loop: 16 connections, each sends its next request as soon as the previous answer arrives."""
-    command = ["taskset", "-c", LOAD_CPU, "wrk", "-t1", f"-c{CONNECTIONS}", f"-d{max(1, round(seconds))}s",
-               "--latency", "-s", str(BENCH / "post.lua"), url, "--", str(body)]
+    command = [
+        "taskset",
+        "-c",
+        LOAD_CPU,
+        "wrk",
+        "-t1",
+        f"-c{CONNECTIONS}",
+        f"-d{max(1, round(seconds))}s",
+        "--latency",
+        "-s",
+        str(BENCH / "post.lua"),
+        url,
+        "--",
+        str(body),
+    ]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     return parse_wrk(output)
 
@@ -70,9 +83,27 @@ def h2load(url: str, body: Path, rate: int, seconds: float, discard_seconds: flo
     the per-request log are dropped (connection set-up, warm-up)."""
     total = int(rate * seconds)
     with tempfile.NamedTemporaryFile(prefix="h2load-", suffix=".log") as log:
-        command = ["taskset", "-c", LOAD_CPU, "h2load", "--h1", "-t1", "-d", str(body),
-                   "-H", "Content-Type: application/json", "--log-file", log.name, f"-c{CONNECTIONS}", "-r1",
-                   f"--rate-period={1000 / rate:g}ms", f"--rps={rate / CONNECTIONS:g}", "-n", str(total), url]
+        command = [
+            "taskset",
+            "-c",
+            LOAD_CPU,
+            "h2load",
+            "--h1",
+            "-t1",
+            "-d",
+            str(body),
+            "-H",
+            "Content-Type: application/json",
+            "--log-file",
+            log.name,
+            f"-c{CONNECTIONS}",
+            "-r1",
+            f"--rate-period={1000 / rate:g}ms",
+            f"--rps={rate / CONNECTIONS:g}",
+            "-n",
+            str(total),
+            url,
+        ]
         output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
         rows = Path(log.name).read_text().splitlines()
     return parse_h2load(output, rows, discard_seconds)
@@ -85,8 +116,11 @@ def parse_h2load(output: str, rows: list[str], discard_seconds: float) -> Result
         parts = row.split()
         if len(parts) == 3:
             samples.append((int(parts[0]), int(parts[1]), int(parts[2])))
-    if match := re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
-                          r"(\d+) errored, (\d+) timeout", output):
+    if match := re.search(
+        r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+        r"(\d+) errored, (\d+) timeout",
+        output,
+    ):
         total, _, done, _, failed, errored, timeout = map(int, match.groups())
         result.errors += failed + errored + timeout + (total - done)
     else:

@@ -146,8 +146,12 @@ def main() -> int:
             return find_restore_point((store,), profile.layouts, (), RestoreQuery(NAMESPACE, (job,))).path
 
         def with_savepoints(job: JobId) -> str | None:
-            query = RestoreQuery(NAMESPACE, (job,), checkpoint_dir=configuration["state.checkpoints.dir"],
-                                 savepoint_dir=configuration["state.savepoints.dir"])
+            query = RestoreQuery(
+                NAMESPACE,
+                (job,),
+                checkpoint_dir=configuration["state.checkpoints.dir"],
+                savepoint_dir=configuration["state.savepoints.dir"],
+            )
             return find_restore_point(roots, profile.layouts, (), query).path
 
         for job in sample[:50]:
@@ -166,11 +170,25 @@ def main() -> int:
             mutator = SavepointMutator(profile, roots[0], executor=pool, deadline=5.0, cache=LookupCache(ttl=3600))
 
             def request(job: JobId) -> AdmissionRequest:
-                obj = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-                       "metadata": {"name": "job", "namespace": NAMESPACE, "labels": {LABEL: job.value}},
-                       "spec": {"flinkConfiguration": configuration, "job": {"upgradeMode": "stateless"}}}
-                return AdmissionRequest("admission.k8s.io/v1", "uid", "flink.apache.org", "v1beta1",
-                                        "FlinkDeployment", "CREATE", NAMESPACE, "job", obj, None, False)
+                obj = {
+                    "apiVersion": "flink.apache.org/v1beta1",
+                    "kind": "FlinkDeployment",
+                    "metadata": {"name": "job", "namespace": NAMESPACE, "labels": {LABEL: job.value}},
+                    "spec": {"flinkConfiguration": configuration, "job": {"upgradeMode": "stateless"}},
+                }
+                return AdmissionRequest(
+                    "admission.k8s.io/v1",
+                    "uid",
+                    "flink.apache.org",
+                    "v1beta1",
+                    "FlinkDeployment",
+                    "CREATE",
+                    NAMESPACE,
+                    "job",
+                    obj,
+                    None,
+                    False,
+                )
 
             requests = {job: request(job) for job in sample}
             results["mutator, cold"] = await timed_async(lambda job: mutator(requests[job]), sample)

@@ -16,9 +16,9 @@ import json
 import sys
 import tempfile
 import timeit
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -29,8 +29,8 @@ from failover.admission.registry import DEFAULTERS, VALIDATORS  # noqa: E402
 from failover.core.api import PROPAGATION_POLICY  # noqa: E402
 from relay.logs import configure_logging  # noqa: E402
 from relay.settings import SavepointSettings  # noqa: E402
-from webhook.metrics import AdmissionMetrics  # noqa: E402
 from webhook.blocking import BlockingPool  # noqa: E402
+from webhook.metrics import AdmissionMetrics  # noqa: E402
 from webhook.mutators import savepoint_mutators  # noqa: E402
 from webhook.review import complete, encode, parse_review  # noqa: E402
 
@@ -61,14 +61,26 @@ def main() -> None:
     async def mutate_cached(calls: int) -> None:
         for _ in range(calls):
             await mutator(flink)
+
     log = structlog.get_logger("failover_relay.webhook")
     metrics = AdmissionMetrics()
     verdict = VALIDATORS[PROPAGATION_POLICY](policy.object)
 
     def log_line() -> None:
-        log.info("admission_review", endpoint="validate", uid=policy.uid, kind=policy.kind,
-                 object=policy.display_name, operation=policy.operation, dry_run=False, verdict="allowed",
-                 reason=None, warnings=0, audit=None, latency_ms=0.321)
+        log.info(
+            "admission_review",
+            endpoint="validate",
+            uid=policy.uid,
+            kind=policy.kind,
+            object=policy.display_name,
+            operation=policy.operation,
+            dry_run=False,
+            verdict="allowed",
+            reason=None,
+            warnings=0,
+            audit=None,
+            latency_ms=0.321,
+        )
 
     pieces: list[tuple[str, Callable[[], object]]] = [
         ("json.loads of the /validate body (the ceiling's work)", lambda: json.loads(policy_body)),

@@ -31,10 +31,29 @@ _FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)
 
 def record(server: Server, body_files: dict[str, Path], py_spy: Path, workdir: Path, seconds: float) -> dict:
     raw = workdir / "us-profile.txt"
-    sampler = subprocess.Popen(["taskset", "-c", load.LOAD_CPU, str(py_spy), "record", "--pid",
-                                str(server.process.pid), "--rate", "250", "--format", "raw", "--output", str(raw),
-                                "--duration", str(int(seconds) + 1), "--nonblocking"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    sampler = subprocess.Popen(
+        [
+            "taskset",
+            "-c",
+            load.LOAD_CPU,
+            str(py_spy),
+            "record",
+            "--pid",
+            str(server.process.pid),
+            "--rate",
+            "250",
+            "--format",
+            "raw",
+            "--output",
+            str(raw),
+            "--duration",
+            str(int(seconds) + 1),
+            "--nonblocking",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(0.5)
     load.wrk(server.url + "/validate", body_files["validate"], seconds / 2)
     load.wrk(server.url + "/mutate", body_files["mutate"], seconds / 2)
@@ -61,10 +80,12 @@ def summarise(collapsed: str, top: int = 18) -> dict:
             inclusive[name] += samples
         buckets[_bucket(frames)] += samples
     share = (lambda n: round(100 * n / total, 1)) if total else (lambda n: 0.0)
-    return {"samples": total,
-            "buckets": [(name, share(n)) for name, n in buckets.most_common()],
-            "self": [(name, share(n)) for name, n in self_time.most_common(top)],
-            "inclusive": [(name, share(n)) for name, n in inclusive.most_common(top * 2)]}
+    return {
+        "samples": total,
+        "buckets": [(name, share(n)) for name, n in buckets.most_common()],
+        "self": [(name, share(n)) for name, n in self_time.most_common(top)],
+        "inclusive": [(name, share(n)) for name, n in inclusive.most_common(top * 2)],
+    }
 
 
 def _name(frame: str) -> tuple[str, str]:

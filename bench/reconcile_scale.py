@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kubernetes import client, config, watch  # noqa: E402
 
+from failover.core.annotations import parse_time
 from failover.core.api import RESOURCE_BINDINGS
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION  # noqa: E402
-from failover.core.annotations import parse_time
 from tests.crd_sources import envtest_crds, karmada_tree  # noqa: E402
 from tests.envtest import REPO_ROOT, ControlPlane, ensure_binaries, free_port  # noqa: E402
 
@@ -64,26 +64,52 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 def binding(name: str, toleration: int) -> dict[str, Any]:
     """The Flink binding of tests/e2e/test_reconcile_loop.py: one member cluster, statePreservation on the job id."""
     return {
-        "apiVersion": RESOURCE_BINDINGS.api_version, "kind": RESOURCE_BINDINGS.kind,
+        "apiVersion": RESOURCE_BINDINGS.api_version,
+        "kind": RESOURCE_BINDINGS.kind,
         "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {
             "propagateDeps": True,
-            "resource": {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "name": name,
-                         "namespace": NAMESPACE},
+            "resource": {
+                "apiVersion": "flink.apache.org/v1beta1",
+                "kind": "FlinkDeployment",
+                "name": name,
+                "namespace": NAMESPACE,
+            },
             "clusters": [{"name": CLUSTER, "replicas": 1}],
-            "failover": {"application": {
-                "decisionConditions": {"tolerationSeconds": toleration},
-                "purgeMode": "Directly",
-                "statePreservation": {"rules": [{"aliasLabelName": "application.karmada.io/failover-jobid",
-                                                 "jsonPath": "{ .jobStatus.jobId }"}]}}},
+            "failover": {
+                "application": {
+                    "decisionConditions": {"tolerationSeconds": toleration},
+                    "purgeMode": "Directly",
+                    "statePreservation": {
+                        "rules": [
+                            {
+                                "aliasLabelName": "application.karmada.io/failover-jobid",
+                                "jsonPath": "{ .jobStatus.jobId }",
+                            }
+                        ]
+                    },
+                }
+            },
         },
     }
 
 
 def status(health: str) -> dict[str, Any]:
-    return {"status": {"schedulerObservedGeneration": 1, "aggregatedStatus": [
-        {"clusterName": CLUSTER, "applied": True, "health": health,
-         "status": {"jobStatus": {"jobId": JOB_ID, "state": "FAILING" if health == "Unhealthy" else "RUNNING"}}}]}}
+    return {
+        "status": {
+            "schedulerObservedGeneration": 1,
+            "aggregatedStatus": [
+                {
+                    "clusterName": CLUSTER,
+                    "applied": True,
+                    "health": health,
+                    "status": {
+                        "jobStatus": {"jobId": JOB_ID, "state": "FAILING" if health == "Unhealthy" else "RUNNING"}
+                    },
+                }
+            ],
+        }
+    }
 
 
 def api_client(kubeconfig: Path, pool: int) -> client.ApiClient:
@@ -93,18 +119,19 @@ def api_client(kubeconfig: Path, pool: int) -> client.ApiClient:
     return client.ApiClient(configuration)
 
 
-def create_bindings(api: client.ApiClient, count: int, unhealthy: set[int], toleration: int,
-                    threads: int) -> float:
+def create_bindings(api: client.ApiClient, count: int, unhealthy: set[int], toleration: int, threads: int) -> float:
     objects = client.CustomObjectsApi(api)
     r = RESOURCE_BINDINGS
 
     def create(index: int) -> None:
         name = f"job-{index:05d}"
         bad = index in unhealthy
-        objects.create_namespaced_custom_object(r.group, r.version, NAMESPACE, r.plural,
-                                                binding(name, toleration if bad else HEALTHY_TOLERATION_SECONDS))
-        objects.patch_namespaced_custom_object_status(r.group, r.version, NAMESPACE, r.plural, name,
-                                                      status("Unhealthy" if bad else "Healthy"))
+        objects.create_namespaced_custom_object(
+            r.group, r.version, NAMESPACE, r.plural, binding(name, toleration if bad else HEALTHY_TOLERATION_SECONDS)
+        )
+        objects.patch_namespaced_custom_object_status(
+            r.group, r.version, NAMESPACE, r.plural, name, status("Unhealthy" if bad else "Healthy")
+        )
 
     started = time.monotonic()
     with ThreadPoolExecutor(threads) as pool:
@@ -161,8 +188,9 @@ class BindingWatch:
     def _run(self) -> None:
         try:
             while True:
-                for event in self._watch.stream(self.list, resource_version=self.resource_version,
-                                                timeout_seconds=600, allow_watch_bookmarks=True):
+                for event in self._watch.stream(
+                    self.list, resource_version=self.resource_version, timeout_seconds=600, allow_watch_bookmarks=True
+                ):
                     self._seen(event["object"], time.time())
                 if self._watch._stop:  # stopped by us, not by the server's timeout
                     return
@@ -187,15 +215,27 @@ class ControllerProcess:
     def __init__(self, kubeconfig: Path, log: Path) -> None:
         self.port = free_port()
         self.log = log
-        command = [sys.executable, "-m", "relay.cli", "controllers", "--kubeconfig", str(kubeconfig),
-                   "--lease-namespace", "default", "--metrics-address", f"127.0.0.1:{self.port}",
-                   "--log-format", "json"]
+        command = [
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "controllers",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--lease-namespace",
+            "default",
+            "--metrics-address",
+            f"127.0.0.1:{self.port}",
+            "--log-format",
+            "json",
+        ]
         env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
         env.pop("KUBERNETES_SERVICE_HOST", None)
         self.started = time.monotonic()
         with log.open("ab") as out:
-            self.process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                            stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+            )
 
     def alive(self) -> None:
         if self.process.poll() is not None:
@@ -208,7 +248,8 @@ class ControllerProcess:
         """Sum over results of the resourcebindings reconciles; 0 while /metrics does not answer yet."""
         try:
             with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
-                    f"http://127.0.0.1:{self.port}/metrics", timeout=5) as response:
+                f"http://127.0.0.1:{self.port}/metrics", timeout=5
+            ) as response:
                 text = response.read().decode()
         except OSError:
             return 0.0
@@ -252,11 +293,19 @@ def distribution(values: list[float]) -> str:
 
 
 def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
     memory = int(Path("/proc/meminfo").read_text().split()[1]) / 1024 / 1024
-    return (f"{os.cpu_count()} CPU {cpu}, {memory:.1f} GiB, kernel {platform.release()}, "
-            f"CPython {platform.python_version()}")
+    return (
+        f"{os.cpu_count()} CPU {cpu}, {memory:.1f} GiB, kernel {platform.release()}, "
+        f"CPython {platform.python_version()}"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -267,8 +316,12 @@ def run(args: argparse.Namespace) -> int:
     step = count / bad_count if bad_count else 0
     unhealthy = {int(i * step) for i in range(bad_count)}
     unhealthy_names = {f"job-{index:05d}" for index in unhealthy}
-    results: dict[str, Any] = {"bindings": count, "unhealthy": bad_count, "toleration_seconds": toleration,
-                               "machine": machine()}
+    results: dict[str, Any] = {
+        "bindings": count,
+        "unhealthy": bad_count,
+        "toleration_seconds": toleration,
+        "machine": machine(),
+    }
     workdir = Path(tempfile.mkdtemp(prefix="reconcile-scale-"))
     print(f"work directory: {workdir}", file=sys.stderr)
 
@@ -296,8 +349,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def measure(controller: ControllerProcess, observer: BindingWatch, results: dict[str, Any], count: int,
-            unhealthy: set[str], toleration: int, steady_seconds: float) -> None:
+def measure(
+    controller: ControllerProcess,
+    observer: BindingWatch,
+    results: dict[str, Any],
+    count: int,
+    unhealthy: set[str],
+    toleration: int,
+    steady_seconds: float,
+) -> None:
     started = controller.started
     marks: dict[str, float] = {}
     deadline = started + FIRST_PASS_DEADLINE_SECONDS
@@ -320,8 +380,10 @@ def measure(controller: ControllerProcess, observer: BindingWatch, results: dict
         if "reconciled" in marks and "stamped" in marks:
             break
         if now > deadline:
-            raise RuntimeError(f"first pass incomplete after {FIRST_PASS_DEADLINE_SECONDS:.0f} s: {reconciles:.0f} "
-                               f"reconciles, {len(observer.stamp)}/{len(unhealthy)} stamped")
+            raise RuntimeError(
+                f"first pass incomplete after {FIRST_PASS_DEADLINE_SECONDS:.0f} s: {reconciles:.0f} "
+                f"reconciles, {len(observer.stamp)}/{len(unhealthy)} stamped"
+            )
         time.sleep(POLL_SECONDS)
     first_pass_done = max(marks["reconciled"], marks["stamped"])
     results["first_pass"] = {name: at - started for name, at in marks.items()}
@@ -337,8 +399,10 @@ def measure(controller: ControllerProcess, observer: BindingWatch, results: dict
         if observer.error is not None:
             raise RuntimeError(f"watch failed: {observer.error!r}")
         if time.monotonic() > deadline:
-            raise RuntimeError(f"only {len(observer.eviction)}/{len(unhealthy)} evictions after the toleration "
-                               f"plus {EVICTION_SLACK_SECONDS:.0f} s")
+            raise RuntimeError(
+                f"only {len(observer.eviction)}/{len(unhealthy)} evictions after the toleration "
+                f"plus {EVICTION_SLACK_SECONDS:.0f} s"
+            )
         time.sleep(POLL_SECONDS)
     results["evictions_done_seconds"] = time.monotonic() - started
     results["unexpected_evictions"] = list(observer.unexpected)
@@ -350,8 +414,13 @@ def measure(controller: ControllerProcess, observer: BindingWatch, results: dict
     time.sleep(steady_seconds)
     cpu = controller.cpu_seconds() - cpu_before
     wall = time.monotonic() - wall_before
-    results["steady"] = {"seconds": wall, "cpu_seconds": cpu, "cpu_percent": 100 * cpu / wall,
-                         **controller.memory_mib(), "reconciles_total": controller.reconciles()}
+    results["steady"] = {
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "cpu_percent": 100 * cpu / wall,
+        **controller.memory_mib(),
+        "reconciles_total": controller.reconciles(),
+    }
 
 
 def delays(observer: BindingWatch, unhealthy: set[str], toleration: int) -> dict[str, list[float]]:
@@ -378,48 +447,65 @@ def report(results: dict[str, Any]) -> None:
     d = results["delays"]
     count = results["bindings"]
     print(f"\nMachine: {results['machine']}")
-    print(f"{count} bindings ({results['unhealthy']} Unhealthy with tolerationSeconds "
-          f"{results['toleration_seconds']}, the rest Healthy with {HEALTHY_TOLERATION_SECONDS})\n")
+    print(
+        f"{count} bindings ({results['unhealthy']} Unhealthy with tolerationSeconds "
+        f"{results['toleration_seconds']}, the rest Healthy with {HEALTHY_TOLERATION_SECONDS})\n"
+    )
     print("| step | seconds |")
     print("|---|---|")
-    print(f"| create {count} bindings + their status (2 requests each) | {results['create_seconds']:.1f} "
-          f"({2 * count / results['create_seconds']:.0f} requests/s) |")
+    print(
+        f"| create {count} bindings + their status (2 requests each) | {results['create_seconds']:.1f} "
+        f"({2 * count / results['create_seconds']:.0f} requests/s) |"
+    )
     print(f"| floor: one LIST of all {count} with the client (best of 3) | {floor:.2f} |")
     print(f"| controller start → Lease held (`controllers_starting`) | {first.get('lease', float('nan')):.2f} |")
     print(f"| controller start → `caches_synced` | {first.get('synced', float('nan')):.2f} |")
     print(f"| controller start → {count} reconciles | {first['reconciled']:.2f} |")
     print(f"| controller start → every Unhealthy binding stamped | {first['stamped']:.2f} |")
-    print(f"| **first full reconcile** (both of the above) | **{results['first_pass_seconds']:.2f}** "
-          f"({results['first_pass_seconds'] / floor:.1f}× the LIST floor) |")
+    print(
+        f"| **first full reconcile** (both of the above) | **{results['first_pass_seconds']:.2f}** "
+        f"({results['first_pass_seconds'] / floor:.1f}× the LIST floor) |"
+    )
     print(f"| CPU used by the controller until then | {results['first_pass_cpu_seconds']:.2f} |")
     print(f"| controller start → every eviction observed | {results['evictions_done_seconds']:.2f} |\n")
     print("| controller process | value |")
     print("|---|---|")
-    print(f"| RSS before the informers start (`controllers_serving_metrics`) | "
-          f"{results.get('baseline_mib', {}).get('VmRSS', 0):.0f} MiB |")
+    print(
+        f"| RSS before the informers start (`controllers_serving_metrics`) | "
+        f"{results.get('baseline_mib', {}).get('VmRSS', 0):.0f} MiB |"
+    )
     print(f"| RSS after the first pass | {after.get('VmRSS', 0):.0f} MiB |")
-    print(f"| steady CPU over {steady['seconds']:.0f} s after the evictions | {steady['cpu_percent']:.2f} % of one "
-          f"core ({steady['cpu_seconds']:.2f} s) |")
+    print(
+        f"| steady CPU over {steady['seconds']:.0f} s after the evictions | {steady['cpu_percent']:.2f} % of one "
+        f"core ({steady['cpu_seconds']:.2f} s) |"
+    )
     print(f"| steady RSS / peak RSS (VmHWM) | {steady.get('VmRSS', 0):.0f} MiB / {steady.get('VmHWM', 0):.0f} MiB |")
     per_binding = 1024 * (steady.get("VmRSS", 0) - results.get("baseline_mib", {}).get("VmRSS", 0)) / count
     print(f"| RSS per cached binding ((steady − before informers) / N) | {per_binding:.1f} KiB |\n")
     print(f"Delay from toleration expiry to the eviction ({results['unhealthy']} bindings), seconds:\n")
     print("| measure | p50 | p95 | max | bound |")
     print("|---|---|---|---|---|")
-    print(f"| task creationTimestamp − (annotation + toleration) | {distribution(d['written'])} | 1 s timestamp "
-          f"precision (both ends truncated) |")
-    print(f"| observed by a watch − (annotation + toleration) | {distribution(d['observed'])} | < 1 s annotation "
-          f"truncation + write + watch latency |")
-    print(f"| (eviction seen − stamp seen) − toleration | {distribution(d['stamp_to_eviction'])} | > −1 s: the "
-          f"timer counts from the truncated annotation |")
+    print(
+        f"| task creationTimestamp − (annotation + toleration) | {distribution(d['written'])} | 1 s timestamp "
+        f"precision (both ends truncated) |"
+    )
+    print(
+        f"| observed by a watch − (annotation + toleration) | {distribution(d['observed'])} | < 1 s annotation "
+        f"truncation + write + watch latency |"
+    )
+    print(
+        f"| (eviction seen − stamp seen) − toleration | {distribution(d['stamp_to_eviction'])} | > −1 s: the "
+        f"timer counts from the truncated annotation |"
+    )
     if results["unexpected_evictions"]:
         print(f"\nUNEXPECTED: Healthy bindings evicted: {results['unexpected_evictions'][:10]}")
     print(f"\ncontroller log: {results['controller_log']}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--bindings", type=int, default=10_000, help="ResourceBindings to create (default 10000)")
     parser.add_argument("--unhealthy", type=int, default=100, help="how many of them are Unhealthy (default 100)")
     parser.add_argument("--toleration", type=int, default=30, help="tolerationSeconds of the Unhealthy ones")

@@ -22,7 +22,7 @@ import tempfile
 import time
 import tomllib
 from dataclasses import asdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -47,11 +47,18 @@ def main() -> int:
     parser.add_argument("--open-seconds", type=float, help="length of each h2load run (the first 2 s are dropped)")
     parser.add_argument("--no-lookup", action="store_true", help="skip the savepoint-lookup benchmark")
     parser.add_argument("--no-profile", action="store_true", help="skip the py-spy profile of `us`")
-    parser.add_argument("--workdir", type=Path, help="where bodies, certificates, logs and results go "
-                                                     "(default: a new temporary directory)")
-    parser.add_argument("--before", type=Path, metavar="TREE",
-                        help="also measure the relay of this source tree (e.g. `git worktree add TREE <commit>`) "
-                             "as `us-before`, in the same rounds")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="where bodies, certificates, logs and results go (default: a new temporary directory)",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="TREE",
+        help="also measure the relay of this source tree (e.g. `git worktree add TREE <commit>`) "
+        "as `us-before`, in the same rounds",
+    )
     args = parser.parse_args()
     quick = args.quick
     rounds = args.rounds or (1 if quick else 3)
@@ -65,15 +72,29 @@ def main() -> int:
     kopf_python = ensure_kopf_venv()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="failover-relay-bench-"))
     body_files, newest, under_test = set_up(workdir, kopf_python, args.before)
-    print(f"workdir {workdir}; bodies: validate {body_files['validate'].stat().st_size} B, "
-          f"mutate {body_files['mutate'].stat().st_size} B", flush=True)
+    print(
+        f"workdir {workdir}; bodies: validate {body_files['validate'].stat().st_size} B, "
+        f"mutate {body_files['mutate'].stat().st_size} B",
+        flush=True,
+    )
 
     loaded = [name for name in (*ORDER, "us-before") if name in under_test]
-    results: dict = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
-                     "settings": {"rounds": rounds, "closed_seconds": closed, "open_seconds": opened,
-                                  "discard_seconds": discard, "quick": quick},
-                     "stack": {"ours": list(OUR_STACK), "fast": list(FAST_STACK)},
-                     "rounds": [], "memory": {}, "memory_at_start": {}, "checks": {}}
+    results: dict = {
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "settings": {
+            "rounds": rounds,
+            "closed_seconds": closed,
+            "open_seconds": opened,
+            "discard_seconds": discard,
+            "quick": quick,
+        },
+        "stack": {"ours": list(OUR_STACK), "fast": list(FAST_STACK)},
+        "rounds": [],
+        "memory": {},
+        "memory_at_start": {},
+        "checks": {},
+    }
     try:
         for server in under_test.values():
             server.start()
@@ -101,8 +122,9 @@ def main() -> int:
             results["memory"][name] = server.memory()
         if not quick and not args.no_profile:
             print("profiling us with py-spy", flush=True)
-            results["profile"] = profile.record(under_test["us"], body_files, kopf_python.parent / "py-spy",
-                                                workdir, seconds=15)
+            results["profile"] = profile.record(
+                under_test["us"], body_files, kopf_python.parent / "py-spy", workdir, seconds=15
+            )
     finally:
         for server in under_test.values():
             server.stop()
@@ -127,11 +149,18 @@ def set_up(workdir: Path, kopf_python: Path, before: Path | None) -> tuple[dict[
     checkpoint_root = workdir / "checkpoints"
     newest = bodies.build_checkpoint_tree(checkpoint_root)
     cert_dir = workdir / "certs"
-    files = ensure_certificates(cert_dir, None, None, datetime.now(timezone.utc))
+    files = ensure_certificates(cert_dir, None, None, datetime.now(UTC))
     # By keyword: a change of servers()'s parameters fails here (and in tests/bench) instead of shifting them.
-    listed = servers(workdir=workdir, cert=files.cert_file, key=files.key_file, cert_dir=cert_dir,
-                     member_cert_dir=write_cert_manager_files(workdir / "member-certs"),
-                     checkpoint_root=checkpoint_root, kopf_python=kopf_python, before=before)
+    listed = servers(
+        workdir=workdir,
+        cert=files.cert_file,
+        key=files.key_file,
+        cert_dir=cert_dir,
+        member_cert_dir=write_cert_manager_files(workdir / "member-certs"),
+        checkpoint_root=checkpoint_root,
+        kopf_python=kopf_python,
+        before=before,
+    )
     return body_files, str(newest), {server.name: server for server in listed}
 
 
@@ -141,18 +170,22 @@ def write_cert_manager_files(cert_dir: Path) -> Path:
     from certs.authority import generate_ca, generate_serving_certificate
     from certs.names import serving_names
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     ca = generate_ca("cert-manager-ca", now, timedelta(days=365))
     leaf = generate_serving_certificate(ca, *serving_names(None, None), now, timedelta(days=90))
     cert_dir.mkdir(parents=True, exist_ok=True)
-    for name, content in (("tls.crt", leaf.certificate_pem), ("tls.key", leaf.private_key_pem),
-                          ("ca.crt", ca.certificate_pem)):
+    for name, content in (
+        ("tls.crt", leaf.certificate_pem),
+        ("tls.key", leaf.private_key_pem),
+        ("ca.crt", ca.certificate_pem),
+    ):
         (cert_dir / name).write_bytes(content)
     return cert_dir
 
 
-def measure(server: Server, body_files: dict[str, Path], closed: float, opened: float, discard: float,
-            pause: float, quick: bool) -> dict:
+def measure(
+    server: Server, body_files: dict[str, Path], closed: float, opened: float, discard: float, pause: float, quick: bool
+) -> dict:
     """One server's block in a round: warm-up (unrecorded; also fills the savepoint cache), closed loop for both
     endpoints, open loop at each rate for /validate and at 1,000/s for /mutate."""
     runs: dict = {}
@@ -229,8 +262,10 @@ def ensure_kopf_venv() -> Path:
 
     dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     pinned = [f"aiohttp=={version('aiohttp')}"] + [d for d in dependencies if not d.startswith("aiohttp")]
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"kopf=={KOPF_VERSION}", "py-spy",
-                    *FAST_PACKAGES, *pinned], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", f"kopf=={KOPF_VERSION}", "py-spy", *FAST_PACKAGES, *pinned],
+        check=True,
+    )
     stamp.touch()
     return python
 
@@ -238,8 +273,16 @@ def ensure_kopf_venv() -> Path:
 def lookup_benchmark(quick: bool) -> str:
     """bench/lookup_bench.py: cold (uncached) and warm lookups over a 10,000-job tree, kept between runs."""
     if quick:
-        command = [sys.executable, str(BENCH / "lookup_bench.py"), "--jobs", "300", "--checkpoints", "20",
-                   "--samples", "200"]
+        command = [
+            sys.executable,
+            str(BENCH / "lookup_bench.py"),
+            "--jobs",
+            "300",
+            "--checkpoints",
+            "20",
+            "--samples",
+            "200",
+        ]
     else:
         LOOKUP_TREE.parent.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, str(BENCH / "lookup_bench.py"), "--root", str(LOOKUP_TREE), "--keep"]
@@ -249,14 +292,26 @@ def lookup_benchmark(quick: bool) -> str:
 
 
 def machine() -> dict:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), "?")
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "?",
+    )
     memory = Path("/proc/meminfo").read_text().split("\n")[0].split()[1]
-    return {"cpu": model, "cpus": os.cpu_count(), "memory_gib": round(int(memory) / 2**20, 1),
-            "kernel": os.uname().release, "python": sys.version.split()[0],
-            "load_average_at_start": os.getloadavg(),
-            "wrk": _first_line(["wrk", "-v"]), "h2load": _first_line(["h2load", "--version"]),
-            "load_average_at_end": None}
+    return {
+        "cpu": model,
+        "cpus": os.cpu_count(),
+        "memory_gib": round(int(memory) / 2**20, 1),
+        "kernel": os.uname().release,
+        "python": sys.version.split()[0],
+        "load_average_at_start": os.getloadavg(),
+        "wrk": _first_line(["wrk", "-v"]),
+        "h2load": _first_line(["h2load", "--version"]),
+        "load_average_at_end": None,
+    }
 
 
 def _first_line(command: list[str]) -> str:

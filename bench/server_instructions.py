@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -62,13 +62,23 @@ TOOLS = (("h2load", "nghttp2-client"), ("valgrind", "valgrind"))
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--servers", default=",".join(DEFAULT_SERVERS),
-                        help=f"comma-separated, from {', '.join(ALL_SERVERS)} (default: %(default)s)")
-    parser.add_argument("--before", type=Path, metavar="TREE",
-                        help="also count the relay of this source tree as `us-before` (as run.py --before)")
+    parser.add_argument(
+        "--servers",
+        default=",".join(DEFAULT_SERVERS),
+        help=f"comma-separated, from {', '.join(ALL_SERVERS)} (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="TREE",
+        help="also count the relay of this source tree as `us-before` (as run.py --before)",
+    )
     parser.add_argument("--requests", type=int, default=REQUESTS, help="measured reviews per endpoint (N)")
-    parser.add_argument("--workdir", type=Path, help="where bodies, certificates, logs and results go "
-                                                     "(default: a new temporary directory)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="where bodies, certificates, logs and results go (default: a new temporary directory)",
+    )
     args = parser.parse_args()
     chosen = [name.strip() for name in args.servers.split(",") if name.strip()]
     if args.before is not None and "us-before" not in chosen:
@@ -85,22 +95,32 @@ def main() -> int:
     kopf_python = ensure_kopf_venv() if set(chosen) & set(NEEDS_BENCH_VENV) else BENCH / ".venv" / "bin" / "python"
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="failover-relay-instructions-"))
     body_files, newest, under_test = set_up(workdir, kopf_python, args.before)
-    results: dict = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                     "python": sys.version.split()[0], "valgrind": _version(["valgrind", "--version"]),
-                     "h2load": _version(["h2load", "--version"]), "requests": args.requests,
-                     "warm_up": WARM_UP, "connections": CONNECTIONS,
-                     "stack": {"ours": list(OUR_STACK), "fast": list(FAST_STACK)}, "collected": {}}
-    print(f"workdir {workdir}; {len(chosen)} servers x {STEPS} processes under callgrind, "
-          f"{args.requests} reviews per endpoint", flush=True)
+    results: dict = {
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "valgrind": _version(["valgrind", "--version"]),
+        "h2load": _version(["h2load", "--version"]),
+        "requests": args.requests,
+        "warm_up": WARM_UP,
+        "connections": CONNECTIONS,
+        "stack": {"ours": list(OUR_STACK), "fast": list(FAST_STACK)},
+        "collected": {},
+    }
+    print(
+        f"workdir {workdir}; {len(chosen)} servers x {STEPS} processes under callgrind, "
+        f"{args.requests} reviews per endpoint",
+        flush=True,
+    )
     try:
         for name in chosen:
-            results["collected"][name] = [count(under_test[name], step, body_files, newest, args.requests, workdir)
-                                          for step in range(STEPS)]
+            results["collected"][name] = [
+                count(under_test[name], step, body_files, newest, args.requests, workdir) for step in range(STEPS)
+            ]
     except RuntimeError as error:  # a server that did not start, answer right or stop: its logs say why
         print(f"error: {error}", file=sys.stderr)
         return 1
     results["per_review"] = {name: per_review(steps, args.requests) for name, steps in results["collected"].items()}
-    results["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    results["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
     (workdir / "instructions.json").write_text(json.dumps(results, indent=1))
     print()
     print(render(results))
@@ -111,9 +131,18 @@ def main() -> int:
 def count(server: Server, step: int, body_files: dict[str, Path], newest: str, requests: int, workdir: Path) -> int:
     """Instructions of one whole server process under callgrind: start, warm-up, the step's reviews, SIGTERM."""
     valgrind_log = workdir / f"{server.name}-{step}.valgrind"
-    run = replace(server, command=["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                                   f"--log-file={valgrind_log}", *server.command],
-                  log=workdir / f"{server.name}-{step}.log", process=None)
+    run = replace(
+        server,
+        command=[
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            f"--log-file={valgrind_log}",
+            *server.command,
+        ],
+        log=workdir / f"{server.name}-{step}.log",
+        process=None,
+    )
     print(f"{server.name} step {step}/{STEPS - 1}", flush=True)
     start_seconds = KOPF_START_SECONDS if server.name == "kopf" else START_SECONDS
     run.start()
@@ -136,13 +165,26 @@ def count(server: Server, step: int, body_files: dict[str, Path], newest: str, r
 
 def h2load(server: Server, endpoint: str, body: Path, requests: int, connections: int) -> None:
     """`requests` reviews over `connections` HTTP/1.1 keep-alive TLS connections (h2load splits them evenly)."""
-    command = ["h2load", "--h1", "-t1", "-n", str(requests), f"-c{connections}", "-d", str(body),
-               "-H", "Content-Type: application/json", f"{server.url}/{endpoint}"]
+    command = [
+        "h2load",
+        "--h1",
+        "-t1",
+        "-n",
+        str(requests),
+        f"-c{connections}",
+        "-d",
+        str(body),
+        "-H",
+        "Content-Type: application/json",
+        f"{server.url}/{endpoint}",
+    ]
     done = subprocess.run(command, capture_output=True, text=True)
     answered = successful_answers(done.stdout)
     if done.returncode != 0 or answered != requests:
-        raise RuntimeError(f"{server.name} /{endpoint}: {answered} of {requests} requests answered 2xx "
-                           f"(h2load exit {done.returncode}: {(done.stdout + done.stderr)[-400:]!r}); see {server.log}")
+        raise RuntimeError(
+            f"{server.name} /{endpoint}: {answered} of {requests} requests answered 2xx "
+            f"(h2load exit {done.returncode}: {(done.stdout + done.stderr)[-400:]!r}); see {server.log}"
+        )
 
 
 def successful_answers(output: str) -> int | None:
@@ -184,9 +226,13 @@ def render(results: dict) -> str:
     """Instructions per review of each server and endpoint, and the ratios between servers (Markdown)."""
     counts = results["per_review"]
     ceiling = same_stack(results)
-    lines = [f"Instructions per review (callgrind, {results['requests']} reviews per endpoint, whole server process; "
-             f"`{ceiling}` is the same-stack ceiling):", "",
-             "| server | endpoint | instructions per review | × same-stack ceiling |", "|---|---|---|---|"]
+    lines = [
+        f"Instructions per review (callgrind, {results['requests']} reviews per endpoint, whole server process; "
+        f"`{ceiling}` is the same-stack ceiling):",
+        "",
+        "| server | endpoint | instructions per review | × same-stack ceiling |",
+        "|---|---|---|---|",
+    ]
     for name, endpoints in counts.items():
         for endpoint in ENDPOINTS:
             value = endpoints[endpoint]
@@ -195,11 +241,20 @@ def render(results: dict) -> str:
     rows = [(f"us / {other}", "us", other) for other in (ceiling, "kopf", "us-before")]
     rows.append((f"{ceiling} / us (throughput of a CPU-bound `us`, × ceiling)", ceiling, "us"))
     rows.append(("kopf / us (throughput of a CPU-bound `us`, × kopf)", "kopf", "us"))
-    table = [(label, [_ratio(counts.get(mine, {}).get(endpoint), counts.get(other, {}).get(endpoint))
-                      for endpoint in ENDPOINTS]) for label, mine, other in rows]
-    lines += ["", "Ratios of instructions per review (> 1: the first has more work per review):", "",
-              "| ratio | " + " | ".join(f"/{endpoint}" for endpoint in ENDPOINTS) + " |",
-              "|---|" + "---|" * len(ENDPOINTS)]
+    table = [
+        (
+            label,
+            [_ratio(counts.get(mine, {}).get(endpoint), counts.get(other, {}).get(endpoint)) for endpoint in ENDPOINTS],
+        )
+        for label, mine, other in rows
+    ]
+    lines += [
+        "",
+        "Ratios of instructions per review (> 1: the first has more work per review):",
+        "",
+        "| ratio | " + " | ".join(f"/{endpoint}" for endpoint in ENDPOINTS) + " |",
+        "|---|" + "---|" * len(ENDPOINTS),
+    ]
     lines += [f"| {label} | " + " | ".join(cells) + " |" for label, cells in table if any(c != "-" for c in cells)]
     return "\n".join(lines)
 

@@ -35,9 +35,13 @@ class Server:
     def start(self) -> None:
         with self.log.open("wb") as log:
             # PYTHONPATH too: the project venv's editable install would otherwise import this tree's packages.
-            self.process = subprocess.Popen(["taskset", "-c", SERVER_CPU, *self.command], cwd=self.cwd,
-                                            stdout=log, stderr=subprocess.STDOUT,
-                                            env={**os.environ, "PYTHONPATH": str(self.cwd)})
+            self.process = subprocess.Popen(
+                ["taskset", "-c", SERVER_CPU, *self.command],
+                cwd=self.cwd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONPATH": str(self.cwd)},
+            )
 
     def wait_until_answering(self, body: bytes, timeout: float = 30.0) -> dict:
         """Poll with a real review until it is answered 200; returns the parsed answer."""
@@ -114,18 +118,48 @@ FAST_STACK = ("uvloop", "orjson")
 
 def ceiling_command(python: Path | str, port: int, cert: Path, key: Path, stack: tuple[str, str]) -> list[str]:
     loop, library = stack
-    return [str(python), str(BENCH / "ceiling_server.py"), str(port), str(cert), str(key), "--loop", loop,
-            "--json", library]
+    return [
+        str(python),
+        str(BENCH / "ceiling_server.py"),
+        str(port),
+        str(cert),
+        str(key),
+        "--loop",
+        loop,
+        "--json",
+        library,
+    ]
 
 
 def us_command(port: int, cert_dir: Path, checkpoint_root: Path, *flags: str) -> list[str]:
     # As shipped: the console entry point's module, JSON logs to a file, savepoint injection on.
-    return [sys.executable, "-m", "relay.cli", "serve", "--port", str(port), "--cert-dir", str(cert_dir),
-            "--log-format", "json", "--checkpoint-root", str(checkpoint_root), *flags]
+    return [
+        sys.executable,
+        "-m",
+        "relay.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--cert-dir",
+        str(cert_dir),
+        "--log-format",
+        "json",
+        "--checkpoint-root",
+        str(checkpoint_root),
+        *flags,
+    ]
 
 
-def servers(workdir: Path, cert: Path, key: Path, cert_dir: Path, member_cert_dir: Path, checkpoint_root: Path,
-            kopf_python: Path, before: Path | None = None) -> list[Server]:
+def servers(
+    workdir: Path,
+    cert: Path,
+    key: Path,
+    cert_dir: Path,
+    member_cert_dir: Path,
+    checkpoint_root: Path,
+    kopf_python: Path,
+    before: Path | None = None,
+) -> list[Server]:
     """The servers under load (ceiling, ceiling-fast, kopf, us and, with `before`, us-before: the relay of another
     source tree, e.g. a `git worktree` of an older commit) and `member` (`serve --member`, for its memory).
 
@@ -133,18 +167,48 @@ def servers(workdir: Path, cert: Path, key: Path, cert_dir: Path, member_cert_di
     (docs/operations.md, "On member clusters"); the others from `cert_dir`, the relay's own CA."""
     ports = {name: free_port() for name in ("ceiling", "ceiling-fast", "kopf", "us", "us-before", "member")}
     listed = [
-        Server("ceiling", ceiling_command(sys.executable, ports["ceiling"], cert, key, OUR_STACK), ports["ceiling"],
-               workdir / "ceiling.log"),
+        Server(
+            "ceiling",
+            ceiling_command(sys.executable, ports["ceiling"], cert, key, OUR_STACK),
+            ports["ceiling"],
+            workdir / "ceiling.log",
+        ),
         # uvloop comes from bench/.venv (run.py installs it there with orjson): the relay itself does not use it.
-        Server("ceiling-fast", ceiling_command(kopf_python, ports["ceiling-fast"], cert, key, FAST_STACK),
-               ports["ceiling-fast"], workdir / "ceiling-fast.log"),
-        Server("kopf", [str(kopf_python), str(BENCH / "kopf_server.py"), str(ports["kopf"]), str(cert), str(key),
-                        str(checkpoint_root)], ports["kopf"], workdir / "kopf.log"),
+        Server(
+            "ceiling-fast",
+            ceiling_command(kopf_python, ports["ceiling-fast"], cert, key, FAST_STACK),
+            ports["ceiling-fast"],
+            workdir / "ceiling-fast.log",
+        ),
+        Server(
+            "kopf",
+            [
+                str(kopf_python),
+                str(BENCH / "kopf_server.py"),
+                str(ports["kopf"]),
+                str(cert),
+                str(key),
+                str(checkpoint_root),
+            ],
+            ports["kopf"],
+            workdir / "kopf.log",
+        ),
         Server("us", us_command(ports["us"], cert_dir, checkpoint_root), ports["us"], workdir / "us.log"),
-        Server("member", us_command(ports["member"], member_cert_dir, checkpoint_root, "--member"), ports["member"],
-               workdir / "member.log"),
+        Server(
+            "member",
+            us_command(ports["member"], member_cert_dir, checkpoint_root, "--member"),
+            ports["member"],
+            workdir / "member.log",
+        ),
     ]
     if before is not None:
-        listed.append(Server("us-before", us_command(ports["us-before"], cert_dir, checkpoint_root),
-                             ports["us-before"], workdir / "us-before.log", cwd=before))
+        listed.append(
+            Server(
+                "us-before",
+                us_command(ports["us-before"], cert_dir, checkpoint_root),
+                ports["us-before"],
+                workdir / "us-before.log",
+                cwd=before,
+            )
+        )
     return listed

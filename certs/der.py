@@ -18,7 +18,7 @@ import binascii
 import re
 import ssl
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 # Universal tags (X.690, 8.1.2) of what a certificate's outer structure, names and times are made of.
 SEQUENCE, SET, INTEGER, BIT_STRING, OBJECT_IDENTIFIER = 0x30, 0x31, 0x02, 0x03, 0x06
@@ -30,13 +30,14 @@ TRAILING_TBS_TAGS = frozenset({0x81, 0x82, 0xA3})
 # id-at-commonName (2.5.4.3) as DER content octets.
 COMMON_NAME_OID = bytes((0x55, 0x04, 0x03))
 # The directory string types a common name may be written in (RFC 5280, 4.1.2.4, and X.520), and how to decode each.
-STRING_ENCODINGS = {0x0C: "utf-8", 0x13: "ascii", 0x16: "ascii", 0x14: "latin-1", 0x1E: "utf-16-be",
-                    0x1C: "utf-32-be"}
+STRING_ENCODINGS = {0x0C: "utf-8", 0x13: "ascii", 0x16: "ascii", 0x14: "latin-1", 0x1E: "utf-16-be", 0x1C: "utf-32-be"}
 # Certificates are a few KiB; four length octets (4 GiB) are more than any of them needs, and more are refused.
 MAX_LENGTH_OCTETS = 4
 # RFC 5280, 4.1.2.5: UTCTime YYMMDDHHMMSSZ and GeneralizedTime YYYYMMDDHHMMSSZ, seconds and "Z" required.
-_TIMES = {UTC_TIME: re.compile(rb"(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z"),
-          GENERALIZED_TIME: re.compile(rb"(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z")}
+_TIMES = {
+    UTC_TIME: re.compile(rb"(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z"),
+    GENERALIZED_TIME: re.compile(rb"(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z"),
+}
 # Text around and between PEM blocks is allowed (openssl and cert-manager write none, but people add comments);
 # inside a block only base64 and whitespace.
 _PEM_BEGIN = b"-----BEGIN CERTIFICATE-----"
@@ -108,8 +109,12 @@ def read_certificate(der: bytes) -> CertificateFields:
     times = _elements(validity)
     if len(times) != 2:
         raise DerError("not a DER certificate (validity)")
-    return CertificateFields(der=der, subject_common_names=_common_names(subject),
-                             issuer_common_names=_common_names(issuer), not_after=_time(*times[1]))
+    return CertificateFields(
+        der=der,
+        subject_common_names=_common_names(subject),
+        issuer_common_names=_common_names(issuer),
+        not_after=_time(*times[1]),
+    )
 
 
 def _element(data: bytes, start: int) -> tuple[int, bytes, int]:
@@ -128,7 +133,7 @@ def _element(data: bytes, start: int) -> tuple[int, bytes, int]:
         count = first & 0x7F
         if count > MAX_LENGTH_OCTETS or offset + count > len(data):
             raise DerError("DER length too long")
-        length = int.from_bytes(data[offset:offset + count], "big")
+        length = int.from_bytes(data[offset : offset + count], "big")
         if length < 0x80 or data[offset] == 0:
             raise DerError("DER length not in its shortest form")
         offset += count
@@ -182,6 +187,6 @@ def _time(tag: int, value: bytes) -> datetime:
     if tag == UTC_TIME:
         year += 2000 if year < 50 else 1900  # RFC 5280, 4.1.2.5.1
     try:
-        return datetime(year, *rest, tzinfo=timezone.utc)
+        return datetime(year, *rest, tzinfo=UTC)
     except ValueError:
         raise DerError("validity time is not a date") from None

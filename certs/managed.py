@@ -41,9 +41,9 @@ from cryptography.x509.oid import NameOID
 
 from certs.authority import SIGNING_KEY_TYPES, KeyPair, generate_ca, generate_serving_certificate
 from certs.store import (
+    CA_CERT_NAME,
     CA_COMMON_NAME,
     CA_KEY_NAME,
-    CA_CERT_NAME,
     CertDir,
     CertificateError,
     CertificateFiles,
@@ -100,7 +100,6 @@ def require_matching_key(
         raise CertificateFilesInvalid(f"{key_source}: is not the private key of the certificate in {cert_source}")
 
 
-
 def _create(root: Path) -> None:
     if root.exists():
         return
@@ -127,7 +126,6 @@ def _locked(root: Path) -> Iterator[None]:
         os.close(descriptor)  # releases the lock
 
 
-
 def _ensure_managed(
     directory: CertDir,
     dns_names: Sequence[str],
@@ -145,8 +143,11 @@ def _ensure_managed(
         # ago: switching the leaf to it fails no handshake. Without one (first start, or a server that was down
         # for the whole window) a fresh CA is the only choice.
         staged = _read_own_key_pair(directory.next_ca_cert, directory.next_ca_key)
-        ca = staged if staged is not None and not _renewal_due(staged, now, renew_before) else \
-            generate_ca(CA_COMMON_NAME, now, ca_valid_for)
+        ca = (
+            staged
+            if staged is not None and not _renewal_due(staged, now, renew_before)
+            else generate_ca(CA_COMMON_NAME, now, ca_valid_for)
+        )
         # Key, bundle, then the staged files: a crash between any two leaves a mismatch that the next call repairs
         # by promoting the still-present staged CA again.
         _write(directory.ca_key, ca.private_key_pem, _KEY_MODE)
@@ -154,8 +155,10 @@ def _ensure_managed(
         _remove(directory.next_ca_cert, directory.next_ca_key)
         leaf = None
     else:
-        if now >= ca.not_after - 2 * renew_before and _read_own_key_pair(
-                directory.next_ca_cert, directory.next_ca_key) is None:
+        if (
+            now >= ca.not_after - 2 * renew_before
+            and _read_own_key_pair(directory.next_ca_cert, directory.next_ca_key) is None
+        ):
             # Stage the successor one renewal window before it is needed, trusted but not yet used to sign, so the
             # caBundle sync has long published it when the serving certificate moves to it (issue of gatekeeper
             # #1045: x509 errors while the bundle lags behind the certificate).
@@ -170,8 +173,10 @@ def _ensure_managed(
     issuers = [ca.certificate, *(c for c in _read_own_ca_bundle(directory) if _is_our_ca(c))]
     renewed = leaf is None or not _reusable(leaf, issuers, dns_names, ip_addresses, now, renew_before)
     if renewed and keep_leaf:
-        repairs.append(f"{directory.cert}: could not be kept, so it was issued by the new CA at once; clients that "
-                       f"trust only the old CA fail until they get the new {CA_CERT_NAME} (the caBundle sync)")
+        repairs.append(
+            f"{directory.cert}: could not be kept, so it was issued by the new CA at once; clients that "
+            f"trust only the old CA fail until they get the new {CA_CERT_NAME} (the caBundle sync)"
+        )
     if renewed:
         leaf = generate_serving_certificate(ca, dns_names, ip_addresses, now, cert_valid_for)
         # Key first: a reader that sees the new certificate must find its key already in place.
@@ -189,16 +194,20 @@ def _ensure_managed(
     )
 
 
-def _recover_ca(directory: CertDir, ca_bundle: list[x509.Certificate], now: datetime, ca_valid_for: timedelta,
-                repairs: list[str]) -> tuple[KeyPair | None, list[x509.Certificate]]:
+def _recover_ca(
+    directory: CertDir, ca_bundle: list[x509.Certificate], now: datetime, ca_valid_for: timedelta, repairs: list[str]
+) -> tuple[KeyPair | None, list[x509.Certificate]]:
     """Our CA as ca.key and ca.crt hold it, repairing either if damaged (module docstring); None on a first start.
 
     Also returns the old CA certificates whose leaf may still be served (only after a lost ca.key)."""
     key_pem, key_problem = _read_own_key(directory.ca_key)
     if key_pem is not None:
         key = load_private_key(key_pem, directory.ca_key)
-        own = [certificate for certificate in ca_bundle
-               if _public_key_bytes(certificate.public_key()) == _public_key_bytes(key.public_key())]
+        own = [
+            certificate
+            for certificate in ca_bundle
+            if _public_key_bytes(certificate.public_key()) == _public_key_bytes(key.public_key())
+        ]
         if own and own[0] == (ca_bundle or [None])[0]:
             return KeyPair(certificate_pem=_pem_of(own[:1]), private_key_pem=key_pem), []
         if own:  # ours, but not first: the first certificate is read back as the CA
@@ -208,11 +217,18 @@ def _recover_ca(directory: CertDir, ca_bundle: list[x509.Certificate], now: date
         if not isinstance(key, SIGNING_KEY_TYPES):
             raise CertificateFilesInvalid(f"{directory.ca_key}: not a key that can sign certificates")
         ca = generate_ca(CA_COMMON_NAME, now, ca_valid_for, key=key)
-        state = "is missing" if not directory.ca_cert.exists() else \
-            "is not PEM" if not ca_bundle else f"does not hold the CA of {CA_KEY_NAME}"
+        state = (
+            "is missing"
+            if not directory.ca_cert.exists()
+            else "is not PEM"
+            if not ca_bundle
+            else f"does not hold the CA of {CA_KEY_NAME}"
+        )
         _write_ca_bundle(directory, ca, [*ca_bundle, *_staged_ca(directory)], now)
-        repairs.append(f"{directory.ca_cert} {state}: rebuilt from {directory.ca_key} with the same key and name, "
-                       "so the served certificate and every client's caBundle stay valid")
+        repairs.append(
+            f"{directory.ca_cert} {state}: rebuilt from {directory.ca_key} with the same key and name, "
+            "so the served certificate and every client's caBundle stay valid"
+        )
         return ca, []
     ours = [certificate for certificate in ca_bundle if _is_our_ca(certificate)]
     if key_problem is None and not ours:
@@ -221,9 +237,11 @@ def _recover_ca(directory: CertDir, ca_bundle: list[x509.Certificate], now: date
     _write(directory.ca_key, ca.private_key_pem, _KEY_MODE)
     _write_ca_bundle(directory, ca, ca_bundle, now)
     _remove(directory.next_ca_cert, directory.next_ca_key)
-    repairs.append(f"{directory.ca_key} {key_problem or 'is missing'}: a new CA now signs, added to "
-                   f"{directory.ca_cert} in front of the old one; the served certificate, signed by the old CA, is "
-                   "kept until its renewal")
+    repairs.append(
+        f"{directory.ca_key} {key_problem or 'is missing'}: a new CA now signs, added to "
+        f"{directory.ca_cert} in front of the old one; the served certificate, signed by the old CA, is "
+        "kept until its renewal"
+    )
     return ca, ours
 
 
@@ -241,8 +259,10 @@ def _read_own_key(path: Path) -> tuple[bytes | None, str | None]:
 
 
 def _is_our_ca(certificate: x509.Certificate) -> bool:
-    return any(attribute.value == CA_COMMON_NAME
-               for attribute in certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME))
+    return any(
+        attribute.value == CA_COMMON_NAME
+        for attribute in certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    )
 
 
 def _staged_ca(directory: CertDir) -> list[x509.Certificate]:
@@ -311,8 +331,6 @@ def _reusable(
         except (ValueError, TypeError, InvalidSignature):
             continue
     return False
-
-
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:

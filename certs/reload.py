@@ -67,8 +67,11 @@ class ReloadingSSLContext:
                 return False
             fresh = server_context(self.client_ca_file)
         except (CertificateFilesInvalid, ssl.SSLError, OSError, ValueError) as error:
-            self.last_error = str(error) if isinstance(error, CertificateFilesInvalid) else (
-                f"{self.client_ca_file}: not a PEM CA bundle")
+            self.last_error = (
+                str(error)
+                if isinstance(error, CertificateFilesInvalid)
+                else (f"{self.client_ca_file}: not a PEM CA bundle")
+            )
             return False
         try:
             cert_pem, key_pem = read_file(self.cert_file), read_file(self.key_file)
@@ -99,8 +102,10 @@ class ReloadingSSLContext:
             not_after = load_certificates(cert_pem, self.cert_file)[0].not_after
             self._load_verified(cert_pem, key_pem)
         except (CertificateFilesInvalid, ssl.SSLError, ValueError) as error:
-            self.last_error = str(error) if isinstance(error, CertificateFilesInvalid) else (
-                f"{self.cert_file} / {self.key_file}: certificate and key cannot be loaded together"
+            self.last_error = (
+                str(error)
+                if isinstance(error, CertificateFilesInvalid)
+                else (f"{self.cert_file} / {self.key_file}: certificate and key cannot be loaded together")
             )
             return False
         self._fingerprint = fingerprint

@@ -124,8 +124,9 @@ def read_file(path: Path) -> bytes:
     return data
 
 
-def load_chain(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes,
-               password: Callable[[], bytes] | None = None) -> None:
+def load_chain(
+    context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes, password: Callable[[], bytes] | None = None
+) -> None:
     """Load a certificate chain and its key into `context` from one private copy of the bytes already read (bounded
     by `read_file`): OpenSSL never opens the configured paths itself, which may change between two reads or never
     end. Raises `ssl.SSLError` as `load_cert_chain` does."""
@@ -193,7 +194,8 @@ def _load_checked(path: Path) -> list[CertificateFields]:
     certificates = load_certificates(data, path)
     try:
         ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(
-            cadata=b"".join(certificate.der for certificate in certificates))
+            cadata=b"".join(certificate.der for certificate in certificates)
+        )
     except ssl.SSLError:
         raise not_a_certificate(path) from None
     return certificates
@@ -213,12 +215,17 @@ def _require_key_of(cert_path: Path, key_path: Path) -> None:
     every handshake with it. OpenSSL decides, loading both as the server will; the certificate has been read whole
     before (`_load_checked`), so any other failure is the key's. No error is chained: it may echo the key."""
     try:
-        load_chain(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), read_file(cert_path), read_file(key_path),
-                   password=_refuse_password)
+        load_chain(
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER),
+            read_file(cert_path),
+            read_file(key_path),
+            password=_refuse_password,
+        )
     except ssl.SSLError as error:
         if error.reason in KEY_MISMATCH_REASONS:
-            raise CertificateFilesInvalid(f"{key_path}: is not the private key of the certificate in {cert_path}") \
-                from None
+            raise CertificateFilesInvalid(
+                f"{key_path}: is not the private key of the certificate in {cert_path}"
+            ) from None
         raise not_a_private_key(key_path) from None
     except _EncryptedKey:
         raise not_a_private_key(key_path) from None

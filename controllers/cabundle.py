@@ -25,7 +25,7 @@ import binascii
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,13 @@ SYNC_INTERVAL_SECONDS = 60.0
 MAX_BUNDLE_CERTIFICATES = 16
 # Outcomes, as the `result` label of the metric.
 UNCHANGED, PATCHED, CONFLICT, MISSING, CERT_MANAGER, ERROR = (
-    "unchanged", "patched", "conflict", "missing", "cert-manager", "error")
+    "unchanged",
+    "patched",
+    "conflict",
+    "missing",
+    "cert-manager",
+    "error",
+)
 
 
 @dataclass(frozen=True)
@@ -64,8 +70,9 @@ class Target:
     name: str
 
 
-def default_targets(validating: str = DEFAULT_CONFIGURATION_NAME,
-                    mutating: str = DEFAULT_CONFIGURATION_NAME) -> tuple[Target, ...]:
+def default_targets(
+    validating: str = DEFAULT_CONFIGURATION_NAME, mutating: str = DEFAULT_CONFIGURATION_NAME
+) -> tuple[Target, ...]:
     return Target(VALIDATING, validating), Target(MUTATING, mutating)
 
 
@@ -75,7 +82,9 @@ class CaBundleMetrics:
             "failover_relay_cabundle_syncs_total",
             "caBundle checks of a webhook configuration, by configuration and result (unchanged, patched, "
             "conflict, missing, cert-manager, error).",
-            ("configuration", "result"), registry=registry)
+            ("configuration", "result"),
+            registry=registry,
+        )
 
 
 def parse_bundle(data: bytes) -> list[x509.Certificate]:
@@ -86,14 +95,23 @@ def parse_bundle(data: bytes) -> list[x509.Certificate]:
         return []
 
 
-def desired_bundle(own: Sequence[x509.Certificate], current: Sequence[x509.Certificate], now: datetime,
-                   limit: int = MAX_BUNDLE_CERTIFICATES) -> list[x509.Certificate]:
+def desired_bundle(
+    own: Sequence[x509.Certificate],
+    current: Sequence[x509.Certificate],
+    now: datetime,
+    limit: int = MAX_BUNDLE_CERTIFICATES,
+) -> list[x509.Certificate]:
     """Our certificates, plus the unexpired others of ``current`` (newest first) up to ``limit``; canonical order."""
     by_fingerprint = {_fingerprint(certificate): certificate for certificate in own}
-    others = sorted((certificate for certificate in current
-                     if _fingerprint(certificate) not in by_fingerprint and certificate.not_valid_after_utc > now),
-                    key=_newest_first)
-    for certificate in others[:max(0, limit - len(by_fingerprint))]:
+    others = sorted(
+        (
+            certificate
+            for certificate in current
+            if _fingerprint(certificate) not in by_fingerprint and certificate.not_valid_after_utc > now
+        ),
+        key=_newest_first,
+    )
+    for certificate in others[: max(0, limit - len(by_fingerprint))]:
         by_fingerprint.setdefault(_fingerprint(certificate), certificate)
     return sorted(by_fingerprint.values(), key=_newest_first)
 
@@ -127,9 +145,15 @@ def bundle_patch(configuration: dict[str, Any], bundle: bytes) -> list[dict[str,
 class CaBundleInjector:
     """Read our CA from ``cert_dir`` and make the webhook configurations trust it; ``run()`` repeats every minute."""
 
-    def __init__(self, api_client: client.ApiClient, cert_dir: Path, registry: CollectorRegistry,
-                 targets: Sequence[Target] = default_targets(), interval_seconds: float = SYNC_INTERVAL_SECONDS,
-                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> None:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        cert_dir: Path,
+        registry: CollectorRegistry,
+        targets: Sequence[Target] = default_targets(),
+        interval_seconds: float = SYNC_INTERVAL_SECONDS,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         self.api = client.AdmissionregistrationV1Api(api_client)
         self.cert_dir = cert_dir
         self.targets = tuple(targets)
@@ -159,8 +183,12 @@ class CaBundleInjector:
             try:
                 result = await asyncio.to_thread(self._sync, target, own)
             except (ApiException, HTTPError, OSError, ValueError) as error:
-                log.warning("cabundle_sync_failed", configuration=label,
-                            status=getattr(error, "status", None), error=type(error).__name__)
+                log.warning(
+                    "cabundle_sync_failed",
+                    configuration=label,
+                    status=getattr(error, "status", None),
+                    error=type(error).__name__,
+                )
                 result = ERROR
             self.metrics.syncs.labels(label, result).inc()
             results[label] = result
@@ -200,16 +228,27 @@ class CaBundleInjector:
         return PATCHED
 
     def _read(self, target: Target) -> dict[str, Any]:
-        read = (self.api.read_validating_webhook_configuration if target.kind == VALIDATING
-                else self.api.read_mutating_webhook_configuration)
+        read = (
+            self.api.read_validating_webhook_configuration
+            if target.kind == VALIDATING
+            else self.api.read_mutating_webhook_configuration
+        )
         response = read(target.name, _preload_content=False, _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS)
         return json.loads(response.data)
 
     def _patch(self, target: Target, patch: list[dict[str, Any]]) -> None:
-        write = (self.api.patch_validating_webhook_configuration if target.kind == VALIDATING
-                 else self.api.patch_mutating_webhook_configuration)
-        write(target.name, patch, _content_type="application/json-patch+json", _preload_content=False,
-              _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS)
+        write = (
+            self.api.patch_validating_webhook_configuration
+            if target.kind == VALIDATING
+            else self.api.patch_mutating_webhook_configuration
+        )
+        write(
+            target.name,
+            patch,
+            _content_type="application/json-patch+json",
+            _preload_content=False,
+            _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+        )
 
 
 def _decoded(value: Any) -> bytes:

@@ -20,10 +20,10 @@ from failover.core.api import (
     WORKS,
     Resource,
 )
-from failover.reconcile.fencing import FENCED_ANNOTATION, fenced_copies
 from failover.core.names import object_key
-from failover.state.preserved_state import owning_binding
+from failover.reconcile.fencing import FENCED_ANNOTATION, fenced_copies
 from failover.reconcile.stateless_restart import is_flink_deployment
+from failover.state.preserved_state import owning_binding
 
 BINDING_RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
 POLICY_RESOURCES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)
@@ -57,12 +57,22 @@ def work_cached_form(work: Mapping[str, Any]) -> Mapping[str, Any]:
     metadata = {k: v for k, v in metadata.items() if k != "managedFields"} if isinstance(metadata, dict) else {}
     workload = b.spec(work).get("workload")
     manifests = workload.get("manifests") if isinstance(workload, dict) else None
-    identities = [{"apiVersion": m.get("apiVersion"), "kind": m.get("kind"),
-                   "metadata": {k: v for k, v in b.metadata(m).items() if k in ("name", "namespace")},
-                   **_read_spec(m)}
-                  for m in (manifests if isinstance(manifests, list) else ()) if isinstance(m, dict)]
-    return {"apiVersion": WORKS.api_version, "kind": WORKS.kind, "metadata": metadata,
-            "spec": {"workload": {"manifests": identities}}}
+    identities = [
+        {
+            "apiVersion": m.get("apiVersion"),
+            "kind": m.get("kind"),
+            "metadata": {k: v for k, v in b.metadata(m).items() if k in ("name", "namespace")},
+            **_read_spec(m),
+        }
+        for m in (manifests if isinstance(manifests, list) else ())
+        if isinstance(m, dict)
+    ]
+    return {
+        "apiVersion": WORKS.api_version,
+        "kind": WORKS.kind,
+        "metadata": metadata,
+        "spec": {"workload": {"manifests": identities}},
+    }
 
 
 class Cache:
@@ -127,6 +137,7 @@ class Cache:
         for resource in BINDING_RESOURCES:
             for key, obj in list(self.informers[resource.kind].cache.items()):
                 if any(task["fromCluster"] == cluster for task in b.eviction_tasks(obj)) or (
-                        FENCED_ANNOTATION in b.annotations(obj) and cluster in fenced_copies(obj)):
+                    FENCED_ANNOTATION in b.annotations(obj) and cluster in fenced_copies(obj)
+                ):
                     touching.append((resource.kind, key))
         return touching

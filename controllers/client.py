@@ -14,10 +14,16 @@ from kubernetes import client
 
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, CustomObjects
 from controllers.members import MemberProxy
-from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, WORKS, Resource
-from failover.core.names import ObjectRef
+from failover.core.api import (
+    CLUSTER_RESOURCE_BINDINGS,
+    CLUSTERS,
+    RESOURCE_BINDINGS,
+    WORKLOAD_REBALANCERS,
+    WORKS,
+    Resource,
+)
+from failover.core.names import ObjectRef, object_key
 from failover.reconcile.fencing import MemberCopy
-from failover.core.names import object_key
 
 RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS, WORKS)
 

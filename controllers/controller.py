@@ -30,13 +30,25 @@ log = structlog.get_logger("failover_relay.controller")
 
 class ControllerMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.reconciles = Counter("failover_relay_reconcile_total", "Reconciles, by controller and result.",
-                                  ("controller", "result"), registry=registry)
-        self.latency = Histogram("failover_relay_reconcile_duration_seconds", "Time spent in one reconcile.",
-                                 ("controller",), registry=registry,
-                                 buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
-        self.depth = Gauge("failover_relay_queue_depth", "Keys waiting in the work queue (ready and delayed).",
-                           ("controller",), registry=registry)
+        self.reconciles = Counter(
+            "failover_relay_reconcile_total",
+            "Reconciles, by controller and result.",
+            ("controller", "result"),
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "failover_relay_reconcile_duration_seconds",
+            "Time spent in one reconcile.",
+            ("controller",),
+            registry=registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        self.depth = Gauge(
+            "failover_relay_queue_depth",
+            "Keys waiting in the work queue (ready and delayed).",
+            ("controller",),
+            registry=registry,
+        )
 
 
 class Controller:
@@ -50,8 +62,9 @@ class Controller:
     async def run(self) -> None:
         """Until cancelled: reconcile every key queued."""
         try:
-            tasks = [asyncio.create_task(self._work(), name=f"{self.name}-worker-{index}")
-                     for index in range(self.workers)]
+            tasks = [
+                asyncio.create_task(self._work(), name=f"{self.name}-worker-{index}") for index in range(self.workers)
+            ]
             await asyncio.gather(*tasks)
         finally:
             await self.queue.shut_down()

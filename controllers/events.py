@@ -6,7 +6,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -16,9 +16,8 @@ from urllib3.exceptions import HTTPError
 
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from failover.core.api import RESOURCES_BY_KIND
-from failover.core.names import ObjectRef
+from failover.core.names import ObjectRef, key_of
 from failover.reconcile.decision import Event
-from failover.core.names import key_of
 
 COMPONENT = "failover-relay"
 # Events of cluster-scoped objects (ClusterResourceBinding, WorkloadRebalancer) go to "default", as kubectl expects.
@@ -51,34 +50,49 @@ class EventRecorder:
             self._recent[key] = now
             if len(self._recent) > 10_000:
                 self._recent = {k: t for k, t in self._recent.items() if now - t < EVENT_REPEAT_SECONDS}
-            log.info("event", kind=key[0], object=key[1], type=event.type, reason=event.reason,
-                     message=event.message)
+            log.info("event", kind=key[0], object=key[1], type=event.type, reason=event.reason, message=event.message)
             await self.write(regarding, event.type, event.reason, event.message)
 
     async def write(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
         """Best effort: an Event that cannot be written is logged, never a reason to fail a reconcile."""
-        body = self.event_for(obj, event_type, reason, message, datetime.now(timezone.utc))
+        body = self.event_for(obj, event_type, reason, message, datetime.now(UTC))
         try:
-            await asyncio.to_thread(self.api.create_namespaced_event, body.metadata.namespace, body,
-                                    _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS)
+            await asyncio.to_thread(
+                self.api.create_namespaced_event,
+                body.metadata.namespace,
+                body,
+                _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+            )
         except (ApiException, HTTPError, OSError) as error:
             log.warning("event_not_recorded", reason=reason, error=getattr(error, "reason", None) or repr(error))
 
-    def event_for(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str,
-                  now: datetime) -> client.CoreV1Event:
+    def event_for(
+        self, obj: Mapping[str, Any], event_type: str, reason: str, message: str, now: datetime
+    ) -> client.CoreV1Event:
         metadata = obj.get("metadata") or {}
         namespace = metadata.get("namespace") or CLUSTER_SCOPED_EVENT_NAMESPACE
         return client.CoreV1Event(
-            metadata=client.V1ObjectMeta(name=f"{metadata.get('name', 'object')}.{uuid.uuid4().hex[:16]}",
-                                         namespace=namespace),
+            metadata=client.V1ObjectMeta(
+                name=f"{metadata.get('name', 'object')}.{uuid.uuid4().hex[:16]}", namespace=namespace
+            ),
             involved_object=client.V1ObjectReference(
-                api_version=obj.get("apiVersion"), kind=obj.get("kind"), name=metadata.get("name"),
-                namespace=metadata.get("namespace"), uid=metadata.get("uid"),
-                resource_version=metadata.get("resourceVersion")),
-            reason=reason, message=message[:MAX_MESSAGE_LENGTH], type=event_type,
+                api_version=obj.get("apiVersion"),
+                kind=obj.get("kind"),
+                name=metadata.get("name"),
+                namespace=metadata.get("namespace"),
+                uid=metadata.get("uid"),
+                resource_version=metadata.get("resourceVersion"),
+            ),
+            reason=reason,
+            message=message[:MAX_MESSAGE_LENGTH],
+            type=event_type,
             source=client.V1EventSource(component=COMPONENT, host=self.host),
-            first_timestamp=now, last_timestamp=now, count=1,
-            reporting_component=COMPONENT, reporting_instance=self.host)
+            first_timestamp=now,
+            last_timestamp=now,
+            count=1,
+            reporting_component=COMPONENT,
+            reporting_instance=self.host,
+        )
 
 
 def reference_object(ref: ObjectRef) -> dict[str, Any]:

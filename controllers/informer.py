@@ -122,9 +122,13 @@ class Informer:
         timeout = max(1, min(WATCH_TIMEOUT_SECONDS, int(until - time.monotonic()) + 1))
         self._watch = watch.Watch()
         try:
-            for event in self._watch.stream(self._list, resource_version=resource_version,
-                                            allow_watch_bookmarks=True, timeout_seconds=timeout,
-                                            _request_timeout=timeout + 10):
+            for event in self._watch.stream(
+                self._list,
+                resource_version=resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=timeout,
+                _request_timeout=timeout + 10,
+            ):
                 if self._stopping.is_set():
                     break
                 kind, obj = event["type"], event["object"]

@@ -33,9 +33,12 @@ def load_api_client(kubeconfig: Path | None = None) -> client.ApiClient:
         except ConfigException as error:
             raise NoClusterConfig(f"in-cluster config unusable: {error}") from None
         return client.ApiClient(configuration)
-    candidates = [kubeconfig] if kubeconfig is not None else [
-        Path(path) for path in os.environ.get("KUBECONFIG", "").split(os.pathsep) if path
-    ] or [Path.home() / ".kube" / "config"]
+    candidates = (
+        [kubeconfig]
+        if kubeconfig is not None
+        else [Path(path) for path in os.environ.get("KUBECONFIG", "").split(os.pathsep) if path]
+        or [Path.home() / ".kube" / "config"]
+    )
     path = next((candidate for candidate in candidates if candidate.is_file()), None)
     if path is None:
         raise NoClusterConfig(f"no kubeconfig at {', '.join(map(str, candidates))}")
@@ -68,8 +71,9 @@ def conflict(error: BaseException) -> bool:
 class CustomObjects:
     """Blocking calls on one custom resource, by key (`ns/name` or `name`), each with a request timeout."""
 
-    def __init__(self, api_client: client.ApiClient, resource: Resource,
-                 timeout: float = DEFAULT_REQUEST_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self, api_client: client.ApiClient, resource: Resource, timeout: float = DEFAULT_REQUEST_TIMEOUT_SECONDS
+    ) -> None:
         self.api = client.CustomObjectsApi(api_client)
         self.resource = resource
         self.timeout = timeout
@@ -83,42 +87,53 @@ class CustomObjects:
     def get(self, key: str) -> dict[str, Any]:
         r, (namespace, name) = self.resource, split_key(key)
         if r.namespaced:
-            return self.api.get_namespaced_custom_object(r.group, r.version, namespace, r.plural, name,
-                                                         _request_timeout=self.timeout)
+            return self.api.get_namespaced_custom_object(
+                r.group, r.version, namespace, r.plural, name, _request_timeout=self.timeout
+            )
         return self.api.get_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
 
     def patch(self, key: str, merge_patch: Mapping[str, Any]) -> dict[str, Any]:
         """A JSON merge patch; put metadata.resourceVersion in it to make it conditional (409 when stale)."""
         r, (namespace, name) = self.resource, split_key(key)
         if r.namespaced:
-            return self.api.patch_namespaced_custom_object(r.group, r.version, namespace, r.plural, name,
-                                                           merge_patch, _request_timeout=self.timeout)
-        return self.api.patch_cluster_custom_object(r.group, r.version, r.plural, name, merge_patch,
-                                                    _request_timeout=self.timeout)
+            return self.api.patch_namespaced_custom_object(
+                r.group, r.version, namespace, r.plural, name, merge_patch, _request_timeout=self.timeout
+            )
+        return self.api.patch_cluster_custom_object(
+            r.group, r.version, r.plural, name, merge_patch, _request_timeout=self.timeout
+        )
 
     def patch_status(self, key: str, merge_patch: Mapping[str, Any]) -> dict[str, Any]:
         r, (namespace, name) = self.resource, split_key(key)
         if r.namespaced:
-            return self.api.patch_namespaced_custom_object_status(r.group, r.version, namespace, r.plural, name,
-                                                                  merge_patch, _request_timeout=self.timeout)
-        return self.api.patch_cluster_custom_object_status(r.group, r.version, r.plural, name, merge_patch,
-                                                           _request_timeout=self.timeout)
+            return self.api.patch_namespaced_custom_object_status(
+                r.group, r.version, namespace, r.plural, name, merge_patch, _request_timeout=self.timeout
+            )
+        return self.api.patch_cluster_custom_object_status(
+            r.group, r.version, r.plural, name, merge_patch, _request_timeout=self.timeout
+        )
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         r = self.resource
         if r.namespaced:
             namespace = (obj.get("metadata") or {}).get("namespace")
-            return self.api.create_namespaced_custom_object(r.group, r.version, namespace, r.plural, obj,
-                                                            _request_timeout=self.timeout)
+            return self.api.create_namespaced_custom_object(
+                r.group, r.version, namespace, r.plural, obj, _request_timeout=self.timeout
+            )
         return self.api.create_cluster_custom_object(r.group, r.version, r.plural, obj, _request_timeout=self.timeout)
 
     def delete(self, key: str, resource_version: str | None = None) -> None:
         r, (namespace, name) = self.resource, split_key(key)
-        options = client.V1DeleteOptions(
-            preconditions=client.V1Preconditions(resource_version=resource_version)) if resource_version else None
+        options = (
+            client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=resource_version))
+            if resource_version
+            else None
+        )
         if r.namespaced:
-            self.api.delete_namespaced_custom_object(r.group, r.version, namespace, r.plural, name, body=options,
-                                                     _request_timeout=self.timeout)
+            self.api.delete_namespaced_custom_object(
+                r.group, r.version, namespace, r.plural, name, body=options, _request_timeout=self.timeout
+            )
         else:
-            self.api.delete_cluster_custom_object(r.group, r.version, r.plural, name, body=options,
-                                                  _request_timeout=self.timeout)
+            self.api.delete_cluster_custom_object(
+                r.group, r.version, r.plural, name, body=options, _request_timeout=self.timeout
+            )

@@ -20,7 +20,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
@@ -178,7 +178,7 @@ class LeaderElector:
         self.is_leader = False
 
     def _try_acquire_or_renew(self) -> bool:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         duration = int(self.lease_duration.total_seconds())
         try:
             lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=self.request_timeout)
@@ -187,10 +187,17 @@ class LeaderElector:
                 raise
             body = client.V1Lease(
                 metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace),
-                spec=client.V1LeaseSpec(holder_identity=self.identity, lease_duration_seconds=duration,
-                                        acquire_time=now, renew_time=now, lease_transitions=0))
-            return _conflict_is_false(lambda: self.api.create_namespaced_lease(
-                self.namespace, body, _request_timeout=self.request_timeout))
+                spec=client.V1LeaseSpec(
+                    holder_identity=self.identity,
+                    lease_duration_seconds=duration,
+                    acquire_time=now,
+                    renew_time=now,
+                    lease_transitions=0,
+                ),
+            )
+            return _conflict_is_false(
+                lambda: self.api.create_namespaced_lease(self.namespace, body, _request_timeout=self.request_timeout)
+            )
         record = _record_of(lease.spec)
         if self._observed is None or self._observed.record != record:
             self._observed = Observation(record, self._clock())
@@ -204,8 +211,11 @@ class LeaderElector:
         spec.lease_duration_seconds = duration
         spec.renew_time = now
         lease.spec = spec
-        return _conflict_is_false(lambda: self.api.replace_namespaced_lease(
-            self.name, self.namespace, lease, _request_timeout=self.request_timeout))
+        return _conflict_is_false(
+            lambda: self.api.replace_namespaced_lease(
+                self.name, self.namespace, lease, _request_timeout=self.request_timeout
+            )
+        )
 
     def _release(self) -> bool:
         """Empty the holder if it is still us; False when the Lease is no longer ours (nothing to release)."""
@@ -214,7 +224,7 @@ class LeaderElector:
             return False
         lease.spec.holder_identity = None
         lease.spec.lease_duration_seconds = 1
-        lease.spec.renew_time = datetime.now(timezone.utc)
+        lease.spec.renew_time = datetime.now(UTC)
         self.api.replace_namespaced_lease(self.name, self.namespace, lease, _request_timeout=self.request_timeout)
         return True
 
@@ -229,8 +239,9 @@ async def _cancel_and_wait(*tasks: asyncio.Task[None] | None) -> None:
 def _record_of(spec: Any) -> LeaseRecord:
     if spec is None:
         return LeaseRecord(None, None, int(LEASE_DURATION.total_seconds()), 0)
-    return LeaseRecord(spec.holder_identity, spec.renew_time, spec.lease_duration_seconds or 15,
-                       spec.lease_transitions or 0)
+    return LeaseRecord(
+        spec.holder_identity, spec.renew_time, spec.lease_duration_seconds or 15, spec.lease_transitions or 0
+    )
 
 
 def _conflict_is_false(write: Callable[[], Any]) -> bool:

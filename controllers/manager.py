@@ -101,10 +101,16 @@ class ControllerSpec:
 # watches on that resource once (however many controllers declare it) and queues every key with the controller of
 # the key's kind, if that controller declared the watch (`queue_keys`).
 CONTROLLERS = (
-    ControllerSpec(RESOURCE_BINDINGS, partial(BindingReconciler, RESOURCE_BINDINGS.kind), watches=(
-        Watch(RESOURCE_BINDINGS), Watch(CLUSTERS, bindings_on_cluster), Watch(WORKS, binding_of_work))),
-    ControllerSpec(CLUSTER_RESOURCE_BINDINGS, partial(BindingReconciler, CLUSTER_RESOURCE_BINDINGS.kind), watches=(
-        Watch(CLUSTER_RESOURCE_BINDINGS), Watch(CLUSTERS, bindings_on_cluster), Watch(WORKS, binding_of_work))),
+    ControllerSpec(
+        RESOURCE_BINDINGS,
+        partial(BindingReconciler, RESOURCE_BINDINGS.kind),
+        watches=(Watch(RESOURCE_BINDINGS), Watch(CLUSTERS, bindings_on_cluster), Watch(WORKS, binding_of_work)),
+    ),
+    ControllerSpec(
+        CLUSTER_RESOURCE_BINDINGS,
+        partial(BindingReconciler, CLUSTER_RESOURCE_BINDINGS.kind),
+        watches=(Watch(CLUSTER_RESOURCE_BINDINGS), Watch(CLUSTERS, bindings_on_cluster), Watch(WORKS, binding_of_work)),
+    ),
     ControllerSpec(WORKLOAD_REBALANCERS, RebalancerReconciler, watches=(Watch(WORKLOAD_REBALANCERS),), workers=1),
     ControllerSpec(CLUSTERS, FailbackReconciler, watches=(Watch(CLUSTERS),), workers=1),
 )
@@ -147,8 +153,9 @@ class ReconcileLoop:
         # Built before campaigning: the first CoreV1Api loads the client's large core module (about 1.3 s), which
         # must not delay a new leader's first reconcile.
         self.recorder = EventRecorder(api_client, settings.identity)
-        self.elector = LeaderElector(client.CoordinationV1Api(api_client), settings.lease_namespace,
-                                     settings.lease_name, settings.identity)
+        self.elector = LeaderElector(
+            client.CoordinationV1Api(api_client), settings.lease_namespace, settings.lease_name, settings.identity
+        )
 
     async def run(self) -> None:
         """Until cancelled: campaign for the Lease and reconcile while holding it (released on cancel)."""
@@ -160,25 +167,39 @@ class ReconcileLoop:
         settings = self.settings
         cache = Cache()
         parts = (KarmadaClient(self.api_client), cache, self.recorder, settings.decisions, self.reconcile_metrics)
-        controllers = {spec.resource.kind: Controller(
-            spec.name, spec.reconciler(*parts), self.controller_metrics,
-            settings.workers if spec.workers is None else spec.workers) for spec in CONTROLLERS}
-        watched = {resource.kind: resource for resource in (
-            *CACHED_ONLY, *(watch.resource for spec in CONTROLLERS for watch in spec.watches))}
+        controllers = {
+            spec.resource.kind: Controller(
+                spec.name,
+                spec.reconciler(*parts),
+                self.controller_metrics,
+                settings.workers if spec.workers is None else spec.workers,
+            )
+            for spec in CONTROLLERS
+        }
+        watched = {
+            resource.kind: resource
+            for resource in (*CACHED_ONLY, *(watch.resource for spec in CONTROLLERS for watch in spec.watches))
+        }
         queues = {kind: controller.queue for kind, controller in controllers.items()}
         informers = []
         for resource in watched.values():
-            informer = Informer(resource.plural, CustomObjects(self.api_client, resource).list,
-                                queue_keys(resource, cache, queues), asyncio.get_running_loop(),
-                                settings.resync_seconds, transform=CACHED_FORMS.get(resource.kind))
+            informer = Informer(
+                resource.plural,
+                CustomObjects(self.api_client, resource).list,
+                queue_keys(resource, cache, queues),
+                asyncio.get_running_loop(),
+                settings.resync_seconds,
+                transform=CACHED_FORMS.get(resource.kind),
+            )
             cache.add(resource, informer)
             informers.append(informer)
 
         for informer in informers:
             informer.start()
         log.info("controllers_starting", controllers=sorted(controllers), identity=settings.identity)
-        tasks = [asyncio.create_task(controller.run(), name=f"controller-{name}")
-                 for name, controller in controllers.items()]
+        tasks = [
+            asyncio.create_task(controller.run(), name=f"controller-{name}") for name, controller in controllers.items()
+        ]
         try:
             synced = await asyncio.gather(*(informer.wait_synced(SYNC_TIMEOUT_SECONDS) for informer in informers))
             log.info("caches_synced", all=all(synced))
@@ -194,8 +215,12 @@ class ReconcileLoop:
 def queue_keys(resource: Resource, cache: Cache, queues: Mapping[str, WorkQueue]) -> ChangeHandler:
     """What the informer of `resource` does with an event: run the key map of each watch on it (`CONTROLLERS`) once,
     and queue each key with the controller of the key's kind (`queues`), if that controller declared the watch."""
-    routes = {(watch.keys, spec.resource.kind): queues[spec.resource.kind]
-              for spec in CONTROLLERS for watch in spec.watches if watch.resource == resource}
+    routes = {
+        (watch.keys, spec.resource.kind): queues[spec.resource.kind]
+        for spec in CONTROLLERS
+        for watch in spec.watches
+        if watch.resource == resource
+    }
     maps = tuple(dict.fromkeys(keys for keys, _ in routes))
 
     def changed(key: str) -> None:

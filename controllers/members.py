@@ -58,8 +58,12 @@ class MemberProxy:
 
     def delete(self, copy: MemberCopy, uid: str) -> None:
         """Delete with the uid as precondition: an object created since under the same name is never touched."""
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid},
-                "propagationPolicy": "Background"}
+        body = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "preconditions": {"uid": uid},
+            "propagationPolicy": "Background",
+        }
         self._call("DELETE", self._path(copy), body)
 
     def _path(self, copy: MemberCopy) -> str:
@@ -84,8 +88,9 @@ class MemberProxy:
     def _call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
         """One request with the client's credentials; an ApiException for any status outside 2xx."""
         headers = {"Accept": "application/json", **({"Content-Type": "application/json"} if body is not None else {})}
-        request = self.api_client.param_serialize(method=method, resource_path=path, header_params=headers, body=body,
-                                                  auth_settings=["BearerToken"])
+        request = self.api_client.param_serialize(
+            method=method, resource_path=path, header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
         response = self.api_client.call_api(*request, _request_timeout=timeout or self.timeout)
         response.read()
         return self.api_client.response_deserialize(response, {"2XX": "object", "default": "object"}).data

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Hashable
-from typing import Callable
+from collections.abc import Callable, Hashable
 
 BASE_RETRY_SECONDS = 0.005
 MAX_RETRY_SECONDS = 300.0

@@ -8,7 +8,7 @@ never append a second eviction task: the write fails with 409 and the key is rec
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
@@ -20,11 +20,11 @@ from controllers.cache import Cache, with_identity
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.kube import conflict, not_found
-from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
 from failover.core import binding as b
+from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
+from failover.core.names import ObjectRef, object_key
 from failover.reconcile.application_failover import decide_application_failover
 from failover.reconcile.cluster_failover import decide_cluster_failover_state
-from failover.core.names import ObjectRef
 from failover.reconcile.decision import NORMAL, DecisionSettings, Event, clip_message, earliest
 from failover.reconcile.failback import decide_failback
 from failover.reconcile.fencing import (
@@ -37,11 +37,10 @@ from failover.reconcile.fencing import (
     is_fenced_copy,
 )
 from failover.reconcile.graceful_eviction import decide_graceful_eviction
-from failover.state.history import HISTORY_ANNOTATION, decide_history, returned_cluster_patch
-from failover.state.last_state import decide_last_state
-from failover.core.names import object_key
 from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings
 from failover.reconcile.stateless_restart import stateless_restart_events
+from failover.state.history import HISTORY_ANNOTATION, decide_history, returned_cluster_patch
+from failover.state.last_state import decide_last_state
 
 log = structlog.get_logger("failover_relay.reconcile")
 
@@ -51,37 +50,58 @@ Clock = Callable[[], datetime]
 COPY_RETRY = timedelta(seconds=2)
 
 
-
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class ReconcileMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.evictions = Counter("failover_relay_evictions_total",
-                                 "Clusters removed from a binding by application failover.", registry=registry)
-        self.tasks_removed = Counter("failover_relay_eviction_tasks_removed_total",
-                                     "Graceful eviction tasks ended.", registry=registry)
-        self.rebalances = Counter("failover_relay_rebalancer_stamps_total",
-                                  "Bindings stamped with rescheduleTriggeredAt by a WorkloadRebalancer.",
-                                  registry=registry)
-        self.failbacks = Counter("failover_relay_failbacks_total",
-                                 "WorkloadRebalancers created to fail back to a recovered cluster.", registry=registry)
-        self.state_fills = Counter("failover_relay_preserved_state_fills_total",
-                                   "Taint manager eviction tasks given their preserved state.", registry=registry)
+        self.evictions = Counter(
+            "failover_relay_evictions_total",
+            "Clusters removed from a binding by application failover.",
+            registry=registry,
+        )
+        self.tasks_removed = Counter(
+            "failover_relay_eviction_tasks_removed_total", "Graceful eviction tasks ended.", registry=registry
+        )
+        self.rebalances = Counter(
+            "failover_relay_rebalancer_stamps_total",
+            "Bindings stamped with rescheduleTriggeredAt by a WorkloadRebalancer.",
+            registry=registry,
+        )
+        self.failbacks = Counter(
+            "failover_relay_failbacks_total",
+            "WorkloadRebalancers created to fail back to a recovered cluster.",
+            registry=registry,
+        )
+        self.state_fills = Counter(
+            "failover_relay_preserved_state_fills_total",
+            "Taint manager eviction tasks given their preserved state.",
+            registry=registry,
+        )
         self.works_released = Counter(
             "failover_relay_works_released_total",
             "Old Works released: fenced (cluster unreachable) or stuck (cluster Ready, deletion in backoff).",
-            ("why",), registry=registry)
-        self.copies_deleted = Counter("failover_relay_member_copies_deleted_total",
-                                      "Old copies deleted from member clusters through the cluster proxy.",
-                                      registry=registry)
-        self.wakes = Counter("failover_relay_binding_wakes_total",
-                             "Eviction task notes that woke Karmada's binding controller once the old copy was gone.",
-                             registry=registry)
-        self.waiting = _KeySet(Gauge(
-            "failover_relay_bindings_waiting_for_cluster",
-            "Bindings whose new copy waits for the old one on a cluster that is not Ready.", registry=registry))
+            ("why",),
+            registry=registry,
+        )
+        self.copies_deleted = Counter(
+            "failover_relay_member_copies_deleted_total",
+            "Old copies deleted from member clusters through the cluster proxy.",
+            registry=registry,
+        )
+        self.wakes = Counter(
+            "failover_relay_binding_wakes_total",
+            "Eviction task notes that woke Karmada's binding controller once the old copy was gone.",
+            registry=registry,
+        )
+        self.waiting = _KeySet(
+            Gauge(
+                "failover_relay_bindings_waiting_for_cluster",
+                "Bindings whose new copy waits for the old one on a cluster that is not Ready.",
+                registry=registry,
+            )
+        )
 
 
 class _KeySet:
@@ -115,8 +135,16 @@ class BindingReconciler:
     """One ResourceBinding or ClusterResourceBinding: application failover, the last good state, the state of the
     taint manager's tasks, graceful eviction, then fencing of the old copy (failover/reconcile/fencing.py)."""
 
-    def __init__(self, kind: str, client: KarmadaClient, cache: Cache, recorder: EventRecorder,
-                 settings: DecisionSettings, metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
+    def __init__(
+        self,
+        kind: str,
+        client: KarmadaClient,
+        cache: Cache,
+        recorder: EventRecorder,
+        settings: DecisionSettings,
+        metrics: ReconcileMetrics,
+        clock: Clock = utc_now,
+    ) -> None:
         self.kind, self.client, self.cache, self.recorder = kind, client, cache, recorder
         self.resource = client.resource(kind)
         self.settings, self.metrics, self.clock = settings, metrics, clock
@@ -150,23 +178,30 @@ class BindingReconciler:
         eviction = await step.apply(lambda obj: decide_graceful_eviction(obj, settings, now))
         if eviction.patch and eviction.ended:  # other patches only stamp a task's creationTimestamp
             self.metrics.tasks_removed.inc(len(eviction.ended))
-            log.info("eviction_tasks_ended", kind=self.kind, binding=key,
-                     clusters=[task.from_cluster for task in eviction.ended])
+            log.info(
+                "eviction_tasks_ended",
+                kind=self.kind,
+                binding=key,
+                clusters=[task.from_cluster for task in eviction.ended],
+            )
         await self.recorder.record(step.binding, eviction.events)
 
         if self.cache.synced(WORKS.kind):  # issue 13 point 7: the workload's own configuration loses the state
-            await self.recorder.record(step.binding, stateless_restart_events(step.binding,
-                                                                             self.cache.works_of(step.binding)))
+            await self.recorder.record(
+                step.binding, stateless_restart_events(step.binding, self.cache.works_of(step.binding))
+            )
 
         fencing = await self._fence(step, key, now)
         return earliest(failover.requeue_after, eviction.requeue_after, fencing)
 
-    async def _fence(self, step: "_Steps", key: str, now: datetime) -> timedelta | None:
+    async def _fence(self, step: _Steps, key: str, now: datetime) -> timedelta | None:
         if not (self.cache.synced(WORKS.kind) and self.cache.synced(CLUSTERS.kind)):
             return None  # "no Work" on an empty cache would be a guess
         works, clusters = self.cache.works_of(step.binding), self.cache.clusters()
-        fence = await step.apply(lambda obj: decide_fencing(obj, works, clusters, self.settings, now),
-                                 lambda decision: decision.binding_patch)
+        fence = await step.apply(
+            lambda obj: decide_fencing(obj, works, clusters, self.settings, now),
+            lambda decision: decision.binding_patch,
+        )
         if fence.woken:
             self.metrics.wakes.inc(len(fence.woken))
             log.info("binding_controller_woken", kind=self.kind, binding=key, clusters=list(fence.woken))
@@ -178,16 +213,24 @@ class BindingReconciler:
                 continue
             work_ref = ObjectRef(WORKS.kind, release.name, release.namespace)
             try:
-                await self.client.patch(work_ref, {"metadata": {"finalizers": list(release.finalizers),
-                                                                "resourceVersion": release.resource_version}})
+                await self.client.patch(
+                    work_ref,
+                    {"metadata": {"finalizers": list(release.finalizers), "resourceVersion": release.resource_version}},
+                )
             except ApiException as error:
                 if not_found(error):
                     continue
                 raise
             why = "fenced" if not release.delete_first else "deleted"
             self.metrics.works_released.labels(why).inc()
-            log.info("work_released", binding=key, work=str(work_ref), cluster=release.cluster, why=why,
-                     deleted_copies=len(release.delete_first))
+            log.info(
+                "work_released",
+                binding=key,
+                work=str(work_ref),
+                cluster=release.cluster,
+                why=why,
+                deleted_copies=len(release.delete_first),
+            )
         done = []
         for copy in fence.cleanups:
             if await self._delete_copies(step.binding, (copy,), clusters):
@@ -204,13 +247,15 @@ class BindingReconciler:
         await self.recorder.record(step.binding, fence.events)
         return earliest(fence.requeue_after, retry)
 
-    async def _delete_copies(self, binding: Mapping[str, Any], copies: Iterable[MemberCopy],
-                             clusters: Mapping[str, Mapping[str, Any]]) -> bool:
+    async def _delete_copies(
+        self, binding: Mapping[str, Any], copies: Iterable[MemberCopy], clusters: Mapping[str, Mapping[str, Any]]
+    ) -> bool:
         """Delete old copies through the cluster proxy; True when all are gone or are not ours to delete. A member
         whose cluster is not Ready is asked first whether it answers at all (remembered per cluster)."""
         for copy in copies:
             if not cluster_reachability(clusters.get(copy.cluster))[0] and not await self.client.member_answers(
-                    copy.cluster, self.settings.probe_interval.total_seconds()):
+                copy.cluster, self.settings.probe_interval.total_seconds()
+            ):
                 return False
             if not await self._delete_copy(binding, copy):
                 return False
@@ -221,25 +266,51 @@ class BindingReconciler:
         try:
             member_object = await self.client.get_member(copy)
             if not is_fenced_copy(member_object, copy):
-                log.warning("member_copy_not_ours", cluster=copy.cluster, object=object_key(copy.namespace, copy.name),
-                            work=copy.work)
+                log.warning(
+                    "member_copy_not_ours",
+                    cluster=copy.cluster,
+                    object=object_key(copy.namespace, copy.name),
+                    work=copy.work,
+                )
                 return True
             uid = str((member_object.get("metadata") or {}).get("uid") or "")
             await self.client.delete_member(copy, uid)
         except ApiException as error:
             if not_found(error) or conflict(error):  # gone, or replaced by another object since the GET
                 return True
-            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=object_key(copy.namespace, copy.name),
-                        status=error.status, reason=error.reason)
+            log.warning(
+                "member_copy_delete_failed",
+                cluster=copy.cluster,
+                object=object_key(copy.namespace, copy.name),
+                status=error.status,
+                reason=error.reason,
+            )
             return False
         except (HTTPError, OSError, LookupError) as error:
-            log.warning("member_copy_delete_failed", cluster=copy.cluster, object=object_key(copy.namespace, copy.name),
-                        error=type(error).__name__, detail=str(error)[:200])
+            log.warning(
+                "member_copy_delete_failed",
+                cluster=copy.cluster,
+                object=object_key(copy.namespace, copy.name),
+                error=type(error).__name__,
+                detail=str(error)[:200],
+            )
             return False
         self.metrics.copies_deleted.inc()
-        log.info("member_copy_deleted", cluster=copy.cluster, object=object_key(copy.namespace, copy.name), work=copy.work)
-        await self.recorder.record(binding, (Event(NORMAL, EVENT_FENCED_COPY, clip_message(
-            f"deleted the old copy {copy.kind} {object_key(copy.namespace, copy.name)} from {copy.cluster}")),))
+        log.info(
+            "member_copy_deleted", cluster=copy.cluster, object=object_key(copy.namespace, copy.name), work=copy.work
+        )
+        await self.recorder.record(
+            binding,
+            (
+                Event(
+                    NORMAL,
+                    EVENT_FENCED_COPY,
+                    clip_message(
+                        f"deleted the old copy {copy.kind} {object_key(copy.namespace, copy.name)} from {copy.cluster}"
+                    ),
+                ),
+            ),
+        )
         return True
 
 
@@ -256,8 +327,7 @@ def _records(binding: dict[str, Any], works: Iterable[Mapping[str, Any]], now: d
 
 def _annotation_patch(*patches: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Merge patches that set only annotations, as one (None, which deletes an annotation, is kept)."""
-    annotations = {key: value for patch in patches if patch
-                   for key, value in patch["metadata"]["annotations"].items()}
+    annotations = {key: value for patch in patches if patch for key, value in patch["metadata"]["annotations"].items()}
     return {"metadata": {"annotations": annotations}} if annotations else None
 
 
@@ -275,8 +345,11 @@ class _Steps:
     def __init__(self, reconciler: BindingReconciler, ref: ObjectRef, binding: dict[str, Any]) -> None:
         self.reconciler, self.ref, self.binding, self.fresh = reconciler, ref, binding, False
 
-    async def apply(self, decide: Callable[[dict[str, Any]], Any],
-                    patch_of: Callable[[Any], Mapping[str, Any] | None] = lambda decision: decision.patch) -> Any:
+    async def apply(
+        self,
+        decide: Callable[[dict[str, Any]], Any],
+        patch_of: Callable[[Any], Mapping[str, Any] | None] = lambda decision: decision.patch,
+    ) -> Any:
         decision = decide(self.binding)
         if patch_of(decision) and not self.fresh:
             self.binding = with_identity(await self.reconciler.client.get(self.ref), self.reconciler.resource)
@@ -288,16 +361,24 @@ class _Steps:
         return decision
 
     async def write(self, patch: Mapping[str, Any]) -> None:
-        self.binding = with_identity(await self.reconciler.client.patch(self.ref, conditional(patch, self.binding)),
-                                     self.reconciler.resource)
+        self.binding = with_identity(
+            await self.reconciler.client.patch(self.ref, conditional(patch, self.binding)), self.reconciler.resource
+        )
         self.fresh = True
 
 
 class RebalancerReconciler:
     """WorkloadRebalancer: stamp bindings, write status, expire after the TTL."""
 
-    def __init__(self, client: KarmadaClient, cache: Cache, recorder: EventRecorder, settings: DecisionSettings,
-                 metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
+    def __init__(
+        self,
+        client: KarmadaClient,
+        cache: Cache,
+        recorder: EventRecorder,
+        settings: DecisionSettings,
+        metrics: ReconcileMetrics,
+        clock: Clock = utc_now,
+    ) -> None:
         self.client, self.cache, self.recorder = client, cache, recorder
         self.settings, self.metrics, self.clock = settings, metrics, clock
 
@@ -312,8 +393,9 @@ class RebalancerReconciler:
                 return None
             raise
         now = self.clock()
-        bindings = {ref: binding for ref in referenced_bindings(rebalancer)
-                    if (binding := await self._read(ref)) is not False}
+        bindings = {
+            ref: binding for ref in referenced_bindings(rebalancer) if (binding := await self._read(ref)) is not False
+        }
         decision = decide_rebalance(rebalancer, bindings, self.settings, now)
         for _ in range(len(decision.stamps) + 1):
             vanished = await self._stamp_all(decision)
@@ -321,11 +403,13 @@ class RebalancerReconciler:
                 return self.settings.rebalancer_retry
             if not vanished:
                 break
-            bindings.update({ref: None for ref in vanished})
+            bindings.update(dict.fromkeys(vanished))
             decision = decide_rebalance(rebalancer, bindings, self.settings, now)
         if decision.status_patch:
-            rebalancer = with_identity(await self.client.patch_status(
-                ref, conditional(decision.status_patch, rebalancer)), WORKLOAD_REBALANCERS)
+            rebalancer = with_identity(
+                await self.client.patch_status(ref, conditional(decision.status_patch, rebalancer)),
+                WORKLOAD_REBALANCERS,
+            )
         await self.recorder.record(rebalancer, decision.events)
         if decision.delete:
             try:
@@ -337,7 +421,7 @@ class RebalancerReconciler:
             return None
         return decision.requeue_after
 
-    async def _read(self, ref: ObjectRef) -> Mapping[str, Any] | None | bool:
+    async def _read(self, ref: ObjectRef) -> Mapping[str, Any] | bool | None:
         """The binding, None when it does not exist, False when it could not be read (retried later)."""
         try:
             return await self.client.get(ref)
@@ -366,8 +450,15 @@ class RebalancerReconciler:
 class FailbackReconciler:
     """One Cluster: when it has recovered and settled, move its workloads back (failover/reconcile/failback.py)."""
 
-    def __init__(self, client: KarmadaClient, cache: Cache, recorder: EventRecorder, settings: DecisionSettings,
-                 metrics: ReconcileMetrics, clock: Clock = utc_now) -> None:
+    def __init__(
+        self,
+        client: KarmadaClient,
+        cache: Cache,
+        recorder: EventRecorder,
+        settings: DecisionSettings,
+        metrics: ReconcileMetrics,
+        clock: Clock = utc_now,
+    ) -> None:
         self.client, self.cache, self.recorder = client, cache, recorder
         self.settings, self.metrics, self.clock = settings, metrics, clock
 
@@ -375,8 +466,9 @@ class FailbackReconciler:
         cluster = self.cache.get(CLUSTERS.kind, key)
         if cluster is None:
             return None
-        decision = decide_failback(cluster, self.cache.bindings(), self.cache.policies(), self.settings,
-                                   self.clock(), self.cache.clusters())
+        decision = decide_failback(
+            cluster, self.cache.bindings(), self.cache.policies(), self.settings, self.clock(), self.cache.clusters()
+        )
         if decision.rebalancer is not None:
             try:
                 await self.client.create(WORKLOAD_REBALANCERS.kind, decision.rebalancer)
@@ -387,7 +479,9 @@ class FailbackReconciler:
         for binding_patch in decision.binding_patches:
             await self.client.patch(binding_patch.binding, binding_patch.patch)
         if decision.cluster_patch:
-            cluster = with_identity(await self.client.patch(
-                ref_of(CLUSTERS.kind, key), conditional(decision.cluster_patch, cluster)), CLUSTERS)
+            cluster = with_identity(
+                await self.client.patch(ref_of(CLUSTERS.kind, key), conditional(decision.cluster_patch, cluster)),
+                CLUSTERS,
+            )
         await self.recorder.record(cluster, decision.events)
         return decision.requeue_after

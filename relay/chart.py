@@ -25,18 +25,18 @@ from typing import Any
 import yaml
 
 from failover.admission import registry
-from failover.core.api import FailurePolicy
 from failover.admission.registry import Decider, Webhook, webhooks_at
+from failover.core.api import FailurePolicy
 from relay.manifests import (
     ALWAYS_EXCLUDED_NAMESPACES,
     CERT_MANAGER_INJECT_ANNOTATION,
     CONFIGURATION_NAME,
     DEFAULT_NAMESPACE,
     WebhookOptions,
+    mutating_configuration,
     namespace_selector,
     service_endpoint,
     validating_configuration,
-    mutating_configuration,
     webhook_entries,
 )
 
@@ -89,10 +89,20 @@ _CLIENT_CONFIG_MARK = "__chart_client_config__"
 
 def render_chart_webhooks() -> str:
     """The whole template file."""
-    options = {policy: WebhookOptions(service_endpoint(CONFIGURATION_NAME, DEFAULT_NAMESPACE), ca_bundle=None,
-                                      savepoint_failure_policy=str(policy)) for policy in FailurePolicy}
-    parts = [HEADER, _client_config_helper(options[FailurePolicy.IGNORE]), _failure_policy_check(),
-             '{{- if .Values.webhooks.create }}\n']
+    options = {
+        policy: WebhookOptions(
+            service_endpoint(CONFIGURATION_NAME, DEFAULT_NAMESPACE),
+            ca_bundle=None,
+            savepoint_failure_policy=str(policy),
+        )
+        for policy in FailurePolicy
+    }
+    parts = [
+        HEADER,
+        _client_config_helper(options[FailurePolicy.IGNORE]),
+        _failure_policy_check(),
+        "{{- if .Values.webhooks.create }}\n",
+    ]
     for render, mutating in ((validating_configuration, False), (mutating_configuration, True)):
         parts.append(_configuration(render, mutating, options))
     parts.append("{{- end }}\n")
@@ -105,19 +115,27 @@ def _client_config_helper(options: WebhookOptions) -> str:
 
 
 def _failure_policy_check() -> str:
-    return _FAILURE_POLICY_CHECK.format(choices=" ".join(json.dumps(str(policy)) for policy in FailurePolicy),
-                                        spelled=" or ".join(str(policy) for policy in FailurePolicy))
+    return _FAILURE_POLICY_CHECK.format(
+        choices=" ".join(json.dumps(str(policy)) for policy in FailurePolicy),
+        spelled=" or ".join(str(policy) for policy in FailurePolicy),
+    )
 
 
-def _configuration(render: Callable[[WebhookOptions], dict[str, Any]], mutating: bool,
-                   options: dict[FailurePolicy, WebhookOptions]) -> str:
+def _configuration(
+    render: Callable[[WebhookOptions], dict[str, Any]], mutating: bool, options: dict[FailurePolicy, WebhookOptions]
+) -> str:
     ignore, fail = options[FailurePolicy.IGNORE], options[FailurePolicy.FAIL]
     configuration = render(ignore)
     endpoint = registry.Endpoint.MUTATE if mutating else registry.Endpoint.VALIDATE
-    pairs = [(webhook, entry, fail_entry)
-             for webhook in webhooks_at(endpoint)
-             for entry, fail_entry in zip(webhook_entries(webhook, ignore, mutating=mutating),
-                                          webhook_entries(webhook, fail, mutating=mutating), strict=True)]
+    pairs = [
+        (webhook, entry, fail_entry)
+        for webhook in webhooks_at(endpoint)
+        for entry, fail_entry in zip(
+            webhook_entries(webhook, ignore, mutating=mutating),
+            webhook_entries(webhook, fail, mutating=mutating),
+            strict=True,
+        )
+    ]
     if [entry for _, entry, _ in pairs] != configuration["webhooks"]:
         raise AssertionError(f"{configuration['kind']}: webhook_entries no longer renders the configuration")
     on_members = any(webhook.decider in MEMBER_DECIDERS for webhook, _, _ in pairs)
@@ -149,20 +167,26 @@ def _entry(webhook: Webhook, entry: dict[str, Any], fail_entry: dict[str, Any]) 
     entry["clientConfig"] = _CLIENT_CONFIG_MARK
     if entry["namespaceSelector"] != namespace_selector(DEFAULT_NAMESPACE):
         raise AssertionError(f"{entry['name']}: a namespace selector the chart does not know how to template")
-    entry["namespaceSelector"] = {"matchExpressions": [
-        {**namespace_selector(DEFAULT_NAMESPACE)["matchExpressions"][0], "values": _EXCLUDED}]}
+    entry["namespaceSelector"] = {
+        "matchExpressions": [{**namespace_selector(DEFAULT_NAMESPACE)["matchExpressions"][0], "values": _EXCLUDED}]
+    }
     if entry["failurePolicy"] != fail_entry["failurePolicy"]:
         entry["failurePolicy"] = _FAILURE_POLICY
     text = yaml.safe_dump([entry], sort_keys=False, width=1 << 16)
     excluded = " ".join(json.dumps(name) for name in ALWAYS_EXCLUDED_NAMESPACES)
-    text = (text
-            .replace(f"clientConfig: {_CLIENT_CONFIG_MARK}",
-                     "clientConfig:\n"
-                     f'    {{{{- include "failover-relay.webhookClientConfig" (list $ "{path}") | nindent 4 }}}}')
-            .replace(f"values: {_EXCLUDED}",
-                     f"values: {{{{ list {excluded} $.Release.Namespace | uniq | sortAlpha | toJson }}}}")
-            .replace(f"failurePolicy: {_FAILURE_POLICY}",
-                     'failurePolicy: {{ include "failover-relay.savepointFailurePolicy" $ }}'))
+    text = (
+        text.replace(
+            f"clientConfig: {_CLIENT_CONFIG_MARK}",
+            f'clientConfig:\n    {{{{- include "failover-relay.webhookClientConfig" (list $ "{path}") | nindent 4 }}}}',
+        )
+        .replace(
+            f"values: {_EXCLUDED}", f"values: {{{{ list {excluded} $.Release.Namespace | uniq | sortAlpha | toJson }}}}"
+        )
+        .replace(
+            f"failurePolicy: {_FAILURE_POLICY}",
+            'failurePolicy: {{ include "failover-relay.savepointFailurePolicy" $ }}',
+        )
+    )
     if "__chart_" in text:
         raise AssertionError(f"{entry['name']}: a placeholder was left in the template")
     lines = text.rstrip("\n").split("\n")

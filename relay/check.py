@@ -19,26 +19,29 @@ version the schemas do not know (reported with its location; the other files are
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, TextIO
+from typing import Any, Literal, TextIO
 
 import jsonpatch
 
-from failover.core.api import CLUSTER_PROPAGATION_POLICY, PROPAGATION_POLICY
-from failover.core.fields import object_name
 from failover.admission.karmada_admission import karmada_findings, karmada_mutated
 from failover.admission.policy import default_policy, legacy_purge_modes_in
 from failover.admission.registry import VALIDATORS, group_kind_of
 from failover.admission.schema import defaulted, schema_findings, unknown_fields
+from failover.core.api import CLUSTER_PROPAGATION_POLICY, PROPAGATION_POLICY
+from failover.core.fields import object_name
 from failover.core.verdict import Finding, Findings, Verdict
 from relay.documents import Unreadable, documents, manifest_files
 from relay.schemas import SchemaSet, bundled
 
 EXIT_OK, EXIT_DENIED, EXIT_UNREADABLE = 0, 1, 2
 DEFAULT_NAMESPACE = "default"
-RULES_ONLY_NOTE = ("failover-relay check: checked the failover rules only (--rules-only): not Karmada's CRD schemas "
-                   "nor its webhook, so an object allowed here may still be refused by kubectl apply")
+RULES_ONLY_NOTE = (
+    "failover-relay check: checked the failover rules only (--rules-only): not Karmada's CRD schemas "
+    "nor its webhook, so an object allowed here may still be refused by kubectl apply"
+)
 POLICY_KINDS = (PROPAGATION_POLICY, CLUSTER_PROPAGATION_POLICY)
 
 
@@ -50,8 +53,12 @@ class Result:
     line: str
 
 
-def check_object(obj: Mapping[str, Any], schemas: SchemaSet | None = None,
-                 namespace: str = DEFAULT_NAMESPACE, relay_mutation: bool = True) -> Result:
+def check_object(
+    obj: Mapping[str, Any],
+    schemas: SchemaSet | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
+    relay_mutation: bool = True,
+) -> Result:
     """One object's result; `relay_mutation` False models a control plane without the relay's /mutate."""
     kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "?"
     api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else ""
@@ -98,17 +105,25 @@ def _with_migration_fix(verdict: Verdict, stored: Mapping[str, Any]) -> Verdict:
     if not legacy:
         return verdict
     denials = tuple(
-        Finding(denial.path, f"{denial.message}; write {legacy[denial.path].canonical.value}: Karmada v1.19 removed "
-                             f"the legacy name {legacy[denial.path].value} without conversion (karmada#7792)")
-        if denial.path in legacy else denial for denial in verdict.denials)
+        Finding(
+            denial.path,
+            f"{denial.message}; write {legacy[denial.path].canonical.value}: Karmada v1.19 removed "
+            f"the legacy name {legacy[denial.path].value} without conversion (karmada#7792)",
+        )
+        if denial.path in legacy
+        else denial
+        for denial in verdict.denials
+    )
     return Verdict(denials=denials, warnings=verdict.warnings, patch=verdict.patch, audit=verdict.audit)
 
 
 def _not_served(schemas: SchemaSet, group: str, api_version: str, kind: str) -> str:
     versions = schemas.served(group, kind)
     if versions:
-        return (f"{api_version} {kind}: {schemas.source} serve {kind} in {group} as {', '.join(versions)} only; "
-                f"use apiVersion {group}/{versions[0]}")
+        return (
+            f"{api_version} {kind}: {schemas.source} serve {kind} in {group} as {', '.join(versions)} only; "
+            f"use apiVersion {group}/{versions[0]}"
+        )
     elsewhere = schemas.groups_of(kind)
     hint = f"; {kind} is {' or '.join(elsewhere)}" if elsewhere else ""
     return f"{api_version} {kind}: {schemas.source} have no kind {kind} in {group}{hint}"
@@ -157,8 +172,13 @@ def server_checker(kubeconfig: Path | None, namespace: str = DEFAULT_NAMESPACE) 
     return check
 
 
-def run_check(paths: list[Path], out: TextIO, err: TextIO,
-              schemas: SchemaSet | None | Literal["bundled"] = "bundled", namespace: str = DEFAULT_NAMESPACE) -> int:
+def run_check(
+    paths: list[Path],
+    out: TextIO,
+    err: TextIO,
+    schemas: SchemaSet | Literal["bundled"] | None = "bundled",
+    namespace: str = DEFAULT_NAMESPACE,
+) -> int:
     """Check every object under `paths` against `schemas` (the bundled v1.19 CRDs by default); None means the
     failover rules only (said on `err`)."""
     if schemas == "bundled":

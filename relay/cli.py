@@ -23,11 +23,26 @@ from relay.settings import (
 # The settings each command takes as flags (relay/settings.py declares each flag with its setting).
 _CONTROLLER_FLAGS = ("controllers.kubeconfig", "controllers.leaseNamespace", "controllers.failback")
 _LOGGING_FLAGS = ("logging.format", "logging.level")
-SERVE_FLAGS = ("server.host", "server.port", "server.certDir", "server.serviceName", "server.namespace",
-               "server.maxBodyBytes", *_LOGGING_FLAGS, "savepoint.checkpointRoot", "savepoint.failureMode",
-               *_CONTROLLER_FLAGS, "controllers.mode", "server.clientCAFile", "server.drainSeconds",
-               "server.graceSeconds", "server.caBundleSync", "server.maxConnections", "server.maxConnectionsPerPeer",
-               "server.member")
+SERVE_FLAGS = (
+    "server.host",
+    "server.port",
+    "server.certDir",
+    "server.serviceName",
+    "server.namespace",
+    "server.maxBodyBytes",
+    *_LOGGING_FLAGS,
+    "savepoint.checkpointRoot",
+    "savepoint.failureMode",
+    *_CONTROLLER_FLAGS,
+    "controllers.mode",
+    "server.clientCAFile",
+    "server.drainSeconds",
+    "server.graceSeconds",
+    "server.caBundleSync",
+    "server.maxConnections",
+    "server.maxConnectionsPerPeer",
+    "server.member",
+)
 CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS)
 INJECT_FLAGS = ("savepoint.checkpointRoot", "savepoint.failureMode")
 STATUS_FLAGS = ("savepoint.checkpointRoot", "controllers.kubeconfig")
@@ -36,7 +51,8 @@ STATUS_FLAGS = ("savepoint.checkpointRoot", "controllers.kubeconfig")
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="failover-relay",
-        description="Admission webhook and reconcile loop for Karmada application failover of stateful workloads.")
+        description="Admission webhook and reconcile loop for Karmada application failover of stateful workloads.",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the TLS admission server")
@@ -44,14 +60,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_setting_flags(serve, *SERVE_FLAGS)
 
     controllers = commands.add_parser(
-        "controllers", help="run the reconcile loop alone (no webhook), with /metrics and /healthz over plain HTTP")
+        "controllers", help="run the reconcile loop alone (no webhook), with /metrics and /healthz over plain HTTP"
+    )
     controllers.add_argument("--config", type=Path, help="YAML config file (flags override it)")
     add_setting_flags(controllers, *CONTROLLERS_FLAGS)
-    controllers.add_argument("--metrics-address", default="127.0.0.1:9090", metavar="HOST:PORT",
-                             help="where /metrics and /healthz answer (default 127.0.0.1:9090)")
+    controllers.add_argument(
+        "--metrics-address",
+        default="127.0.0.1:9090",
+        metavar="HOST:PORT",
+        help="where /metrics and /healthz answer (default 127.0.0.1:9090)",
+    )
 
     inject = commands.add_parser(
-        "inject", help="show what savepoint injection does to one object: the mutated object, or why not")
+        "inject", help="show what savepoint injection does to one object: the mutated object, or why not"
+    )
     inject.add_argument("file", type=Path, metavar="FILE", help="YAML file holding one object (a FlinkDeployment)")
     inject.add_argument("--job-id", help="Flink JobID to inject as the job-id label (default: the object's label)")
     inject.add_argument("--config", type=Path, help="YAML config file (its savepoint section)")
@@ -59,57 +81,86 @@ def build_parser() -> argparse.ArgumentParser:
     add_setting_flags(inject, *INJECT_FLAGS, flags={"savepoint.failureMode": "--failure-mode"})
     inject.add_argument("--patch", action="store_true", help="print the JSONPatch instead of the object")
 
-    check = commands.add_parser("check", help="what kubectl apply will say about manifests; exit 1 on a deny, "
-                                              "2 on bad input")
+    check = commands.add_parser(
+        "check", help="what kubectl apply will say about manifests; exit 1 on a deny, 2 on bad input"
+    )
     check.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="YAML files or directories")
     _add_check_flags(check)
 
-    test = commands.add_parser("test", help="run the test cases of a directory (failover-relay-test.yaml): "
-                                            "expected verdicts, warnings and patches")
-    test.add_argument("paths", nargs="+", type=Path, metavar="DIR",
-                      help="directories holding failover-relay-test.yaml")
+    test = commands.add_parser(
+        "test",
+        help="run the test cases of a directory (failover-relay-test.yaml): expected verdicts, warnings and patches",
+    )
+    test.add_argument("paths", nargs="+", type=Path, metavar="DIR", help="directories holding failover-relay-test.yaml")
     _add_check_flags(test)
 
-    legacy = commands.add_parser("legacy-purge-modes", help="list stored policies, bindings and eviction tasks "
-                                                            "that still hold Immediately/Graciously")
+    legacy = commands.add_parser(
+        "legacy-purge-modes",
+        help="list stored policies, bindings and eviction tasks that still hold Immediately/Graciously",
+    )
     legacy.add_argument("--kubeconfig", type=Path, help="Karmada control plane (default: $KUBECONFIG, ~/.kube/config)")
 
     status = commands.add_parser(
-        "status", help="where each workload under a stateful failover policy stands: placement, health, eviction "
-                       "timers and tasks, the state a new copy would restore, the last failovers (reads only)")
-    status.add_argument("workload", nargs="?", metavar="WORKLOAD",
-                        help="NAME, NAMESPACE/NAME or KIND/NAME of one resource template (default: all)")
+        "status",
+        help="where each workload under a stateful failover policy stands: placement, health, eviction "
+        "timers and tasks, the state a new copy would restore, the last failovers (reads only)",
+    )
+    status.add_argument(
+        "workload",
+        nargs="?",
+        metavar="WORKLOAD",
+        help="NAME, NAMESPACE/NAME or KIND/NAME of one resource template (default: all)",
+    )
     status.add_argument("-n", "--namespace", help="only this namespace")
-    status.add_argument("--config", type=Path, help="the relay's YAML config file (its savepoint section says "
-                                                    "where the state is)")
+    status.add_argument(
+        "--config", type=Path, help="the relay's YAML config file (its savepoint section says where the state is)"
+    )
     add_setting_flags(status, *STATUS_FLAGS)
-    status.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table",
-                        help="table for people (default), json or yaml for scripts")
+    status.add_argument(
+        "-o",
+        "--output",
+        choices=("table", "json", "yaml"),
+        default="table",
+        help="table for people (default), json or yaml for scripts",
+    )
     status.add_argument("-w", "--watch", action="store_true", help="print again every --interval seconds")
     status.add_argument("--interval", type=float, default=2.0, help="seconds between --watch updates (default 2)")
 
     manifests = commands.add_parser("manifests", help="render Kubernetes manifests for the relay")
     manifest_kinds = manifests.add_subparsers(dest="manifest", required=True, metavar="MANIFEST")
     webhook = manifest_kinds.add_parser(
-        "webhook", help="the Validating- and MutatingWebhookConfiguration, as YAML for kubectl apply -f -")
+        "webhook", help="the Validating- and MutatingWebhookConfiguration, as YAML for kubectl apply -f -"
+    )
     where = webhook.add_mutually_exclusive_group(required=True)
     where.add_argument("--url", help="base URL of a relay outside the cluster, e.g. https://127.0.0.1:9443")
     where.add_argument("--service", help="name of the relay's Service (in-cluster)")
-    webhook.add_argument("--namespace", help="the relay's namespace (required with --service; default "
-                                             "failover-relay); excluded from admission with kube-system")
+    webhook.add_argument(
+        "--namespace",
+        help="the relay's namespace (required with --service; default "
+        "failover-relay); excluded from admission with kube-system",
+    )
     webhook.add_argument("--service-port", type=int, default=443, help="port of that Service (default 443)")
     ca = webhook.add_mutually_exclusive_group()
     ca.add_argument("--ca-file", type=Path, help="PEM bundle the apiserver should trust")
-    ca.add_argument("--cert-dir", type=Path, help="the relay's cert dir, as given to serve (its default when "
-                                                  "no CA source is given)")
-    ca.add_argument("--cert-manager-certificate", metavar="NAMESPACE/NAME",
-                    help="leave caBundle to cert-manager's CA injector, from this Certificate")
-    webhook.add_argument("--savepoint-failure-policy", choices=tuple(FailurePolicy),
-                         default=DEFAULT_SAVEPOINT_FAILURE_POLICY,
-                         help="failurePolicy of the FlinkDeployment and Work mutation (default %(default)s: fail open)")
-    webhook.add_argument("--job-id-label", default=None,
-                         help="label that marks FlinkDeployments for savepoint mutation "
-                              f"(default {DEFAULT_JOB_ID_LABEL})")
+    ca.add_argument(
+        "--cert-dir", type=Path, help="the relay's cert dir, as given to serve (its default when no CA source is given)"
+    )
+    ca.add_argument(
+        "--cert-manager-certificate",
+        metavar="NAMESPACE/NAME",
+        help="leave caBundle to cert-manager's CA injector, from this Certificate",
+    )
+    webhook.add_argument(
+        "--savepoint-failure-policy",
+        choices=tuple(FailurePolicy),
+        default=DEFAULT_SAVEPOINT_FAILURE_POLICY,
+        help="failurePolicy of the FlinkDeployment and Work mutation (default %(default)s: fail open)",
+    )
+    webhook.add_argument(
+        "--job-id-label",
+        default=None,
+        help=f"label that marks FlinkDeployments for savepoint mutation (default {DEFAULT_JOB_ID_LABEL})",
+    )
     webhook.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
     return parser
 
@@ -137,15 +188,26 @@ def main(argv: list[str] | None = None) -> int:
 
 def _add_check_flags(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--crds", type=Path, metavar="DIR",
-                        help="Karmada CRDs to check against, e.g. charts/karmada/_crds/bases of a Karmada checkout "
-                             "(default: Karmada v1.19's, bundled)")
-    source.add_argument("--server", action="store_true",
-                        help="ask the Karmada apiserver of --kubeconfig: a server-side apply with dryRun=All")
+    source.add_argument(
+        "--crds",
+        type=Path,
+        metavar="DIR",
+        help="Karmada CRDs to check against, e.g. charts/karmada/_crds/bases of a Karmada checkout "
+        "(default: Karmada v1.19's, bundled)",
+    )
+    source.add_argument(
+        "--server",
+        action="store_true",
+        help="ask the Karmada apiserver of --kubeconfig: a server-side apply with dryRun=All",
+    )
     source.add_argument("--rules-only", action="store_true", help="the failover rules only, no CRD schema")
     parser.add_argument("--kubeconfig", type=Path, help="with --server (default: $KUBECONFIG, ~/.kube/config)")
-    parser.add_argument("-n", "--namespace", default="default",
-                        help="namespace of objects that name none, as kubectl -n (default: default)")
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        default="default",
+        help="namespace of objects that name none, as kubectl -n (default: default)",
+    )
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -241,8 +303,17 @@ def _status(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         return _refuse("--interval must be greater than 0")
     kubeconfig = settings.controllers.kubeconfig
-    return run_status(Path(kubeconfig) if kubeconfig else None, settings.savepoint, args.workload, args.namespace,
-                      args.output, args.watch, args.interval, sys.stdout, sys.stderr)
+    return run_status(
+        Path(kubeconfig) if kubeconfig else None,
+        settings.savepoint,
+        args.workload,
+        args.namespace,
+        args.output,
+        args.watch,
+        args.interval,
+        sys.stdout,
+        sys.stderr,
+    )
 
 
 def _inject(args: argparse.Namespace) -> int:

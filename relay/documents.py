@@ -12,9 +12,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import yaml
 
@@ -35,13 +36,19 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
 
 
 _REPLACED = ("tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
-_Loader.yaml_implicit_resolvers = {key: [(tag, regexp) for tag, regexp in resolvers if tag not in _REPLACED]
-                                   for key, resolvers in _BaseLoader.yaml_implicit_resolvers.items()}
+_Loader.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag not in _REPLACED]
+    for key, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
-    re.compile(r"""^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?
-                |[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$""", re.X),
-    list("-+0123456789."))
+    re.compile(
+        r"""^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?
+                |[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
 
 
 @dataclass(frozen=True)
@@ -97,8 +104,10 @@ def documents_in(text: str, where: str) -> Iterator[Mapping[str, Any] | Unreadab
         for document in yaml.load_all(text, Loader=_Loader):
             if document is None:
                 continue
-            if isinstance(document, dict) and document.get("kind") == "List" and isinstance(
-                document.get("items"), list
+            if (
+                isinstance(document, dict)
+                and document.get("kind") == "List"
+                and isinstance(document.get("items"), list)
             ):
                 yield from (item for item in document["items"] if isinstance(item, dict))
             elif isinstance(document, dict):

@@ -14,17 +14,24 @@ from typing import Any, TextIO
 import jsonpatch
 import yaml
 
-from failover.state.jobid import job_id_problem
 from failover.admission.registry import group_kind_of
 from failover.core.verdict import Verdict
+from failover.state.jobid import job_id_problem
 from relay.documents import Unreadable, documents_in, read_text
 from relay.settings import SavepointSettings, SettingsError
 from webhook.mutators import SavepointMutator, lookup_pool
 from webhook.review import AdmissionRequest
 
 
-def run_inject(path: Path, settings: SavepointSettings, job_id: str | None, show_patch: bool, namespace: str | None,
-               out: TextIO, err: TextIO) -> int:
+def run_inject(
+    path: Path,
+    settings: SavepointSettings,
+    job_id: str | None,
+    show_patch: bool,
+    namespace: str | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
     obj = _read_object(path, err)
     if obj is None:
         return 2
@@ -57,13 +64,27 @@ def run_inject(path: Path, settings: SavepointSettings, job_id: str | None, show
         metadata["labels"] = {**(labels if isinstance(labels, dict) else {}), profile.label: job_id}
     metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     request = AdmissionRequest(
-        api_version="admission.k8s.io/v1", uid="inject", group=profile.group,
-        version=api_version.rpartition("/")[2], kind=kind, operation="CREATE",
+        api_version="admission.k8s.io/v1",
+        uid="inject",
+        group=profile.group,
+        version=api_version.rpartition("/")[2],
+        kind=kind,
+        operation="CREATE",
         namespace=namespace or str(metadata.get("namespace") or "default"),
-        name=str(metadata.get("name") or ""), object=obj, old_object=None, dry_run=True)
+        name=str(metadata.get("name") or ""),
+        object=obj,
+        old_object=None,
+        dry_run=True,
+    )
     pool = lookup_pool()
-    mutator = SavepointMutator(profile, store, executor=pool, deadline=settings.lookup_deadline_seconds,
-                               failure_mode=settings.failure_mode, allowed_roots=allowed_roots)
+    mutator = SavepointMutator(
+        profile,
+        store,
+        executor=pool,
+        deadline=settings.lookup_deadline_seconds,
+        failure_mode=settings.failure_mode,
+        allowed_roots=allowed_roots,
+    )
     try:
         verdict = asyncio.run(mutator(request))
     finally:

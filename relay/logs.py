@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from datetime import datetime, timezone
-from typing import Callable, TextIO
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TextIO
 
 import structlog
 import structlog.contextvars
@@ -35,7 +36,7 @@ class NamedWriteLogger(structlog.WriteLogger):
 
 # structlog's names for the levels of its method names (structlog.processors.add_log_level).
 _LEVEL_OF_METHOD = {"warn": "warning", "exception": "error"}
-_UTC = timezone.utc
+_UTC = UTC
 
 
 class LineHeader:
@@ -91,18 +92,20 @@ def configure_logging(log_format: str = "auto", level: str = "info", stream: Tex
     )
     # Libraries (aiohttp, kubernetes) log through the standard library: render their records the same way.
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
-        foreign_pre_chain=[
-            structlog.contextvars.merge_contextvars,
-            structlog.stdlib.add_log_level,
-            structlog.stdlib.add_logger_name,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            # A library's logger.exception() hands over exc_info as a tuple; render it as the traceback text,
-            # not the repr of a traceback object.
-            structlog.processors.format_exc_info,
-        ],
-    ))
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            foreign_pre_chain=[
+                structlog.contextvars.merge_contextvars,
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.add_logger_name,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                # A library's logger.exception() hands over exc_info as a tuple; render it as the traceback text,
+                # not the repr of a traceback object.
+                structlog.processors.format_exc_info,
+            ],
+        )
+    )
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(max(_LEVELS[level], logging.WARNING))

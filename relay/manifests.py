@@ -34,11 +34,11 @@ import yaml
 
 from certs.store import CertificateError, load_certificates, pem_of, read_ca_bundle
 from failover.admission import registry
+from failover.admission.registry import ADMITTED_OPERATIONS, Decider, Webhook, webhooks_at
 from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy, Resource
 from failover.core.labels import label_key_problems
 from failover.core.names import is_dns_label, is_dns_subdomain
 from failover.state.profiles import trigger_labels
-from failover.admission.registry import ADMITTED_OPERATIONS, Decider, Webhook, webhooks_at
 from relay.settings import default_cert_dir
 
 CONFIGURATION_NAME = "failover-relay"
@@ -53,7 +53,6 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 CERT_MANAGER_INJECT_ANNOTATION = "cert-manager.io/inject-ca-from"
 DEFAULT_SERVICE_PORT = 443
 EXIT_OK, EXIT_USAGE = 0, 2
-
 
 
 class ManifestError(ValueError):
@@ -74,8 +73,14 @@ class Endpoint:
         if self.url is not None:
             config = {"url": self.url + path}
         else:
-            config = {"service": {"name": self.service, "namespace": self.service_namespace, "path": path,
-                                  "port": self.service_port}}
+            config = {
+                "service": {
+                    "name": self.service,
+                    "namespace": self.service_namespace,
+                    "path": path,
+                    "port": self.service_port,
+                }
+            }
         if ca_bundle is not None:
             config["caBundle"] = base64.b64encode(ca_bundle).decode("ascii")
         return config
@@ -146,29 +151,31 @@ def ca_bundle_from_cert_dir(cert_dir: Path) -> bytes:
     try:
         return read_ca_bundle(cert_dir)
     except CertificateError as error:
-        raise ManifestError(f"{error}; start `failover-relay serve --cert-dir {cert_dir}` once to create it, "
-                            "or pass --ca-file") from None
+        raise ManifestError(
+            f"{error}; start `failover-relay serve --cert-dir {cert_dir}` once to create it, or pass --ca-file"
+        ) from None
 
 
 def cert_manager_annotations(certificate: str) -> dict[str, str]:
     """The annotation that has cert-manager's CA injector fill every caBundle from ``NAMESPACE/NAME``."""
     namespace, _, name = certificate.partition("/")
     if not (is_dns_label(namespace) and is_dns_subdomain(name)):
-        raise ManifestError(f"--cert-manager-certificate {certificate[:80]!r}: expected NAMESPACE/NAME of a "
-                            "cert-manager Certificate")
+        raise ManifestError(
+            f"--cert-manager-certificate {certificate[:80]!r}: expected NAMESPACE/NAME of a cert-manager Certificate"
+        )
     return {CERT_MANAGER_INJECT_ANNOTATION: f"{namespace}/{name}"}
 
 
 def validating_configuration(options: WebhookOptions) -> dict[str, Any]:
     """The ValidatingWebhookConfiguration: policies and WorkloadRebalancers, both failing closed."""
-    return _configuration("ValidatingWebhookConfiguration", webhooks_at(registry.Endpoint.VALIDATE), options,
-                          mutating=False)
+    return _configuration(
+        "ValidatingWebhookConfiguration", webhooks_at(registry.Endpoint.VALIDATE), options, mutating=False
+    )
 
 
 def mutating_configuration(options: WebhookOptions) -> dict[str, Any]:
     """The MutatingWebhookConfiguration: policy defaults, and savepoint mutation of FlinkDeployments and Works."""
-    return _configuration("MutatingWebhookConfiguration", webhooks_at(registry.Endpoint.MUTATE), options,
-                          mutating=True)
+    return _configuration("MutatingWebhookConfiguration", webhooks_at(registry.Endpoint.MUTATE), options, mutating=True)
 
 
 def render_webhook_configurations(options: WebhookOptions) -> str:
@@ -209,8 +216,7 @@ def _configuration(
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": kind,
         "metadata": metadata,
-        "webhooks": [entry for webhook in webhooks
-                     for entry in webhook_entries(webhook, options, mutating=mutating)],
+        "webhooks": [entry for webhook in webhooks for entry in webhook_entries(webhook, options, mutating=mutating)],
     }
 
 
@@ -231,8 +237,11 @@ def webhook_entries(webhook: Webhook, options: WebhookOptions, *, mutating: bool
 
 def _webhook(webhook: Webhook, options: WebhookOptions, *, mutating: bool) -> dict[str, Any]:
     # Rules fail closed; mutators doing I/O (savepoint lookup, binding read) take the operator's choice.
-    failure_policy = str(FailurePolicy.FAIL if webhook.decider is Decider.RULE  # str(): YAML writes plain strings
-                         else options.savepoint_failure_policy)
+    failure_policy = str(
+        FailurePolicy.FAIL
+        if webhook.decider is Decider.RULE  # str(): YAML writes plain strings
+        else options.savepoint_failure_policy
+    )
     entry: dict[str, Any] = {
         "name": webhook.name,
         "admissionReviewVersions": ["v1"],
@@ -295,19 +304,31 @@ def webhook_options_from_flags(
         ca_bundle = ca_bundle_from_file(ca_file)
     else:
         ca_bundle = ca_bundle_from_cert_dir(cert_dir or default_cert_dir)
-    return WebhookOptions(endpoint=endpoint, ca_bundle=ca_bundle, namespace=own_namespace,
-                          savepoint_failure_policy=savepoint_failure_policy, job_id_label=job_id_label,
-                          annotations=annotations)
+    return WebhookOptions(
+        endpoint=endpoint,
+        ca_bundle=ca_bundle,
+        namespace=own_namespace,
+        savepoint_failure_policy=savepoint_failure_policy,
+        job_id_label=job_id_label,
+        annotations=annotations,
+    )
 
 
 def run_webhook_manifests(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`failover-relay manifests webhook`: print (or write) both configurations; exit 2 on an unusable flag."""
     try:
         options = webhook_options_from_flags(
-            url=args.url, service=args.service, namespace=args.namespace, service_port=args.service_port,
-            ca_file=args.ca_file, cert_dir=args.cert_dir, cert_manager_certificate=args.cert_manager_certificate,
+            url=args.url,
+            service=args.service,
+            namespace=args.namespace,
+            service_port=args.service_port,
+            ca_file=args.ca_file,
+            cert_dir=args.cert_dir,
+            cert_manager_certificate=args.cert_manager_certificate,
             savepoint_failure_policy=args.savepoint_failure_policy,
-            job_id_label=args.job_id_label or DEFAULT_JOB_ID_LABEL, default_cert_dir=default_cert_dir())
+            job_id_label=args.job_id_label or DEFAULT_JOB_ID_LABEL,
+            default_cert_dir=default_cert_dir(),
+        )
         rendered = render_webhook_configurations(options)
     except ManifestError as error:
         print(f"failover-relay: {error}", file=err)

@@ -9,14 +9,16 @@ upgrading (karmada#7792 removed the aliases with no conversion). Exit 0 none, 1 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping, TextIO
+from typing import Any, TextIO
 
 import structlog
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from controllers.kube import NoClusterConfig, load_api_client
+from failover.admission.policy import legacy_purge_modes_in
 from failover.core.api import (
     CLUSTER_PROPAGATION_POLICIES,
     CLUSTER_RESOURCE_BINDINGS,
@@ -26,7 +28,6 @@ from failover.core.api import (
 )
 from failover.core.fields import object_name
 from failover.reconcile.migration import Spelling, crd_purge_mode_enum, spelling_to_write
-from failover.admission.policy import legacy_purge_modes_in
 from relay.server_check import raw_request
 
 EXIT_NONE, EXIT_FOUND, EXIT_UNUSABLE = 0, 1, 2
@@ -43,8 +44,14 @@ def stored_objects(api_client: client.ApiClient, resource: Resource) -> Iterator
     token: str | None = None
     while True:
         try:
-            page = api.list_cluster_custom_object(resource.group, resource.version, resource.plural, limit=PAGE_SIZE,
-                                                  _continue=token, _request_timeout=REQUEST_TIMEOUT_SECONDS)
+            page = api.list_cluster_custom_object(
+                resource.group,
+                resource.version,
+                resource.plural,
+                limit=PAGE_SIZE,
+                _continue=token,
+                _request_timeout=REQUEST_TIMEOUT_SECONDS,
+            )
         except ApiException as error:
             if error.status == 404:  # this kind is not installed: nothing of it is stored
                 return
@@ -59,8 +66,10 @@ def legacy_lines(api_client: client.ApiClient) -> Iterator[str]:
     for resource in LISTED:
         for obj in stored_objects(api_client, resource):
             for path, _, mode in legacy_purge_modes_in(obj):
-                yield (f"{resource.kind} {object_name(obj)}: {path}: {mode.value} -> write {mode.canonical.value} "
-                       "before upgrading to Karmada v1.19")
+                yield (
+                    f"{resource.kind} {object_name(obj)}: {path}: {mode.value} -> write {mode.canonical.value} "
+                    "before upgrading to Karmada v1.19"
+                )
 
 
 def run_legacy_purge_modes(kubeconfig: Path | None, out: TextIO, err: TextIO) -> int:
@@ -77,8 +86,11 @@ def run_legacy_purge_modes(kubeconfig: Path | None, out: TextIO, err: TextIO) ->
         print(f"failover-relay: listing failed: HTTP {error.status} {error.reason}", file=err)
         return EXIT_UNUSABLE
     except Exception as error:  # connection refused, TLS, DNS: one line, never a traceback
-        print(f"failover-relay: the cluster does not answer: {type(error).__name__}: "
-              f"{' '.join(str(error).split())[:160]}", file=err)
+        print(
+            f"failover-relay: the cluster does not answer: {type(error).__name__}: "
+            f"{' '.join(str(error).split())[:160]}",
+            file=err,
+        )
         return EXIT_UNUSABLE
     print(f"{found} legacy purge-mode value(s) stored", file=err)
     return EXIT_FOUND if found else EXIT_NONE
@@ -90,19 +102,19 @@ def installed_spelling(api_client: client.ApiClient, configured: Spelling) -> Sp
     name = f"{RESOURCE_BINDINGS.plural}.{RESOURCE_BINDINGS.group}"
     try:
         # The raw JSON: the typed model renames schema keys (openAPIV3Schema) and validates more than needed.
-        status, _, data = raw_request(api_client, "GET",
-                                      f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        status, _, data = raw_request(
+            api_client, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+        )
         if status != 200:
             raise LookupError(f"HTTP {status}")
         crd = json.loads(data)
     except Exception as error:  # no RBAC to read CRDs, an old cluster: the setting stays in charge
-        log.warning("purge_mode_spelling_undetected", crd=name, error=type(error).__name__,
-                    configured=configured)
+        log.warning("purge_mode_spelling_undetected", crd=name, error=type(error).__name__, configured=configured)
         return configured
     enum = crd_purge_mode_enum(crd)
     spelling = spelling_to_write(enum, configured)
     if spelling != configured:
-        log.warning("purge_mode_spelling_overridden", configured=configured, written=spelling,
-                    crd_enum=sorted(enum or ()))
+        log.warning(
+            "purge_mode_spelling_overridden", configured=configured, written=spelling, crd_enum=sorted(enum or ())
+        )
     return spelling
-

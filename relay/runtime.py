@@ -28,5 +28,7 @@ def ssl_leak_problem(version: tuple[int, int, int] | None = None) -> str | None:
     current = version or tuple(sys.version_info[:3])
     if not affected_by_ssl_leak(current):
         return None
-    return (f"Python {'.'.join(map(str, current))} leaks the memory of failed TLS handshakes (CPython gh-109534); "
-            f"run on 3.11.8+ or 3.12.2+, or set {ALLOW_ENV}=1 to run anyway")
+    return (
+        f"Python {'.'.join(map(str, current))} leaks the memory of failed TLS handshakes (CPython gh-109534); "
+        f"run on 3.11.8+ or 3.12.2+, or set {ALLOW_ENV}=1 to run anyway"
+    )

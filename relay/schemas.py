@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from failover.admission.schema import KindSchema
 from relay.documents import Unreadable, documents, manifest_files
@@ -55,11 +56,20 @@ def crd_summary(crds: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for crd in crds:
         spec = crd.get("spec") or {}
         names = spec.get("names") or {}
-        versions = [{"name": version["name"],
-                     "schema": _strip((version.get("schema") or {}).get("openAPIV3Schema") or {})}
-                    for version in spec.get("versions") or () if version.get("served")]
-        summary.append({"group": spec.get("group"), "kind": names.get("kind"), "plural": names.get("plural"),
-                        "scope": spec.get("scope"), "versions": versions})
+        versions = [
+            {"name": version["name"], "schema": _strip((version.get("schema") or {}).get("openAPIV3Schema") or {})}
+            for version in spec.get("versions") or ()
+            if version.get("served")
+        ]
+        summary.append(
+            {
+                "group": spec.get("group"),
+                "kind": names.get("kind"),
+                "plural": names.get("plural"),
+                "scope": spec.get("scope"),
+                "versions": versions,
+            }
+        )
     return sorted(summary, key=lambda entry: (entry["group"] or "", entry["kind"] or ""))
 
 
@@ -68,7 +78,8 @@ def schema_set(summary: Iterable[Mapping[str, Any]], source: str) -> SchemaSet:
     for crd in summary:
         for version in crd["versions"]:
             kinds[(crd["group"], version["name"], crd["kind"])] = KindSchema(
-                crd["group"], version["name"], crd["kind"], crd["scope"] == "Namespaced", version["schema"])
+                crd["group"], version["name"], crd["kind"], crd["scope"] == "Namespaced", version["schema"]
+            )
     return SchemaSet(source, kinds)
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
-from datetime import datetime, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 import structlog
 from aiohttp import web
 
 from certs.reload import ReloadingSSLContext
 from certs.serving import ensure_certificates
-from failover.core.api import GroupKind
 from failover.admission.registry import defaulters_for
+from failover.core.api import GroupKind
 from relay.settings import Settings, SettingsError
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers, Mutator
@@ -32,7 +32,7 @@ log = structlog.get_logger("failover_relay")
 
 
 def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class RelayServer:
@@ -59,13 +59,22 @@ class RelayServer:
 
                 works, self.binding_pool = work_mutators(settings, savepoints, self.metrics)
             # The spelling the Karmada CRDs accept also decides how a missing policy purgeMode is defaulted.
-            handlers = AdmissionHandlers(mutators={**savepoints, **works},
-                                         defaulters=defaulters_for(settings.controllers.purge_mode_spelling))
+            handlers = AdmissionHandlers(
+                mutators={**savepoints, **works}, defaulters=defaulters_for(settings.controllers.purge_mode_spelling)
+            )
         self.readiness = Readiness(
-            host=settings.host, port=settings.port, ca_file=self.files.ca_file,
-            certificate_not_after=lambda: self.tls.not_after)
-        self.server = AdmissionServer(handlers, self.readiness, self.metrics, max_body_bytes=settings.max_body_bytes,
-                                      require_client_certificate=settings.client_ca_file is not None)
+            host=settings.host,
+            port=settings.port,
+            ca_file=self.files.ca_file,
+            certificate_not_after=lambda: self.tls.not_after,
+        )
+        self.server = AdmissionServer(
+            handlers,
+            self.readiness,
+            self.metrics,
+            max_body_bytes=settings.max_body_bytes,
+            require_client_certificate=settings.client_ca_file is not None,
+        )
         self.runner: web.AppRunner | None = None
         self.port = settings.port
 
@@ -76,14 +85,26 @@ class RelayServer:
             return {}
         profiles, store, allowed_roots = savepoint.open_injection()
         self.lookup_pool = lookup_pool()
-        log.info("savepoint_injection", checkpoint_root=store.url_root,
-                 allowed_roots=[root.url_root for root in allowed_roots], late_restore=savepoint.late_restore,
-                 kinds=sorted(map(str, profiles)), failure_mode=savepoint.failure_mode,
-                 deadline_seconds=savepoint.lookup_deadline_seconds)
-        return savepoint_mutators(profiles, store, executor=self.lookup_pool,
-                                  deadline=savepoint.lookup_deadline_seconds, failure_mode=savepoint.failure_mode,
-                                  cache_ttl=savepoint.cache_ttl_seconds, metrics=self.metrics,
-                                  allowed_roots=allowed_roots, late_restore=savepoint.late_restore)
+        log.info(
+            "savepoint_injection",
+            checkpoint_root=store.url_root,
+            allowed_roots=[root.url_root for root in allowed_roots],
+            late_restore=savepoint.late_restore,
+            kinds=sorted(map(str, profiles)),
+            failure_mode=savepoint.failure_mode,
+            deadline_seconds=savepoint.lookup_deadline_seconds,
+        )
+        return savepoint_mutators(
+            profiles,
+            store,
+            executor=self.lookup_pool,
+            deadline=savepoint.lookup_deadline_seconds,
+            failure_mode=savepoint.failure_mode,
+            cache_ttl=savepoint.cache_ttl_seconds,
+            metrics=self.metrics,
+            allowed_roots=allowed_roots,
+            late_restore=savepoint.late_restore,
+        )
 
     @property
     def url(self) -> str:
@@ -93,23 +114,39 @@ class RelayServer:
     async def start(self) -> None:
         # aiohttp waits shutdown_timeout for a request in flight, then as long again for its task before cancelling
         # it; the request may finish in either half, so half the grace each keeps the whole wait within the grace.
-        self.runner = web.AppRunner(self.server.application(), access_log=None,
-                                    shutdown_timeout=self.grace_seconds / 2, handle_signals=False,
-                                    **connection_options())
+        self.runner = web.AppRunner(
+            self.server.application(),
+            access_log=None,
+            shutdown_timeout=self.grace_seconds / 2,
+            handle_signals=False,
+            **connection_options(),
+        )
         await self.runner.setup()
         settings = self.settings
-        site = CappedTLSSite(self.runner, settings.host, settings.port, ssl_context=lambda: self.tls.context,
-                             limits=ConnectionLimits(settings.max_connections, settings.max_connections_per_peer,
-                                                     settings.handshake_seconds),
-                             on_refused=self.metrics.count_refused_connection)
+        site = CappedTLSSite(
+            self.runner,
+            settings.host,
+            settings.port,
+            ssl_context=lambda: self.tls.context,
+            limits=ConnectionLimits(
+                settings.max_connections, settings.max_connections_per_peer, settings.handshake_seconds
+            ),
+            on_refused=self.metrics.count_refused_connection,
+        )
         await site.start()
         listener = site.listener
         self.metrics.connections_open.set_function(lambda: listener.open)
         # With --port 0 the kernel picks the port; readiness must dial the one actually bound.
         self.readiness.port = self.port = self.runner.addresses[0][1]
-        log.info("serving", url=self.url, event_loop=type(asyncio.get_running_loop()).__module__.partition(".")[0],
-                 cert_dir=str(self.settings.cert_dir), ca_file=str(self.files.ca_file),
-                 certificate_not_after=self.tls.not_after.isoformat(), managed_certificate=self.files.managed)
+        log.info(
+            "serving",
+            url=self.url,
+            event_loop=type(asyncio.get_running_loop()).__module__.partition(".")[0],
+            cert_dir=str(self.settings.cert_dir),
+            ca_file=str(self.files.ca_file),
+            certificate_not_after=self.tls.not_after.isoformat(),
+            managed_certificate=self.files.managed,
+        )
 
     async def keep_certificate_fresh(self) -> None:
         while True:
@@ -118,15 +155,19 @@ class RelayServer:
 
     def refresh_certificate(self) -> None:
         try:
-            self.files = ensure_certificates(self.settings.cert_dir, self.settings.service_name,
-                                             self.settings.namespace, now_utc())
+            self.files = ensure_certificates(
+                self.settings.cert_dir, self.settings.service_name, self.settings.namespace, now_utc()
+            )
         except Exception as error:  # keep serving with the loaded certificate; readiness reports expiry
             log.error("certificate_renewal_failed", error=str(error))
             return
         self._report_repairs()
         if self.tls.maybe_reload():
-            log.info("certificate_reloaded", not_after=self.tls.not_after.isoformat(),
-                     client_ca_file=str(self.settings.client_ca_file) if self.settings.client_ca_file else None)
+            log.info(
+                "certificate_reloaded",
+                not_after=self.tls.not_after.isoformat(),
+                client_ca_file=str(self.settings.client_ca_file) if self.settings.client_ca_file else None,
+            )
         elif self.tls.last_error:
             log.error("certificate_reload_failed", error=self.tls.last_error)
         self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
@@ -174,8 +215,9 @@ def install_signal_handlers(stop: Callable[[], None]) -> None:
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, _stopping, signum, stop)
     for signum in IGNORED_SIGNALS:
-        loop.add_signal_handler(signum, lambda number=signum: log.info("signal_ignored",
-                                                                        signal=signal.Signals(number).name))
+        loop.add_signal_handler(
+            signum, lambda number=signum: log.info("signal_ignored", signal=signal.Signals(number).name)
+        )
 
 
 def _stopping(signum: int, stop: Callable[[], None]) -> None:
@@ -205,7 +247,6 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
-
 
 
 def _start_cluster_tasks(settings: Settings, relay: RelayServer) -> tuple[asyncio.Task[None] | None, ...]:

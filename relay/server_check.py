@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import quote
 
 from kubernetes import client
@@ -73,8 +74,9 @@ class ServerCheck:
         validator = VALIDATORS.get(group_kind_of(api_version, kind))
         if validator is not None:
             ours = validator(stored)
-            verdict = Verdict(denials=ours.denials,
-                              warnings=warnings + tuple(w for w in ours.warnings if w not in warnings))
+            verdict = Verdict(
+                denials=ours.denials, warnings=warnings + tuple(w for w in ours.warnings if w not in warnings)
+            )
         return verdict
 
     def _discover(self, api_version: str) -> dict[str, tuple[str, bool]] | None:
@@ -88,20 +90,29 @@ class ServerCheck:
             else:
                 self._resources[api_version] = {
                     resource["kind"]: (resource["name"], bool(resource.get("namespaced")))
-                    for resource in json.loads(data).get("resources", ()) if "/" not in resource["name"]}
+                    for resource in json.loads(data).get("resources", ())
+                    if "/" not in resource["name"]
+                }
         return self._resources[api_version]
 
 
-def raw_request(api: client.ApiClient, method: str, path: str, query: list[tuple[str, str]] | None = None,
-                body: Any = None, content_type: str | None = None) -> tuple[int, Any, bytes]:
+def raw_request(
+    api: client.ApiClient,
+    method: str,
+    path: str,
+    query: list[tuple[str, str]] | None = None,
+    body: Any = None,
+    content_type: str | None = None,
+) -> tuple[int, Any, bytes]:
     """(status, headers, body) of one request with the client's credentials; ServerCheckError when the server
     does not answer at all. A 4xx/5xx is an answer, returned as such."""
     headers = {"Accept": "application/json"}
     if content_type:
         headers["Content-Type"] = content_type
     try:
-        params = api.param_serialize(method, path, query_params=query or [], header_params=headers, body=body,
-                                     auth_settings=["BearerToken"])
+        params = api.param_serialize(
+            method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
         response = api.call_api(*params, _request_timeout=REQUEST_TIMEOUT_SECONDS)
         return response.status, response.headers, response.read() or b""
     except ApiException as error:
@@ -110,8 +121,9 @@ def raw_request(api: client.ApiClient, method: str, path: str, query: list[tuple
         body_bytes = error.body.encode() if isinstance(error.body, str) else (error.body or b"")
         return error.status, error.headers, body_bytes
     except Exception as error:  # connection refused, TLS, DNS: the cluster does not answer
-        raise ServerCheckError(f"{api.configuration.host} does not answer: "
-                               f"{type(error).__name__}: {' '.join(str(error).split())[:160]}") from None
+        raise ServerCheckError(
+            f"{api.configuration.host} does not answer: {type(error).__name__}: {' '.join(str(error).split())[:160]}"
+        ) from None
 
 
 def _denied(status: int, headers: Any, data: bytes) -> Verdict:
@@ -137,4 +149,3 @@ def _warnings(headers: Any) -> list[str]:
         if match:
             out.append(match.group(1).replace('\\"', '"'))
     return out
-

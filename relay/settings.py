@@ -19,12 +19,13 @@ import argparse
 import math
 import os
 import typing
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
 from datetime import timedelta
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL, GroupKind
 from failover.core.names import is_dns_label
@@ -100,9 +101,20 @@ class Spec:
     choices_hint: str | None = None  # how to name the allowed values in an error, instead of listing them
 
 
-def setting(key: str, default: Any = MISSING, *, default_factory: Any = MISSING, ge: float | None = None,
-            gt: float | None = None, le: float | None = None, lt: float | None = None, flag: str | None = None,
-            flag_value: Any = None, help: str | None = None, choices_hint: str | None = None) -> Any:
+def setting(
+    key: str,
+    default: Any = MISSING,
+    *,
+    default_factory: Any = MISSING,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+    flag: str | None = None,
+    flag_value: Any = None,
+    help: str | None = None,
+    choices_hint: str | None = None,
+) -> Any:
     """A dataclass field that is a setting (see the module docstring)."""
     spec = Spec(key, ge, gt, le, lt, flag, flag_value, help, choices_hint)
     return field(default=default, default_factory=default_factory, metadata={"setting": spec})
@@ -146,9 +158,12 @@ class SavepointSettings:
     """Savepoint injection (docs/design.md, "Savepoint injection")."""
 
     checkpoint_root: str | None = setting(
-        "savepoint.checkpointRoot", None, flag="--checkpoint-root",
+        "savepoint.checkpointRoot",
+        None,
+        flag="--checkpoint-root",
         help="shared checkpoint storage (path, file://, s3://, any fsspec URL); enables savepoint injection into "
-             "Flink operator resources carrying a job-id label")
+        "Flink operator resources carrying a job-id label",
+    )
     # Below a checkpoint dir: Flink's own layout (Karmada's documented example is "{root}/{namespace}/{job_id}/
     # checkpoints"). docs/restore.md "Where Flink writes state".
     layouts: tuple[str, ...] = setting("savepoint.layouts", (DEFAULT_LAYOUT,))
@@ -162,9 +177,13 @@ class SavepointSettings:
     late_restore: bool = setting("savepoint.lateRestore", False)
     lookup_deadline_seconds: float = setting("savepoint.lookupDeadlineSeconds", LOOKUP_DEADLINE_SECONDS, gt=0, lt=30)
     failure_mode: FailureMode = setting(
-        "savepoint.failureMode", DEFAULT_FAILURE_MODE, flag="--savepoint-failure-mode",
+        "savepoint.failureMode",
+        DEFAULT_FAILURE_MODE,
+        flag="--savepoint-failure-mode",
         help="no checkpoint, timeout or storage error: admit unchanged with a warning (open) or deny (closed); "
-             "default {default}", choices_hint="open or closed")
+        "default {default}",
+        choices_hint="open or closed",
+    )
     cache_ttl_seconds: float = setting("savepoint.cacheTTLSeconds", LOOKUP_CACHE_TTL_SECONDS, ge=0)
     job_id_label: str = setting("savepoint.jobIdLabel", DEFAULT_JOB_ID_LABEL)
     storage_options: Mapping[str, Any] = setting("savepoint.storageOptions", default_factory=dict)
@@ -179,8 +198,9 @@ class SavepointSettings:
     def injection_profiles(self) -> dict[GroupKind, InjectionProfile]:
         """The built-in profiles and the configured ones; SettingsError names the one that cannot work."""
         try:
-            return load_profiles(self.profiles, label=self.job_id_label, layouts=self.layouts,
-                                 savepoint_layouts=self.savepoint_layouts)
+            return load_profiles(
+                self.profiles, label=self.job_id_label, layouts=self.layouts, savepoint_layouts=self.savepoint_layouts
+            )
         except ProfileError as error:
             raise SettingsError(str(error)) from None
 
@@ -203,45 +223,70 @@ class ControllerSettings:
     The decision defaults are DecisionSettings' (Karmada's)."""
 
     mode: ControllerMode = setting(
-        "controllers.mode", ControllerMode.AUTO, flag="--no-controllers", flag_value=ControllerMode.OFF,
-        help="serve the webhook only, even when a kubeconfig or in-cluster config is found")
+        "controllers.mode",
+        ControllerMode.AUTO,
+        flag="--no-controllers",
+        flag_value=ControllerMode.OFF,
+        help="serve the webhook only, even when a kubeconfig or in-cluster config is found",
+    )
     kubeconfig: str | None = setting(
-        "controllers.kubeconfig", None, flag="--kubeconfig",
-        help="cluster of the reconcile loop (default: in-cluster config, $KUBECONFIG, ~/.kube/config)")
+        "controllers.kubeconfig",
+        None,
+        flag="--kubeconfig",
+        help="cluster of the reconcile loop (default: in-cluster config, $KUBECONFIG, ~/.kube/config)",
+    )
     lease_namespace: str | None = setting(  # None: the Pod's namespace, else "default"
-        "controllers.leaseNamespace", None, flag="--lease-namespace",
-        help="namespace of the leader-election Lease (default: the Pod's)")
+        "controllers.leaseNamespace",
+        None,
+        flag="--lease-namespace",
+        help="namespace of the leader-election Lease (default: the Pod's)",
+    )
     lease_name: str = setting("controllers.leaseName", "failover-relay")
     workers: int = setting("controllers.workers", 2, ge=1, le=64)
     # Spelling of purgeMode in written eviction tasks and in policy defaults.
     purge_mode_spelling: PurgeModeSpelling = setting(
-        "controllers.purgeModeSpelling", PurgeModeSpelling(DecisionSettings.purge_mode_spelling),
-        choices_hint="new (Karmada v1.15+) or legacy (v1.12-v1.14)")
+        "controllers.purgeModeSpelling",
+        PurgeModeSpelling(DecisionSettings.purge_mode_spelling),
+        choices_hint="new (Karmada v1.15+) or legacy (v1.12-v1.14)",
+    )
     graceful_eviction_timeout_seconds: float = setting(
-        "controllers.gracefulEvictionTimeoutSeconds", _seconds(DecisionSettings.graceful_eviction_timeout), ge=0)
+        "controllers.gracefulEvictionTimeoutSeconds", _seconds(DecisionSettings.graceful_eviction_timeout), ge=0
+    )
     state_wait_seconds: float = setting("controllers.stateWaitSeconds", _seconds(DecisionSettings.state_wait), ge=0)
     failback: bool = setting(
-        "controllers.failback", DecisionSettings.failback_enabled, flag="--failback", flag_value=True,
-        help="move workloads back to a recovered cluster (off by default; or per policy annotation)")
+        "controllers.failback",
+        DecisionSettings.failback_enabled,
+        flag="--failback",
+        flag_value=True,
+        help="move workloads back to a recovered cluster (off by default; or per policy annotation)",
+    )
     failback_settle_seconds: float = setting(
-        "controllers.failbackSettleSeconds", _seconds(DecisionSettings.failback_settle), ge=0)
+        "controllers.failbackSettleSeconds", _seconds(DecisionSettings.failback_settle), ge=0
+    )
     failback_max_in_flight: int = setting(
-        "controllers.failbackMaxInFlight", DecisionSettings.failback_max_in_flight, ge=1)
+        "controllers.failbackMaxInFlight", DecisionSettings.failback_max_in_flight, ge=1
+    )
     # docs/operations.md "Fencing"; fenceAfterSeconds counts from the cluster's Ready transition.
-    fencing: FencingMode = setting("controllers.fencing", FencingMode.of(DecisionSettings()),
-                                   choices_hint="off, notReady or noExecuteTaint")
+    fencing: FencingMode = setting(
+        "controllers.fencing", FencingMode.of(DecisionSettings()), choices_hint="off, notReady or noExecuteTaint"
+    )
     fence_after_seconds: float = setting(
-        "controllers.fenceAfterSeconds", _seconds(DecisionSettings.fence_after or timedelta(0)), ge=0)
+        "controllers.fenceAfterSeconds", _seconds(DecisionSettings.fence_after or timedelta(0)), ge=0
+    )
     stuck_deletion_seconds: float = setting(
-        "controllers.stuckDeletionSeconds", _seconds(DecisionSettings.stuck_deletion_after), ge=0)
+        "controllers.stuckDeletionSeconds", _seconds(DecisionSettings.stuck_deletion_after), ge=0
+    )
     # No ping-pong (failover/reconcile/failover_budget.py).
     failover_budget: int = setting("controllers.failoverBudget", DecisionSettings.failover_budget, ge=1)
     failover_budget_window_seconds: float = setting(
-        "controllers.failoverBudgetWindowSeconds", _seconds(DecisionSettings.failover_budget_window), gt=0)
+        "controllers.failoverBudgetWindowSeconds", _seconds(DecisionSettings.failover_budget_window), gt=0
+    )
     failover_backoff_seconds: float = setting(
-        "controllers.failoverBackoffSeconds", _seconds(DecisionSettings.failover_backoff), ge=0)
+        "controllers.failoverBackoffSeconds", _seconds(DecisionSettings.failover_backoff), ge=0
+    )
     restore_grace_seconds: float = setting(
-        "controllers.restoreGraceSeconds", _seconds(DecisionSettings.restore_grace), ge=0)
+        "controllers.restoreGraceSeconds", _seconds(DecisionSettings.restore_grace), ge=0
+    )
 
     def decisions(self) -> DecisionSettings:
         """The knobs of the reconcile decisions, as failover/ takes them."""
@@ -259,67 +304,124 @@ class ControllerSettings:
             failover_budget=self.failover_budget,
             failover_budget_window=timedelta(seconds=self.failover_budget_window_seconds),
             failover_backoff=timedelta(seconds=self.failover_backoff_seconds),
-            restore_grace=timedelta(seconds=self.restore_grace_seconds))
+            restore_grace=timedelta(seconds=self.restore_grace_seconds),
+        )
 
 
 @dataclass(frozen=True)
 class Settings:
-    host: str = setting("server.host", default_factory=default_host, flag="--host",
-                        help="listen address (default 127.0.0.1, 0.0.0.0 in a cluster)")
-    port: int = setting("server.port", 9443, ge=0, le=65535,  # 0: any free port (tests, benchmarks)
-                        flag="--port", help="listen port (default {default})")
+    host: str = setting(
+        "server.host",
+        default_factory=default_host,
+        flag="--host",
+        help="listen address (default 127.0.0.1, 0.0.0.0 in a cluster)",
+    )
+    port: int = setting(
+        "server.port",
+        9443,
+        ge=0,
+        le=65535,  # 0: any free port (tests, benchmarks)
+        flag="--port",
+        help="listen port (default {default})",
+    )
     cert_dir: Path = setting(
-        "server.certDir", default_factory=default_cert_dir, flag="--cert-dir",
+        "server.certDir",
+        default_factory=default_cert_dir,
+        flag="--cert-dir",
         help="directory of ca.crt, tls.crt, tls.key; generated when absent "
-             "(default $XDG_STATE_HOME/failover-relay/certs)")
-    service_name: str | None = setting("server.serviceName", None, flag="--service-name",
-                                       help="in-cluster Service name, added to the certificate's names")
-    namespace: str | None = setting("server.namespace", None, flag="--namespace",
-                                    help="in-cluster namespace of that Service")
+        "(default $XDG_STATE_HOME/failover-relay/certs)",
+    )
+    service_name: str | None = setting(
+        "server.serviceName",
+        None,
+        flag="--service-name",
+        help="in-cluster Service name, added to the certificate's names",
+    )
+    namespace: str | None = setting(
+        "server.namespace", None, flag="--namespace", help="in-cluster namespace of that Service"
+    )
     # An AdmissionReview carries the object and, on UPDATE, the old object. etcd refuses requests over 1.5 MiB by
     # default, so one object is at most that; two of them plus the envelope stay under 3 MiB.
-    max_body_bytes: int = setting("server.maxBodyBytes", 3 * 1024 * 1024, ge=1024, flag="--max-body-bytes",
-                                  help="largest AdmissionReview accepted in bytes (default {default})")
+    max_body_bytes: int = setting(
+        "server.maxBodyBytes",
+        3 * 1024 * 1024,
+        ge=1024,
+        flag="--max-body-bytes",
+        help="largest AdmissionReview accepted in bytes (default {default})",
+    )
     # Connection caps (webhook/listener.py). A connection costs up to ~85 KB (docs/benchmarks.md); 512 stay far below
     # the Deployment's 512 Mi limit. The apiserver opens one connection per concurrent review (HTTP/1.1) and a few
     # apiservers may share an address behind a proxy, so one peer may hold half of them.
-    max_connections: int = setting("server.maxConnections", 512, ge=1, le=65536, flag="--max-connections",
-                                   help="connections open at once, beyond which new ones are closed (default "
-                                        "{default})")
+    max_connections: int = setting(
+        "server.maxConnections",
+        512,
+        ge=1,
+        le=65536,
+        flag="--max-connections",
+        help="connections open at once, beyond which new ones are closed (default {default})",
+    )
     max_connections_per_peer: int = setting(
-        "server.maxConnectionsPerPeer", 256, ge=1, le=65536, flag="--max-connections-per-peer",
-        help="connections open at once from one address (default {default})")
+        "server.maxConnectionsPerPeer",
+        256,
+        ge=1,
+        le=65536,
+        flag="--max-connections-per-peer",
+        help="connections open at once from one address (default {default})",
+    )
     # A TLS handshake from the apiserver takes milliseconds; a connection that has not finished one after this
     # long is closed (asyncio's own limit is 60 s, so a connect that never sends a byte was held for a minute).
     handshake_seconds: float = setting("server.tlsHandshakeTimeoutSeconds", 5.0, gt=0, le=60)
     # Keep the caBundle of the webhook configurations named failover-relay in step with our CA (controllers/
     # cabundle.py) whenever cluster access is found; turn off where something else (cert-manager, GitOps) owns it.
     cabundle_sync: bool = setting(
-        "server.caBundleSync", True, flag="--no-cabundle-sync", flag_value=False,
-        help="never write the caBundle of the webhook configurations (cert-manager or GitOps owns it)")
+        "server.caBundleSync",
+        True,
+        flag="--no-cabundle-sync",
+        flag_value=False,
+        help="never write the caBundle of the webhook configurations (cert-manager or GitOps owns it)",
+    )
     # Member clusters need only the FlinkDeployment savepoint mutation (the Flink operator runs there, Karmada's
     # bindings do not): no reconcile loop, no Work mutation and no caBundle sync, so neither the Kubernetes client
     # nor anything the loop needs is imported (RSS ~18 MiB lower, docs/benchmarks.md). The caBundle of the member's
     # webhook configuration then comes from cert-manager or a CA given to `manifests webhook` (docs/operations.md).
     member: bool = setting(
-        "server.member", False, flag="--member", flag_value=True,
-        help="member cluster: serve the savepoint mutation only (no reconcile loop, Work mutation or caBundle sync)")
+        "server.member",
+        False,
+        flag="--member",
+        flag_value=True,
+        help="member cluster: serve the savepoint mutation only (no reconcile loop, Work mutation or caBundle sync)",
+    )
     # mTLS: verify the apiserver's client certificate against this CA (its --admission-control-config-file
     # kubeConfigFile gives it one); admissions without a valid one get 401.
     client_ca_file: Path | None = setting(
-        "server.clientCAFile", None, flag="--client-ca-file",
-        help="mTLS: admissions must present a client certificate signed by this CA (the apiserver's)")
+        "server.clientCAFile",
+        None,
+        flag="--client-ca-file",
+        help="mTLS: admissions must present a client certificate signed by this CA (the apiserver's)",
+    )
     # Shutdown: keep serving this long after turning unready (None: IN_CLUSTER_DRAIN_SECONDS in a cluster, 0
     # outside; `drain()`), then give in-flight reviews up to grace_seconds. Their sum must fit in the Pod's
     # terminationGracePeriodSeconds; the apiserver's own webhook timeout is at most 30 s and ours are 3-5 s.
     drain_seconds: float | None = setting(
-        "server.drainSeconds", None, ge=0, le=60, flag="--drain-seconds",
+        "server.drainSeconds",
+        None,
+        ge=0,
+        le=60,
+        flag="--drain-seconds",
         help=f"on SIGTERM, keep serving this long after turning unready (default {IN_CLUSTER_DRAIN_SECONDS:g} in a "
-             "cluster, 0 outside)")
-    grace_seconds: float = setting("server.graceSeconds", 10.0, gt=0, le=60, flag="--grace-seconds",
-                                   help="then give in-flight reviews up to this long to finish (default {default})")
-    log_format: LogFormat = setting("logging.format", LogFormat.AUTO, flag="--log-format",
-                                    help="auto: console on a terminal, JSON otherwise")
+        "cluster, 0 outside)",
+    )
+    grace_seconds: float = setting(
+        "server.graceSeconds",
+        10.0,
+        gt=0,
+        le=60,
+        flag="--grace-seconds",
+        help="then give in-flight reviews up to this long to finish (default {default})",
+    )
+    log_format: LogFormat = setting(
+        "logging.format", LogFormat.AUTO, flag="--log-format", help="auto: console on a terminal, JSON otherwise"
+    )
     log_level: LogLevel = setting("logging.level", LogLevel.INFO, flag="--log-level")
     savepoint: SavepointSettings = field(default_factory=SavepointSettings)
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
@@ -329,7 +431,6 @@ class Settings:
         if self.drain_seconds is not None:
             return self.drain_seconds
         return IN_CLUSTER_DRAIN_SECONDS if in_cluster() else 0.0
-
 
 
 SECTIONS = ("server", "logging", "savepoint", "controllers")
@@ -400,8 +501,9 @@ def load_settings(path: Path | None) -> Settings:
     except RecursionError:  # PyYAML composes nested collections recursively
         raise SettingsError(f"config file {path} nests too deeply") from None
     if not isinstance(document, dict):
-        raise SettingsError(f"config file {path} must be a mapping with server, logging, savepoint "
-                            "and controllers sections")
+        raise SettingsError(
+            f"config file {path} must be a mapping with server, logging, savepoint and controllers sections"
+        )
     unknown = set(document) - set(SECTIONS)
     if unknown:
         raise SettingsError(f"config file {path}: unknown section(s) {', '.join(sorted(map(str, unknown)))}")
@@ -488,23 +590,31 @@ def check_settings(settings: Settings) -> None:
     savepoint = settings.savepoint
     if settings.member:
         if not savepoint.checkpoint_root:
-            raise SettingsError("server.member serves the savepoint mutation only: it needs savepoint.checkpointRoot "
-                                "(or --checkpoint-root)")
+            raise SettingsError(
+                "server.member serves the savepoint mutation only: it needs savepoint.checkpointRoot "
+                "(or --checkpoint-root)"
+            )
         if settings.controllers.mode == ControllerMode.ON or savepoint.work_labels or savepoint.work_savepoints:
-            raise SettingsError("server.member runs no reconcile loop and no Work mutation: drop controllers.mode "
-                                "on, savepoint.workLabels and savepoint.workSavepoints")
+            raise SettingsError(
+                "server.member runs no reconcile loop and no Work mutation: drop controllers.mode "
+                "on, savepoint.workLabels and savepoint.workSavepoints"
+            )
     if not savepoint.layouts:
         raise SettingsError("savepoint.layouts needs at least one template")
     if savepoint.checkpoint_root is not None and not savepoint.checkpoint_root.strip():
         raise SettingsError("savepoint.checkpointRoot must be a path or URL such as s3://bucket/checkpoints")
     if savepoint.checkpoint_root is not None and has_password(savepoint.checkpoint_root):
         # The root is the prefix of every injected initialSavepointPath, audit annotation and log line.
-        raise SettingsError("savepoint.checkpointRoot must not carry a password (user:password@host): it would be "
-                            "written into every injected path; give credentials in savepoint.storageOptions")
+        raise SettingsError(
+            "savepoint.checkpointRoot must not carry a password (user:password@host): it would be "
+            "written into every injected path; give credentials in savepoint.storageOptions"
+        )
     problem = None if savepoint.checkpoint_root is None else _secret_in_url(savepoint.checkpoint_root)
     if problem:
-        raise SettingsError(f"savepoint.checkpointRoot must not carry {problem}: it would be written into every "
-                            "injected path and log line; give credentials in savepoint.storageOptions")
+        raise SettingsError(
+            f"savepoint.checkpointRoot must not carry {problem}: it would be written into every "
+            "injected path and log line; give credentials in savepoint.storageOptions"
+        )
     for index, root in enumerate(savepoint.allowed_roots):
         try:  # the same checks as a directory a workload names: absolute, no '..', no credentials
             parse_state_url(root)
@@ -530,8 +640,12 @@ def _check_bounds(entry: Declared, value: Any) -> None:
         raise SettingsError(f"{key} must be a finite number, not {value}")
     low = spec.ge if spec.ge is not None else spec.gt
     high = spec.le if spec.le is not None else spec.lt
-    if ((spec.ge is not None and value < spec.ge) or (spec.gt is not None and value <= spec.gt)
-            or (spec.le is not None and value > spec.le) or (spec.lt is not None and value >= spec.lt)):
+    if (
+        (spec.ge is not None and value < spec.ge)
+        or (spec.gt is not None and value <= spec.gt)
+        or (spec.le is not None and value > spec.le)
+        or (spec.lt is not None and value >= spec.lt)
+    ):
         short = key.rpartition(".")[2]
         if low is not None and high is not None:
             if spec.gt is not None and spec.le is not None:
@@ -571,6 +685,7 @@ def _secret_in_url(url: str) -> str | None:
 
 # Command-line flags, derived from the declarations.
 
+
 def add_setting_flags(parser: argparse.ArgumentParser, *keys: str, flags: Mapping[str, str] | None = None) -> None:
     """Add the flags of these settings to `parser`; `flags` renames a flag for this command (config key → flag)."""
     for key in keys:
@@ -581,8 +696,9 @@ def add_setting_flags(parser: argparse.ArgumentParser, *keys: str, flags: Mappin
             raise ValueError(f"setting {key} has no flag")
         help_text = spec.help.format(default=_shown(entry.default)) if spec.help else None
         if spec.flag_value is not None:
-            parser.add_argument(flag, dest=entry.dest, action="store_const", const=spec.flag_value, default=None,
-                                help=help_text)
+            parser.add_argument(
+                flag, dest=entry.dest, action="store_const", const=spec.flag_value, default=None, help=help_text
+            )
             continue
         options: dict[str, Any] = {"dest": entry.dest, "help": help_text, "default": None}
         if isinstance(entry.kind, type) and issubclass(entry.kind, StrEnum):
@@ -591,15 +707,23 @@ def add_setting_flags(parser: argparse.ArgumentParser, *keys: str, flags: Mappin
             options["type"] = entry.kind
             options["metavar"] = "N" if entry.kind is int else "SECONDS" if key.endswith("Seconds") else "NUMBER"
         else:
-            options["metavar"] = "URL" if key.endswith("Root") else "PATH" if entry.kind is Path else \
-                flag.lstrip("-").upper().replace("-", "_")
+            options["metavar"] = (
+                "URL"
+                if key.endswith("Root")
+                else "PATH"
+                if entry.kind is Path
+                else flag.lstrip("-").upper().replace("-", "_")
+            )
         parser.add_argument(flag, **options)
 
 
 def flag_values(args: argparse.Namespace) -> dict[str, Any]:
     """The settings given on the command line, by config key (flags left out are absent)."""
-    return {key: getattr(args, entry.dest) for key, entry in declared().items()
-            if getattr(args, entry.dest, None) is not None}
+    return {
+        key: getattr(args, entry.dest)
+        for key, entry in declared().items()
+        if getattr(args, entry.dest, None) is not None
+    }
 
 
 def _shown(value: Any) -> str:

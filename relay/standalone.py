@@ -40,8 +40,11 @@ async def run_controllers(settings: Settings, metrics_address: tuple[str, int]) 
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     await web.TCPSite(runner, *metrics_address).start()
-    log.info("controllers_serving_metrics", address=f"{metrics_address[0]}:{runner.addresses[0][1]}",
-             kubernetes=api_client.configuration.host)
+    log.info(
+        "controllers_serving_metrics",
+        address=f"{metrics_address[0]}:{runner.addresses[0][1]}",
+        kubernetes=api_client.configuration.host,
+    )
 
     stop = asyncio.Event()
     install_signal_handlers(stop.set)

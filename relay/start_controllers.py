@@ -20,8 +20,12 @@ log = structlog.get_logger("failover_relay")
 
 
 def loop_settings(settings: ControllerSettings) -> LoopSettings:
-    return LoopSettings(lease_namespace=settings.lease_namespace or default_lease_namespace(),
-                        lease_name=settings.lease_name, workers=settings.workers, decisions=settings.decisions())
+    return LoopSettings(
+        lease_namespace=settings.lease_namespace or default_lease_namespace(),
+        lease_name=settings.lease_name,
+        workers=settings.workers,
+        decisions=settings.decisions(),
+    )
 
 
 def cluster_loop_settings(api_client: Any, settings: ControllerSettings) -> LoopSettings:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping, TextIO
+from typing import Any, TextIO
 
 import yaml
 from kubernetes import client
@@ -20,14 +21,14 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from controllers.kube import NoClusterConfig, load_api_client
+from failover.admission.registry import group_kind_of
 from failover.core import binding as b
 from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, FLINK_RESOURCES, RESOURCE_BINDINGS, Resource
+from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_name, workload_view
 from failover.state.checkpoints import CheckpointStore, LookupResult
 from failover.state.profiles import InjectionProfile
 from failover.state.restore import find_restore_point
-from failover.admission.registry import group_kind_of
 from failover.state.savepoint import plan_lookup
-from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_name, workload_view
 from relay.migration import stored_objects
 from relay.settings import SavepointSettings, SettingsError
 
@@ -47,16 +48,19 @@ class Storage:
     profiles: Mapping[Any, InjectionProfile]
     roots: tuple[CheckpointStore, ...]
 
-    def look_up(self, profile: InjectionProfile, obj: Mapping[str, Any],
-                namespace: str) -> tuple[LookupResult | None, str]:
+    def look_up(
+        self, profile: InjectionProfile, obj: Mapping[str, Any], namespace: str
+    ) -> tuple[LookupResult | None, str]:
         """(the lookup result, the storage root its path lies in) for `obj` as a new copy; (None, why) without
         a query."""
         plan = plan_lookup(profile, obj, "CREATE", None, namespace)
         if plan.result is not None or plan.query is None:
             return plan.result, ""
         result = find_restore_point(self.roots, profile.layouts, profile.savepoint_layouts, plan.query)
-        storage = next((root.url_root for root in self.roots if result.path and result.path.startswith(root.url_root)),
-                       self.roots[0].url_root)
+        storage = next(
+            (root.url_root for root in self.roots if result.path and result.path.startswith(root.url_root)),
+            self.roots[0].url_root,
+        )
         return result, storage
 
 
@@ -71,11 +75,21 @@ def open_storage(settings: SavepointSettings) -> Storage | None:
     return Storage(profiles, (store, *allowed_roots))
 
 
-def collect(api_client: client.ApiClient, storage: Storage | None, settings: SavepointSettings,
-            workload: str | None, namespace: str | None, now: datetime) -> list[dict[str, Any]]:
+def collect(
+    api_client: client.ApiClient,
+    storage: Storage | None,
+    settings: SavepointSettings,
+    workload: str | None,
+    namespace: str | None,
+    now: datetime,
+) -> list[dict[str, Any]]:
     """The view of every stateful workload (or of the one named), sorted by name."""
-    bindings = [binding for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
-                for binding in _listed(api_client, resource) if is_stateful(binding)]
+    bindings = [
+        binding
+        for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
+        for binding in _listed(api_client, resource)
+        if is_stateful(binding)
+    ]
     if workload is not None:
         bindings = [binding for binding in bindings if _named(binding, workload, namespace)]
         if not bindings:
@@ -90,8 +104,17 @@ def collect(api_client: client.ApiClient, storage: Storage | None, settings: Sav
     return views
 
 
-def run_status(kubeconfig: Path | None, settings: SavepointSettings, workload: str | None, namespace: str | None,
-               output: str, watch: bool, interval: float, out: TextIO, err: TextIO) -> int:
+def run_status(
+    kubeconfig: Path | None,
+    settings: SavepointSettings,
+    workload: str | None,
+    namespace: str | None,
+    output: str,
+    watch: bool,
+    interval: float,
+    out: TextIO,
+    err: TextIO,
+) -> int:
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings; the failure is said in one line
     try:
         storage = open_storage(settings)
@@ -101,7 +124,7 @@ def run_status(kubeconfig: Path | None, settings: SavepointSettings, workload: s
         return EXIT_BAD_INPUT
     try:
         while True:
-            views = collect(api_client, storage, settings, workload, namespace, datetime.now(timezone.utc))
+            views = collect(api_client, storage, settings, workload, namespace, datetime.now(UTC))
             print(render(views, output), file=out, end="" if output == "table" else "\n")
             if not watch:
                 return EXIT_OK
@@ -123,11 +146,21 @@ def render(views: list[dict[str, Any]], output: str) -> str:
     return render_table(views)
 
 
-def _view(api_client: client.ApiClient, binding: Mapping[str, Any], clusters: Mapping[str, Any],
-          storage: Storage | None, settings: SavepointSettings, now: datetime) -> dict[str, Any]:
+def _view(
+    api_client: client.ApiClient,
+    binding: Mapping[str, Any],
+    clusters: Mapping[str, Any],
+    storage: Storage | None,
+    settings: SavepointSettings,
+    now: datetime,
+) -> dict[str, Any]:
     if storage is None:
-        return workload_view(binding, clusters, now, restore_problem="no checkpoint root configured "
-                                                                     "(--checkpoint-root or savepoint in --config)")
+        return workload_view(
+            binding,
+            clusters,
+            now,
+            restore_problem="no checkpoint root configured (--checkpoint-root or savepoint in --config)",
+        )
     resource = b.spec(binding).get("resource")
     resource = resource if isinstance(resource, dict) else {}
     group_kind = group_kind_of(str(resource.get("apiVersion") or ""), str(resource.get("kind") or ""))
@@ -137,8 +170,9 @@ def _view(api_client: client.ApiClient, binding: Mapping[str, Any], clusters: Ma
     template = _get(api_client, template_resource, str(resource.get("namespace") or ""), str(resource.get("name")))
     subject = restore_subject(binding, template, profile.label)
     if subject is None:
-        return workload_view(binding, clusters, now, restore_problem="no job id known: the workload has not "
-                                                                     "reported one")
+        return workload_view(
+            binding, clusters, now, restore_problem="no job id known: the workload has not reported one"
+        )
     result, root = storage.look_up(profile, subject.obj, str(resource.get("namespace") or ""))
     return workload_view(binding, clusters, now, subject, result, root)
 
@@ -153,8 +187,11 @@ def _named(binding: Mapping[str, Any], workload: str, namespace: str | None) -> 
     prefix, _, name = workload.rpartition("/")
     if name not in (resource.get("name"), meta.get("name")):
         return False
-    return not prefix or prefix in (resource.get("namespace"), str(resource.get("kind") or "").lower(),
-                                    resource.get("kind"))
+    return not prefix or prefix in (
+        resource.get("namespace"),
+        str(resource.get("kind") or "").lower(),
+        resource.get("kind"),
+    )
 
 
 def _listed(api_client: client.ApiClient, resource: Resource) -> Iterable[Mapping[str, Any]]:
@@ -163,20 +200,23 @@ def _listed(api_client: client.ApiClient, resource: Resource) -> Iterable[Mappin
     except ApiException as error:
         raise StatusError(f"cannot list {resource.plural}: HTTP {error.status} {error.reason}") from None
     except (HTTPError, OSError) as error:
-        raise StatusError(f"cannot reach the Karmada apiserver at {api_client.configuration.host}: "
-                          f"{_reason(error)}") from None
+        raise StatusError(
+            f"cannot reach the Karmada apiserver at {api_client.configuration.host}: {_reason(error)}"
+        ) from None
 
 
 def _get(api_client: client.ApiClient, resource: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
     api = client.CustomObjectsApi(api_client)
     try:
-        return api.get_namespaced_custom_object(resource.group, resource.version, namespace, resource.plural, name,
-                                                _request_timeout=REQUEST_TIMEOUT_SECONDS)
+        return api.get_namespaced_custom_object(
+            resource.group, resource.version, namespace, resource.plural, name, _request_timeout=REQUEST_TIMEOUT_SECONDS
+        )
     except ApiException:
         return None  # a template being deleted: shown without a restore
     except (HTTPError, OSError) as error:
-        raise StatusError(f"cannot reach the Karmada apiserver at {api_client.configuration.host}: "
-                          f"{_reason(error)}") from None
+        raise StatusError(
+            f"cannot reach the Karmada apiserver at {api_client.configuration.host}: {_reason(error)}"
+        ) from None
 
 
 def _reason(error: BaseException) -> str:

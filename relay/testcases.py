@@ -19,9 +19,10 @@ Exit codes like `check`: 0 every expectation holds, 1 one does not, 2 a test fil
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, TextIO
+from typing import Any, TextIO
 
 from failover.admission.registry import DEFAULTERS, group_kind_of
 from relay.check import Checker
@@ -57,8 +58,11 @@ def load_expectations(test_file: Path) -> tuple[list[Path], list[Expectation]]:
         raise TestFileError(str(text))
     loaded = list(documents_in(text, str(test_file)))
     if len(loaded) != 1 or isinstance(loaded[0], Unreadable):
-        raise TestFileError(str(loaded[0]) if loaded and isinstance(loaded[0], Unreadable)
-                            else f"{test_file}: error: expected one YAML document")
+        raise TestFileError(
+            str(loaded[0])
+            if loaded and isinstance(loaded[0], Unreadable)
+            else f"{test_file}: error: expected one YAML document"
+        )
     spec = loaded[0]
     resources, results = spec.get("resources"), spec.get("results")
     if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources) or not resources:
@@ -93,8 +97,15 @@ def _expectation(test_file: Path, index: int, entry: Any) -> Expectation:
     if patch is not None and not isinstance(patch, list):
         raise TestFileError(f"{where}.patch must be a JSONPatch (a list)")
     namespace = entry.get("namespace")
-    return Expectation(kind, name, namespace if isinstance(namespace, str) else None, verdict,
-                       lists["warnings"], lists["denials"], patch)
+    return Expectation(
+        kind,
+        name,
+        namespace if isinstance(namespace, str) else None,
+        verdict,
+        lists["warnings"],
+        lists["denials"],
+        patch,
+    )
 
 
 def _objects(paths: list[Path]) -> list[Mapping[str, Any]]:
@@ -115,8 +126,11 @@ def _objects(paths: list[Path]) -> list[Mapping[str, Any]]:
 def _find(objects: list[Mapping[str, Any]], expected: Expectation) -> Mapping[str, Any] | None:
     for obj in objects:
         metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        if obj.get("kind") == expected.kind and metadata.get("name") == expected.name and (
-                expected.namespace is None or metadata.get("namespace", "") == expected.namespace):
+        if (
+            obj.get("kind") == expected.kind
+            and metadata.get("name") == expected.name
+            and (expected.namespace is None or metadata.get("namespace", "") == expected.namespace)
+        ):
             return obj
     return None
 
@@ -171,4 +185,3 @@ def run_test_dirs(directories: list[Path], check: Checker, out: TextIO, err: Tex
     if unusable:
         return EXIT_UNUSABLE
     return EXIT_FAILED if failed else EXIT_OK
-

@@ -8,8 +8,9 @@ restore path is set inside the Work too, by the same savepoint mutators that ser
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import structlog
 from kubernetes import client
@@ -40,8 +41,9 @@ def binding_reader(api_client: client.ApiClient) -> BindingReader:
         try:
             if ref.namespace:
                 r = RESOURCE_BINDINGS
-                return api.get_namespaced_custom_object(r.group, r.version, ref.namespace, r.plural, ref.name,
-                                                        _request_timeout=timeout)
+                return api.get_namespaced_custom_object(
+                    r.group, r.version, ref.namespace, r.plural, ref.name, _request_timeout=timeout
+                )
             r = CLUSTER_RESOURCE_BINDINGS
             return api.get_cluster_custom_object(r.group, r.version, r.plural, ref.name, _request_timeout=timeout)
         except ApiException as error:
@@ -52,13 +54,16 @@ def binding_reader(api_client: client.ApiClient) -> BindingReader:
     return read
 
 
-def work_mutators(settings: Settings, savepoints: Mapping[GroupKind, Mutator],
-                  metrics: AdmissionMetrics) -> tuple[dict[GroupKind, Mutator], BlockingPool | None]:
+def work_mutators(
+    settings: Settings, savepoints: Mapping[GroupKind, Mutator], metrics: AdmissionMetrics
+) -> tuple[dict[GroupKind, Mutator], BlockingPool | None]:
     """The Work mutator by group and kind (empty when off) and the thread pool to shut down with the server."""
     choice = settings.savepoint.work_labels
     if settings.savepoint.work_savepoints and (choice is False or not settings.savepoint.checkpoint_root):
-        raise SettingsError("savepoint.workSavepoints needs savepoint.checkpointRoot (or --checkpoint-root) "
-                            "and savepoint.workLabels not false")
+        raise SettingsError(
+            "savepoint.workSavepoints needs savepoint.checkpointRoot (or --checkpoint-root) "
+            "and savepoint.workLabels not false"
+        )
     if choice is False:
         log.info("work_labels_disabled", reason="savepoint.workLabels is false")
         return {}, None
@@ -70,10 +75,12 @@ def work_mutators(settings: Settings, savepoints: Mapping[GroupKind, Mutator],
             raise SettingsError(f"savepoint.workLabels needs access to the Karmada apiserver: {error}") from None
         log.info("work_labels_disabled", reason=str(error))
         return {}, None
-    restoring = {group_kind: mutator for group_kind, mutator in savepoints.items()
-                 if isinstance(mutator, SavepointMutator)} if settings.savepoint.work_savepoints else {}
+    restoring = (
+        {group_kind: mutator for group_kind, mutator in savepoints.items() if isinstance(mutator, SavepointMutator)}
+        if settings.savepoint.work_savepoints
+        else {}
+    )
     pool = BlockingPool(BINDING_READ_THREADS, "binding-read")
     mutator = WorkMutator(binding_reader(api_client), executor=pool, savepoints=restoring, metrics=metrics)
-    log.info("work_labels_enabled", host=api_client.configuration.host,
-             savepoint_kinds=sorted(map(str, restoring)))
+    log.info("work_labels_enabled", host=api_client.configuration.host, savepoint_kinds=sorted(map(str, restoring)))
     return {WORK: mutator}, pool

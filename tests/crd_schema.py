@@ -4,9 +4,10 @@ is lost). The CRDs come from the Flink operator's release (`../shared/flink-oper
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import jsonschema
 import yaml
@@ -14,7 +15,7 @@ import yaml
 FLINK_OPERATOR_CRDS = Path(__file__).resolve().parents[1].parent / "shared" / "flink-operator"
 
 
-@lru_cache(maxsize=None)
+@cache
 def crd_schema(plural: str, version: str = "v1beta1") -> dict[str, Any]:
     document = yaml.safe_load((FLINK_OPERATOR_CRDS / f"{plural}.flink.apache.org-v1.yml").read_text())
     for served in document["spec"]["versions"]:

@@ -73,7 +73,7 @@ def karmada_tree(*, source_only: bool, log: Path | None = None) -> KarmadaTree:
     lock, so a parallel caller waits for the first). The script's progress goes to ``log`` when given.
     """
     command = ["bash", str(KARMADA_BUILD_SCRIPT), *(["--source-only"] if source_only else [])]
-    with (log.open("ab") if log else open(os.devnull, "wb")) as progress:
+    with log.open("ab") if log else open(os.devnull, "wb") as progress:
         result = subprocess.run(command, stdout=subprocess.PIPE, stderr=progress, text=True)
     if result.returncode in (EXIT_NO_SOURCE, EXIT_NO_GO):
         if result.returncode == EXIT_NO_GO:
@@ -84,8 +84,9 @@ def karmada_tree(*, source_only: bool, log: Path | None = None) -> KarmadaTree:
             why = "no Karmada source (set KARMADA_SRC to a checkout)"
         raise KarmadaUnavailable(f"{why}; see `bash hack/build-karmada.sh --help`" + (f", log: {log}" if log else ""))
     if result.returncode != 0:
-        raise KarmadaBuildFailed(f"{KARMADA_BUILD_SCRIPT.name} failed with exit code {result.returncode}"
-                                 + (f"; log: {log}" if log else ""))
+        raise KarmadaBuildFailed(
+            f"{KARMADA_BUILD_SCRIPT.name} failed with exit code {result.returncode}" + (f"; log: {log}" if log else "")
+        )
     return KarmadaTree(Path(result.stdout.strip().splitlines()[-1]))
 
 
@@ -94,8 +95,10 @@ def flink_deployment_crd() -> Path:
     directory = Path(os.environ.get("FLINK_OPERATOR_CRDS") or REPO_ROOT.parent / "shared" / "flink-operator")
     path = directory / FLINK_DEPLOYMENT_CRD_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"no {FLINK_DEPLOYMENT_CRD_FILE} in {directory}: set FLINK_OPERATOR_CRDS to the Flink "
-                                f"operator's helm/flink-kubernetes-operator/crds directory")
+        raise FileNotFoundError(
+            f"no {FLINK_DEPLOYMENT_CRD_FILE} in {directory}: set FLINK_OPERATOR_CRDS to the Flink "
+            f"operator's helm/flink-kubernetes-operator/crds directory"
+        )
     return path
 
 
@@ -143,8 +146,12 @@ def envtest_crds(tree: KarmadaTree, target: Path) -> list[Path]:
     """What a bare kube-apiserver (the envtest tier, the reconcile benchmark) gets, for ``ControlPlane.apply_crds``:
     Karmada's CRDs without conversion webhook, the Flink operator's FlinkDeployment, the Cluster stand-in and the
     prometheus-operator's CRDs of manifests/monitoring/."""
-    return [karmada_crds(tree, target, conversion=None), flink_deployment_crd(), CLUSTER_STAND_IN_CRD,
-            PROMETHEUS_OPERATOR_CRDS]
+    return [
+        karmada_crds(tree, target, conversion=None),
+        flink_deployment_crd(),
+        CLUSTER_STAND_IN_CRD,
+        PROMETHEUS_OPERATOR_CRDS,
+    ]
 
 
 # cert-manager's CRDs (the chart's certificates.mode certManager renders Issuers and Certificates), from
@@ -152,8 +159,12 @@ def envtest_crds(tree: KarmadaTree, target: Path) -> list[Path]:
 # its deploy/crds are the controller-gen output cert-manager's chart is built from.
 CERT_MANAGER_MODULE = "github.com/cert-manager/cert-manager"
 CERT_MANAGER_VERSION = "v1.21.2"
-CERT_MANAGER_CRDS = ("cert-manager.io_issuers.yaml", "cert-manager.io_clusterissuers.yaml",
-                     "cert-manager.io_certificates.yaml", "cert-manager.io_certificaterequests.yaml")
+CERT_MANAGER_CRDS = (
+    "cert-manager.io_issuers.yaml",
+    "cert-manager.io_clusterissuers.yaml",
+    "cert-manager.io_certificates.yaml",
+    "cert-manager.io_certificaterequests.yaml",
+)
 
 
 class CertManagerUnavailable(RuntimeError):
@@ -165,9 +176,14 @@ def cert_manager_crds() -> list[Path]:
     if shutil.which("go") is None:
         raise CertManagerUnavailable("go is not on PATH; it downloads cert-manager's module for its CRDs")
     module = f"{CERT_MANAGER_MODULE}@{CERT_MANAGER_VERSION}"
-    result = subprocess.run(["go", "mod", "download", "-json", module], capture_output=True, text=True,
-                            timeout=600, env={**os.environ, "GOFLAGS": "-mod=mod", "GOWORK": "off"},
-                            cwd=REPO_ROOT)
+    result = subprocess.run(
+        ["go", "mod", "download", "-json", module],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "GOFLAGS": "-mod=mod", "GOWORK": "off"},
+        cwd=REPO_ROOT,
+    )
     if result.returncode != 0:
         raise RuntimeError(f"go mod download {module} failed: {result.stdout.strip()} {result.stderr.strip()}")
     directory = Path(json.loads(result.stdout)["Dir"]) / "deploy" / "crds"

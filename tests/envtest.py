@@ -394,8 +394,12 @@ class ControlPlane:
         """Run kubectl against this control plane; raise KubectlError on a non-zero exit unless ``check`` is off."""
         # The discovery cache is keyed by host:port, and every session has a new port: keep it with the session
         # instead of piling up under ~/.kube/cache.
-        command = ["kubectl", f"--kubeconfig={self.kubeconfig_path}", f"--cache-dir={self.root / 'kubectl-cache'}",
-                   *args]
+        command = [
+            "kubectl",
+            f"--kubeconfig={self.kubeconfig_path}",
+            f"--cache-dir={self.root / 'kubectl-cache'}",
+            *args,
+        ]
         result = subprocess.run(
             command,
             input=input,
@@ -424,7 +428,13 @@ class ControlPlane:
         else:
             raise ValueError(f"{source} is neither a file nor a directory with a kustomization.yaml")
         applied = self.kubectl(
-            "apply", "--server-side", "--force-conflicts", "--field-manager=envtest", "-o", "name", *what,
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=envtest",
+            "-o",
+            "name",
+            *what,
         )
         crds = [
             line.split("/", 1)[1]
@@ -439,8 +449,11 @@ class ControlPlane:
             url = f"{self.server_url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
             while True:
                 answer = self._get(url, context=context)
-                conditions = (json.loads(answer.body).get("status") or {}).get("conditions") or [] if (
-                    answer.status == 200) else []
+                conditions = (
+                    (json.loads(answer.body).get("status") or {}).get("conditions") or []
+                    if (answer.status == 200)
+                    else []
+                )
                 if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
                     break
                 if time.monotonic() > deadline:

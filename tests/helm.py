@@ -31,13 +31,14 @@ class HelmError(RuntimeError):
 
 def helm_binary(log: Path | None = None) -> Path:
     """The helm binary of hack/build-helm.sh (a few milliseconds warm, about two minutes cold on two cores)."""
-    with (log.open("ab") if log else open(os.devnull, "wb")) as progress:
+    with log.open("ab") if log else open(os.devnull, "wb") as progress:
         result = subprocess.run(["bash", str(HELM_BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=progress, text=True)
     if result.returncode == EXIT_NO_GO:
         raise HelmUnavailable("helm is not built and there is no Go to build it (hack/build-helm.sh)")
     if result.returncode != 0:
-        raise HelmError(f"hack/build-helm.sh failed with exit code {result.returncode}"
-                        + (f"; log: {log}" if log else ""))
+        raise HelmError(
+            f"hack/build-helm.sh failed with exit code {result.returncode}" + (f"; log: {log}" if log else "")
+        )
     return Path(result.stdout.strip().splitlines()[-1]) / "helm"
 
 
@@ -52,12 +53,19 @@ def helm(binary: Path, *args: str, input: str | None = None, check: bool = True)
 def template_text(binary: Path, namespace: str = RELEASE, values: Mapping[str, Any] | None = None) -> str:
     """``helm template`` of the chart with ``values`` (a values file's content) as YAML text."""
     values_args = ["--values", "-"] if values else []
-    return helm(binary, "template", RELEASE, str(CHART), "--namespace", namespace, *values_args,
-                input=yaml.safe_dump(dict(values)) if values else None).stdout
+    return helm(
+        binary,
+        "template",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        namespace,
+        *values_args,
+        input=yaml.safe_dump(dict(values)) if values else None,
+    ).stdout
 
 
-def template(binary: Path, namespace: str = RELEASE, values: Mapping[str, Any] | None = None
-             ) -> list[dict[str, Any]]:
+def template(binary: Path, namespace: str = RELEASE, values: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """The chart's objects as ``helm template`` renders them."""
     return [document for document in yaml.safe_load_all(template_text(binary, namespace, values)) if document]
 

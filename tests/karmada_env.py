@@ -117,10 +117,19 @@ RELAY_GATES = "Failover=true"
 KARMADA_STATEFUL_GATES = "Failover=true,StatefulFailoverInjection=true"
 CLUSTER_STATUS_UPDATE_FREQUENCY = "10s"
 # karmada-apiserver audits writes of Works (the Work mutator's audit annotations), nothing else.
-AUDIT_POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"], "rules": [
-    {"level": "Metadata", "verbs": ["create", "update", "patch"],
-     "resources": [{"group": "work.karmada.io", "resources": ["works"]}]},
-    {"level": "None"}]}
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {
+            "level": "Metadata",
+            "verbs": ["create", "update", "patch"],
+            "resources": [{"group": "work.karmada.io", "resources": ["works"]}],
+        },
+        {"level": "None"},
+    ],
+}
 
 RELAY_NAMESPACE = "failover-relay"
 RELAY_USER = f"system:serviceaccount:{RELAY_NAMESPACE}:failover-relay"
@@ -160,8 +169,9 @@ def wait_until(condition: Callable[[], T], timeout: float, what: str, interval: 
         time.sleep(interval)
 
 
-def resource_path(api_version: str, plural: str, name: str | None = None, namespace: str | None = None,
-                  subresource: str | None = None) -> str:
+def resource_path(
+    api_version: str, plural: str, name: str | None = None, namespace: str | None = None, subresource: str | None = None
+) -> str:
     """The REST path of a resource: ``resource_path("work.karmada.io/v1alpha2", "resourcebindings", "x", "ns")``."""
     base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
     parts = [base] + ([f"namespaces/{namespace}"] if namespace else []) + [plural] + ([name] if name else [])
@@ -180,18 +190,21 @@ class ApiError(RuntimeError):
 class Api:
     """A minimal JSON REST client for one apiserver (urllib, no discovery, no proxy)."""
 
-    def __init__(self, server: str, ca_file: Path, *, token: str | None = None,
-                 client_cert: tuple[Path, Path] | None = None) -> None:
+    def __init__(
+        self, server: str, ca_file: Path, *, token: str | None = None, client_cert: tuple[Path, Path] | None = None
+    ) -> None:
         self.server = server
         context = ssl.create_default_context(cafile=str(ca_file))
         if client_cert:
             context.load_cert_chain(str(client_cert[0]), str(client_cert[1]))
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
-                                                   urllib.request.HTTPSHandler(context=context))
+        self._opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+        )
         self._headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
 
-    def request(self, method: str, path: str, body: Any = None,
-                content_type: str = "application/json") -> tuple[int, Any]:
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         headers = dict(self._headers) | ({"Content-Type": content_type} if data is not None else {})
         request = urllib.request.Request(self.server + path, data=data, method=method, headers=headers)
@@ -206,8 +219,14 @@ class Api:
             except ValueError:
                 return error.code, raw.decode(errors="replace")
 
-    def _checked(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-                 ok: Iterable[int] = (200, 201)) -> Any:
+    def _checked(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        ok: Iterable[int] = (200, 201),
+    ) -> Any:
         status, answer = self.request(method, path, body, content_type)
         if status not in ok:
             raise ApiError(method, path, status, json.dumps(answer) if not isinstance(answer, str) else answer)
@@ -233,8 +252,12 @@ class Api:
 
     def delete(self, path: str) -> None:
         """Delete (background propagation); a missing object is fine."""
-        self._checked("DELETE", path, {"kind": "DeleteOptions", "apiVersion": "v1",
-                                       "propagationPolicy": "Background"}, ok=(200, 202, 404))
+        self._checked(
+            "DELETE",
+            path,
+            {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"},
+            ok=(200, 202, 404),
+        )
 
 
 # -- PKI --------------------------------------------------------------------------------------------------------
@@ -253,42 +276,79 @@ class _Authority:
         self.directory = directory
         self._key = ec.generate_private_key(ec.SECP256R1())
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-        now = datetime.datetime.now(datetime.timezone.utc)
-        self._cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
-                      .public_key(self._key.public_key()).serial_number(x509.random_serial_number())
-                      .not_valid_before(now - datetime.timedelta(minutes=5))
-                      .not_valid_after(now + datetime.timedelta(days=2))
-                      .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                      .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                                   content_commitment=False, key_encipherment=False,
-                                                   data_encipherment=False, key_agreement=False,
-                                                   encipher_only=False, decipher_only=False), critical=True)
-                      .sign(self._key, hashes.SHA256()))
+        now = datetime.datetime.now(datetime.UTC)
+        self._cert = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(subject)
+            .public_key(self._key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .sign(self._key, hashes.SHA256())
+        )
         self.pem = self._cert.public_bytes(serialization.Encoding.PEM)
         self.cert_file = directory / f"{name}.crt"
         self.cert_file.write_bytes(self.pem)
 
-    def issue(self, name: str, *, common_name: str, organizations: Sequence[str] = (), dns: Sequence[str] = (),
-              ips: Sequence[str] = (), server: bool = False, client: bool = False) -> _Pair:
+    def issue(
+        self,
+        name: str,
+        *,
+        common_name: str,
+        organizations: Sequence[str] = (),
+        dns: Sequence[str] = (),
+        ips: Sequence[str] = (),
+        server: bool = False,
+        client: bool = False,
+    ) -> _Pair:
         key = ec.generate_private_key(ec.SECP256R1())
-        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name),
-                             *(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations)])
-        now = datetime.datetime.now(datetime.timezone.utc)
+        subject = x509.Name(
+            [
+                x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+                *(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations),
+            ]
+        )
+        now = datetime.datetime.now(datetime.UTC)
         usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + (
-            [ExtendedKeyUsageOID.CLIENT_AUTH] if client else [])
-        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(self._cert.subject)
-                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                   .not_valid_before(now - datetime.timedelta(minutes=5))
-                   .not_valid_after(now + datetime.timedelta(days=2))
-                   .add_extension(x509.ExtendedKeyUsage(usages), critical=False))
+            [ExtendedKeyUsageOID.CLIENT_AUTH] if client else []
+        )
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(self._cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+        )
         names = [x509.DNSName(n) for n in dns] + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
         if names:
             builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
         cert = builder.sign(self._key, hashes.SHA256())
         pair = _Pair(self.directory / f"{name}.crt", self.directory / f"{name}.key")
         pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        pair.key.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                               serialization.NoEncryption()))
+        pair.key.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
         pair.key.chmod(0o600)
         return pair
 
@@ -329,9 +389,16 @@ class _Process:
             log.write(f"\n=== {self.name} started {time.strftime('%H:%M:%S')}: {' '.join(self.args)}\n".encode())
             log.flush()
             # A new session: a Ctrl-C in the terminal reaches only the test process, which then stops the group.
-            self.popen = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                          env=self.env or _loopback_env(), cwd=self.cwd, start_new_session=True,
-                                          preexec_fn=_die_with_parent)
+            self.popen = subprocess.Popen(
+                self.args,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env or _loopback_env(),
+                cwd=self.cwd,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
 
     def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
         popen = self.popen
@@ -374,8 +441,7 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 
 def _http_status(url: str, context: ssl.SSLContext | None = None) -> int:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
-                                         urllib.request.HTTPSHandler(context=context))
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context))
     try:
         with opener.open(url, timeout=5) as response:
             return int(response.status)
@@ -453,8 +519,15 @@ class _Apiserver:
 class KarmadaEnv:
     """Karmada's control plane, member kube-apiservers and failover-relay as local processes (see module doc)."""
 
-    def __init__(self, tree: KarmadaTree, envtest_binaries: Path, *, members: Sequence[str] = DEFAULT_MEMBERS,
-                 relay: bool = True, startup_timeout: float = STARTUP_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self,
+        tree: KarmadaTree,
+        envtest_binaries: Path,
+        *,
+        members: Sequence[str] = DEFAULT_MEMBERS,
+        relay: bool = True,
+        startup_timeout: float = STARTUP_TIMEOUT_SECONDS,
+    ) -> None:
         self.tree = tree
         self.envtest_binaries = envtest_binaries
         self.members = tuple(members)
@@ -539,8 +612,12 @@ class KarmadaEnv:
         for line in self.audit_log.read_text().splitlines() if self.audit_log.exists() else ():
             event = json.loads(line)
             ref = event.get("objectRef") or {}
-            if (event.get("stage") == "ResponseComplete" and ref.get("namespace") == namespace
-                    and (not name or ref.get("name") == name) and event.get("annotations")):
+            if (
+                event.get("stage") == "ResponseComplete"
+                and ref.get("namespace") == namespace
+                and (not name or ref.get("name") == name)
+                and event.get("annotations")
+            ):
                 found.append(event["annotations"])
         return found
 
@@ -570,8 +647,9 @@ class KarmadaEnv:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.stop(keep=exc is not None)
 
     def start(self) -> None:
@@ -586,8 +664,17 @@ class KarmadaEnv:
         try:
             self.logs_dir.mkdir()
             self.checkpoint_root.mkdir()
-            for name in ("karmada-apiserver", *self.members, "etcd", "etcd-peer", "karmada-aggregated-apiserver",
-                         "karmada-webhook", "cm-health", "scheduler-health", "relay"):
+            for name in (
+                "karmada-apiserver",
+                *self.members,
+                "etcd",
+                "etcd-peer",
+                "karmada-aggregated-apiserver",
+                "karmada-webhook",
+                "cm-health",
+                "scheduler-health",
+                "relay",
+            ):
                 self._ports[name] = free_port()
             self._write_pki()
             self._start_etcd()
@@ -602,8 +689,9 @@ class KarmadaEnv:
             tails = self.log_tails()
             self.stop(keep=True)
             if isinstance(error, Exception):
-                raise ControlPlaneError(f"Karmada environment failed to start: {error}\nlogs kept in "
-                                        f"{self._kept}\n{tails}") from error
+                raise ControlPlaneError(
+                    f"Karmada environment failed to start: {error}\nlogs kept in {self._kept}\n{tails}"
+                ) from error
             raise
 
     def stop(self, keep: bool = False) -> None:
@@ -611,8 +699,16 @@ class KarmadaEnv:
         if not self._stopping.acquire(blocking=False):
             return
         try:
-            order = ["failover-relay", "karmada-controller-manager", "karmada-scheduler", "karmada-webhook",
-                     "karmada-aggregated-apiserver", *self.members, "karmada-apiserver", "etcd"]
+            order = [
+                "failover-relay",
+                "karmada-controller-manager",
+                "karmada-scheduler",
+                "karmada-webhook",
+                "karmada-aggregated-apiserver",
+                *self.members,
+                "karmada-apiserver",
+                "etcd",
+            ]
             for name in order + [n for n in self._processes if n not in order]:
                 process = self._processes.get(name)
                 if process is not None:
@@ -635,29 +731,42 @@ class KarmadaEnv:
     def api(self, cluster: str = KARMADA) -> Api:
         """A REST client as admin of karmada-apiserver or a member."""
         if cluster == KARMADA:
-            return Api(self.server_url(KARMADA), self.ca_file,
-                       client_cert=(self.pki / "admin.crt", self.pki / "admin.key"))
+            return Api(
+                self.server_url(KARMADA), self.ca_file, client_cert=(self.pki / "admin.crt", self.pki / "admin.key")
+            )
         return Api(self.server_url(cluster), self.ca_file, token=self.member_token)
 
-    def kubectl(self, *args: str, cluster: str = KARMADA, input: str | None = None, check: bool = True,
-                timeout: float = KUBECTL_TIMEOUT_SECONDS) -> subprocess.CompletedProcess[str]:
-        command = ["kubectl", f"--kubeconfig={self.kubeconfig(cluster)}",
-                   f"--cache-dir={self.root / 'kubectl-cache'}", *args]
-        result = subprocess.run(command, input=input, capture_output=True, text=True, timeout=timeout,
-                                env=_loopback_env())
+    def kubectl(
+        self,
+        *args: str,
+        cluster: str = KARMADA,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = KUBECTL_TIMEOUT_SECONDS,
+    ) -> subprocess.CompletedProcess[str]:
+        command = [
+            "kubectl",
+            f"--kubeconfig={self.kubeconfig(cluster)}",
+            f"--cache-dir={self.root / 'kubectl-cache'}",
+            *args,
+        ]
+        result = subprocess.run(
+            command, input=input, capture_output=True, text=True, timeout=timeout, env=_loopback_env()
+        )
         if check and result.returncode != 0:
             raise KubectlError(result.returncode, command, result.stdout, result.stderr)
         return result
 
-    def wait_until(self, condition: Callable[[], T], timeout: float, what: str,
-                   interval: float = POLL_SECONDS) -> T:
+    def wait_until(self, condition: Callable[[], T], timeout: float, what: str, interval: float = POLL_SECONDS) -> T:
         """``wait_until`` that also fails at once when one of the harness's processes has died."""
+
         def checked() -> T:
             for process in self._processes.values():
                 message = process.exited()
                 if message and process.name not in self._stopped_on_purpose:
                     raise ControlPlaneError(f"while waiting for {what}: {message}")
             return condition()
+
         return wait_until(checked, timeout, what, interval)
 
     # -- what tests do to the environment ---------------------------------------------------------------------
@@ -699,8 +808,15 @@ class KarmadaEnv:
         env.pop("KUBECONFIG", None)
         self._stopped_on_purpose = self._stopped_on_purpose - {"failover-relay"}
         # A restart keeps the port the webhook configurations name; only the first start may move to another.
-        self._start("failover-relay", command, () if "failover-relay" in self._registered else ("relay",),
-                    lambda: f"{self.relay_url}/readyz", _unverified(), env=env, cwd=REPO_ROOT)
+        self._start(
+            "failover-relay",
+            command,
+            () if "failover-relay" in self._registered else ("relay",),
+            lambda: f"{self.relay_url}/readyz",
+            _unverified(),
+            env=env,
+            cwd=REPO_ROOT,
+        )
         return time.monotonic() - started
 
     def restart_relay(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
@@ -710,8 +826,9 @@ class KarmadaEnv:
         self.start_relay(config, args)
         return time.monotonic() - started
 
-    def restart_controller_manager(self, controllers: str = RELAY_CONTROLLERS, feature_gates: str = RELAY_GATES,
-                                   args: Sequence[str] = ()) -> float:
+    def restart_controller_manager(
+        self, controllers: str = RELAY_CONTROLLERS, feature_gates: str = RELAY_GATES, args: Sequence[str] = ()
+    ) -> float:
         """Run karmada-controller-manager with other ``--controllers``/``--feature-gates``; seconds until healthy."""
         started = time.monotonic()
         process = self._processes.get("karmada-controller-manager")
@@ -731,8 +848,9 @@ class KarmadaEnv:
         return total
 
     def log_tails(self, lines: int = LOG_TAIL_LINES) -> str:
-        return "\n".join(f"--- {name} ({process.log}) ---\n{_tail(process.log, lines)}"
-                         for name, process in self._processes.items())
+        return "\n".join(
+            f"--- {name} ({process.log}) ---\n{_tail(process.log, lines)}" for name, process in self._processes.items()
+        )
 
     # -- start-up steps -------------------------------------------------------------------------------------------
 
@@ -743,11 +861,21 @@ class KarmadaEnv:
         front_proxy = _Authority(self.pki, "front-proxy-ca")
         front_proxy.issue("front-proxy-client", common_name="front-proxy-client", client=True)
         local = dict(dns=["localhost"], ips=[LOOPBACK])
-        ca.issue("karmada-apiserver", common_name="karmada-apiserver", server=True,
-                 dns=["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"], ips=[LOOPBACK])
+        ca.issue(
+            "karmada-apiserver",
+            common_name="karmada-apiserver",
+            server=True,
+            dns=["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"],
+            ips=[LOOPBACK],
+        )
         # The aggregator dials the Service's externalName (localhost) and verifies the name <service>.<ns>.svc.
-        ca.issue("karmada-aggregated-apiserver", common_name="karmada-aggregated-apiserver", server=True,
-                 dns=["karmada-aggregated-apiserver.karmada-system.svc", "localhost"], ips=[LOOPBACK])
+        ca.issue(
+            "karmada-aggregated-apiserver",
+            common_name="karmada-aggregated-apiserver",
+            server=True,
+            dns=["karmada-aggregated-apiserver.karmada-system.svc", "localhost"],
+            ips=[LOOPBACK],
+        )
         webhook_dir = self.pki / "karmada-webhook"
         webhook_dir.mkdir()
         webhook = ca.issue("karmada-webhook", common_name="karmada-webhook", server=True, **local)
@@ -756,16 +884,27 @@ class KarmadaEnv:
         for member in self.members:
             ca.issue(member, common_name=member, server=True, **local)
         ca.issue("admin", common_name="karmada-admin", organizations=["system:masters"], client=True)
-        ca.issue("relay", common_name=RELAY_USER,
-                 organizations=["system:serviceaccounts", f"system:serviceaccounts:{RELAY_NAMESPACE}"], client=True)
+        ca.issue(
+            "relay",
+            common_name=RELAY_USER,
+            organizations=["system:serviceaccounts", f"system:serviceaccounts:{RELAY_NAMESPACE}"],
+            client=True,
+        )
         sa_key = ec.generate_private_key(ec.SECP256R1())
-        (self.pki / "sa.key").write_bytes(sa_key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-        (self.pki / "sa.pub").write_bytes(sa_key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        (self.pki / "sa.key").write_bytes(
+            sa_key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+        (self.pki / "sa.pub").write_bytes(
+            sa_key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
         # Static token file columns: token, user name, user uid, "group1,group2".
         (self.pki / "member-tokens.csv").write_text(
-            f'{self.member_token},karmada-member-admin,karmada-member-admin,"system:masters"\n')
+            f'{self.member_token},karmada-member-admin,karmada-member-admin,"system:masters"\n'
+        )
 
     def _spawn(self, name: str, args: list[str], **kwargs: Any) -> _Process:
         process = _Process(name, args, self.logs_dir / f"{name}.log", **kwargs)
@@ -773,21 +912,36 @@ class KarmadaEnv:
         process.start()
         return process
 
-    def _wait_ready(self, process: _Process, url: str, context: ssl.SSLContext | None = None,
-                    timeout: float | None = None) -> None:
-        self.wait_until(lambda: _http_status(url, context) == 200, timeout or self.startup_timeout,
-                        f"{process.name} {url}")
+    def _wait_ready(
+        self, process: _Process, url: str, context: ssl.SSLContext | None = None, timeout: float | None = None
+    ) -> None:
+        self.wait_until(
+            lambda: _http_status(url, context) == 200, timeout or self.startup_timeout, f"{process.name} {url}"
+        )
 
-    def _start(self, name: str, args: Callable[[], list[str]], ports: Sequence[str], ready_url: Callable[[], str],
-               context: ssl.SSLContext | None = None, **kwargs: Any) -> _Process:
+    def _start(
+        self,
+        name: str,
+        args: Callable[[], list[str]],
+        ports: Sequence[str],
+        ready_url: Callable[[], str],
+        context: ssl.SSLContext | None = None,
+        **kwargs: Any,
+    ) -> _Process:
         """Spawn a component and wait until ``ready_url()`` answers 200; when it exits because one of its
         ``ports`` was taken in the meantime, pick new ones and start it again (``args``, ``ready_url`` read them)."""
         process = self._spawn(name, args(), **kwargs)
         self._await_ready(process, args, ports, ready_url, context)
         return process
 
-    def _await_ready(self, process: _Process, args: Callable[[], list[str]], ports: Sequence[str],
-                     ready_url: Callable[[], str], context: ssl.SSLContext | None = None) -> None:
+    def _await_ready(
+        self,
+        process: _Process,
+        args: Callable[[], list[str]],
+        ports: Sequence[str],
+        ready_url: Callable[[], str],
+        context: ssl.SSLContext | None = None,
+    ) -> None:
         for attempt in range(1, PORT_ATTEMPTS + 1):
             try:
                 self._wait_ready(process, ready_url(), context)
@@ -812,11 +966,19 @@ class KarmadaEnv:
             shutil.rmtree(data, ignore_errors=True)
             data.mkdir(mode=0o700)
             peer = f"http://{LOOPBACK}:{self._ports['etcd-peer']}"
-            return [str(self.envtest_binaries / "etcd"), "--name=karmada-env", f"--data-dir={data}",
-                    f"--listen-client-urls={self._etcd_url}", f"--advertise-client-urls={self._etcd_url}",
-                    f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
-                    f"--initial-cluster=karmada-env={peer}", "--logger=zap", "--log-outputs=stderr",
-                    "--log-level=warn"]
+            return [
+                str(self.envtest_binaries / "etcd"),
+                "--name=karmada-env",
+                f"--data-dir={data}",
+                f"--listen-client-urls={self._etcd_url}",
+                f"--advertise-client-urls={self._etcd_url}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=karmada-env={peer}",
+                "--logger=zap",
+                "--log-outputs=stderr",
+                "--log-level=warn",
+            ]
 
         self._start("etcd", args, ("etcd", "etcd-peer"), lambda: f"{self._etcd_url}/health")
 
@@ -824,35 +986,50 @@ class KarmadaEnv:
         pki = self.pki
         common = [
             str(self.envtest_binaries / "kube-apiserver"),
-            f"--advertise-address={LOOPBACK}", f"--bind-address={LOOPBACK}",
-            f"--secure-port={self._ports[name]}", f"--etcd-servers={self._etcd_url}",
-            f"--etcd-prefix={etcd_prefix}", "--allow-privileged=true",
+            f"--advertise-address={LOOPBACK}",
+            f"--bind-address={LOOPBACK}",
+            f"--secure-port={self._ports[name]}",
+            f"--etcd-servers={self._etcd_url}",
+            f"--etcd-prefix={etcd_prefix}",
+            "--allow-privileged=true",
             f"--client-ca-file={pki / 'ca.crt'}",
-            f"--tls-cert-file={pki / (name + '.crt')}", f"--tls-private-key-file={pki / (name + '.key')}",
+            f"--tls-cert-file={pki / (name + '.crt')}",
+            f"--tls-private-key-file={pki / (name + '.key')}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={pki / 'sa.pub'}", f"--service-account-signing-key-file={pki / 'sa.key'}",
-            "--profiling=false", "--v=0",
+            f"--service-account-key-file={pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            "--profiling=false",
+            "--v=0",
         ]
         if name != "karmada-apiserver":
             # A member: what the envtest tier runs, with a static token the Cluster secret carries.
-            return common + [f"--token-auth-file={pki / 'member-tokens.csv'}", "--authorization-mode=RBAC",
-                             "--service-cluster-ip-range=10.0.0.0/24",
-                             # No controller manager creates ServiceAccount tokens this plugin would wait for.
-                             "--disable-admission-plugins=ServiceAccount"]
+            return common + [
+                f"--token-auth-file={pki / 'member-tokens.csv'}",
+                "--authorization-mode=RBAC",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                # No controller manager creates ServiceAccount tokens this plugin would wait for.
+                "--disable-admission-plugins=ServiceAccount",
+            ]
         # artifacts/deploy/karmada-apiserver.yaml, with its paths and addresses; plus an audit log of Work writes,
         # where the relay's audit annotations (which fallback restored a job) can be read.
         (pki / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
         return common + [
-            f"--audit-policy-file={pki / 'audit-policy.yaml'}", f"--audit-log-path={self.audit_log}",
-            "--audit-log-format=json", "--audit-log-maxsize=100",
-            "--authorization-mode=Node,RBAC", "--enable-bootstrap-token-auth=true",
-            "--disable-admission-plugins=StorageObjectInUseProtection,ServiceAccount", "--runtime-config=",
+            f"--audit-policy-file={pki / 'audit-policy.yaml'}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+            "--audit-log-maxsize=100",
+            "--authorization-mode=Node,RBAC",
+            "--enable-bootstrap-token-auth=true",
+            "--disable-admission-plugins=StorageObjectInUseProtection,ServiceAccount",
+            "--runtime-config=",
             "--service-cluster-ip-range=10.96.0.0/12",
             f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
             f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
             f"--requestheader-client-ca-file={pki / 'front-proxy-ca.crt'}",
-            "--requestheader-allowed-names=front-proxy-client", "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-            "--requestheader-group-headers=X-Remote-Group", "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-username-headers=X-Remote-User",
             "--tls-min-version=VersionTLS13",
         ]
 
@@ -861,27 +1038,46 @@ class KarmadaEnv:
         prefixes = {"karmada-apiserver": "/registry", **{member: f"/{member}" for member in self.members}}
         for name, prefix in prefixes.items():
             process = self._spawn(name, self._apiserver_args(name, prefix))
-            self._apiservers[KARMADA if name == "karmada-apiserver" else name] = _Apiserver(name, self._ports,
-                                                                                           process)
+            self._apiservers[KARMADA if name == "karmada-apiserver" else name] = _Apiserver(name, self._ports, process)
         for apiserver in self._apiservers.values():
-            self._await_ready(apiserver.process, lambda a=apiserver: self._apiserver_args(a.name, prefixes[a.name]),
-                              (apiserver.name,), lambda a=apiserver: f"{a.url}/readyz", _unverified())
+            self._await_ready(
+                apiserver.process,
+                lambda a=apiserver: self._apiserver_args(a.name, prefixes[a.name]),
+                (apiserver.name,),
+                lambda a=apiserver: f"{a.url}/readyz",
+                _unverified(),
+            )
 
     def _write_kubeconfigs(self) -> None:
         def write(path: Path, server: str, user: dict[str, str]) -> None:
-            path.write_text(json.dumps({
-                "apiVersion": "v1", "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": server, "certificate-authority": str(self.ca_file)}}],
-                "users": [{"name": "u", "user": user}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "current-context": "c",
-            }, indent=2))
+            path.write_text(
+                json.dumps(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Config",
+                        "clusters": [
+                            {"name": "c", "cluster": {"server": server, "certificate-authority": str(self.ca_file)}}
+                        ],
+                        "users": [{"name": "u", "user": user}],
+                        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                        "current-context": "c",
+                    },
+                    indent=2,
+                )
+            )
             path.chmod(0o600)
 
         karmada = self.server_url(KARMADA)
-        write(self.kubeconfig(KARMADA), karmada, {"client-certificate": str(self.pki / "admin.crt"),
-                                                  "client-key": str(self.pki / "admin.key")})
-        write(self.relay_kubeconfig, karmada, {"client-certificate": str(self.pki / "relay.crt"),
-                                               "client-key": str(self.pki / "relay.key")})
+        write(
+            self.kubeconfig(KARMADA),
+            karmada,
+            {"client-certificate": str(self.pki / "admin.crt"), "client-key": str(self.pki / "admin.key")},
+        )
+        write(
+            self.relay_kubeconfig,
+            karmada,
+            {"client-certificate": str(self.pki / "relay.crt"), "client-key": str(self.pki / "relay.key")},
+        )
         for member in self.members:
             write(self.kubeconfig(member), self.server_url(member), {"token": self.member_token})
 
@@ -892,72 +1088,139 @@ class KarmadaEnv:
         self.kubectl("create", "namespace", "karmada-cluster")
         admin = str(self.kubeconfig(KARMADA))
         # The aggregated apiserver and the webhook are up (on their final ports) before anything names their URLs.
-        self._start("karmada-aggregated-apiserver", lambda: [
-            str(self.tree.bin / "karmada-aggregated-apiserver"), f"--kubeconfig={admin}",
-            f"--authentication-kubeconfig={admin}", f"--authorization-kubeconfig={admin}",
-            f"--etcd-servers={self._etcd_url}", f"--tls-cert-file={self.pki / 'karmada-aggregated-apiserver.crt'}",
-            f"--tls-private-key-file={self.pki / 'karmada-aggregated-apiserver.key'}",
-            f"--bind-address={LOOPBACK}", f"--secure-port={self._ports['karmada-aggregated-apiserver']}",
-            "--tls-min-version=VersionTLS13", f"--v={self.verbosity}",
-        ], ("karmada-aggregated-apiserver",),
-            lambda: f"https://{LOOPBACK}:{self._ports['karmada-aggregated-apiserver']}/readyz", _unverified())
+        self._start(
+            "karmada-aggregated-apiserver",
+            lambda: [
+                str(self.tree.bin / "karmada-aggregated-apiserver"),
+                f"--kubeconfig={admin}",
+                f"--authentication-kubeconfig={admin}",
+                f"--authorization-kubeconfig={admin}",
+                f"--etcd-servers={self._etcd_url}",
+                f"--tls-cert-file={self.pki / 'karmada-aggregated-apiserver.crt'}",
+                f"--tls-private-key-file={self.pki / 'karmada-aggregated-apiserver.key'}",
+                f"--bind-address={LOOPBACK}",
+                f"--secure-port={self._ports['karmada-aggregated-apiserver']}",
+                "--tls-min-version=VersionTLS13",
+                f"--v={self.verbosity}",
+            ],
+            ("karmada-aggregated-apiserver",),
+            lambda: f"https://{LOOPBACK}:{self._ports['karmada-aggregated-apiserver']}/readyz",
+            _unverified(),
+        )
         # Its readiness is served on the webhook port (artifacts/deploy/karmada-webhook.yaml readinessProbe).
-        self._start("karmada-webhook", lambda: [
-            str(self.tree.bin / "karmada-webhook"), f"--kubeconfig={admin}", f"--bind-address={LOOPBACK}",
-            f"--secure-port={self._ports['karmada-webhook']}", f"--cert-dir={self.pki / 'karmada-webhook'}",
-            NO_METRICS, "--health-probe-bind-address=0",
-            "--allow-no-execute-taint-policy=true", f"--v={self.verbosity}",
-        ], ("karmada-webhook",), lambda: f"{self.webhook_url}/readyz",
-            ssl.create_default_context(cafile=str(self.ca_file)))
+        self._start(
+            "karmada-webhook",
+            lambda: [
+                str(self.tree.bin / "karmada-webhook"),
+                f"--kubeconfig={admin}",
+                f"--bind-address={LOOPBACK}",
+                f"--secure-port={self._ports['karmada-webhook']}",
+                f"--cert-dir={self.pki / 'karmada-webhook'}",
+                NO_METRICS,
+                "--health-probe-bind-address=0",
+                "--allow-no-execute-taint-policy=true",
+                f"--v={self.verbosity}",
+            ],
+            ("karmada-webhook",),
+            lambda: f"{self.webhook_url}/readyz",
+            ssl.create_default_context(cafile=str(self.ca_file)),
+        )
 
-        crds = karmada_crds(self.tree, self.root / "karmada-crds",
-                            conversion=ConversionWebhook(f"{self.webhook_url}/convert", self._ca_pem))
+        crds = karmada_crds(
+            self.tree,
+            self.root / "karmada-crds",
+            conversion=ConversionWebhook(f"{self.webhook_url}/convert", self._ca_pem),
+        )
         self._apply_crds(KARMADA, "-k", str(crds))
         self._apply_crds(KARMADA, "-f", str(flink_deployment_crd()))
         for member in self.members:
             self._apply_crds(member, "-f", str(flink_deployment_crd()))
 
         ca_bundle = base64.b64encode(self._ca_pem).decode()
-        documents = list(yaml.safe_load_all((deploy / "karmada-aggregated-apiserver-apiservice.yaml").read_text()
-                                            .replace("{{caBundle}}", ca_bundle)))
+        documents = list(
+            yaml.safe_load_all(
+                (deploy / "karmada-aggregated-apiserver-apiservice.yaml").read_text().replace("{{caBundle}}", ca_bundle)
+            )
+        )
         for document in documents:
             if document["kind"] == "APIService":
                 document["spec"]["service"]["port"] = self._ports["karmada-aggregated-apiserver"]
             elif document["kind"] == "Service":
                 document["spec"]["externalName"] = "localhost"
         self.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(documents))
-        webhooks = (deploy / "webhook-configuration.yaml").read_text().replace(
-            "https://karmada-webhook.karmada-system.svc:443", self.webhook_url).replace("{{caBundle}}", ca_bundle)
+        webhooks = (
+            (deploy / "webhook-configuration.yaml")
+            .read_text()
+            .replace("https://karmada-webhook.karmada-system.svc:443", self.webhook_url)
+            .replace("{{caBundle}}", ca_bundle)
+        )
         self.kubectl("apply", "-f", "-", input=webhooks)
 
         karmada = self.api(KARMADA)
-        self.wait_until(lambda: any(c.get("type") == "Available" and c.get("status") == "True" for c in (
-            (karmada.get("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.cluster.karmada.io") or {})
-            .get("status", {}).get("conditions") or [])), self.startup_timeout, "APIService v1alpha1.cluster.karmada.io")
+        self.wait_until(
+            lambda: any(
+                c.get("type") == "Available" and c.get("status") == "True"
+                for c in (
+                    (karmada.get("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.cluster.karmada.io") or {})
+                    .get("status", {})
+                    .get("conditions")
+                    or []
+                )
+            ),
+            self.startup_timeout,
+            "APIService v1alpha1.cluster.karmada.io",
+        )
         self._start_controller_manager(RELAY_CONTROLLERS, RELAY_GATES, ())
-        self._start("karmada-scheduler", lambda: [
-            str(self.tree.bin / "karmada-scheduler"), f"--kubeconfig={admin}", "--leader-elect=false",
-            NO_METRICS, f"--health-probe-bind-address={LOOPBACK}:{self._ports['scheduler-health']}",
-            "--enable-scheduler-estimator=false", f"--v={self.verbosity}",
-        ], ("scheduler-health",),
-            lambda: f"http://{LOOPBACK}:{self._ports['scheduler-health']}/healthz")
+        self._start(
+            "karmada-scheduler",
+            lambda: [
+                str(self.tree.bin / "karmada-scheduler"),
+                f"--kubeconfig={admin}",
+                "--leader-elect=false",
+                NO_METRICS,
+                f"--health-probe-bind-address={LOOPBACK}:{self._ports['scheduler-health']}",
+                "--enable-scheduler-estimator=false",
+                f"--v={self.verbosity}",
+            ],
+            ("scheduler-health",),
+            lambda: f"http://{LOOPBACK}:{self._ports['scheduler-health']}/healthz",
+        )
 
     def _start_controller_manager(self, controllers: str, feature_gates: str, args: Sequence[str]) -> None:
-        self._start("karmada-controller-manager", lambda: [
-            str(self.tree.bin / "karmada-controller-manager"), f"--kubeconfig={self.kubeconfig(KARMADA)}",
-            f"--controllers={controllers}", f"--feature-gates={feature_gates}",
-            "--enable-no-execute-taint-eviction=true",
-            f"--cluster-status-update-frequency={CLUSTER_STATUS_UPDATE_FREQUENCY}", "--leader-elect=false",
-            NO_METRICS, f"--health-probe-bind-address={LOOPBACK}:{self._ports['cm-health']}",
-            f"--v={self.verbosity}", *args,
-        ], ("cm-health",), lambda: f"http://{LOOPBACK}:{self._ports['cm-health']}/healthz")
+        self._start(
+            "karmada-controller-manager",
+            lambda: [
+                str(self.tree.bin / "karmada-controller-manager"),
+                f"--kubeconfig={self.kubeconfig(KARMADA)}",
+                f"--controllers={controllers}",
+                f"--feature-gates={feature_gates}",
+                "--enable-no-execute-taint-eviction=true",
+                f"--cluster-status-update-frequency={CLUSTER_STATUS_UPDATE_FREQUENCY}",
+                "--leader-elect=false",
+                NO_METRICS,
+                f"--health-probe-bind-address={LOOPBACK}:{self._ports['cm-health']}",
+                f"--v={self.verbosity}",
+                *args,
+            ],
+            ("cm-health",),
+            lambda: f"http://{LOOPBACK}:{self._ports['cm-health']}/healthz",
+        )
 
     def _apply_crds(self, cluster: str, *source: str) -> None:
         """Server-side apply (Karmada's CRDs exceed client-side apply's annotation limit); wait for Established."""
-        applied = self.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=karmada-env",
-                               "-o", "name", *source, cluster=cluster)
-        names = [line.split("/", 1)[1] for line in applied.stdout.split()
-                 if line.startswith("customresourcedefinition")]
+        applied = self.kubectl(
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=karmada-env",
+            "-o",
+            "name",
+            *source,
+            cluster=cluster,
+        )
+        names = [
+            line.split("/", 1)[1] for line in applied.stdout.split() if line.startswith("customresourcedefinition")
+        ]
         api = self.api(cluster)
 
         def established() -> bool:
@@ -978,31 +1241,50 @@ class KarmadaEnv:
         ca_bundle = base64.b64encode(self._ca_pem).decode()
         for member in self.members:
             for name in (member, f"{member}-impersonator"):
-                karmada.create(resource_path("v1", "secrets", namespace="karmada-cluster"), {
-                    "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "karmada-cluster"},
-                    "data": {"token": token, "caBundle": ca_bundle}})
+                karmada.create(
+                    resource_path("v1", "secrets", namespace="karmada-cluster"),
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Secret",
+                        "metadata": {"name": name, "namespace": "karmada-cluster"},
+                        "data": {"token": token, "caBundle": ca_bundle},
+                    },
+                )
             kube_system = self.api(member).get(resource_path("v1", "namespaces", "kube-system"))
             assert kube_system is not None
-            karmada.create("/apis/cluster.karmada.io/v1alpha1/clusters", {
-                "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": member},
-                "spec": {"id": kube_system["metadata"]["uid"], "apiEndpoint": self.server_url(member),
-                         "syncMode": "Push",
-                         "secretRef": {"namespace": "karmada-cluster", "name": member},
-                         "impersonatorSecretRef": {"namespace": "karmada-cluster",
-                                                   "name": f"{member}-impersonator"}}})
+            karmada.create(
+                "/apis/cluster.karmada.io/v1alpha1/clusters",
+                {
+                    "apiVersion": "cluster.karmada.io/v1alpha1",
+                    "kind": "Cluster",
+                    "metadata": {"name": member},
+                    "spec": {
+                        "id": kube_system["metadata"]["uid"],
+                        "apiEndpoint": self.server_url(member),
+                        "syncMode": "Push",
+                        "secretRef": {"namespace": "karmada-cluster", "name": member},
+                        "impersonatorSecretRef": {"namespace": "karmada-cluster", "name": f"{member}-impersonator"},
+                    },
+                },
+            )
 
         def registered(member: str) -> bool:
             cluster = karmada.get(f"/apis/cluster.karmada.io/v1alpha1/clusters/{member}") or {}
             status = cluster.get("status") or {}
             ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-            flink = any(e.get("groupVersion") == "flink.apache.org/v1beta1"
-                        and any(r.get("kind") == "FlinkDeployment" for r in e.get("resources") or [])
-                        for e in status.get("apiEnablements") or [])
+            flink = any(
+                e.get("groupVersion") == "flink.apache.org/v1beta1"
+                and any(r.get("kind") == "FlinkDeployment" for r in e.get("resources") or [])
+                for e in status.get("apiEnablements") or []
+            )
             return ready and flink
 
         for member in self.members:
-            self.wait_until(lambda: registered(member), self.startup_timeout,
-                            f"Cluster {member} Ready with FlinkDeployment in status.apiEnablements")
+            self.wait_until(
+                lambda: registered(member),
+                self.startup_timeout,
+                f"Cluster {member} Ready with FlinkDeployment in status.apiEnablements",
+            )
 
     def _base_relay_config(self) -> dict[str, Any]:
         config = copy.deepcopy(RELAY_CONFIG)
@@ -1021,29 +1303,64 @@ class KarmadaEnv:
                 self.kubectl("apply", "-f", str(manifest), cluster=member)
         self.start_relay()
         rendered = subprocess.run(
-            [*_relay_command(), "manifests", "webhook", "--url", self.relay_url, "--namespace", RELAY_NAMESPACE,
-             "--cert-dir", str(self.relay_cert_dir)],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, env=_loopback_env())
+            [
+                *_relay_command(),
+                "manifests",
+                "webhook",
+                "--url",
+                self.relay_url,
+                "--namespace",
+                RELAY_NAMESPACE,
+                "--cert-dir",
+                str(self.relay_cert_dir),
+            ],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=_loopback_env(),
+        )
         if rendered.returncode != 0:
-            raise ControlPlaneError(f"failover-relay manifests webhook exited {rendered.returncode}: "
-                                    f"{rendered.stderr}")
+            raise ControlPlaneError(f"failover-relay manifests webhook exited {rendered.returncode}: {rendered.stderr}")
         self.kubectl("apply", "-f", "-", input=rendered.stdout)
         self._registered.add("failover-relay")
         # Registered means the apiserver calls it: a policy only the relay refuses (statePreservation with a
         # Gracefully purge, docs/design.md "Policy admission") is refused.
-        probe = json.dumps({
-            "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
-            "metadata": {"name": "relay-registration-probe", "namespace": "default"},
-            "spec": {"propagateDeps": True,
-                     "resourceSelectors": [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment"}],
-                     "placement": {"clusterAffinity": {"clusterNames": list(self.members)}},
-                     "failover": {"application": {
-                         "decisionConditions": {"tolerationSeconds": 10}, "purgeMode": "Gracefully",
-                         "statePreservation": {"rules": [{"aliasLabelName": "application.karmada.io/failover-jobid",
-                                                          "jsonPath": "{ .jobStatus.jobId }"}]}}}}})
-        self.wait_until(lambda: "failover-relay.io" in self.kubectl(
-            "create", "--dry-run=server", "-f", "-", input=probe, check=False).stderr, 30,
-            "the apiserver calling failover-relay's validating webhook", interval=0.5)
+        probe = json.dumps(
+            {
+                "apiVersion": "policy.karmada.io/v1alpha1",
+                "kind": "PropagationPolicy",
+                "metadata": {"name": "relay-registration-probe", "namespace": "default"},
+                "spec": {
+                    "propagateDeps": True,
+                    "resourceSelectors": [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment"}],
+                    "placement": {"clusterAffinity": {"clusterNames": list(self.members)}},
+                    "failover": {
+                        "application": {
+                            "decisionConditions": {"tolerationSeconds": 10},
+                            "purgeMode": "Gracefully",
+                            "statePreservation": {
+                                "rules": [
+                                    {
+                                        "aliasLabelName": "application.karmada.io/failover-jobid",
+                                        "jsonPath": "{ .jobStatus.jobId }",
+                                    }
+                                ]
+                            },
+                        }
+                    },
+                },
+            }
+        )
+        self.wait_until(
+            lambda: (
+                "failover-relay.io"
+                in self.kubectl("create", "--dry-run=server", "-f", "-", input=probe, check=False).stderr
+            ),
+            30,
+            "the apiserver calling failover-relay's validating webhook",
+            interval=0.5,
+        )
 
 
 def main() -> int:
@@ -1054,8 +1371,10 @@ def main() -> int:
     env = KarmadaEnv(karmada_tree(source_only=False), ensure_binaries())
     env.start()
     try:
-        print(f"Karmada {env.tree.version} ready in {env.startup_seconds:.1f} s; "
-              f"RSS {env.rss_bytes() / 2**30:.2f} GiB", flush=True)
+        print(
+            f"Karmada {env.tree.version} ready in {env.startup_seconds:.1f} s; RSS {env.rss_bytes() / 2**30:.2f} GiB",
+            flush=True,
+        )
         for cluster in (KARMADA, *env.members):
             print(f"  {cluster}: KUBECONFIG={env.kubeconfig(cluster)}")
         print(f"  relay: {env.relay_url} (log {env.relay_log}); checkpoints: {env.checkpoint_root}")

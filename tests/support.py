@@ -7,8 +7,9 @@ import copy
 import json
 import ssl
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 GVK = {
     "PropagationPolicy": ("policy.karmada.io", "v1alpha1"),
@@ -21,8 +22,14 @@ GVK = {
 }
 
 
-def admission_review(obj: Mapping[str, Any], operation: str = "CREATE", *, uid: str | None = None,
-                     old: Mapping[str, Any] | None = None, dry_run: bool = False) -> dict[str, Any]:
+def admission_review(
+    obj: Mapping[str, Any],
+    operation: str = "CREATE",
+    *,
+    uid: str | None = None,
+    old: Mapping[str, Any] | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
     kind = obj["kind"]
     group, version = GVK[kind]
     metadata = obj.get("metadata", {})
@@ -57,8 +64,9 @@ def flink_policy(**application: Any) -> dict[str, Any]:
     app: dict[str, Any] = {
         "decisionConditions": {"tolerationSeconds": 60},
         "purgeMode": "Directly",
-        "statePreservation": {"rules": [
-            {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}]},
+        "statePreservation": {
+            "rules": [{"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}]
+        },
     }
     app.update(application)
     return {
@@ -67,11 +75,14 @@ def flink_policy(**application: Any) -> dict[str, Any]:
         "metadata": {"name": "flink-pp", "namespace": "default"},
         "spec": {
             "propagateDeps": True,
-            "resourceSelectors": [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-                                   "name": "basic-example"}],
+            "resourceSelectors": [
+                {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "name": "basic-example"}
+            ],
             "failover": {"application": app},
-            "placement": {"clusterAffinity": {"clusterNames": ["member1", "member2"]},
-                          "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]},
+            "placement": {
+                "clusterAffinity": {"clusterNames": ["member1", "member2"]},
+                "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}],
+            },
         },
     }
 

@@ -66,14 +66,16 @@ def imports_of(relative: Path, source: str) -> list[Import]:
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - node.level + 1] if node.level else []
+            base = package[: len(package) - node.level + 1] if node.level else []
             module = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            targets = [f"{module}.{alias.name}" if is_module(f"{module}.{alias.name}") else module
-                       for alias in node.names]
+            targets = [
+                f"{module}.{alias.name}" if is_module(f"{module}.{alias.name}") else module for alias in node.names
+            ]
         else:
             continue
-        found += [Import(relative.as_posix(), node.lineno, target) for target in dict.fromkeys(targets)
-                  if is_ours(target)]
+        found += [
+            Import(relative.as_posix(), node.lineno, target) for target in dict.fromkeys(targets) if is_ours(target)
+        ]
     return found
 
 
@@ -86,15 +88,20 @@ def broken_rule(found: Import) -> str | None:
     if target_room == room or any(target_path == other or target_path.startswith(other + "/") for other in allowed):
         return None
     may = ", ".join(f"{other}/" for other in allowed) or "nothing of ours"
-    return (f"{found.file}:{found.line} imports {found.target} ({target_room}/); "
-            f"{room}/ may import its own room and {may}")
+    return (
+        f"{found.file}:{found.line} imports {found.target} ({target_room}/); {room}/ may import its own room and {may}"
+    )
 
 
 def test_every_import_keeps_to_its_layer() -> None:
     files = production_files()
     assert len(files) > 50, "the production packages were not found"
-    broken = [reason for path in files for found in imports_of(path.relative_to(ROOT), path.read_text())
-              if (reason := broken_rule(found))]
+    broken = [
+        reason
+        for path in files
+        for found in imports_of(path.relative_to(ROOT), path.read_text())
+        if (reason := broken_rule(found))
+    ]
     assert not broken, "imports across the layers (tests/test_layers.py, LAYERS):\n" + "\n".join(broken)
 
 
@@ -107,19 +114,25 @@ def test_the_rows_are_the_layers_table_of_the_design() -> None:
     # (`failover.core`) or not (`certs`). The failover package itself has no row: only its rooms do.
     table = (ROOT / "docs" / "design.md").read_text().split("## Layers", 1)[1]
     rows = re.findall(r"^\| `([\w/]+)/` \|.*\| ([^|]*) \|$", table.split("\n\n", 2)[1], re.MULTILINE)
-    documented = {folder: sorted(name.replace(".", "/") for name in re.findall(r"`([\w.]+)`", may))
-                  for folder, may in rows}
+    documented = {
+        folder: sorted(name.replace(".", "/") for name in re.findall(r"`([\w.]+)`", may)) for folder, may in rows
+    }
     documented["relay"] = sorted(set(PACKAGES) - {"relay"})  # "everything"
     assert documented == {room: sorted(LAYERS[room]) for room in LAYERS if room != "failover"}
 
 
 def test_lazy_and_type_checking_imports_are_read() -> None:
     # A module-level scan would miss both of these; an arrow is an arrow whenever it is followed.
-    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from relay.settings import Settings\n"
-              "def serve():\n    from webhook import server\n    from . import store\n")
+    source = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from relay.settings import Settings\n"
+        "def serve():\n    from webhook import server\n    from . import store\n"
+    )
     found = imports_of(Path("certs/probe.py"), source)
     assert [(one.line, one.target) for one in found] == [
-        (3, "relay.settings"), (5, "webhook.server"), (6, "certs.store")]
+        (3, "relay.settings"),
+        (5, "webhook.server"),
+        (6, "certs.store"),
+    ]
     assert [broken_rule(one) for one in found] == [
         "certs/probe.py:3 imports relay.settings (relay/); certs/ may import its own room and nothing of ours",
         "certs/probe.py:5 imports webhook.server (webhook/); certs/ may import its own room and nothing of ours",

@@ -11,7 +11,8 @@ import asyncio
 import contextvars
 import queue
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class BlockingPool:
@@ -19,8 +20,7 @@ class BlockingPool:
 
     def __init__(self, threads: int, name: str = "blocking-call") -> None:
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
-                         for i in range(threads)]
+        self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True) for i in range(threads)]
         for thread in self._threads:
             thread.start()
 

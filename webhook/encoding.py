@@ -13,7 +13,8 @@ library's encoder writes them as it always did (ASCII escapes, keys turned into 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 

@@ -8,11 +8,11 @@ registered mutator (savepoint injection, preserved-state labels), themselves thi
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Mapping
 
-from failover.core.api import GroupKind
 from failover.admission.registry import ADMITTED_OPERATIONS, DEFAULTERS, VALIDATORS, Defaulter, Validator
+from failover.core.api import GroupKind
 from failover.core.verdict import Verdict
 from webhook.review import AdmissionRequest
 
@@ -30,14 +30,17 @@ class AdmissionHandlers:
     kinds: frozenset[tuple[str, str]] = field(init=False, repr=False, compare=False)
     # The same tables keyed by the request's (group, kind) tuple: no GroupKind is built per review.
     _validators: dict[tuple[str, str], Validator] = field(init=False, repr=False, compare=False)
-    _mutations: dict[tuple[str, str], tuple[Defaulter | None, Mutator | None]] = field(init=False, repr=False,
-                                                                                       compare=False)
+    _mutations: dict[tuple[str, str], tuple[Defaulter | None, Mutator | None]] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self.kinds = frozenset((gk.group, gk.kind) for gk in (*VALIDATORS, *self.defaulters, *self.mutators))
         self._validators = {(gk.group, gk.kind): validator for gk, validator in VALIDATORS.items()}
-        self._mutations = {(gk.group, gk.kind): (self.defaulters.get(gk), self.mutators.get(gk))
-                           for gk in (*self.defaulters, *self.mutators)}
+        self._mutations = {
+            (gk.group, gk.kind): (self.defaulters.get(gk), self.mutators.get(gk))
+            for gk in (*self.defaulters, *self.mutators)
+        }
 
     async def validate(self, request: AdmissionRequest) -> Verdict | None:
         validator = self._validators.get(request.group_kind)

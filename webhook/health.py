@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 # A probe result is reused for this long, so a busy kubelet (or a curl loop) does not turn /readyz into a
 # handshake storm; it is far below the kubelet's default 10 s probe period.
@@ -55,7 +55,7 @@ class Readiness:
         not_after = self.certificate_not_after()
         if not_after is None:
             found.append("no serving certificate loaded")
-        elif not_after <= datetime.now(timezone.utc):
+        elif not_after <= datetime.now(UTC):
             found.append(f"serving certificate expired at {not_after.isoformat()}")
         dial_problem = await self._dial()
         if dial_problem:
@@ -92,9 +92,9 @@ class Readiness:
         host = self.dial_host()
         try:
             _, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, self.port, ssl=context, server_hostname=None),
-                DIAL_TIMEOUT_SECONDS)
-        except (OSError, ssl.SSLError, asyncio.TimeoutError) as error:
+                asyncio.open_connection(host, self.port, ssl=context, server_hostname=None), DIAL_TIMEOUT_SECONDS
+            )
+        except (TimeoutError, OSError, ssl.SSLError) as error:
             return f"TLS listener on {host}:{self.port} does not answer: {type(error).__name__}: {error}"[:200]
         writer.close()
         try:

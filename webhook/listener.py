@@ -24,8 +24,9 @@ import socket
 import ssl
 from asyncio import sslproto
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import structlog
 from aiohttp import web
@@ -83,9 +84,14 @@ class _Counted(asyncio.Protocol):
 class CappedListener:
     """Accepts on `sock`, hands each admitted connection to `protocol_factory` over TLS once the handshake is done."""
 
-    def __init__(self, sock: socket.socket, protocol_factory: Callable[[], asyncio.Protocol],
-                 ssl_context: Callable[[], ssl.SSLContext], limits: ConnectionLimits,
-                 on_refused: Callable[[str], None] = lambda reason: None) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        protocol_factory: Callable[[], asyncio.Protocol],
+        ssl_context: Callable[[], ssl.SSLContext],
+        limits: ConnectionLimits,
+        on_refused: Callable[[str], None] = lambda reason: None,
+    ) -> None:
         self.sock = sock
         self.protocol_factory = protocol_factory
         self.ssl_context = ssl_context
@@ -167,9 +173,15 @@ class CappedListener:
     async def _handshake(self, conn: socket.socket, protocol: asyncio.Protocol, release: Callable[[], None]) -> None:
         handshake = self.loop.create_future()
         # Read at each connection: the client CA reload replaces the context (certs/reload.py).
-        tls = _SmallBufferSSLProtocol(self.loop, protocol, self.ssl_context(), handshake, server_side=True,
-                                      ssl_handshake_timeout=self.limits.handshake_seconds,
-                                      ssl_shutdown_timeout=TLS_SHUTDOWN_SECONDS)
+        tls = _SmallBufferSSLProtocol(
+            self.loop,
+            protocol,
+            self.ssl_context(),
+            handshake,
+            server_side=True,
+            ssl_handshake_timeout=self.limits.handshake_seconds,
+            ssl_shutdown_timeout=TLS_SHUTDOWN_SECONDS,
+        )
         try:
             await self.loop.connect_accepted_socket(lambda: tls, conn)
             await handshake
@@ -185,11 +197,19 @@ class CappedListener:
 class CappedTLSSite(web.BaseSite):
     """aiohttp's TCPSite with the CappedListener in place of `loop.create_server`."""
 
-    __slots__ = ("_host", "_port", "_limits", "_on_refused", "_context_source")
+    __slots__ = ("_context_source", "_host", "_limits", "_on_refused", "_port")
 
-    def __init__(self, runner: web.BaseRunner, host: str, port: int, *, ssl_context: Callable[[], ssl.SSLContext],
-                 limits: ConnectionLimits, on_refused: Callable[[str], None] = lambda reason: None,
-                 backlog: int = 128) -> None:
+    def __init__(
+        self,
+        runner: web.BaseRunner,
+        host: str,
+        port: int,
+        *,
+        ssl_context: Callable[[], ssl.SSLContext],
+        limits: ConnectionLimits,
+        on_refused: Callable[[str], None] = lambda reason: None,
+        backlog: int = 128,
+    ) -> None:
         super().__init__(runner, ssl_context=ssl_context(), backlog=backlog)
         self._context_source = ssl_context
         self._host, self._port, self._limits, self._on_refused = host, port, limits, on_refused
@@ -210,8 +230,8 @@ class CappedTLSSite(web.BaseSite):
         loop = asyncio.get_running_loop()
         # The first address the host resolves to, as given: an IP in practice ("0.0.0.0" binds IPv4 only, like
         # aiohttp's TCPSite).
-        family, _, _, _, address = (await loop.getaddrinfo(self._host or None, self._port, type=socket.SOCK_STREAM,
-                                                          flags=socket.AI_PASSIVE))[0]
+        family, _, _, _, address = (
+            await loop.getaddrinfo(self._host or None, self._port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        )[0]
         sock = socket.create_server(address, family=family, backlog=self._backlog)
-        self._server = CappedListener(sock, self._runner.server, self._context_source, self._limits,
-                                      self._on_refused)  # type: ignore[assignment]
+        self._server = CappedListener(sock, self._runner.server, self._context_source, self._limits, self._on_refused)  # type: ignore[assignment]

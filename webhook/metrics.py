@@ -21,45 +21,67 @@ class AdmissionMetrics:
         self.requests = Counter(
             "failover_relay_admission_requests_total",
             "AdmissionReviews answered, by endpoint, kind and verdict (allowed, patched, denied, error).",
-            ("endpoint", "kind", "verdict"), registry=self.registry)
+            ("endpoint", "kind", "verdict"),
+            registry=self.registry,
+        )
         self.latency = Histogram(
             "failover_relay_admission_latency_seconds",
             "Time from reading the request to writing the answer.",
-            ("endpoint",), buckets=LATENCY_BUCKETS, registry=self.registry)
+            ("endpoint",),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         # A plain count read at scrape time: requests are served on one event loop, so it needs no lock.
         self.requests_in_flight = 0
         self.in_flight = Gauge(
-            "failover_relay_admission_requests_in_flight", "Requests being served now.", registry=self.registry)
+            "failover_relay_admission_requests_in_flight", "Requests being served now.", registry=self.registry
+        )
         self.in_flight.set_function(lambda: self.requests_in_flight)
         self._answered: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
         self.errors = Counter(
             "failover_relay_admission_errors_total",
             "Requests answered with a 4xx (bad request) or an internal error, by endpoint and reason.",
-            ("endpoint", "reason"), registry=self.registry)
+            ("endpoint", "reason"),
+            registry=self.registry,
+        )
         self.savepoint_lookups = Counter(
             "failover_relay_savepoint_lookups_total",
             "Savepoint injections by outcome: found, not-found, timeout, storage-error, invalid-job-id, "
             "carried-forward (UPDATE keeping the path set at CREATE).",
-            ("outcome",), registry=self.registry)
+            ("outcome",),
+            registry=self.registry,
+        )
         self._lookups: dict[str, Counter] = {}
         self.work_labels = Counter(
             "failover_relay_work_labels_total",
             "Work admissions of the preserved-state mutation, by outcome (labelled, unchanged, not-applicable, "
-            "binding-unreadable).", ("outcome",), registry=self.registry)
+            "binding-unreadable).",
+            ("outcome",),
+            registry=self.registry,
+        )
         self.certificate_repairs = Counter(
             "failover_relay_certificate_repairs_total",
             "Damage found in a cert dir of our own (lost or corrupt ca.crt or ca.key) and repaired; each is also "
-            "logged as an error naming the file.", registry=self.registry)
+            "logged as an error naming the file.",
+            registry=self.registry,
+        )
         self.connections_open = Gauge(
-            "failover_relay_connections_open", "TLS connections admitted and not yet closed (handshaking or served).",
-            registry=self.registry)
+            "failover_relay_connections_open",
+            "TLS connections admitted and not yet closed (handshaking or served).",
+            registry=self.registry,
+        )
         self.connections_refused = Counter(
             "failover_relay_connections_refused_total",
             "Connections closed before serving them, by reason (max-connections, max-connections-per-peer, "
-            "handshake-timeout, handshake-failed).", ("reason",), registry=self.registry)
+            "handshake-timeout, handshake-failed).",
+            ("reason",),
+            registry=self.registry,
+        )
         self.certificate_expiry = Gauge(
             "failover_relay_certificate_expiry_timestamp_seconds",
-            "Unix time at which the serving certificate expires.", registry=self.registry)
+            "Unix time at which the serving certificate expires.",
+            registry=self.registry,
+        )
 
     def count_answer(self, endpoint: str, kind: str, verdict: str, seconds: float) -> None:
         """One answered review. The labelled children are looked up once per label set: `labels()` validates and

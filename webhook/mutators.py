@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import structlog
 
 from failover.core.api import GroupKind
+from failover.core.verdict import ALLOWED, Verdict
 from failover.state.checkpoints import CheckpointStore, LookupCache, LookupResult, Outcome
 from failover.state.profiles import InjectionProfile
 from failover.state.restore import RestoreQuery, carried_path_belongs, find_restore_point
@@ -29,7 +31,6 @@ from failover.state.savepoint import (
     injection_verdict,
     plan_lookup,
 )
-from failover.core.verdict import ALLOWED, Verdict
 from webhook.blocking import BlockingPool
 from webhook.handlers import Mutator
 from webhook.metrics import AdmissionMetrics
@@ -58,11 +59,20 @@ class SavepointMutator:
     `allowed_roots` are further roots a workload's own directories may lie in. `late_restore` opts in to the
     redeploy of a deployed job whose path arrives late (failover/state/savepoint.py)."""
 
-    def __init__(self, profile: InjectionProfile, store: CheckpointStore, *, executor: BlockingPool,
-                 deadline: float = LOOKUP_DEADLINE_SECONDS, failure_mode: str = DEFAULT_FAILURE_MODE,
-                 cache: LookupCache | None = None, metrics: AdmissionMetrics | None = None,
-                 clock: Callable[[], float] = time.monotonic, allowed_roots: Sequence[CheckpointStore] = (),
-                 late_restore: bool = False) -> None:
+    def __init__(
+        self,
+        profile: InjectionProfile,
+        store: CheckpointStore,
+        *,
+        executor: BlockingPool,
+        deadline: float = LOOKUP_DEADLINE_SECONDS,
+        failure_mode: str = DEFAULT_FAILURE_MODE,
+        cache: LookupCache | None = None,
+        metrics: AdmissionMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        allowed_roots: Sequence[CheckpointStore] = (),
+        late_restore: bool = False,
+    ) -> None:
         self.profile = profile
         self.store = store
         self.roots = (store, *allowed_roots)
@@ -87,16 +97,29 @@ class SavepointMutator:
         verdict = decided.verdict
         if decided.cached:  # the review's own `admission_review` line carries outcome and path (its audit)
             return verdict
-        log.info("savepoint_lookup", kind=request.kind, object=request.display_name, operation=request.operation,
-                 dry_run=request.dry_run, outcome=decided.outcome, path=decided.result.path,
-                 reason=decided.result.reason or None, job_id=decided.result.job_id or None,
-                 fallback=decided.result.fallback or None, warnings=len(verdict.warnings), cached=decided.cached,
-                 failure_mode=self.failure_mode, patched=bool(verdict.patch), denied=not verdict.allowed,
-                 latency_ms=round((time.perf_counter() - started) * 1000, 3))
+        log.info(
+            "savepoint_lookup",
+            kind=request.kind,
+            object=request.display_name,
+            operation=request.operation,
+            dry_run=request.dry_run,
+            outcome=decided.outcome,
+            path=decided.result.path,
+            reason=decided.result.reason or None,
+            job_id=decided.result.job_id or None,
+            fallback=decided.result.fallback or None,
+            warnings=len(verdict.warnings),
+            cached=decided.cached,
+            failure_mode=self.failure_mode,
+            patched=bool(verdict.patch),
+            denied=not verdict.allowed,
+            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
         return verdict
 
-    async def decide(self, obj: Mapping[str, Any], operation: str, old_object: Mapping[str, Any] | None,
-                     namespace: str) -> "Injection | None":
+    async def decide(
+        self, obj: Mapping[str, Any], operation: str, old_object: Mapping[str, Any] | None, namespace: str
+    ) -> Injection | None:
         """Plan, look up (or carry forward) and decide for one object of this profile, counting the outcome; None
         when the object is not for injection. Shared by this mutator and the Work mutator's manifests."""
         plan = plan_lookup(self.profile, obj, operation, old_object, namespace)
@@ -111,8 +134,17 @@ class SavepointMutator:
         outcome = CARRIED_FORWARD if result.source == CARRIED_FORWARD else result.outcome.value
         if self.metrics is not None:
             self.metrics.count_savepoint_lookup(outcome)
-        verdict = injection_verdict(self.profile, obj, result, self.failure_mode, namespace, operation=operation,
-                                    old_object=old_object, late_restore=self.late_restore, warnings=plan.warnings)
+        verdict = injection_verdict(
+            self.profile,
+            obj,
+            result,
+            self.failure_mode,
+            namespace,
+            operation=operation,
+            old_object=old_object,
+            late_restore=self.late_restore,
+            warnings=plan.warnings,
+        )
         return Injection(verdict, result, outcome, cached)
 
     async def lookup(self, query: RestoreQuery, carried: str | None = None) -> tuple[LookupResult, bool]:
@@ -157,17 +189,32 @@ class SavepointMutator:
             return LookupResult(Outcome.STORAGE_ERROR, reason=f"storage error: {type(error).__name__}")
 
 
-def savepoint_mutators(profiles: Mapping[GroupKind, InjectionProfile], store: CheckpointStore, *,
-                       executor: BlockingPool | None = None, deadline: float = LOOKUP_DEADLINE_SECONDS,
-                       failure_mode: str = DEFAULT_FAILURE_MODE, cache_ttl: float = LOOKUP_CACHE_TTL_SECONDS,
-                       metrics: AdmissionMetrics | None = None, allowed_roots: Sequence[CheckpointStore] = (),
-                       late_restore: bool = False) -> dict[GroupKind, Mutator]:
+def savepoint_mutators(
+    profiles: Mapping[GroupKind, InjectionProfile],
+    store: CheckpointStore,
+    *,
+    executor: BlockingPool | None = None,
+    deadline: float = LOOKUP_DEADLINE_SECONDS,
+    failure_mode: str = DEFAULT_FAILURE_MODE,
+    cache_ttl: float = LOOKUP_CACHE_TTL_SECONDS,
+    metrics: AdmissionMetrics | None = None,
+    allowed_roots: Sequence[CheckpointStore] = (),
+    late_restore: bool = False,
+) -> dict[GroupKind, Mutator]:
     """One mutator per profile, for `AdmissionHandlers(mutators=...)`; they share the thread pool."""
     pool = executor or lookup_pool()
     return {
-        group_kind: SavepointMutator(profile, store, executor=pool, deadline=deadline, failure_mode=failure_mode,
-                                     cache=LookupCache(cache_ttl), metrics=metrics, allowed_roots=allowed_roots,
-                                     late_restore=late_restore)
+        group_kind: SavepointMutator(
+            profile,
+            store,
+            executor=pool,
+            deadline=deadline,
+            failure_mode=failure_mode,
+            cache=LookupCache(cache_ttl),
+            metrics=metrics,
+            allowed_roots=allowed_roots,
+            late_restore=late_restore,
+        )
         for group_kind, profile in profiles.items()
     }
 

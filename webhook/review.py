@@ -16,7 +16,8 @@ from __future__ import annotations
 import base64
 import json
 import math
-from typing import Any, Literal, Mapping, NamedTuple, NotRequired, TypedDict
+from collections.abc import Mapping
+from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
 from failover.core.names import object_key
 from failover.core.verdict import Verdict, clip
@@ -148,8 +149,10 @@ def parse_review(body: bytes) -> AdmissionRequest:
         raise MalformedReview(f"kind is {_short(kind)}; expected {KIND}")
     api_version = review.get("apiVersion")
     if api_version != API_VERSION:
-        raise UnsupportedVersion(f"apiVersion {_short(api_version)} is not supported; expected {API_VERSION} "
-                                 "(set admissionReviewVersions: [v1])")
+        raise UnsupportedVersion(
+            f"apiVersion {_short(api_version)} is not supported; expected {API_VERSION} "
+            "(set admissionReviewVersions: [v1])"
+        )
     request = review.get("request")
     if not isinstance(request, dict):
         raise MalformedReview("request is missing or not an object")
@@ -163,12 +166,14 @@ def parse_review(body: bytes) -> AdmissionRequest:
         group = version = kind = None
     # group is empty for the core API group; version and kind never are.
     if not (isinstance(group, str) and isinstance(version, str) and isinstance(kind, str) and version and kind):
-        raise MalformedReview("request.kind must be an object with string group, version and kind "
-                              "(version and kind not empty)")
+        raise MalformedReview(
+            "request.kind must be an object with string group, version and kind (version and kind not empty)"
+        )
     operation = request.get("operation")
     if not isinstance(operation, str) or operation not in OPERATIONS:
-        raise MalformedReview(f"request.operation is {_short(operation)}; expected one of "
-                              + ", ".join(sorted(OPERATIONS)))
+        raise MalformedReview(
+            f"request.operation is {_short(operation)}; expected one of " + ", ".join(sorted(OPERATIONS))
+        )
     obj = request.get("object")
     old = request.get("oldObject")
     if operation in ("CREATE", "UPDATE") and not isinstance(obj, dict):
@@ -275,8 +280,7 @@ def _nesting_exceeds(value: Any, limit: int) -> bool:
 def _is_uid(value: Any) -> bool:
     # Echoed into the response and the logs: control characters, spaces and lone surrogates would let a caller
     # forge log lines; an apiserver's uid is a UUID and has none of them.
-    return (isinstance(value, str) and 0 < len(value) <= MAX_UID_LENGTH and value.isprintable()
-            and " " not in value)
+    return isinstance(value, str) and 0 < len(value) <= MAX_UID_LENGTH and value.isprintable() and " " not in value
 
 
 def _or_default(value: Any, default: Any) -> Any:
@@ -321,14 +325,16 @@ def complete(request: AdmissionRequest, verdict: Verdict | None) -> AdmissionRes
 
 def failed(request: AdmissionRequest, message: str) -> AdmissionResponseWire:
     """The relay itself failed on this object; the apiserver treats it as a rejection with our message."""
-    return {"uid": request.uid, "allowed": False,
-            "status": {"code": INTERNAL_ERROR, "message": message, "reason": "InternalError"}}
+    return {
+        "uid": request.uid,
+        "allowed": False,
+        "status": {"code": INTERNAL_ERROR, "message": message, "reason": "InternalError"},
+    }
 
 
 def encode(request: AdmissionRequest, response: AdmissionResponseWire) -> bytes:
     """The AdmissionReview carrying `response`, in the request's apiVersion, as the HTTP body."""
-    review: AdmissionReviewWire = {"apiVersion": request.api_version or API_VERSION, "kind": KIND,
-                                   "response": response}
+    review: AdmissionReviewWire = {"apiVersion": request.api_version or API_VERSION, "kind": KIND, "response": response}
     return dumps(review)
 
 
@@ -340,7 +346,8 @@ _ALLOWED_TAIL = b',"allowed":true}}'
 def answer(request: AdmissionRequest, verdict: Verdict | None) -> bytes:
     """The HTTP body answering `request` with `verdict`. A plain allow (the answer to most reviews) is two constant
     pieces around the encoded uid instead of a response dict built and encoded field by field."""
-    if (verdict is None or not (verdict.denials or verdict.patch or verdict.warnings or verdict.audit)) \
-            and request.api_version == API_VERSION:
+    if (
+        verdict is None or not (verdict.denials or verdict.patch or verdict.warnings or verdict.audit)
+    ) and request.api_version == API_VERSION:
         return b"%s%s%s" % (_ALLOWED_HEAD, dumps(request.uid), _ALLOWED_TAIL)
     return encode(request, complete(request, verdict))

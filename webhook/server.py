@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import structlog
-from structlog.contextvars import bind_contextvars, reset_contextvars
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
+from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from failover.core.verdict import Verdict, clip
 from webhook.handlers import AdmissionHandlers
@@ -74,9 +75,14 @@ def connection_options(header_and_idle_timeout: float = HEADER_AND_IDLE_TIMEOUT_
     """aiohttp `AppRunner` keyword arguments that bound what one connection may hold (see the constants above)."""
     # auto_decompress off: the apiserver never compresses a review, and a compressed body is a decompression bomb
     # we need not defuse; it is refused with 415 before it is read.
-    return {"keepalive_timeout": header_and_idle_timeout, "max_line_size": MAX_REQUEST_LINE_BYTES,
-            "max_field_size": MAX_HEADER_BYTES, "max_headers": MAX_HEADERS, "lingering_time": LINGERING_SECONDS,
-            "auto_decompress": False}
+    return {
+        "keepalive_timeout": header_and_idle_timeout,
+        "max_line_size": MAX_REQUEST_LINE_BYTES,
+        "max_field_size": MAX_HEADER_BYTES,
+        "max_headers": MAX_HEADERS,
+        "lingering_time": LINGERING_SECONDS,
+        "auto_decompress": False,
+    }
 
 
 class AdmissionServer:
@@ -132,8 +138,11 @@ class AdmissionServer:
         metrics.requests_in_flight += 1
         try:
             if self.require_client_certificate and not http.transport.get_extra_info("peercert"):
-                return self._bad_request(endpoint, ClientCertificateRequired(
-                    "a client certificate signed by the configured client CA is required"), started)
+                return self._bad_request(
+                    endpoint,
+                    ClientCertificateRequired("a client certificate signed by the configured client CA is required"),
+                    started,
+                )
             try:
                 admission = await self._parse_bounded(endpoint, await self._read_body(http))
             except ReviewError as error:
@@ -149,8 +158,9 @@ class AdmissionServer:
         finally:
             metrics.requests_in_flight -= 1
 
-    async def _answer(self, endpoint: str, handler: Handler, admission: AdmissionRequest,
-                      started: float) -> web.Response:
+    async def _answer(
+        self, endpoint: str, handler: Handler, admission: AdmissionRequest, started: float
+    ) -> web.Response:
         """The handler's verdict on a well-formed review as the HTTP answer, counted and logged."""
         metrics = self.metrics
         try:
@@ -158,8 +168,9 @@ class AdmissionServer:
         except Exception as error:  # a bug in a rule must not take the server down or answer 500
             self.log.exception("review_failed", endpoint=endpoint, uid=admission.uid, kind=admission.kind)
             reason = type(error).__name__
-            body = encode(admission, failed(admission, clip(f"failover-relay could not evaluate "
-                                                            f"{admission.kind}: {reason}", 200)))
+            body = encode(
+                admission, failed(admission, clip(f"failover-relay could not evaluate {admission.kind}: {reason}", 200))
+            )
             summary, warnings, audit = "error", 0, None
             metrics.errors.labels(endpoint, "internal").inc()
         else:
@@ -180,12 +191,30 @@ class AdmissionServer:
         return web.Response(body=body, content_type="application/json")
 
     @staticmethod
-    def _log_review(write: Callable[..., Any], endpoint: str, admission: AdmissionRequest, summary: str,
-                    reason: str, warnings: int, audit: dict[str, str] | None, elapsed: float) -> None:
-        write("admission_review", endpoint=endpoint, uid=admission.uid, kind=admission.kind,
-              object=admission.display_name or _object_name(admission), operation=admission.operation,
-              dry_run=admission.dry_run, verdict=summary, reason=reason or None, warnings=warnings, audit=audit,
-              latency_ms=round(elapsed * 1000, 3))
+    def _log_review(
+        write: Callable[..., Any],
+        endpoint: str,
+        admission: AdmissionRequest,
+        summary: str,
+        reason: str,
+        warnings: int,
+        audit: dict[str, str] | None,
+        elapsed: float,
+    ) -> None:
+        write(
+            "admission_review",
+            endpoint=endpoint,
+            uid=admission.uid,
+            kind=admission.kind,
+            object=admission.display_name or _object_name(admission),
+            operation=admission.operation,
+            dry_run=admission.dry_run,
+            verdict=summary,
+            reason=reason or None,
+            warnings=warnings,
+            audit=audit,
+            latency_ms=round(elapsed * 1000, 3),
+        )
 
     def _kind_label(self, admission: AdmissionRequest) -> str:
         # The kind comes from the caller; naming only the kinds we serve keeps the series bounded when something
@@ -212,15 +241,18 @@ class AdmissionServer:
 
     async def _read_body(self, http: web.Request) -> bytes:
         if http.content_type != "application/json":
-            raise UnsupportedMediaType(f"content type {clip(http.content_type, 60)!r} is not supported; "
-                                       "send application/json")
+            raise UnsupportedMediaType(
+                f"content type {clip(http.content_type, 60)!r} is not supported; send application/json"
+            )
         encoding = http.headers.get("Content-Encoding", "identity").strip().lower()
         if encoding != "identity":
-            raise UnsupportedMediaType(f"content encoding {clip(encoding, 60)!r} is not supported; send the review "
-                                       "uncompressed")
+            raise UnsupportedMediaType(
+                f"content encoding {clip(encoding, 60)!r} is not supported; send the review uncompressed"
+            )
         if http.content_length is not None and http.content_length > self.max_body_bytes:
-            raise BodyTooLarge(f"request body of {http.content_length} bytes exceeds the limit of "
-                               f"{self.max_body_bytes}")
+            raise BodyTooLarge(
+                f"request body of {http.content_length} bytes exceeds the limit of {self.max_body_bytes}"
+            )
         try:
             if http.content.is_eof():  # the whole body arrived with the head, as the apiserver sends it
                 return await http.read()

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import structlog
 
 from failover.core.api import WORKS, GroupKind
+from failover.core.verdict import ALLOWED, Verdict, clip
 from failover.state.preserved_state import (
     AUDIT_OUTCOME,
     AUDIT_REASON,
@@ -33,7 +35,6 @@ from failover.state.preserved_state import (
     with_labels,
 )
 from failover.state.savepoint import MAX_AUDIT_VALUE
-from failover.core.verdict import ALLOWED, Verdict, clip
 from webhook.blocking import BlockingPool
 from webhook.metrics import AdmissionMetrics
 from webhook.mutators import SavepointMutator
@@ -57,10 +58,15 @@ class WorkMutator:
     """Puts a binding's preserved labels on the manifests of its Work, and, for kinds in `savepoints`, the
     restore path the savepoint mutator of that kind would set in the member cluster."""
 
-    def __init__(self, read_binding: BindingReader, *, executor: BlockingPool,
-                 deadline: float = DEFAULT_BINDING_DEADLINE_SECONDS,
-                 savepoints: Mapping[GroupKind, SavepointMutator] | None = None,
-                 metrics: AdmissionMetrics | None = None) -> None:
+    def __init__(
+        self,
+        read_binding: BindingReader,
+        *,
+        executor: BlockingPool,
+        deadline: float = DEFAULT_BINDING_DEADLINE_SECONDS,
+        savepoints: Mapping[GroupKind, SavepointMutator] | None = None,
+        metrics: AdmissionMetrics | None = None,
+    ) -> None:
         self.read_binding = read_binding
         self.executor = executor
         self.deadline = deadline
@@ -80,7 +86,8 @@ class WorkMutator:
         started = time.perf_counter()
         try:
             binding = await asyncio.wait_for(
-                asyncio.shield(self.executor.submit(self.read_binding, ref, self.deadline)), self.deadline)
+                asyncio.shield(self.executor.submit(self.read_binding, ref, self.deadline)), self.deadline
+            )
         except TimeoutError:
             return self._fail_open(request, f"reading {ref} timed out after {self.deadline:g}s")
         except Exception as error:  # any client failure: connection, permission, a bad answer
@@ -93,14 +100,29 @@ class WorkMutator:
         if plan.labels and self.savepoints:
             verdict = verdict.merged(await self._savepoints(request, work, plan.labels, plan.annotations))
         self._count("labelled" if verdict.patch else "unchanged" if plan.labels else "not-applicable")
-        log.info("preserved_state", object=request.display_name, operation=request.operation,
-                 dry_run=request.dry_run, binding=str(ref), source=plan.source or None,
-                 labels=sorted(plan.labels), hints=sorted(plan.annotations) or None, reason=plan.reason or None, patched=bool(verdict.patch),
-                 warnings=len(verdict.warnings), latency_ms=round((time.perf_counter() - started) * 1000, 3))
+        log.info(
+            "preserved_state",
+            object=request.display_name,
+            operation=request.operation,
+            dry_run=request.dry_run,
+            binding=str(ref),
+            source=plan.source or None,
+            labels=sorted(plan.labels),
+            hints=sorted(plan.annotations) or None,
+            reason=plan.reason or None,
+            patched=bool(verdict.patch),
+            warnings=len(verdict.warnings),
+            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
         return verdict
 
-    async def _savepoints(self, request: AdmissionRequest, work: Mapping[str, Any],
-                          labels: Mapping[str, str], annotations: Mapping[str, str]) -> Verdict:
+    async def _savepoints(
+        self,
+        request: AdmissionRequest,
+        work: Mapping[str, Any],
+        labels: Mapping[str, str],
+        annotations: Mapping[str, str],
+    ) -> Verdict:
         """The restore path of every manifest of a savepoint kind, decided on the manifest as it will be labelled
         and annotated (the restore hints of the binding's history: `failover.state.history.restore_hints`).
 
@@ -123,12 +145,24 @@ class WorkMutator:
                 continue
             # One Work may hold several such manifests: each one's audit keys are told apart by its index.
             audit = {f"{key}-{index}": value for key, value in decided.verdict.audit.items()}
-            verdict = verdict.merged(Verdict(denials=decided.verdict.denials, warnings=decided.verdict.warnings,
-                                             patch=under_manifest(index, decided.verdict).patch, audit=audit))
+            verdict = verdict.merged(
+                Verdict(
+                    denials=decided.verdict.denials,
+                    warnings=decided.verdict.warnings,
+                    patch=under_manifest(index, decided.verdict).patch,
+                    audit=audit,
+                )
+            )
             if not decided.cached:
-                log.info("savepoint_lookup", object=request.display_name, manifest=index, outcome=decided.outcome,
-                         path=decided.result.path, reason=decided.result.reason or None,
-                         failure_mode=mutator.failure_mode)
+                log.info(
+                    "savepoint_lookup",
+                    object=request.display_name,
+                    manifest=index,
+                    outcome=decided.outcome,
+                    path=decided.result.path,
+                    reason=decided.result.reason or None,
+                    failure_mode=mutator.failure_mode,
+                )
         return verdict
 
     def _count(self, outcome: str) -> None:
@@ -142,8 +176,10 @@ class WorkMutator:
 
 def _fail_open(request: AdmissionRequest, reason: str) -> Verdict:
     log.warning("preserved_state_unknown", object=request.display_name, operation=request.operation, reason=reason)
-    return Verdict(warnings=(clip(f"preserved labels not set: {reason}"),),
-                   audit={AUDIT_OUTCOME: "unknown", AUDIT_REASON: reason[:MAX_AUDIT_VALUE]})
+    return Verdict(
+        warnings=(clip(f"preserved labels not set: {reason}"),),
+        audit={AUDIT_OUTCOME: "unknown", AUDIT_REASON: reason[:MAX_AUDIT_VALUE]},
+    )
 
 
 def _describe(error: BaseException) -> str:

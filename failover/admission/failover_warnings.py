@@ -26,20 +26,19 @@ will not do what its author expects.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from failover.core import binding as b
-from failover.core.api import FLINK_DEPLOYMENTS
-from failover.core.api import FAILBACK_ANNOTATION
-from failover.core.placement import clusters_by_name_only, placement_clusters, placement_is_single_cluster
+from failover.core.api import FAILBACK_ANNOTATION, FLINK_DEPLOYMENTS
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
+from failover.core.placement import clusters_by_name_only, placement_clusters, placement_is_single_cluster
 from failover.state.profiles import TRIGGER_LABELS
 
 # (group, kind) Karmada v1.19 has no health interpretation for, as reported in Karmada #7843.
-NO_HEALTH_INTERPRETATION = frozenset({("batch", "Job"), ("flink.apache.org", "FlinkSessionJob"),
-                                      ("flink.apache.org", "FlinkBlueGreenDeployment")})
+NO_HEALTH_INTERPRETATION = frozenset(
+    {("batch", "Job"), ("flink.apache.org", "FlinkSessionJob"), ("flink.apache.org", "FlinkBlueGreenDeployment")}
+)
 # The status fields the restore reads the job id from: FlinkDeployment `status.jobStatus.jobId`; and the `jobID` typo
 # of Karmada's docs, which failover/admission/policy.py already warns about (it blocks the eviction itself).
 JOB_ID_FIELDS = frozenset({"jobStatus", "jobId"})
@@ -60,20 +59,27 @@ def failover_warnings(policy: Mapping[str, Any], trigger_labels: Sequence[str] =
     if isinstance(failover.get("application"), dict):
         for group, kind in kinds:
             if (group, kind) in NO_HEALTH_INTERPRETATION:
-                warnings.append(f"{kind}: Karmada has no health interpretation for it (#7843), so application"
-                                " failover never starts")
+                warnings.append(
+                    f"{kind}: Karmada has no health interpretation for it (#7843), so application failover never starts"
+                )
     names = placement_clusters(placement)
     if names is not None and len(names) == 1:
         warnings.append(f"spec.placement names only {min(names)}: a failover has no other cluster to go to (#5803)")
     if isinstance(failover.get("cluster"), dict) and _tolerates_every_no_execute(placement):
-        warnings.append("spec.failover.cluster: clusterTolerations tolerate every NoExecute taint, so Karmada never"
-                        " evicts")
-    if b.annotations(policy).get(FAILBACK_ANNOTATION) == "true" and placement_is_single_cluster(placement) and (
-            not placement.get("clusterAffinities")):
+        warnings.append(
+            "spec.failover.cluster: clusterTolerations tolerate every NoExecute taint, so Karmada never evicts"
+        )
+    if (
+        b.annotations(policy).get(FAILBACK_ANNOTATION) == "true"
+        and placement_is_single_cluster(placement)
+        and (not placement.get("clusterAffinities"))
+    ):
         flat = clusters_by_name_only(placement.get("clusterAffinity"))
         if flat is None or len(flat) > 2:
-            warnings.append("failback: with clusterAffinity Karmada breaks the tie by name; only ordered"
-                            " clusterAffinities always move back")
+            warnings.append(
+                "failback: with clusterAffinity Karmada breaks the tie by name; only ordered"
+                " clusterAffinities always move back"
+            )
     if (FLINK_DEPLOYMENTS.group, FLINK_DEPLOYMENTS.kind) in kinds:
         for section in STATEFUL_SECTIONS:
             if isinstance(failover.get(section), dict):
@@ -81,8 +87,9 @@ def failover_warnings(policy: Mapping[str, Any], trigger_labels: Sequence[str] =
     return warnings
 
 
-def stateless_flink_failover(section: Mapping[str, Any], path: str,
-                             trigger_labels: Sequence[str] = TRIGGER_LABELS) -> list[str]:
+def stateless_flink_failover(
+    section: Mapping[str, Any], path: str, trigger_labels: Sequence[str] = TRIGGER_LABELS
+) -> list[str]:
     """Why a stateful failover ``section`` (application or cluster) of FlinkDeployments restores no state.
 
     Only rules that parse are judged (the others are denied by failover/admission/policy.py). A section without
@@ -100,13 +107,16 @@ def stateless_flink_failover(section: Mapping[str, Any], path: str,
             fields = parse_template(rule["jsonPath"]).field_names()
         except JSONPathSyntaxError:
             continue
-        if JOB_ID_FIELDS <= fields:
+        if fields >= JOB_ID_FIELDS:
             job_id_rules.append((index, rule.get("aliasLabelName")))
-        typos += JOB_ID_TYPO_FIELDS <= fields
+        typos += fields >= JOB_ID_TYPO_FIELDS
     sp_path = f"{path}.statePreservation"
     if not job_id_rules:
-        return [] if typos else [
-            f"{sp_path}: no rule keeps {{ .jobStatus.jobId }}: FlinkDeployments restart without state"]
+        return (
+            []
+            if typos
+            else [f"{sp_path}: no rule keeps {{ .jobStatus.jobId }}: FlinkDeployments restart without state"]
+        )
     if any(alias in trigger_labels for _, alias in job_id_rules):
         return []
     return [f"{sp_path}.rules[{job_id_rules[0][0]}].aliasLabelName: no restore runs on this label (docs/restore.md)"]
@@ -116,8 +126,11 @@ def _selected_kinds(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     selectors = spec.get("resourceSelectors")
     kinds = []
     for selector in selectors if isinstance(selectors, list) else ():
-        if isinstance(selector, dict) and isinstance(selector.get("apiVersion"), str) and isinstance(
-                selector.get("kind"), str):
+        if (
+            isinstance(selector, dict)
+            and isinstance(selector.get("apiVersion"), str)
+            and isinstance(selector.get("kind"), str)
+        ):
             group = selector["apiVersion"].rpartition("/")[0]
             kinds.append((group, selector["kind"]))
     return kinds
@@ -125,6 +138,11 @@ def _selected_kinds(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _tolerates_every_no_execute(placement: Mapping[str, Any]) -> bool:
     tolerations = placement.get("clusterTolerations")
-    return any(isinstance(t, dict) and not t.get("key") and t.get("operator") == "Exists"
-               and t.get("effect") in (None, "", "NoExecute") and t.get("tolerationSeconds") is None
-               for t in (tolerations if isinstance(tolerations, list) else ()))
+    return any(
+        isinstance(t, dict)
+        and not t.get("key")
+        and t.get("operator") == "Exists"
+        and t.get("effect") in (None, "", "NoExecute")
+        and t.get("tolerationSeconds") is None
+        for t in (tolerations if isinstance(tolerations, list) else ())
+    )

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from failover.core.api import DEFAULT_GRACE_PERIOD_SECONDS  # helper.SetDefaultGracePeriodSeconds
 from failover.core.labels import label_key_problems
@@ -50,15 +51,21 @@ def karmada_mutated(policy: Mapping[str, Any], namespace: str) -> dict[str, Any]
                 if not constraint.get("minGroups"):
                     constraint["minGroups"] = 1
         scheduling = placement.get("replicaScheduling")
-        if isinstance(scheduling, dict) and scheduling.get("replicaSchedulingType") == "Divided" and not scheduling.get(
-                "replicaDivisionPreference"):
+        if (
+            isinstance(scheduling, dict)
+            and scheduling.get("replicaSchedulingType") == "Divided"
+            and not scheduling.get("replicaDivisionPreference")
+        ):
             scheduling["replicaDivisionPreference"] = "Weighted"
     if any(isinstance(s, dict) and (s.get("apiVersion"), s.get("kind")) == SERVICE_IMPORT for s in _list(selectors)):
         spec["propagateDeps"] = True
     failover = spec.get("failover")
     application = failover.get("application") if isinstance(failover, dict) else None
-    if isinstance(application, dict) and application.get("purgeMode") == "Gracefully" and application.get(
-            "gracePeriodSeconds") is None:
+    if (
+        isinstance(application, dict)
+        and application.get("purgeMode") == "Gracefully"
+        and application.get("gracePeriodSeconds") is None
+    ):
         application["gracePeriodSeconds"] = DEFAULT_GRACE_PERIOD_SECONDS
     return result
 
@@ -71,48 +78,61 @@ def karmada_findings(findings: Findings, policy: Mapping[str, Any], namespace: s
     failover = spec.get("failover") or {}
     application = failover.get("application")
     if application is not None and not spec.get("propagateDeps"):
-        findings.deny("spec.propagateDeps", "Invalid value: false: application failover is set, propagateDeps "
-                                            "must be true")
+        findings.deny(
+            "spec.propagateDeps", "Invalid value: false: application failover is set, propagateDeps must be true"
+        )
     if application is not None:
         _application(findings, application)
     for section in ("application", "cluster"):
         rules = ((failover.get(section) or {}).get("statePreservation") or {}).get("rules") or ()
         for index, rule in enumerate(rules):
             for problem in label_key_problems(rule.get("aliasLabelName", "")):
-                findings.deny(f"spec.failover.{section}.statePreservation.rules[{index}].aliasLabelName",
-                              f"Invalid value: {_quoted(rule.get('aliasLabelName'))}: {problem}")
+                findings.deny(
+                    f"spec.failover.{section}.statePreservation.rules[{index}].aliasLabelName",
+                    f"Invalid value: {_quoted(rule.get('aliasLabelName'))}: {problem}",
+                )
     selectors = spec.get("resourceSelectors") or ()
     if namespace:
         for index, selector in enumerate(selectors):
             if selector.get("namespace", "") != namespace:
-                findings.deny(f"spec.resourceSelectors[{index}].namespace",
-                              f"Invalid value: {_quoted(selector.get('namespace', ''))}: namespace of resource "
-                              "selector "
-                              "must be the same as the namespace of the policy")
+                findings.deny(
+                    f"spec.resourceSelectors[{index}].namespace",
+                    f"Invalid value: {_quoted(selector.get('namespace', ''))}: namespace of resource "
+                    "selector "
+                    "must be the same as the namespace of the policy",
+                )
     if spec.get("preemption") == "Always":
         for index, selector in enumerate(selectors):
             if not selector.get("name"):
-                findings.deny(f"spec.resourceSelectors[{index}].name",
-                              "Invalid value: \"\": name cannot be empty if preemption is Always")
+                findings.deny(
+                    f"spec.resourceSelectors[{index}].name",
+                    'Invalid value: "": name cannot be empty if preemption is Always',
+                )
     suspension = spec.get("suspension") or {}
     if suspension.get("dispatching") and ((suspension.get("dispatchingOnClusters") or {}).get("clusterNames")):
-        findings.deny("spec.suspension.suspension", "Invalid value: suspension dispatching cannot co-exist with "
-                                                    "dispatchingOnClusters.clusterNames")
+        findings.deny(
+            "spec.suspension.suspension",
+            "Invalid value: suspension dispatching cannot co-exist with dispatchingOnClusters.clusterNames",
+        )
 
 
 def _application(findings: Findings, application: Mapping[str, Any]) -> None:
     path = "spec.failover.application"
     toleration = (application.get("decisionConditions") or {}).get("tolerationSeconds")
     if isinstance(toleration, (int, float)) and toleration < 0:
-        findings.deny(f"{path}.decisionConditions.tolerationSeconds",
-                      f"Invalid value: {int(toleration)}: must be greater than or equal to 0")
+        findings.deny(
+            f"{path}.decisionConditions.tolerationSeconds",
+            f"Invalid value: {int(toleration)}: must be greater than or equal to 0",
+        )
     purge_mode, grace = application.get("purgeMode"), application.get("gracePeriodSeconds")
     if purge_mode != "Gracefully" and grace is not None:
-        findings.deny(f"{path}.gracePeriodSeconds", f"Invalid value: {grace}: only takes effect when purgeMode is "
-                                                    "gracefully")
+        findings.deny(
+            f"{path}.gracePeriodSeconds", f"Invalid value: {grace}: only takes effect when purgeMode is gracefully"
+        )
     if purge_mode == "Gracefully" and grace is None:
-        findings.deny(f"{path}.gracePeriodSeconds", "Invalid value: null: should not be empty when purgeMode is "
-                                                    "gracefully")
+        findings.deny(
+            f"{path}.gracePeriodSeconds", "Invalid value: null: should not be empty when purgeMode is gracefully"
+        )
     if isinstance(grace, (int, float)) and grace <= 0:
         findings.deny(f"{path}.gracePeriodSeconds", f"Invalid value: {int(grace)}: must be greater than 0")
 
@@ -125,7 +145,8 @@ def _placement(findings: Findings, placement: Mapping[str, Any]) -> None:
     scheduling = placement.get("replicaScheduling") or {}
     overflow_allowed = scheduling.get("replicaSchedulingType") == "Divided" and (
         scheduling.get("replicaDivisionPreference") == "Aggregated"
-        or ((scheduling.get("weightPreference") or {}).get("dynamicWeight")))
+        or ((scheduling.get("weightPreference") or {}).get("dynamicWeight"))
+    )
     if affinity is not None:
         _field_selector(findings, affinity, f"{path}.clusterAffinity")
     names: set[str] = set()
@@ -135,39 +156,53 @@ def _placement(findings: Findings, placement: Mapping[str, Any]) -> None:
         for problem in label_key_problems(name):
             findings.deny(term_path, f"Invalid value: {_quoted(name)}: {problem}")
         if name in names:
-            findings.deny(f"{path}.clusterAffinities", "Invalid value: each affinity term in a policy must have a "
-                                                       "unique name")
+            findings.deny(
+                f"{path}.clusterAffinities", "Invalid value: each affinity term in a policy must have a unique name"
+            )
         names.add(name)
         _field_selector(findings, term, term_path)
         if term.get("overflowAffinities") is not None and not overflow_allowed:
-            findings.deny(f"{term_path}.overflowAffinities", "Invalid value: overflowAffinities can only be used "
-                                                             "together with dynamic weight or aggregated scheduling")
+            findings.deny(
+                f"{term_path}.overflowAffinities",
+                "Invalid value: overflowAffinities can only be used "
+                "together with dynamic weight or aggregated scheduling",
+            )
     _spread_constraints(findings, placement.get("spreadConstraints") or (), f"{path}.spreadConstraints")
     for index, toleration in enumerate(placement.get("clusterTolerations") or ()):
         if toleration.get("operator") in ("Lt", "Gt"):
-            findings.deny(f"{path}.clusterTolerations[{index}].operator",
-                          f"Unsupported value: {_quoted(toleration['operator'])}: supported values: \"\", \"Exists\", "
-                          "\"Equal\"")
+            findings.deny(
+                f"{path}.clusterTolerations[{index}].operator",
+                f'Unsupported value: {_quoted(toleration["operator"])}: supported values: "", "Exists", "Equal"',
+            )
     workload = placement.get("workloadAffinity") or {}
-    keys = [(side, (workload.get(side) or {}).get("groupByLabelKey")) for side in ("affinity", "antiAffinity")
-            if workload.get(side) is not None]
+    keys = [
+        (side, (workload.get(side) or {}).get("groupByLabelKey"))
+        for side in ("affinity", "antiAffinity")
+        if workload.get(side) is not None
+    ]
     for side, key in keys:
         for problem in label_key_problems(key or ""):
-            findings.deny(f"{path}.workloadAffinity.{side}.groupByLabelKey",
-                          f"Invalid value: {_quoted(key)}: {problem}")
+            findings.deny(
+                f"{path}.workloadAffinity.{side}.groupByLabelKey", f"Invalid value: {_quoted(key)}: {problem}"
+            )
     if len(keys) == 2 and keys[0][1] == keys[1][1]:
-        findings.deny(f"{path}.workloadAffinity", "Invalid value: affinity and antiAffinity must not use the same "
-                                                  "groupByLabelKey")
+        findings.deny(
+            f"{path}.workloadAffinity", "Invalid value: affinity and antiAffinity must not use the same groupByLabelKey"
+        )
 
 
 def _field_selector(findings: Findings, affinity: Mapping[str, Any], path: str) -> None:
     for expression in (affinity.get("fieldSelector") or {}).get("matchExpressions") or ():
         if expression.get("key") not in FIELD_SELECTOR_KEYS:
-            findings.deny(f"{path}.fieldSelector", f"Invalid value: unsupported key {_quoted(expression.get('key'))}, "
-                                                   "must be provider, region, or zone")
+            findings.deny(
+                f"{path}.fieldSelector",
+                f"Invalid value: unsupported key {_quoted(expression.get('key'))}, must be provider, region, or zone",
+            )
         elif expression.get("operator") not in ("In", "NotIn"):
-            findings.deny(f"{path}.fieldSelector", f"Invalid value: unsupported operator "
-                                                   f"{_quoted(expression.get('operator'))}, must be In or NotIn")
+            findings.deny(
+                f"{path}.fieldSelector",
+                f"Invalid value: unsupported operator {_quoted(expression.get('operator'))}, must be In or NotIn",
+            )
 
 
 def _spread_constraints(findings: Findings, constraints: Any, path: str) -> None:
@@ -189,5 +224,8 @@ def _spread_constraints(findings: Findings, constraints: Any, path: str) -> None
             if by_field[spread_field] == 2:
                 findings.deny(path, f"Invalid value: multiple {spread_field} spread constraints are not allowed")
     if by_field and "cluster" not in by_field:
-        findings.deny(path, "Invalid value: the cluster spread constraint must be enabled in one of the constraints "
-                            "in case of SpreadByField is enabled")
+        findings.deny(
+            path,
+            "Invalid value: the cluster spread constraint must be enabled in one of the constraints "
+            "in case of SpreadByField is enabled",
+        )

@@ -10,8 +10,10 @@ whether or not the mutating webhook ran first (and the offline `check` needs no 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from failover.admission.failover_warnings import failover_warnings
 from failover.core.api import (
     CLUSTER_PURGE_MODES,
     DEFAULT_GRACE_PERIOD_SECONDS,
@@ -21,7 +23,6 @@ from failover.core.api import (
     PURGE_MODE_NAMES,
     PurgeMode,
 )
-from failover.admission.failover_warnings import failover_warnings
 from failover.core.fields import bool_at, int32_at, list_at, mapping_at, str_at
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.core.labels import label_key_problems
@@ -80,18 +81,25 @@ def default_policy(policy: Mapping[str, Any], legacy_purge_modes: bool = False) 
     ops: list[dict[str, Any]] = []
     conditions = application.get("decisionConditions")
     if conditions is None:
-        ops.append({"op": "add", "path": f"{base}/decisionConditions",
-                    "value": {"tolerationSeconds": DEFAULT_TOLERATION_SECONDS}})
+        ops.append(
+            {
+                "op": "add",
+                "path": f"{base}/decisionConditions",
+                "value": {"tolerationSeconds": DEFAULT_TOLERATION_SECONDS},
+            }
+        )
     elif isinstance(conditions, dict) and conditions.get("tolerationSeconds") is None:
-        ops.append({"op": "add", "path": f"{base}/decisionConditions/tolerationSeconds",
-                    "value": DEFAULT_TOLERATION_SECONDS})
+        ops.append(
+            {"op": "add", "path": f"{base}/decisionConditions/tolerationSeconds", "value": DEFAULT_TOLERATION_SECONDS}
+        )
     purge_mode = application.get("purgeMode")
     if purge_mode is None:
         purge_mode = (DEFAULT_PURGE_MODE.legacy if legacy_purge_modes else DEFAULT_PURGE_MODE).value
         ops.append({"op": "add", "path": f"{base}/purgeMode", "value": purge_mode})
-    if _parse_purge_mode(purge_mode) in (PurgeMode.GRACEFULLY, PurgeMode.GRACIOUSLY) and application.get(
-        "gracePeriodSeconds"
-    ) is None:
+    if (
+        _parse_purge_mode(purge_mode) in (PurgeMode.GRACEFULLY, PurgeMode.GRACIOUSLY)
+        and application.get("gracePeriodSeconds") is None
+    ):
         ops.append({"op": "add", "path": f"{base}/gracePeriodSeconds", "value": DEFAULT_GRACE_PERIOD_SECONDS})
     return tuple(ops)
 
@@ -131,8 +139,13 @@ def legacy_purge_modes_in(obj: Mapping[str, Any]) -> list[tuple[str, str, PurgeM
     for index, task in enumerate(tasks if isinstance(tasks, list) else ()):
         mode = _parse_purge_mode(task.get("purgeMode")) if isinstance(task, dict) else None
         if mode is not None and mode.is_legacy:
-            found.append((f"spec.gracefulEvictionTasks[{index}].purgeMode",
-                          f"/spec/gracefulEvictionTasks/{index}/purgeMode", mode))
+            found.append(
+                (
+                    f"spec.gracefulEvictionTasks[{index}].purgeMode",
+                    f"/spec/gracefulEvictionTasks/{index}/purgeMode",
+                    mode,
+                )
+            )
     return found
 
 
@@ -161,12 +174,14 @@ def _read_purge_mode(
         findings.deny(f"{path}.purgeMode", f"unknown purge mode {value[:40]!r}; use one of {_names(choices)}")
         return None
     if mode not in choices:
-        findings.deny(f"{path}.purgeMode",
-                      f"{mode.value} is not a purge mode of this section; use one of {_names(choices)}")
+        findings.deny(
+            f"{path}.purgeMode", f"{mode.value} is not a purge mode of this section; use one of {_names(choices)}"
+        )
         return None
     if mode.is_legacy:
-        findings.warn(f"{path}.purgeMode: {mode.value} is a legacy name removed in Karmada v1.19; "
-                      f"use {mode.canonical.value}")
+        findings.warn(
+            f"{path}.purgeMode: {mode.value} is a legacy name removed in Karmada v1.19; use {mode.canonical.value}"
+        )
     return mode
 
 
@@ -182,15 +197,18 @@ def _validate_application(
     wrong_type = propagate_deps is None and spec.get("propagateDeps") is not None
     if propagate_deps is not True and not wrong_type:
         # Karmada's failover controller skips bindings without propagateDeps: failover would never happen (#3738).
-        findings.deny("spec.propagateDeps", "must be true when spec.failover.application is set; "
-                                            "add propagateDeps: true")
+        findings.deny(
+            "spec.propagateDeps", "must be true when spec.failover.application is set; add propagateDeps: true"
+        )
     conditions = mapping_at(findings, application, "decisionConditions", f"{APPLICATION}.decisionConditions")
     if conditions is not None:
         toleration_path = f"{APPLICATION}.decisionConditions.tolerationSeconds"
         toleration = int32_at(findings, conditions, "tolerationSeconds", toleration_path)
         if toleration is not None and toleration < 0:
-            findings.deny(toleration_path, f"must be 0 or more, got {toleration}; "
-                                           f"omit it for the default {DEFAULT_TOLERATION_SECONDS}")
+            findings.deny(
+                toleration_path,
+                f"must be 0 or more, got {toleration}; omit it for the default {DEFAULT_TOLERATION_SECONDS}",
+            )
         elif toleration == 0:
             findings.warn(f"{toleration_path}: 0 fails over on the first unhealthy report")
 
@@ -199,11 +217,15 @@ def _validate_application(
     grace = int32_at(findings, application, "gracePeriodSeconds", grace_path)
     if grace is not None:
         if purge_mode is not None and not purge_mode.is_gracefully:
-            findings.deny(grace_path, f"only applies to purgeMode Gracefully, not {purge_mode.value}; "
-                                      "remove it or set purgeMode: Gracefully")
+            findings.deny(
+                grace_path,
+                f"only applies to purgeMode Gracefully, not {purge_mode.value}; remove it or set purgeMode: Gracefully",
+            )
         elif grace <= 0:
-            findings.deny(grace_path, f"must be greater than 0, got {grace}; "
-                                      f"omit it for the default {DEFAULT_GRACE_PERIOD_SECONDS}")
+            findings.deny(
+                grace_path,
+                f"must be greater than 0, got {grace}; omit it for the default {DEFAULT_GRACE_PERIOD_SECONDS}",
+            )
 
     _validate_state_preservation(findings, application, APPLICATION, purge_mode, targets_flink, single_cluster)
 
@@ -230,8 +252,11 @@ def _validate_state_preservation(
         return
     if purge_mode is not None and not purge_mode.is_directly:
         # Karmada accepts this and then never injects (binding controller: only the Directly task is used).
-        findings.deny(sp_path, f"needs purgeMode Directly, but it is {purge_mode.value}: Karmada would accept it "
-                               "and never inject the preserved state; set purgeMode: Directly")
+        findings.deny(
+            sp_path,
+            f"needs purgeMode Directly, but it is {purge_mode.value}: Karmada would accept it "
+            "and never inject the preserved state; set purgeMode: Directly",
+        )
     rules = list_at(findings, preservation, "rules", f"{sp_path}.rules")
     if rules is None and preservation.get("rules") is not None:
         return
@@ -261,7 +286,9 @@ def _validate_rule(
         if problems:
             findings.deny(f"{rule_path}.aliasLabelName", f"{alias[:63]!r} is not a valid label key: {problems[0]}")
         elif alias in seen:
-            findings.deny(f"{rule_path}.aliasLabelName", f"{alias!r} is used by another rule; label keys must be unique")
+            findings.deny(
+                f"{rule_path}.aliasLabelName", f"{alias!r} is used by another rule; label keys must be unique"
+            )
         seen.add(alias)
     json_path = str_at(findings, rule, "jsonPath", f"{rule_path}.jsonPath")
     if json_path is None:
@@ -286,8 +313,10 @@ def _selects_flink(findings: Findings, spec: Mapping[str, Any]) -> bool:
         if not isinstance(selector, dict):
             continue
         api_version = selector.get("apiVersion")
-        if selector.get("kind") == "FlinkDeployment" and isinstance(api_version, str) and (
-            api_version.split("/", 1)[0] == FLINK_GROUP
+        if (
+            selector.get("kind") == "FlinkDeployment"
+            and isinstance(api_version, str)
+            and (api_version.split("/", 1)[0] == FLINK_GROUP)
         ):
             return True
     return False

@@ -7,7 +7,8 @@ refuse it at `kubectl apply` time instead.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from failover.core.fields import int32_at, list_at, mapping_at, str_at
 from failover.core.verdict import Findings, Verdict

@@ -7,10 +7,13 @@ configurations are rendered from it (`relay/manifests.py`), and the offline `che
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Mapping
+from typing import Any
 
+from failover.admission.policy import mutate_policy, validate_policy
+from failover.admission.rebalancer_rules import validate_rebalancer
 from failover.core.api import (
     CLUSTER_PROPAGATION_POLICIES,
     FLINK_RESOURCES,
@@ -20,8 +23,6 @@ from failover.core.api import (
     GroupKind,
     Resource,
 )
-from failover.admission.policy import mutate_policy, validate_policy
-from failover.admission.rebalancer_rules import validate_rebalancer
 from failover.core.verdict import Verdict
 
 Validator = Callable[[Mapping[str, Any]], Verdict]
@@ -68,8 +69,13 @@ ADMITTED_OPERATIONS = ("CREATE", "UPDATE")
 
 WEBHOOKS = (
     Webhook("policies.validate.failover-relay.io", Endpoint.VALIDATE, POLICIES, Decider.RULE, validate_policy),
-    Webhook("rebalancers.validate.failover-relay.io", Endpoint.VALIDATE, (WORKLOAD_REBALANCERS,), Decider.RULE,
-            validate_rebalancer),
+    Webhook(
+        "rebalancers.validate.failover-relay.io",
+        Endpoint.VALIDATE,
+        (WORKLOAD_REBALANCERS,),
+        Decider.RULE,
+        validate_rebalancer,
+    ),
     Webhook("policies.mutate.failover-relay.io", Endpoint.MUTATE, POLICIES, Decider.RULE, mutate_policy),
     Webhook("savepoints.mutate.failover-relay.io", Endpoint.MUTATE, FLINK_RESOURCES, Decider.SAVEPOINT),
     Webhook("works.mutate.failover-relay.io", Endpoint.MUTATE, (WORKS,), Decider.WORK_LABELS),
@@ -81,8 +87,12 @@ def webhooks_at(endpoint: Endpoint) -> tuple[Webhook, ...]:
 
 
 def _rules_at(endpoint: Endpoint) -> dict[GroupKind, Any]:
-    return {resource.group_kind: webhook.rule for webhook in webhooks_at(endpoint) if webhook.decider is Decider.RULE
-            for resource in webhook.resources}
+    return {
+        resource.group_kind: webhook.rule
+        for webhook in webhooks_at(endpoint)
+        if webhook.decider is Decider.RULE
+        for resource in webhook.resources
+    }
 
 
 VALIDATORS: Mapping[GroupKind, Validator] = _rules_at(Endpoint.VALIDATE)

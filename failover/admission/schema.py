@@ -18,8 +18,9 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from failover.core.fields import is_int
 from failover.core.labels import label_key_problems, label_value_problems
@@ -27,11 +28,25 @@ from failover.core.verdict import Findings
 
 Schema = Mapping[str, Any]
 
-OBJECT_META_FIELDS = frozenset({
-    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",
-    "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences", "finalizers",
-    "managedFields",
-})
+OBJECT_META_FIELDS = frozenset(
+    {
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    }
+)
 TOP_LEVEL_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -146,7 +161,7 @@ def schema_findings(findings: Findings, kind: KindSchema, obj: Mapping[str, Any]
 def _validate(findings: Findings, schema: Schema, value: Any, path: str) -> None:
     if value is None:
         if not schema.get("nullable"):
-            findings.deny(path, f"Invalid value: \"null\": {path} in body must be of type {_type(schema)}: \"null\"")
+            findings.deny(path, f'Invalid value: "null": {path} in body must be of type {_type(schema)}: "null"')
         return
     if schema.get("x-kubernetes-int-or-string"):
         if not (isinstance(value, str) or _is_integer(value)):
@@ -154,8 +169,10 @@ def _validate(findings: Findings, schema: Schema, value: Any, path: str) -> None
         return
     expected = schema.get("type")
     if expected and not _has_type(value, expected):
-        findings.deny(path, f"Invalid value: \"{_json_type(value)}\": {path} in body must be of type {expected}: "
-                            f"\"{_json_type(value)}\"")
+        findings.deny(
+            path,
+            f'Invalid value: "{_json_type(value)}": {path} in body must be of type {expected}: "{_json_type(value)}"',
+        )
         return
     enum = schema.get("enum")
     if enum is not None and value not in enum:
@@ -168,15 +185,21 @@ def _validate(findings: Findings, schema: Schema, value: Any, path: str) -> None
             return
     if expected in ("integer", "number"):
         if "minimum" in schema and value < schema["minimum"]:
-            findings.deny(path, f"Invalid value: {_show(value)}: {path} in body should be greater than or equal to "
-                                f"{schema['minimum']}")
+            findings.deny(
+                path,
+                f"Invalid value: {_show(value)}: {path} in body should be greater than or equal to {schema['minimum']}",
+            )
         if "maximum" in schema and value > schema["maximum"]:
-            findings.deny(path, f"Invalid value: {_show(value)}: {path} in body should be less than or equal to "
-                                f"{schema['maximum']}")
+            findings.deny(
+                path,
+                f"Invalid value: {_show(value)}: {path} in body should be less than or equal to {schema['maximum']}",
+            )
     if expected == "string":
         if "minLength" in schema and len(value) < schema["minLength"]:
-            findings.deny(path, f"Invalid value: {_show(value)}: {path} in body should be at least "
-                                f"{schema['minLength']} chars long")
+            findings.deny(
+                path,
+                f"Invalid value: {_show(value)}: {path} in body should be at least {schema['minLength']} chars long",
+            )
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             findings.deny(path, f"Too long: may not be more than {schema['maxLength']} bytes")
     if isinstance(value, list):
@@ -187,8 +210,9 @@ def _validate(findings: Findings, schema: Schema, value: Any, path: str) -> None
 
 def _validate_list(findings: Findings, schema: Schema, value: list[Any], path: str) -> None:
     if "minItems" in schema and len(value) < schema["minItems"]:
-        findings.deny(path, f"Invalid value: {len(value)}: {path} in body should have at least {schema['minItems']} "
-                            "items")
+        findings.deny(
+            path, f"Invalid value: {len(value)}: {path} in body should have at least {schema['minItems']} items"
+        )
     if "maxItems" in schema and len(value) > schema["maxItems"]:
         findings.deny(path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items")
     items = schema.get("items")
@@ -232,8 +256,12 @@ def _validate_object(findings: Findings, schema: Schema, value: Mapping[str, Any
 
 def _validate_metadata(findings: Findings, metadata: Any, namespaced: bool) -> None:
     if not isinstance(metadata, dict):
-        findings.deny("metadata", "Required value: name or generateName is required" if metadata is None
-                      else f"Invalid value: must be an object, got {_json_type(metadata)}")
+        findings.deny(
+            "metadata",
+            "Required value: name or generateName is required"
+            if metadata is None
+            else f"Invalid value: must be an object, got {_json_type(metadata)}",
+        )
         return
     name, generate = metadata.get("name"), metadata.get("generateName")
     if not name and not generate:
@@ -266,8 +294,9 @@ def _label_problems(labels: Mapping[str, str]) -> list[tuple[str, str]]:
 
 
 def _annotation_problems(annotations: Mapping[str, str]) -> list[tuple[str, str]]:
-    out = [("", f"Invalid value: {_show(key)}: {problem}") for key in annotations
-           for problem in label_key_problems(key)]
+    out = [
+        ("", f"Invalid value: {_show(key)}: {problem}") for key in annotations for problem in label_key_problems(key)
+    ]
     size = sum(len(key) + len(value) for key, value in annotations.items())
     if size > MAX_ANNOTATIONS_BYTES:
         out.append(("", f"Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes"))
@@ -328,8 +357,11 @@ def _json_type(value: Any) -> str:
 def _show(value: Any, limit: int = 60) -> str:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, (dict, list)) else (
-        "{...}" if isinstance(value, dict) else "[...]")
+    text = (
+        json.dumps(value, ensure_ascii=False, default=str)
+        if not isinstance(value, (dict, list))
+        else ("{...}" if isinstance(value, dict) else "[...]")
+    )
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -7,13 +7,14 @@ them: every reader here returns an empty value for what does not read, and never
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
-from typing import Any, Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 
 def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC with second precision, as metav1.Time serializes."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -24,7 +25,7 @@ def parse_time(value: Any) -> datetime | None:
         moment = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def read_json_annotation(raw: Any) -> dict[Any, Any]:
@@ -52,5 +53,6 @@ def write_time_annotation(times: Mapping[str, datetime]) -> str | None:
     """The annotation value for `times`, sorted and compact; None (delete the annotation) when it is empty."""
     if not times:
         return None
-    return json.dumps({cluster: format_time(moment) for cluster, moment in sorted(times.items())},
-                      separators=(",", ":"))
+    return json.dumps(
+        {cluster: format_time(moment) for cluster, moment in sorted(times.items())}, separators=(",", ":")
+    )

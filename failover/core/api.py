@@ -64,22 +64,31 @@ class Resource:
 # The catalogue (group, version, kind, plural, scope), as Karmada v1.19's CRDs serve them.
 PROPAGATION_POLICIES = Resource(POLICY_GROUP, "v1alpha1", "PropagationPolicy", "propagationpolicies", True)
 CLUSTER_PROPAGATION_POLICIES = Resource(
-    POLICY_GROUP, "v1alpha1", "ClusterPropagationPolicy", "clusterpropagationpolicies", False)
+    POLICY_GROUP, "v1alpha1", "ClusterPropagationPolicy", "clusterpropagationpolicies", False
+)
 WORKLOAD_REBALANCERS = Resource(APPS_GROUP, "v1alpha1", "WorkloadRebalancer", "workloadrebalancers", False)
 RESOURCE_BINDINGS = Resource(WORK_GROUP, "v1alpha2", "ResourceBinding", "resourcebindings", True)
-CLUSTER_RESOURCE_BINDINGS = Resource(
-    WORK_GROUP, "v1alpha2", "ClusterResourceBinding", "clusterresourcebindings", False)
+CLUSTER_RESOURCE_BINDINGS = Resource(WORK_GROUP, "v1alpha2", "ClusterResourceBinding", "clusterresourcebindings", False)
 WORKS = Resource(WORK_GROUP, "v1alpha1", "Work", "works", True)
 CLUSTERS = Resource(CLUSTER_GROUP, "v1alpha1", "Cluster", "clusters", False)
 FLINK_DEPLOYMENTS = Resource(FLINK_GROUP, "v1beta1", "FlinkDeployment", "flinkdeployments", True)
 FLINK_SESSION_JOBS = Resource(FLINK_GROUP, "v1beta1", "FlinkSessionJob", "flinksessionjobs", True)
 # Flink operator 1.14+ (FLINK-37515).
 FLINK_BLUE_GREEN_DEPLOYMENTS = Resource(
-    FLINK_GROUP, "v1beta1", "FlinkBlueGreenDeployment", "flinkbluegreendeployments", True)
+    FLINK_GROUP, "v1beta1", "FlinkBlueGreenDeployment", "flinkbluegreendeployments", True
+)
 FLINK_RESOURCES = (FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS, FLINK_BLUE_GREEN_DEPLOYMENTS)
 
-RESOURCES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES, WORKLOAD_REBALANCERS, RESOURCE_BINDINGS,
-             CLUSTER_RESOURCE_BINDINGS, WORKS, CLUSTERS, *FLINK_RESOURCES)
+RESOURCES = (
+    PROPAGATION_POLICIES,
+    CLUSTER_PROPAGATION_POLICIES,
+    WORKLOAD_REBALANCERS,
+    RESOURCE_BINDINGS,
+    CLUSTER_RESOURCE_BINDINGS,
+    WORKS,
+    CLUSTERS,
+    *FLINK_RESOURCES,
+)
 RESOURCES_BY_GROUP_KIND = {resource.group_kind: resource for resource in RESOURCES}
 # The catalogue's kinds are unique across its groups; the decisions name objects by kind (`ObjectRef`).
 RESOURCES_BY_KIND = {resource.kind: resource for resource in RESOURCES}
@@ -113,12 +122,12 @@ class PurgeMode(str, Enum):
         return self in (PurgeMode.IMMEDIATELY, PurgeMode.GRACIOUSLY)
 
     @property
-    def canonical(self) -> "PurgeMode":
+    def canonical(self) -> PurgeMode:
         """The v1.15+ name with the same meaning (Immediately is Directly, Graciously is Gracefully)."""
         return _CANONICAL.get(self, self)
 
     @property
-    def legacy(self) -> "PurgeMode":
+    def legacy(self) -> PurgeMode:
         """The v1.12-v1.14 name with the same meaning (Never has no other spelling)."""
         return _LEGACY.get(self.canonical, self.canonical)
 
@@ -136,14 +145,13 @@ _LEGACY = {PurgeMode.DIRECTLY: PurgeMode.IMMEDIATELY, PurgeMode.GRACEFULLY: Purg
 
 PURGE_MODE_NAMES = tuple(mode.value for mode in PurgeMode)
 # Cluster failover (failover.cluster, v1.15+) has no Never: the taint manager always removes the copy.
-CLUSTER_PURGE_MODES = frozenset(
-    {PurgeMode.DIRECTLY, PurgeMode.GRACEFULLY, PurgeMode.IMMEDIATELY, PurgeMode.GRACIOUSLY}
-)
+CLUSTER_PURGE_MODES = frozenset({PurgeMode.DIRECTLY, PurgeMode.GRACEFULLY, PurgeMode.IMMEDIATELY, PurgeMode.GRACIOUSLY})
 
 # Defaults Karmada applies (CRD defaults and pkg/util/helper/policy.go SetDefaultGracePeriodSeconds).
 DEFAULT_TOLERATION_SECONDS = 300
 DEFAULT_PURGE_MODE = PurgeMode.GRACEFULLY
 DEFAULT_GRACE_PERIOD_SECONDS = 600
+
 
 # Labels and annotations.
 class FailurePolicy(StrEnum):

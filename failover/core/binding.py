@@ -7,12 +7,13 @@ binding is left alone, it never crashes the loop.
 No `from __future__ import annotations` here: this module's own `annotations()` would shadow the feature's name.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from failover.core.api import PRODUCER_TAINT_MANAGER, REASON_TAINT_UNTOLERATED
-from failover.core.names import ObjectRef
 from failover.core.fields import is_int
+from failover.core.names import ObjectRef
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
@@ -75,8 +76,7 @@ def target_clusters(binding: Mapping[str, Any]) -> list[TargetCluster]:
         if not isinstance(name, str) or not name:
             continue
         replicas = entry.get("replicas")
-        targets.append(TargetCluster(name, replicas if is_int(replicas)
-                                     else 0))
+        targets.append(TargetCluster(name, replicas if is_int(replicas) else 0))
     return targets
 
 
@@ -99,8 +99,11 @@ def health_of(item: Mapping[str, Any] | None) -> str:
 
 def eviction_tasks(binding: Mapping[str, Any]) -> list[dict[str, Any]]:
     """spec.gracefulEvictionTasks, each a mapping with a string fromCluster (others are dropped from view)."""
-    return [dict(task) for task in _list(spec(binding).get("gracefulEvictionTasks"))
-            if isinstance(task, dict) and isinstance(task.get("fromCluster"), str)]
+    return [
+        dict(task)
+        for task in _list(spec(binding).get("gracefulEvictionTasks"))
+        if isinstance(task, dict) and isinstance(task.get("fromCluster"), str)
+    ]
 
 
 def is_cluster_failover_task(task: Mapping[str, Any]) -> bool:

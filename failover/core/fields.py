@@ -11,7 +11,8 @@ profile (docs/benchmarks.md).
 
 from __future__ import annotations
 
-from typing import Any, Mapping, TypeGuard
+from collections.abc import Mapping
+from typing import Any, TypeGuard
 
 from failover.core.names import object_key
 from failover.core.verdict import Findings

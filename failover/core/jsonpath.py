@@ -26,8 +26,9 @@ import functools
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 MAX_TEMPLATE_LENGTH = 1024
 
@@ -80,8 +81,8 @@ class Array:
 
 @dataclass(frozen=True)
 class Filter:
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
     operator: str
 
 
@@ -102,7 +103,7 @@ class Recursive:
 
 @dataclass(frozen=True)
 class Union:
-    branches: tuple["Node", ...]
+    branches: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ class _Parser:
         return self.root
 
     def _consume(self) -> str:
-        value = self.input[self.start:self.pos]
+        value = self.input[self.start : self.pos]
         self.start = self.pos
         return value
 
@@ -172,7 +173,7 @@ class _Parser:
 
     def _parse_inside_action(self, cur: list[Any]) -> None:
         while True:
-            rest = self.input[self.pos:]
+            rest = self.input[self.pos :]
             if rest.startswith("}"):
                 self.pos += 1
                 self._consume()
@@ -186,9 +187,7 @@ class _Parser:
             char = self._next()
             if char == "" or char in "\r\n":
                 raise JSONPathSyntaxError("unclosed action")
-            if char == " ":
-                self._consume()
-            elif char in "@$":
+            if char == " " or char in "@$":
                 self._consume()
             elif char == "[":
                 self._parse_array(cur)
@@ -291,8 +290,13 @@ class _Parser:
         if match is None:
             cur.append(Filter(Node(tuple(_parse_action(text))), Node(()), "exists"))
         else:
-            cur.append(Filter(Node(tuple(_parse_action(match.group(1)))), Node(tuple(_parse_action(match.group(3)))),
-                              match.group(2)))
+            cur.append(
+                Filter(
+                    Node(tuple(_parse_action(match.group(1)))),
+                    Node(tuple(_parse_action(match.group(3)))),
+                    match.group(2),
+                )
+            )
 
     def _parse_quote(self, cur: list[Any], quote: str) -> None:
         while True:
@@ -333,8 +337,7 @@ def _is_alphanumeric(char: str) -> bool:
     return char == "_" or (char != "" and (char.isalpha() or char.isdigit()))
 
 
-_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'",
-            '"': '"'}
+_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"'}
 
 
 def _unquote(value: str) -> str:
@@ -350,16 +353,17 @@ def _unquote(value: str) -> str:
             out.append(char)
             index += 1
             continue
-        code = body[index + 1: index + 2]
+        code = body[index + 1 : index + 2]
         if code in _ESCAPES:
             out.append(_ESCAPES[code])
             index += 2
             continue
         width = {"x": 2, "u": 4, "U": 8}.get(code)
-        digits = body[index + 2: index + 2 + width] if width else body[index + 1: index + 4]
+        digits = body[index + 2 : index + 2 + width] if width else body[index + 1 : index + 4]
         base = 16 if width else 8
         if (width and len(digits) == width and all(c in "0123456789abcdefABCDEF" for c in digits)) or (
-                not width and len(digits) == 3 and all(c in "01234567" for c in digits)):
+            not width and len(digits) == 3 and all(c in "01234567" for c in digits)
+        ):
             number = int(digits, base)
             if number > 0x10FFFF or (not width and number > 255):
                 raise JSONPathSyntaxError(f"unquote string {value} error invalid syntax")
@@ -402,11 +406,18 @@ class Template:
         if list(_walk_nodes(self.nodes, Identifier, lambda node: node.name)):
             problems.append("a range loop joins values into one string")
         if list(_walk_nodes(self.nodes, (Wildcard, Recursive, Union), lambda node: node)) or any(
-                isinstance(node, Array) and (node.params.end_derived is False) for node in _flatten(self.nodes)):
+            isinstance(node, Array) and (node.params.end_derived is False) for node in _flatten(self.nodes)
+        ):
             problems.append("may match several values, joined by spaces")
-        if any(isinstance(node, Filter) and node.operator != "exists" and any(
+        if any(
+            isinstance(node, Filter)
+            and node.operator != "exists"
+            and any(
                 isinstance(side, Literal) and type(side.value) is _GoInt
-                for side in (*node.left.nodes, *node.right.nodes)) for node in _flatten(self.nodes)):
+                for side in (*node.left.nodes, *node.right.nodes)
+            )
+            for node in _flatten(self.nodes)
+        ):
             problems.append("int literal vs float64 status number fails: write 1.0")
         return tuple(problems)
 
@@ -442,8 +453,10 @@ def _parse_valid_length(source: str) -> Template:
                 raise JSONPathSyntaxError("{end} without a {range}: Karmada's evaluation always fails")
             depth -= 1
         else:
-            raise JSONPathSyntaxError(f"unrecognized identifier {name!r} (a path starts with '.', e.g. "
-                                      f"'{{.{name}}}'): Karmada's evaluation always fails")
+            raise JSONPathSyntaxError(
+                f"unrecognized identifier {name!r} (a path starts with '.', e.g. "
+                f"'{{.{name}}}'): Karmada's evaluation always fails"
+            )
     return Template(source=source, nodes=nodes)
 
 
@@ -545,8 +558,9 @@ class _Evaluator:
             if node.name == "end" and self.in_range > 0:
                 self.end_range += 1
                 return []
-            raise JSONPathError(f"unrecognized identifier {node.name}" if node.name != "end"
-                                else "not in range, nothing to end")
+            raise JSONPathError(
+                f"unrecognized identifier {node.name}" if node.name != "end" else "not in range, nothing to end"
+            )
         raise JSONPathError(f"unexpected node {node!r}")
 
     @staticmethod
@@ -653,8 +667,12 @@ def _kind(value: Any) -> str:
 
 
 _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, ">": lambda a, b: a > b,
-    "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    ">": lambda a, b: a > b,
+    "<=": lambda a, b: a <= b,
+    ">=": lambda a, b: a >= b,
 }
 
 
@@ -742,8 +760,13 @@ def go_json(value: Any) -> str:
         return go_float(float(value), json_style=True)
     if isinstance(value, str):
         encoded = json.dumps(value, ensure_ascii=False)
-        return (encoded.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-                .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+        return (
+            encoded.replace("<", "\\u003c")
+            .replace(">", "\\u003e")
+            .replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028")
+            .replace("\u2029", "\\u2029")
+        )
     if isinstance(value, list):
         return "[" + ",".join(go_json(item) for item in value) + "]"
     if isinstance(value, dict):

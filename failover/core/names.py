@@ -8,8 +8,8 @@ shape (of any length each), at most 253 characters in all. Namespaces and cluste
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 DNS_SUBDOMAIN_MAX_LENGTH = 253
@@ -26,8 +26,7 @@ def is_dns_label(value: Any) -> TypeGuard[str]:
 
 def is_dns_subdomain(value: Any) -> TypeGuard[str]:
     """An object name or an API group: RFC 1123 labels joined by dots, at most 253 characters."""
-    return (isinstance(value, str) and len(value) <= DNS_SUBDOMAIN_MAX_LENGTH
-            and _DNS_SUBDOMAIN.match(value) is not None)
+    return isinstance(value, str) and len(value) <= DNS_SUBDOMAIN_MAX_LENGTH and _DNS_SUBDOMAIN.match(value) is not None
 
 
 def object_key(namespace: str | None, name: str) -> str:

@@ -21,7 +21,8 @@ files for `check`; both are read as the apiserver would store them (`_integer`, 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 SPREAD_BY_CLUSTER = "cluster"
 SPREAD_BY_REGION = "region"
@@ -108,7 +109,8 @@ def clusters_by_name_only(affinity: Any) -> list[str] | None:
     if not isinstance(affinity, dict) or affinity.get("overflowAffinities"):
         return None
     if _narrows(affinity.get("labelSelector"), "matchLabels", "matchExpressions") or _narrows(
-            affinity.get("fieldSelector"), "matchExpressions"):
+        affinity.get("fieldSelector"), "matchExpressions"
+    ):
         return None
     if affinity_clusters(affinity) is None:
         return None
@@ -166,7 +168,7 @@ def _ignores_spread_constraints(scheduling: Any) -> bool:
     if scheduling.get("replicaDivisionPreference") not in (None, "", "Weighted"):
         return False
     weights = scheduling.get("weightPreference")
-    return not isinstance(weights, dict) or bool(weights.get("staticWeightList")) and not weights.get("dynamicWeight")
+    return not isinstance(weights, dict) or (bool(weights.get("staticWeightList")) and not weights.get("dynamicWeight"))
 
 
 def _integer(value: Any) -> int | None:

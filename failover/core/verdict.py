@@ -7,8 +7,9 @@ that name carry its `summary`. Nothing here knows about HTTP.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 # Kubernetes advises admission warnings of at most 120 characters (longer ones may be truncated by clients).
 MAX_WARNING_LENGTH = 120
@@ -53,7 +54,7 @@ class Verdict:
         """All denials on one line, the way kubectl prints an admission error."""
         return "; ".join(str(denial) for denial in self.denials)
 
-    def merged(self, other: "Verdict") -> "Verdict":
+    def merged(self, other: Verdict) -> Verdict:
         return Verdict(
             denials=self.denials + other.denials,
             warnings=self.warnings + other.warnings,

@@ -24,11 +24,13 @@ preserved state, clustersBeforeFailover). Where this differs from Karmada:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Mapping
+from typing import Any
 
 from failover.core import binding as b
+from failover.core.annotations import format_time, read_time_annotation, write_time_annotation
 from failover.core.api import (
     CLUSTER_RESOURCE_BINDING,
     DEFAULT_GRACE_PERIOD_SECONDS,
@@ -39,7 +41,7 @@ from failover.core.api import (
     REASON_APPLICATION_FAILURE,
     PurgeMode,
 )
-from failover.core.annotations import format_time, read_time_annotation, write_time_annotation
+from failover.core.fields import is_int
 from failover.reconcile.decision import NORMAL, WARNING, DecisionSettings, Event, clip_message, earliest
 from failover.reconcile.failover_budget import (
     EVENT_HELD_BACK,
@@ -50,7 +52,6 @@ from failover.reconcile.failover_budget import (
     restoring_until,
     write_history,
 )
-from failover.core.fields import is_int
 from failover.state.last_state import APPLICATION, evaluate_rule, preservation_rules, recorded_state
 
 UNHEALTHY_SINCE_ANNOTATION = "failover-relay.io/unhealthy-since"
@@ -88,8 +89,9 @@ class _StateOutcome:
     wait: timedelta | None = None
 
 
-def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSettings,
-                                now: datetime) -> FailoverDecision:
+def decide_application_failover(
+    binding: Mapping[str, Any], settings: DecisionSettings, now: datetime
+) -> FailoverDecision:
     """Track unhealthy time per cluster and fail over the clusters whose toleration has run out.
 
     `binding` is a ResourceBinding or ClusterResourceBinding as returned by the API (its `kind` decides the
@@ -107,9 +109,16 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
         unhealthy = [name for name, item in b.aggregated_status(binding).items() if b.health_of(item) == b.UNHEALTHY]
         events = ()
         if unhealthy:
-            events = (Event(WARNING, EVENT_NEEDS_PROPAGATE_DEPS, clip_message(
-                f"spec.failover.application is set but propagateDeps is not true, so the workload is not failed over"
-                f" from {', '.join(sorted(unhealthy))}; set propagateDeps: true in the PropagationPolicy")),)
+            events = (
+                Event(
+                    WARNING,
+                    EVENT_NEEDS_PROPAGATE_DEPS,
+                    clip_message(
+                        f"spec.failover.application is set but propagateDeps is not true, so the workload is not failed over"
+                        f" from {', '.join(sorted(unhealthy))}; set propagateDeps: true in the PropagationPolicy"
+                    ),
+                ),
+            )
         return _forget_timers(old_timers_raw, events)
 
     toleration = timedelta(seconds=toleration_seconds(application))
@@ -151,8 +160,9 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
     clusters_before = [target.name for target in targets]
     rule = hold(history, settings, now) if due else None
     if rule is not None:
-        events.extend(Event(WARNING, EVENT_HELD_BACK, clip_message(held_back_message(target.name, rule)))
-                      for target, _ in due)
+        events.extend(
+            Event(WARNING, EVENT_HELD_BACK, clip_message(held_back_message(target.name, rule))) for target, _ in due
+        )
         delays.append(rule.until - now)
         due = []
     for target, deadline in due:
@@ -161,11 +171,19 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
         if outcome.state is None:
             delays.append(outcome.wait)
             continue
-        new_tasks.append(_eviction_task(application, target, outcome.state, clusters_before, is_cluster_binding,
-                                        settings, now))
-        events.append(Event(NORMAL, EVENT_FAILED_OVER, clip_message(
-            f"workload was Unhealthy on {target.name} for {int(toleration.total_seconds())}s"
-            f" (tolerationSeconds); evicted it with purgeMode {new_tasks[-1]['purgeMode']}")))
+        new_tasks.append(
+            _eviction_task(application, target, outcome.state, clusters_before, is_cluster_binding, settings, now)
+        )
+        events.append(
+            Event(
+                NORMAL,
+                EVENT_FAILED_OVER,
+                clip_message(
+                    f"workload was Unhealthy on {target.name} for {int(toleration.total_seconds())}s"
+                    f" (tolerationSeconds); evicted it with purgeMode {new_tasks[-1]['purgeMode']}"
+                ),
+            )
+        )
 
     evicted = tuple(task["fromCluster"] for task in new_tasks)
     for name in evicted:
@@ -174,9 +192,11 @@ def decide_application_failover(binding: Mapping[str, Any], settings: DecisionSe
     if evicted:
         patch = patch or {}
         patch.setdefault("metadata", {}).setdefault("annotations", {})[FAILOVERS_ANNOTATION] = write_history(
-            [*history, now])
-    return FailoverDecision(patch=patch, evicted=evicted, new_tasks=tuple(new_tasks), events=tuple(events),
-                            requeue_after=earliest(*delays))
+            [*history, now]
+        )
+    return FailoverDecision(
+        patch=patch, evicted=evicted, new_tasks=tuple(new_tasks), events=tuple(events), requeue_after=earliest(*delays)
+    )
 
 
 def toleration_seconds(application: Mapping[str, Any]) -> int:
@@ -199,8 +219,15 @@ def _forget_timers(old_raw: Any, events: tuple[Event, ...]) -> FailoverDecision:
     return FailoverDecision(patch=patch, events=events)
 
 
-def _preserved_state(binding: Mapping[str, Any], application: Mapping[str, Any], tasks: list[dict[str, Any]],
-                     cluster: str, deadline: datetime, settings: DecisionSettings, now: datetime) -> _StateOutcome:
+def _preserved_state(
+    binding: Mapping[str, Any],
+    application: Mapping[str, Any],
+    tasks: list[dict[str, Any]],
+    cluster: str,
+    deadline: datetime,
+    settings: DecisionSettings,
+    now: datetime,
+) -> _StateOutcome:
     """The preservedLabelState for evicting `cluster`, or None with how long to wait for it."""
     rules = preservation_rules(binding, APPLICATION)
     if not rules:
@@ -208,8 +235,18 @@ def _preserved_state(binding: Mapping[str, Any], application: Mapping[str, Any],
     inherited = inherited_state(tasks, cluster)
     if inherited is not None:
         origin, state = inherited
-        return _StateOutcome(state=state, events=(Event(NORMAL, EVENT_STATE_INHERITED, clip_message(
-            f"kept the state preserved when leaving {origin}: the copy on {cluster} never became healthy")),))
+        return _StateOutcome(
+            state=state,
+            events=(
+                Event(
+                    NORMAL,
+                    EVENT_STATE_INHERITED,
+                    clip_message(
+                        f"kept the state preserved when leaving {origin}: the copy on {cluster} never became healthy"
+                    ),
+                ),
+            ),
+        )
 
     reflected = (b.aggregated_status(binding).get(cluster) or {}).get("status")
     state: dict[str, str] = {}
@@ -221,8 +258,13 @@ def _preserved_state(binding: Mapping[str, Any], application: Mapping[str, Any],
             missing.append(rule.alias)
         elif result.problem:
             # Never written as-is: injected as a label it would make the member apply fail.
-            events.append(Event(WARNING, EVENT_STATE_INVALID, clip_message(
-                f"statePreservation on the status of {cluster}: {result.problem}; not preserved")))
+            events.append(
+                Event(
+                    WARNING,
+                    EVENT_STATE_INVALID,
+                    clip_message(f"statePreservation on the status of {cluster}: {result.problem}; not preserved"),
+                )
+            )
         elif result.value is not None:
             state[rule.alias] = result.value
     recorded = recorded_state(binding, cluster, set(missing))
@@ -234,13 +276,27 @@ def _preserved_state(binding: Mapping[str, Any], application: Mapping[str, Any],
         give_up = deadline + settings.state_wait
         names = ", ".join(missing)
         if now < give_up:
-            events.append(Event(WARNING, EVENT_STATE_NOT_FOUND, clip_message(
-                f"statePreservation found nothing for {names} in the status of {cluster}; eviction waits until"
-                f" {format_time(give_up)}, then goes ahead without it")))
+            events.append(
+                Event(
+                    WARNING,
+                    EVENT_STATE_NOT_FOUND,
+                    clip_message(
+                        f"statePreservation found nothing for {names} in the status of {cluster}; eviction waits until"
+                        f" {format_time(give_up)}, then goes ahead without it"
+                    ),
+                )
+            )
             return _StateOutcome(state=None, events=tuple(events), wait=give_up - now)
-        events.append(Event(WARNING, EVENT_STATE_INCOMPLETE, clip_message(
-            f"statePreservation found nothing for {names} in the status of {cluster} within"
-            f" {int(settings.state_wait.total_seconds())}s; evicted without it")))
+        events.append(
+            Event(
+                WARNING,
+                EVENT_STATE_INCOMPLETE,
+                clip_message(
+                    f"statePreservation found nothing for {names} in the status of {cluster} within"
+                    f" {int(settings.state_wait.total_seconds())}s; evicted without it"
+                ),
+            )
+        )
     return _StateOutcome(state=state, events=tuple(events))
 
 
@@ -254,8 +310,12 @@ def inherited_state(tasks: list[dict[str, Any]], cluster: str) -> tuple[str, dic
     for task in reversed(tasks):
         state = task.get("preservedLabelState")
         before = task.get("clustersBeforeFailover")
-        if (task["fromCluster"] == cluster or task.get("suppressDeletion") is True
-                or not isinstance(state, dict) or not state):
+        if (
+            task["fromCluster"] == cluster
+            or task.get("suppressDeletion") is True
+            or not isinstance(state, dict)
+            or not state
+        ):
             continue
         if isinstance(before, list) and cluster in before:
             continue  # the cluster ran the workload before that failover: its own state is current
@@ -264,9 +324,15 @@ def inherited_state(tasks: list[dict[str, Any]], cluster: str) -> tuple[str, dic
     return None
 
 
-def _eviction_task(application: Mapping[str, Any], target: b.TargetCluster, state: Mapping[str, str],
-                   clusters_before: list[str], is_cluster_binding: bool, settings: DecisionSettings,
-                   now: datetime) -> dict[str, Any]:
+def _eviction_task(
+    application: Mapping[str, Any],
+    target: b.TargetCluster,
+    state: Mapping[str, str],
+    clusters_before: list[str],
+    is_cluster_binding: bool,
+    settings: DecisionSettings,
+    now: datetime,
+) -> dict[str, Any]:
     mode = _purge_mode(application)
     task: dict[str, Any] = {
         "fromCluster": target.name,
@@ -291,8 +357,13 @@ def _eviction_task(application: Mapping[str, Any], target: b.TargetCluster, stat
     return task
 
 
-def _patch(binding: Mapping[str, Any], old_timers_raw: Any, timers: Mapping[str, datetime],
-           evicted: tuple[str, ...], new_tasks: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _patch(
+    binding: Mapping[str, Any],
+    old_timers_raw: Any,
+    timers: Mapping[str, datetime],
+    evicted: tuple[str, ...],
+    new_tasks: list[dict[str, Any]],
+) -> dict[str, Any] | None:
     patch: dict[str, Any] = {}
     annotations: dict[str, Any] = {}
     new_raw = write_time_annotation(timers)
@@ -303,11 +374,9 @@ def _patch(binding: Mapping[str, Any], old_timers_raw: Any, timers: Mapping[str,
         clusters = spec.get("clusters") if isinstance(spec.get("clusters"), list) else []
         tasks = spec.get("gracefulEvictionTasks") if isinstance(spec.get("gracefulEvictionTasks"), list) else []
         patch["spec"] = {
-            "clusters": [entry for entry in clusters
-                         if not (isinstance(entry, dict) and entry.get("name") in evicted)],
+            "clusters": [entry for entry in clusters if not (isinstance(entry, dict) and entry.get("name") in evicted)],
             "gracefulEvictionTasks": [*tasks, *new_tasks],
         }
     if annotations:
         patch["metadata"] = {"annotations": annotations}
     return patch or None
-

@@ -20,8 +20,9 @@ taint manager's write and ours.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from failover.core import binding as b
 from failover.reconcile.application_failover import inherited_state
@@ -55,16 +56,27 @@ def decide_cluster_failover_state(binding: Mapping[str, Any]) -> StateFill:
     filled: list[str] = []
     events: list[Event] = []
     for task in raw_tasks:
-        if not (isinstance(task, dict) and isinstance(task.get("fromCluster"), str) and b.is_cluster_failover_task(task)
-                and not task.get("preservedLabelState")):
+        if not (
+            isinstance(task, dict)
+            and isinstance(task.get("fromCluster"), str)
+            and b.is_cluster_failover_task(task)
+            and not task.get("preservedLabelState")
+        ):
             new_tasks.append(task)
             continue
         cluster = task["fromCluster"]
         state, source = _state_for(binding, tasks, cluster, rules, aliases)
         if not state:
-            events.append(Event(WARNING, EVENT_STATE_NOT_FOUND, clip_message(
-                f"cluster failover from {cluster}: no healthy report of {', '.join(sorted(aliases))} was ever"
-                f" recorded for its copy, and its reflected status has none; the new copy starts without state")))
+            events.append(
+                Event(
+                    WARNING,
+                    EVENT_STATE_NOT_FOUND,
+                    clip_message(
+                        f"cluster failover from {cluster}: no healthy report of {', '.join(sorted(aliases))} was ever"
+                        f" recorded for its copy, and its reflected status has none; the new copy starts without state"
+                    ),
+                )
+            )
             new_tasks.append(task)
             continue
         updated = {**task, "preservedLabelState": state}
@@ -72,15 +84,21 @@ def decide_cluster_failover_state(binding: Mapping[str, Any]) -> StateFill:
             updated["clustersBeforeFailover"] = [cluster]
         new_tasks.append(updated)
         filled.append(cluster)
-        events.append(Event(NORMAL, EVENT_STATE_FILLED, clip_message(
-            f"cluster failover from {cluster}: preserved {', '.join(sorted(state))} from {source}")))
+        events.append(
+            Event(
+                NORMAL,
+                EVENT_STATE_FILLED,
+                clip_message(f"cluster failover from {cluster}: preserved {', '.join(sorted(state))} from {source}"),
+            )
+        )
     if not filled:
         return StateFill(events=tuple(events))
     return StateFill(patch={"spec": {"gracefulEvictionTasks": new_tasks}}, filled=tuple(filled), events=tuple(events))
 
 
-def _state_for(binding: Mapping[str, Any], tasks: list[dict[str, Any]], cluster: str, rules: list[Any],
-               aliases: set[str]) -> tuple[dict[str, str], str]:
+def _state_for(
+    binding: Mapping[str, Any], tasks: list[dict[str, Any]], cluster: str, rules: list[Any], aliases: set[str]
+) -> tuple[dict[str, str], str]:
     inherited = inherited_state(tasks, cluster)
     if inherited is not None:
         origin, state = inherited

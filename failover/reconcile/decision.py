@@ -7,9 +7,10 @@ controllers apply the patch, record the events and requeue; they decide nothing 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from failover.core.api import PurgeMode
 from failover.core.names import ObjectRef

@@ -45,30 +45,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from failover.core import binding as b
+from failover.core.annotations import format_time, parse_time, read_json_annotation, write_time_annotation
 from failover.core.api import (
     CLUSTER_PROPAGATION_POLICY,
     CLUSTER_PROPAGATION_POLICY_NAME_ANNOTATION,
+    FAILBACK_ANNOTATION,
     PROPAGATION_POLICY,
     PROPAGATION_POLICY_NAME_ANNOTATION,
     PROPAGATION_POLICY_NAMESPACE_ANNOTATION,
+    REASON_FAILBACK,
     WORKLOAD_REBALANCER,
     WORKLOAD_REBALANCERS,
     PurgeMode,
 )
-from failover.core.api import FAILBACK_ANNOTATION, REASON_FAILBACK
+from failover.core.labels import label_value_problems
+from failover.core.names import ObjectRef, is_dns_label
 from failover.core.placement import clusters_by_name_only, placement_is_single_cluster
-from failover.core.annotations import format_time, parse_time, read_json_annotation, write_time_annotation
-from failover.core.names import ObjectRef
 from failover.reconcile.decision import NORMAL, WARNING, BindingPatch, DecisionSettings, Event, clip_message
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
-from failover.core.labels import label_value_problems
 from failover.state.last_state import recorded_state
-from failover.core.names import is_dns_label
 
 PRODUCER_FAILBACK = "failover-relay-failback"
 EVENT_FAILBACK_NOT_POSSIBLE = "FailbackNotPossible"
@@ -96,9 +97,14 @@ class FailbackDecision:
     requeue_after: timedelta | None = None
 
 
-def decide_failback(cluster: Mapping[str, Any], bindings: Iterable[Mapping[str, Any]],
-                    policies: Iterable[Mapping[str, Any]], settings: DecisionSettings,
-                    now: datetime, clusters: Mapping[str, Mapping[str, Any]] | None = None) -> FailbackDecision:
+def decide_failback(
+    cluster: Mapping[str, Any],
+    bindings: Iterable[Mapping[str, Any]],
+    policies: Iterable[Mapping[str, Any]],
+    settings: DecisionSettings,
+    now: datetime,
+    clusters: Mapping[str, Mapping[str, Any]] | None = None,
+) -> FailbackDecision:
     """Decide failback for `cluster` (a cluster.karmada.io/v1alpha1 Cluster) over all ResourceBindings and
     ClusterResourceBindings, with the PropagationPolicies and ClusterPropagationPolicies that made them, and every
     Cluster by name (to predict the scheduler's choice; None: every cluster is schedulable)."""
@@ -132,8 +138,11 @@ def decide_failback(cluster: Mapping[str, Any], bindings: Iterable[Mapping[str, 
     if not affected:
         return FailbackDecision(cluster_patch=_record_patch(record, new_record))
 
-    schedulable = None if clusters is None else {
-        cluster_name for cluster_name, obj in clusters.items() if _schedulable(obj)} | {name}
+    schedulable = (
+        None
+        if clusters is None
+        else {cluster_name for cluster_name, obj in clusters.items() if _schedulable(obj)} | {name}
+    )
     room = settings.failback_max_in_flight - sum(1 for binding in bindings if _failback_in_flight(binding))
     rebalanced: list[tuple[Mapping[str, Any], dict[str, str]]] = []
     binding_patches: list[BindingPatch] = []
@@ -152,12 +161,26 @@ def decide_failback(cluster: Mapping[str, Any], bindings: Iterable[Mapping[str, 
             room -= 1
             patch["metadata"]["resourceVersion"] = b.metadata(binding).get("resourceVersion")
             patch["spec"] = _failback_eviction(binding, detail, settings, now)
-            events.append(Event(NORMAL, EVENT_FAILBACK, clip_message(
-                f"cluster {name} recovered at {format_time(recovered)}; evicted the workload from {detail} so that it"
-                f" moves back to {name} with its state"), b.object_ref(binding)))
+            events.append(
+                Event(
+                    NORMAL,
+                    EVENT_FAILBACK,
+                    clip_message(
+                        f"cluster {name} recovered at {format_time(recovered)}; evicted the workload from {detail} so that it"
+                        f" moves back to {name} with its state"
+                    ),
+                    b.object_ref(binding),
+                )
+            )
         else:
-            events.append(Event(WARNING, EVENT_FAILBACK_NOT_POSSIBLE, clip_message(
-                f"cluster {name} recovered, but this workload is not moved back: {detail}"), b.object_ref(binding)))
+            events.append(
+                Event(
+                    WARNING,
+                    EVENT_FAILBACK_NOT_POSSIBLE,
+                    clip_message(f"cluster {name} recovered, but this workload is not moved back: {detail}"),
+                    b.object_ref(binding),
+                )
+            )
         binding_patches.append(BindingPatch(b.object_ref(binding), patch))
 
     rebalancer = None
@@ -168,14 +191,27 @@ def decide_failback(cluster: Mapping[str, Any], bindings: Iterable[Mapping[str, 
             rebalancer = _rebalancer(name, rebalancer_name, [workload for _, workload in rebalanced], settings)
             for binding, _ in rebalanced:
                 if name in evicted_from(binding):
-                    binding_patches.append(BindingPatch(b.object_ref(binding), {"metadata": {
-                        "annotations": _forget_eviction(binding, name)}}))
-            events.append(Event(NORMAL, EVENT_FAILBACK, f"cluster {name} recovered at {format_time(recovered)};"
-                                f" WorkloadRebalancer {rebalancer_name} spreads"
-                                f" {len(rebalancer['spec']['workloads'])} workload(s) back"))
-    return FailbackDecision(rebalancer=rebalancer, binding_patches=tuple(binding_patches),
-                            cluster_patch=_record_patch(record, new_record), events=tuple(events),
-                            requeue_after=IN_FLIGHT_RETRY if held_back else None)
+                    binding_patches.append(
+                        BindingPatch(
+                            b.object_ref(binding), {"metadata": {"annotations": _forget_eviction(binding, name)}}
+                        )
+                    )
+            events.append(
+                Event(
+                    NORMAL,
+                    EVENT_FAILBACK,
+                    f"cluster {name} recovered at {format_time(recovered)};"
+                    f" WorkloadRebalancer {rebalancer_name} spreads"
+                    f" {len(rebalancer['spec']['workloads'])} workload(s) back",
+                )
+            )
+    return FailbackDecision(
+        rebalancer=rebalancer,
+        binding_patches=tuple(binding_patches),
+        cluster_patch=_record_patch(record, new_record),
+        events=tuple(events),
+        requeue_after=IN_FLIGHT_RETRY if held_back else None,
+    )
 
 
 EVICT = "evict"
@@ -183,8 +219,7 @@ REBALANCE = "rebalance"
 REFUSE = "refuse"
 
 
-def failback_route(binding: Mapping[str, Any], recovered: str,
-                   schedulable: set[str] | None = None) -> tuple[str, str]:
+def failback_route(binding: Mapping[str, Any], recovered: str, schedulable: set[str] | None = None) -> tuple[str, str]:
     """How the workload of `binding` can move back to `recovered`: (EVICT, current cluster), (REBALANCE, "") or
     (REFUSE, why). `schedulable`: the clusters the scheduler may pick (None: every cluster)."""
     placement = b.spec(binding).get("placement")
@@ -195,8 +230,9 @@ def failback_route(binding: Mapping[str, Any], recovered: str,
     evicting = {task["fromCluster"] for task in b.eviction_tasks(binding)}
 
     def choice(names: list[str]) -> str | None:
-        candidates = sorted(n for n in names if n != current and n not in evicting
-                            and (schedulable is None or n in schedulable))
+        candidates = sorted(
+            n for n in names if n != current and n not in evicting and (schedulable is None or n in schedulable)
+        )
         return candidates[0] if candidates else None
 
     affinities = placement.get("clusterAffinities") if isinstance(placement, dict) else None
@@ -204,30 +240,40 @@ def failback_route(binding: Mapping[str, Any], recovered: str,
         for term in affinities:
             names = clusters_by_name_only(term)
             if names is None:
-                return REFUSE, ("an affinity term selects clusters by label, field or overflow, so the scheduler's"
-                                " choice is unknown")
+                return REFUSE, (
+                    "an affinity term selects clusters by label, field or overflow, so the scheduler's"
+                    " choice is unknown"
+                )
             picked = choice(names)
             if picked is not None:
                 if picked == recovered:
                     return EVICT, current
-                return REFUSE, (f"the scheduler would pick {picked} (affinity term "
-                                f"{term.get('affinityName') if isinstance(term, dict) else ''!s}) before {recovered}")
+                return REFUSE, (
+                    f"the scheduler would pick {picked} (affinity term "
+                    f"{term.get('affinityName') if isinstance(term, dict) else ''!s}) before {recovered}"
+                )
         return REFUSE, f"no affinity term leaves a cluster other than {current}"
     names = clusters_by_name_only(placement.get("clusterAffinity") if isinstance(placement, dict) else None)
     if names is None:
-        return REFUSE, ("the placement selects clusters by label or field (or not at all), so the scheduler's choice"
-                        " is unknown; list clusterNames, or use ordered clusterAffinities")
+        return REFUSE, (
+            "the placement selects clusters by label or field (or not at all), so the scheduler's choice"
+            " is unknown; list clusterNames, or use ordered clusterAffinities"
+        )
     picked = choice(names)
     if picked != recovered:
-        return REFUSE, (f"with clusterAffinity the scheduler breaks the tie by name and would pick {picked}; use"
-                        f" ordered clusterAffinities with {recovered} in the first term")
+        return REFUSE, (
+            f"with clusterAffinity the scheduler breaks the tie by name and would pick {picked}; use"
+            f" ordered clusterAffinities with {recovered} in the first term"
+        )
     return EVICT, current
 
 
 def _schedulable(cluster: Mapping[str, Any]) -> bool:
     taints = b.spec(cluster).get("taints")
-    blocked = any(isinstance(taint, dict) and taint.get("effect") in ("NoSchedule", NO_EXECUTE)
-                  for taint in (taints if isinstance(taints, list) else ()))
+    blocked = any(
+        isinstance(taint, dict) and taint.get("effect") in ("NoSchedule", NO_EXECUTE)
+        for taint in (taints if isinstance(taints, list) else ())
+    )
     return _ready_since(cluster) is not None and not blocked
 
 
@@ -235,17 +281,23 @@ def _failback_in_flight(binding: Mapping[str, Any]) -> bool:
     return any(task.get("reason") == REASON_FAILBACK for task in b.eviction_tasks(binding))
 
 
-def _failback_eviction(binding: Mapping[str, Any], current: str, settings: DecisionSettings,
-                       now: datetime) -> dict[str, Any]:
+def _failback_eviction(
+    binding: Mapping[str, Any], current: str, settings: DecisionSettings, now: datetime
+) -> dict[str, Any]:
     """spec of the eviction that moves the workload off `current`, carrying its state as a failover does."""
     spec = b.spec(binding)
     clusters = spec.get("clusters") if isinstance(spec.get("clusters"), list) else []
     tasks = spec.get("gracefulEvictionTasks") if isinstance(spec.get("gracefulEvictionTasks"), list) else []
     replicas = next((target.replicas for target in b.target_clusters(binding) if target.name == current), 0)
     task: dict[str, Any] = {
-        "fromCluster": current, "purgeMode": settings.spell(PurgeMode.DIRECTLY), "reason": REASON_FAILBACK,
+        "fromCluster": current,
+        "purgeMode": settings.spell(PurgeMode.DIRECTLY),
+        "reason": REASON_FAILBACK,
         "message": f"failback: the workload moves back to a recovered cluster; purged from {current} first",
-        "producer": PRODUCER_FAILBACK, "clustersBeforeFailover": [current], "creationTimestamp": format_time(now)}
+        "producer": PRODUCER_FAILBACK,
+        "clustersBeforeFailover": [current],
+        "creationTimestamp": format_time(now),
+    }
     if replicas > 0:
         task["replicas"] = replicas
     state = recorded_state(binding, current)
@@ -253,7 +305,8 @@ def _failback_eviction(binding: Mapping[str, Any], current: str, settings: Decis
         task["preservedLabelState"] = state
     result: dict[str, Any] = {
         "clusters": [entry for entry in clusters if not (isinstance(entry, dict) and entry.get("name") == current)],
-        "gracefulEvictionTasks": [*tasks, task]}
+        "gracefulEvictionTasks": [*tasks, task],
+    }
     placement = spec.get("placement")
     if isinstance(placement, dict) and placement.get("clusterAffinities"):
         result["rescheduleTriggeredAt"] = format_time(now)
@@ -266,10 +319,11 @@ def _forget_eviction(binding: Mapping[str, Any], cluster: str) -> dict[str, Any]
     return {EVICTED_FROM_ANNOTATION: write_time_annotation(record)}
 
 
-def _rebalancer(cluster: str, name: str, workloads: list[dict[str, str]],
-                settings: DecisionSettings) -> dict[str, Any]:
-    unique = sorted({json.dumps(w, sort_keys=True): w for w in workloads}.values(),
-                    key=lambda w: (w["apiVersion"], w["kind"], w.get("namespace", ""), w["name"]))
+def _rebalancer(cluster: str, name: str, workloads: list[dict[str, str]], settings: DecisionSettings) -> dict[str, Any]:
+    unique = sorted(
+        {json.dumps(w, sort_keys=True): w for w in workloads}.values(),
+        key=lambda w: (w["apiVersion"], w["kind"], w.get("namespace", ""), w["name"]),
+    )
     rebalancer: dict[str, Any] = {
         "apiVersion": WORKLOAD_REBALANCERS.api_version,
         "kind": WORKLOAD_REBALANCER.kind,
@@ -292,14 +346,16 @@ def _ready_since(cluster: Mapping[str, Any]) -> datetime | None:
                 return None
             # A Ready condition without a transition time counts as ready since the epoch: it is ready, and no
             # eviction can be proven to predate it, so only a recorded taint removal makes it a recovery.
-            return parse_time(condition.get("lastTransitionTime")) or datetime.min.replace(tzinfo=timezone.utc)
+            return parse_time(condition.get("lastTransitionTime")) or datetime.min.replace(tzinfo=UTC)
     return None
 
 
 def _has_no_execute_taint(cluster: Mapping[str, Any]) -> bool:
     taints = b.spec(cluster).get("taints")
-    return any(isinstance(taint, dict) and taint.get("effect") == NO_EXECUTE
-               for taint in (taints if isinstance(taints, list) else ()))
+    return any(
+        isinstance(taint, dict) and taint.get("effect") == NO_EXECUTE
+        for taint in (taints if isinstance(taints, list) else ())
+    )
 
 
 def _affected(binding: Mapping[str, Any], cluster: str, recovered: datetime) -> bool:
@@ -326,8 +382,9 @@ def _index_policies(policies: Iterable[Mapping[str, Any]]) -> dict[tuple[str, st
     return index
 
 
-def _opted_in(binding: Mapping[str, Any], policies: Mapping[tuple[str, str, str], Mapping[str, Any]],
-              settings: DecisionSettings) -> bool:
+def _opted_in(
+    binding: Mapping[str, Any], policies: Mapping[tuple[str, str, str], Mapping[str, Any]], settings: DecisionSettings
+) -> bool:
     notes = {key: value for key, value in b.annotations(binding).items() if isinstance(value, str)}
     cluster_policy = notes.get(CLUSTER_PROPAGATION_POLICY_NAME_ANNOTATION)
     if cluster_policy:
@@ -353,8 +410,11 @@ def _rebalancer_name(cluster: str, recovered: datetime, bindings: list[ObjectRef
 
 
 def _read_record(raw: Any) -> dict[str, str]:
-    return {key: value for key, value in read_json_annotation(raw).items()
-            if key in ("downSeenAt", "recoveredSince", "rebalancer") and isinstance(value, str)}
+    return {
+        key: value
+        for key, value in read_json_annotation(raw).items()
+        if key in ("downSeenAt", "recoveredSince", "rebalancer") and isinstance(value, str)
+    }
 
 
 def _record_patch(old: Mapping[str, str], new: Mapping[str, str]) -> Mapping[str, Any] | None:

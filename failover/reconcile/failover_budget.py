@@ -17,9 +17,10 @@ is allowed again, and looked at again then.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Mapping
+from typing import Any
 
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time
@@ -44,8 +45,9 @@ def failover_history(binding: Mapping[str, Any], settings: DecisionSettings, now
         entries = json.loads(raw) if isinstance(raw, str) else []
     except ValueError:
         entries = []
-    times = [moment for entry in (entries if isinstance(entries, list) else ())
-             if (moment := parse_time(entry)) is not None]
+    times = [
+        moment for entry in (entries if isinstance(entries, list) else ()) if (moment := parse_time(entry)) is not None
+    ]
     return sorted(moment for moment in times if now - moment < settings.failover_budget_window)
 
 
@@ -57,23 +59,30 @@ def hold(history: list[datetime], settings: DecisionSettings, now: datetime) -> 
     """The rule that holds a failover back now, if any."""
     if len(history) >= settings.failover_budget:
         window = int(settings.failover_budget_window.total_seconds())
-        return Hold(history[0] + settings.failover_budget_window,
-                    f"failover budget spent: {len(history)} failovers in the last {window}s (failoverBudget)")
+        return Hold(
+            history[0] + settings.failover_budget_window,
+            f"failover budget spent: {len(history)} failovers in the last {window}s (failoverBudget)",
+        )
     if history and settings.failover_backoff > timedelta(0):
         wait = settings.failover_backoff * (2 ** (len(history) - 1))
         if now < history[-1] + wait:
-            return Hold(history[-1] + wait, f"backoff: {int(wait.total_seconds())}s after the last failover"
-                                            " (failoverBackoffSeconds, doubling per failover in the window)")
+            return Hold(
+                history[-1] + wait,
+                f"backoff: {int(wait.total_seconds())}s after the last failover"
+                " (failoverBackoffSeconds, doubling per failover in the window)",
+            )
     return None
 
 
-def restoring_until(binding: Mapping[str, Any], history: list[datetime],
-                    settings: DecisionSettings) -> datetime | None:
+def restoring_until(binding: Mapping[str, Any], history: list[datetime], settings: DecisionSettings) -> datetime | None:
     """Until when an Unhealthy report is taken as a copy still restoring; None without a grace or a move."""
     if settings.restore_grace <= timedelta(0):
         return None
-    moves = list(history) + [moment for task in b.eviction_tasks(binding)
-                             if (moment := parse_time(task.get("creationTimestamp"))) is not None]
+    moves = list(history) + [
+        moment
+        for task in b.eviction_tasks(binding)
+        if (moment := parse_time(task.get("creationTimestamp"))) is not None
+    ]
     return max(moves) + settings.restore_grace if moves else None
 
 

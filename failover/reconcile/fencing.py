@@ -34,13 +34,14 @@ for the graceful eviction timeout and then start empty. The decisions here, per 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from failover.core import binding as b
-from failover.core.api import EXECUTION_NAMESPACE_PREFIX, PurgeMode
 from failover.core.annotations import format_time, parse_time, read_json_annotation
+from failover.core.api import EXECUTION_NAMESPACE_PREFIX, PurgeMode
 from failover.reconcile.decision import (
     MAX_MESSAGE_LENGTH,
     NORMAL,
@@ -75,8 +76,13 @@ class MemberCopy:
     work: str  # the Work's name (its namespace is karmada-es-<cluster>)
 
     def as_record(self) -> dict[str, str]:
-        return {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name,
-                "work": self.work}
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "work": self.work,
+        }
 
 
 @dataclass(frozen=True)
@@ -111,7 +117,7 @@ def work_cluster(work: Mapping[str, Any]) -> str | None:
     namespace = b.metadata(work).get("namespace")
     if not isinstance(namespace, str) or not namespace.startswith(EXECUTION_NAMESPACE_PREFIX):
         return None
-    return namespace[len(EXECUTION_NAMESPACE_PREFIX):] or None
+    return namespace[len(EXECUTION_NAMESPACE_PREFIX) :] or None
 
 
 def member_copies(work: Mapping[str, Any]) -> tuple[MemberCopy, ...]:
@@ -123,8 +129,9 @@ def member_copies(work: Mapping[str, Any]) -> tuple[MemberCopy, ...]:
     copies = []
     for manifest in manifests if isinstance(manifests, list) and cluster and isinstance(name, str) else ():
         meta = b.metadata(manifest)
-        api_version, kind = (manifest.get("apiVersion"), manifest.get("kind")) if isinstance(manifest, dict) else (
-            None, None)
+        api_version, kind = (
+            (manifest.get("apiVersion"), manifest.get("kind")) if isinstance(manifest, dict) else (None, None)
+        )
         obj_name, namespace = meta.get("name"), meta.get("namespace") or ""
         if all(isinstance(v, str) and v for v in (api_version, kind, obj_name)) and isinstance(namespace, str):
             copies.append(MemberCopy(str(cluster), str(api_version), str(kind), namespace, str(obj_name), str(name)))
@@ -136,8 +143,10 @@ def fenced_copies(binding: Mapping[str, Any]) -> dict[str, list[MemberCopy]]:
     copies: dict[str, list[MemberCopy]] = {}
     for cluster, entries in read_json_annotation(b.annotations(binding).get(FENCED_ANNOTATION)).items():
         for entry in entries if isinstance(cluster, str) and isinstance(entries, list) else ():
-            fields = [entry.get(key) if isinstance(entry, dict) else None
-                      for key in ("apiVersion", "kind", "namespace", "name", "work")]
+            fields = [
+                entry.get(key) if isinstance(entry, dict) else None
+                for key in ("apiVersion", "kind", "namespace", "name", "work")
+            ]
             if all(isinstance(value, str) for value in fields) and all(fields[i] for i in (0, 1, 3, 4)):
                 copies.setdefault(cluster, []).append(MemberCopy(cluster, *fields))  # type: ignore[arg-type]
     return copies
@@ -157,8 +166,10 @@ def is_fenced_copy(member_object: Mapping[str, Any], copy: MemberCopy) -> bool:
     """The object on the member cluster is the one the fenced Work put there (Karmada stamps every applied object
     with its Work's name and namespace), not one someone else created since."""
     notes = b.annotations(member_object)
-    return (notes.get(WORK_NAME_ANNOTATION) == copy.work
-            and notes.get(WORK_NAMESPACE_ANNOTATION) == f"{EXECUTION_NAMESPACE_PREFIX}{copy.cluster}")
+    return (
+        notes.get(WORK_NAME_ANNOTATION) == copy.work
+        and notes.get(WORK_NAMESPACE_ANNOTATION) == f"{EXECUTION_NAMESPACE_PREFIX}{copy.cluster}"
+    )
 
 
 def cluster_reachability(cluster: Mapping[str, Any] | None) -> tuple[bool, datetime | None, bool]:
@@ -171,14 +182,20 @@ def cluster_reachability(cluster: Mapping[str, Any] | None) -> tuple[bool, datet
             ready = condition.get("status") == "True"
             since = parse_time(condition.get("lastTransitionTime"))
     taints = b.spec(cluster).get("taints")
-    tainted = any(isinstance(taint, dict) and taint.get("effect") == NO_EXECUTE
-                  for taint in (taints if isinstance(taints, list) else ()))
+    tainted = any(
+        isinstance(taint, dict) and taint.get("effect") == NO_EXECUTE
+        for taint in (taints if isinstance(taints, list) else ())
+    )
     return ready, since, tainted
 
 
-def decide_fencing(binding: Mapping[str, Any], works: Iterable[Mapping[str, Any]],
-                   clusters: Mapping[str, Mapping[str, Any]], settings: DecisionSettings,
-                   now: datetime) -> FenceDecision:
+def decide_fencing(
+    binding: Mapping[str, Any],
+    works: Iterable[Mapping[str, Any]],
+    clusters: Mapping[str, Mapping[str, Any]],
+    settings: DecisionSettings,
+    now: datetime,
+) -> FenceDecision:
     """Decide for one binding over its Works (all of them, across execution namespaces) and the Clusters."""
     if not isinstance(binding, dict) or b.is_deleting(binding):
         return FenceDecision()
@@ -201,17 +218,28 @@ def decide_fencing(binding: Mapping[str, Any], works: Iterable[Mapping[str, Any]
             deleting = parse_time(meta.get("deletionTimestamp"))
             if work_cluster(work) != cluster_name or deleting is None or EXECUTION_FINALIZER not in finalizers:
                 continue
-            release = WorkRelease(cluster_name, str(meta.get("namespace")), str(meta.get("name")),
-                                  str(meta.get("resourceVersion") or ""),
-                                  tuple(f for f in finalizers if f != EXECUTION_FINALIZER))
+            release = WorkRelease(
+                cluster_name,
+                str(meta.get("namespace")),
+                str(meta.get("name")),
+                str(meta.get("resourceVersion") or ""),
+                tuple(f for f in finalizers if f != EXECUTION_FINALIZER),
+            )
             copies = member_copies(work)
             if ready:
                 finish_at = deleting + settings.stuck_deletion_after
                 if now >= finish_at:
                     releases.append(replace(release, delete_first=copies))
-                    events.append(Event(NORMAL, EVENT_STUCK_DELETION, clip_message(
-                        f"the old copy on {cluster_name} was still being deleted {_seconds(now - deleting)}s after"
-                        f" the eviction and {cluster_name} is Ready: deleting it and releasing Work {release.name}")))
+                    events.append(
+                        Event(
+                            NORMAL,
+                            EVENT_STUCK_DELETION,
+                            clip_message(
+                                f"the old copy on {cluster_name} was still being deleted {_seconds(now - deleting)}s after"
+                                f" the eviction and {cluster_name} is Ready: deleting it and releasing Work {release.name}"
+                            ),
+                        )
+                    )
                 else:
                     delays.append(finish_at - now)
                 continue
@@ -222,25 +250,42 @@ def decide_fencing(binding: Mapping[str, Any], works: Iterable[Mapping[str, Any]
                     if copy not in new_fenced.setdefault(cluster_name, []):
                         new_fenced[cluster_name].append(copy)
                 releases.append(release)
-                events.append(Event(WARNING, EVENT_FENCED, clip_message(
-                    f"{cluster_name} not Ready for {_seconds(now - since) if since else 'an unknown time'}s: released"
-                    f" Work {release.name} so the workload starts elsewhere; its copy there is deleted as soon as"
-                    f" {cluster_name} answers again")))
+                events.append(
+                    Event(
+                        WARNING,
+                        EVENT_FENCED,
+                        clip_message(
+                            f"{cluster_name} not Ready for {_seconds(now - since) if since else 'an unknown time'}s: released"
+                            f" Work {release.name} so the workload starts elsewhere; its copy there is deleted as soon as"
+                            f" {cluster_name} answers again"
+                        ),
+                    )
+                )
                 continue
             # Until then: if the member answers through the proxy after all, its copy is deleted and the Work
             # released at once, as the execution controller would once the cluster is Ready again.
             releases.append(replace(release, delete_first=copies, probe=True))
-            delays.append(settings.probe_interval if fence_at is None or not may_fence
-                          else min(fence_at - now, settings.probe_interval))
+            delays.append(
+                settings.probe_interval
+                if fence_at is None or not may_fence
+                else min(fence_at - now, settings.probe_interval)
+            )
             if settings.fence_after is None:
                 why = "fencing is off, so only the member answering again or the task's grace period ends the wait"
             elif not may_fence:
                 why = "it is fenced only once it carries a NoExecute taint"
             else:
                 why = f"fenced at {format_time(fence_at)}" if fence_at else ""
-            events.append(Event(WARNING, EVENT_WAITING, clip_message(
-                f"the new copy waits until the old one on {cluster_name} is deleted; {cluster_name} is not Ready"
-                f" since {format_time(since) if since else 'an unknown time'}; {why}")))
+            events.append(
+                Event(
+                    WARNING,
+                    EVENT_WAITING,
+                    clip_message(
+                        f"the new copy waits until the old one on {cluster_name} is deleted; {cluster_name} is not Ready"
+                        f" since {format_time(since) if since else 'an unknown time'}; {why}"
+                    ),
+                )
+            )
 
     cleanups: list[MemberCopy] = []
     targets = {target.name for target in b.target_clusters(binding)}
@@ -248,7 +293,8 @@ def decide_fencing(binding: Mapping[str, Any], works: Iterable[Mapping[str, Any]
         if not cluster_reachability(clusters.get(cluster_name))[0]:
             delays.append(settings.probe_interval)  # tried through the proxy until the member answers
         back = cluster_name in targets or any(
-            work_cluster(work) == cluster_name and not b.is_deleting(work) for work in works)
+            work_cluster(work) == cluster_name and not b.is_deleting(work) for work in works
+        )
         if back:  # Karmada put the workload there again and owns that copy
             new_fenced[cluster_name] = [c for c in new_fenced.get(cluster_name, []) if c not in copies]
         else:
@@ -259,21 +305,36 @@ def decide_fencing(binding: Mapping[str, Any], works: Iterable[Mapping[str, Any]
         patch["metadata"] = {"annotations": {FENCED_ANNOTATION: _write_fenced(new_fenced)}}
     woken = _wake(raw_tasks, directly, works, targets)
     if woken:
-        patch["spec"] = {"gracefulEvictionTasks": [
-            {**task, "message": _with_note(task)} if isinstance(task, dict) and task.get("fromCluster") in woken
-            else task for task in raw_tasks]}
-    return FenceDecision(binding_patch=patch or None, releases=tuple(releases), cleanups=tuple(cleanups),
-                         woken=tuple(woken), events=tuple(events), requeue_after=earliest(*delays))
+        patch["spec"] = {
+            "gracefulEvictionTasks": [
+                {**task, "message": _with_note(task)}
+                if isinstance(task, dict) and task.get("fromCluster") in woken
+                else task
+                for task in raw_tasks
+            ]
+        }
+    return FenceDecision(
+        binding_patch=patch or None,
+        releases=tuple(releases),
+        cleanups=tuple(cleanups),
+        woken=tuple(woken),
+        events=tuple(events),
+        requeue_after=earliest(*delays),
+    )
 
 
-def _wake(raw_tasks: list[Any], directly: list[dict[str, Any]], works: list[Mapping[str, Any]],
-          targets: set[str]) -> list[str]:
+def _wake(
+    raw_tasks: list[Any], directly: list[dict[str, Any]], works: list[Mapping[str, Any]], targets: set[str]
+) -> list[str]:
     """The Directly tasks whose cluster has no Work of the binding left while a target still lacks one."""
     with_work = {work_cluster(work) for work in works}
     if not targets or targets <= with_work:
         return []
-    return [task["fromCluster"] for task in directly
-            if task["fromCluster"] not in with_work and _note(task["fromCluster"]) not in str(task.get("message"))]
+    return [
+        task["fromCluster"]
+        for task in directly
+        if task["fromCluster"] not in with_work and _note(task["fromCluster"]) not in str(task.get("message"))
+    ]
 
 
 def _note(cluster: str) -> str:
@@ -286,7 +347,7 @@ def _with_note(task: Mapping[str, Any]) -> str:
     note = _note(str(task["fromCluster"]))
     if not isinstance(message, str) or not message:
         return note
-    return f"{message[:MAX_MESSAGE_LENGTH - len(note) - 2]} {note}"
+    return f"{message[: MAX_MESSAGE_LENGTH - len(note) - 2]} {note}"
 
 
 def _is_directly(task: Mapping[str, Any]) -> bool:

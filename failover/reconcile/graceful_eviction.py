@@ -20,14 +20,15 @@ creationTimestamp>"}`), so failback can later tell which workloads left a cluste
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Mapping
+from typing import Any
 
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time, read_time_annotation, write_time_annotation
-from failover.reconcile.decision import NORMAL, DecisionSettings, Event, earliest
 from failover.core.fields import is_int
+from failover.reconcile.decision import NORMAL, DecisionSettings, Event, earliest
 
 EVICTED_FROM_ANNOTATION = "failover-relay.io/evicted-from"
 EVENT_TASK_REMOVED = "EvictionTaskRemoved"
@@ -59,8 +60,7 @@ class EvictionDecision:
     requeue_after: timedelta | None = None
 
 
-def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSettings,
-                             now: datetime) -> EvictionDecision:
+def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSettings, now: datetime) -> EvictionDecision:
     """Stamp new tasks, drop the ones that are over and say when to look again."""
     if not isinstance(binding, dict) or b.is_deleting(binding):
         return EvictionDecision()
@@ -92,17 +92,21 @@ def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSetti
             changed = True
     if not changed:
         return EvictionDecision(requeue_after=earliest(*delays))
-    events = tuple(Event(NORMAL, EVENT_TASK_REMOVED,
-                         f"eviction from {task.from_cluster} finished ({task.why}); its copy there is released")
-                   for task in ended)
+    events = tuple(
+        Event(
+            NORMAL,
+            EVENT_TASK_REMOVED,
+            f"eviction from {task.from_cluster} finished ({task.why}); its copy there is released",
+        )
+        for task in ended
+    )
     patch: dict[str, Any] = {"spec": {"gracefulEvictionTasks": kept}}
     if ended:
         record = evicted_from(binding)
         for task in ended:
             record[task.from_cluster] = max(task.started, record.get(task.from_cluster, task.started))
         patch["metadata"] = {"annotations": {EVICTED_FROM_ANNOTATION: write_time_annotation(record)}}
-    return EvictionDecision(patch=patch, ended=tuple(ended), events=events,
-                            requeue_after=earliest(*delays))
+    return EvictionDecision(patch=patch, ended=tuple(ended), events=events, requeue_after=earliest(*delays))
 
 
 def all_targets_healthy(binding: Mapping[str, Any]) -> bool:
@@ -123,8 +127,9 @@ def _timeout(task: Mapping[str, Any], settings: DecisionSettings) -> timedelta:
     return settings.graceful_eviction_timeout
 
 
-def _task_end(task: Mapping[str, Any], created: datetime, targets_healthy: bool, settings: DecisionSettings,
-              now: datetime) -> tuple[str | None, timedelta | None]:
+def _task_end(
+    task: Mapping[str, Any], created: datetime, targets_healthy: bool, settings: DecisionSettings, now: datetime
+) -> tuple[str | None, timedelta | None]:
     """Why the task is over (None if it is not) and, if not, how long until its grace period runs out."""
     suppress = task.get("suppressDeletion")
     if suppress is True:

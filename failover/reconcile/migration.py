@@ -6,7 +6,8 @@ and where an object (policy or binding) still holds a legacy name (`failover.adm
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from failover.core.api import PurgeMode
 

@@ -20,11 +20,13 @@ writes back what the decision returns. See `decide_rebalance` for the order of t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Mapping
+from typing import Any
 
 from failover.core import binding as b
+from failover.core.annotations import format_time, parse_time
 from failover.core.api import (
     CLUSTER_RESOURCE_BINDING,
     REBALANCE_FAILED,
@@ -32,10 +34,9 @@ from failover.core.api import (
     REBALANCE_SUCCESSFUL,
     RESOURCE_BINDING,
 )
-from failover.core.annotations import format_time, parse_time
+from failover.core.fields import is_int
 from failover.core.names import ObjectRef
 from failover.reconcile.decision import NORMAL, WARNING, BindingPatch, DecisionSettings, Event, earliest
-from failover.core.fields import is_int
 
 WORKLOAD_FIELDS = ("apiVersion", "kind", "namespace", "name")
 
@@ -86,8 +87,12 @@ def referenced_bindings(rebalancer: Mapping[str, Any]) -> tuple[ObjectRef, ...]:
     return tuple(dict.fromkeys(refs))
 
 
-def decide_rebalance(rebalancer: Mapping[str, Any], bindings: Mapping[ObjectRef, Mapping[str, Any] | None],
-                     settings: DecisionSettings, now: datetime) -> RebalanceDecision:
+def decide_rebalance(
+    rebalancer: Mapping[str, Any],
+    bindings: Mapping[ObjectRef, Mapping[str, Any] | None],
+    settings: DecisionSettings,
+    now: datetime,
+) -> RebalanceDecision:
     """Stamp the referenced bindings, record the results, finish and expire the rebalancer.
 
     `bindings` maps each ref of `referenced_bindings(rebalancer)` to the binding as read, or to None when the read
@@ -102,8 +107,13 @@ def decide_rebalance(rebalancer: Mapping[str, Any], bindings: Mapping[ObjectRef,
     created_raw = meta.get("creationTimestamp")
     created = parse_time(created_raw)
     if created is None:
-        return RebalanceDecision(events=(Event(WARNING, "MissingCreationTimestamp",
-                                               "rebalancer has no creationTimestamp to stamp bindings with"),))
+        return RebalanceDecision(
+            events=(
+                Event(
+                    WARNING, "MissingCreationTimestamp", "rebalancer has no creationTimestamp to stamp bindings with"
+                ),
+            )
+        )
     observed = _observed_after_spec_change(rebalancer)
     stamps: list[BindingPatch] = []
     pending: list[ObjectRef] = []
@@ -115,8 +125,13 @@ def decide_rebalance(rebalancer: Mapping[str, Any], bindings: Mapping[ObjectRef,
         ref = binding_ref(entry["workload"])
         if ref is None or (ref in bindings and bindings[ref] is None):
             entry["result"], entry["reason"] = REBALANCE_FAILED, REBALANCE_REFERENCED_BINDING_NOT_FOUND
-            events.append(Event(WARNING, EVENT_BINDING_NOT_FOUND,
-                                f"no binding {ref.name if ref else '(unnamed)'} for {_describe(entry['workload'])}"))
+            events.append(
+                Event(
+                    WARNING,
+                    EVENT_BINDING_NOT_FOUND,
+                    f"no binding {ref.name if ref else '(unnamed)'} for {_describe(entry['workload'])}",
+                )
+            )
             continue
         if ref not in bindings:
             pending.append(ref)
@@ -124,16 +139,23 @@ def decide_rebalance(rebalancer: Mapping[str, Any], bindings: Mapping[ObjectRef,
         triggered = parse_time(b.spec(bindings[ref]).get("rescheduleTriggeredAt"))
         if triggered is None or created > triggered:
             stamps.append(BindingPatch(ref, {"spec": {"rescheduleTriggeredAt": created_raw}}))
-            events.append(Event(NORMAL, EVENT_RESCHEDULE_TRIGGERED,
-                                f"WorkloadRebalancer {name} asked the scheduler to place the workload afresh",
-                                regarding=ref))
+            events.append(
+                Event(
+                    NORMAL,
+                    EVENT_RESCHEDULE_TRIGGERED,
+                    f"WorkloadRebalancer {name} asked the scheduler to place the workload afresh",
+                    regarding=ref,
+                )
+            )
         entry["result"] = REBALANCE_SUCCESSFUL
 
     old_status = b.status(rebalancer)
     generation = meta.get("generation")
     new_core = {"observedWorkloads": observed, "observedGeneration": generation}
-    old_core = {"observedWorkloads": [_normalized(item) for item in _list(old_status.get("observedWorkloads"))],
-                "observedGeneration": old_status.get("observedGeneration")}
+    old_core = {
+        "observedWorkloads": [_normalized(item) for item in _list(old_status.get("observedWorkloads"))],
+        "observedGeneration": old_status.get("observedGeneration"),
+    }
     finish_raw = old_status.get("finishTime")
     status_patch = None
     if new_core != old_core:
@@ -154,8 +176,14 @@ def decide_rebalance(rebalancer: Mapping[str, Any], bindings: Mapping[ObjectRef,
             delete = True
         else:
             delays.append(expiry - now)
-    return RebalanceDecision(stamps=tuple(stamps), status_patch=status_patch, delete=delete,
-                             pending=tuple(pending), events=tuple(events), requeue_after=earliest(*delays))
+    return RebalanceDecision(
+        stamps=tuple(stamps),
+        status_patch=status_patch,
+        delete=delete,
+        pending=tuple(pending),
+        events=tuple(events),
+        requeue_after=earliest(*delays),
+    )
 
 
 def _observed_after_spec_change(rebalancer: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -182,8 +210,9 @@ def _observed_after_spec_change(rebalancer: Mapping[str, Any]) -> list[dict[str,
 
 
 def _workload(workload: Mapping[str, Any]) -> dict[str, str]:
-    normalized = {field: workload[field] for field in WORKLOAD_FIELDS
-                  if isinstance(workload.get(field), str) and workload[field]}
+    normalized = {
+        field: workload[field] for field in WORKLOAD_FIELDS if isinstance(workload.get(field), str) and workload[field]
+    }
     return normalized
 
 

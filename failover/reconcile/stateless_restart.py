@@ -29,8 +29,9 @@ def keeps_state(binding: Mapping[str, Any]) -> bool:
     if not isinstance(failover, dict):
         return False
     for section in STATEFUL_SECTIONS:
-        preservation = (failover.get(section) or {}).get("statePreservation") if isinstance(
-            failover.get(section), dict) else None
+        preservation = (
+            (failover.get(section) or {}).get("statePreservation") if isinstance(failover.get(section), dict) else None
+        )
         if isinstance(preservation, dict) and isinstance(preservation.get("rules"), list) and preservation["rules"]:
             return True
     return False
@@ -38,8 +39,11 @@ def keeps_state(binding: Mapping[str, Any]) -> bool:
 
 def is_flink_deployment(manifest: Mapping[str, Any]) -> bool:
     api_version = manifest.get("apiVersion")
-    return manifest.get("kind") == FLINK_DEPLOYMENTS.kind and isinstance(api_version, str) and (
-        api_version.partition("/")[0] == FLINK_DEPLOYMENTS.group)
+    return (
+        manifest.get("kind") == FLINK_DEPLOYMENTS.kind
+        and isinstance(api_version, str)
+        and (api_version.partition("/")[0] == FLINK_DEPLOYMENTS.group)
+    )
 
 
 def stateless_restart_events(binding: Mapping[str, Any], works: Iterable[Mapping[str, Any]]) -> tuple[Event, ...]:
@@ -62,7 +66,14 @@ def stateless_restart_events(binding: Mapping[str, Any], works: Iterable[Mapping
             seen.add(name)
             reasons = stateless_restart_reasons(read_state_config(b.spec(manifest).get("flinkConfiguration")))
             if reasons:
-                events.append(Event(WARNING, EVENT_STATELESS_RESTART, clip_message(
-                    f"FlinkDeployment {'/'.join(part for part in name if part)} restarts without state after a "
-                    f"failover: {'; '.join(reasons)}")))
+                events.append(
+                    Event(
+                        WARNING,
+                        EVENT_STATELESS_RESTART,
+                        clip_message(
+                            f"FlinkDeployment {'/'.join(part for part in name if part)} restarts without state after a "
+                            f"failover: {'; '.join(reasons)}"
+                        ),
+                    )
+                )
     return tuple(events)

@@ -10,15 +10,16 @@ asked about; relay/status.py fetches, looks up and prints, and changes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from failover.core import binding as b
-from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration_seconds
-from failover.state.checkpoints import LookupResult
 from failover.core.annotations import format_time, parse_time, read_time_annotation
+from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration_seconds
 from failover.reconcile.fencing import cluster_reachability
+from failover.state.checkpoints import LookupResult
 from failover.state.history import JOB_STATUS, read_history, reflected_run, restore_hints
 from failover.state.jobid import job_id_problem
 from failover.state.last_state import preservation_rules, recorded_states
@@ -51,8 +52,9 @@ def workload_name(binding: Mapping[str, Any]) -> str:
     return f"{namespace}/{name}" if namespace else str(name)
 
 
-def restore_subject(binding: Mapping[str, Any], template: Mapping[str, Any] | None,
-                    job_id_label: str) -> RestoreSubject | None:
+def restore_subject(
+    binding: Mapping[str, Any], template: Mapping[str, Any] | None, job_id_label: str
+) -> RestoreSubject | None:
     """The template as the relay would see the new copy if it were created now, or None when no job id is known.
 
     The job id is the one a failover would preserve: the newest eviction task's state (a failover in flight), else
@@ -62,8 +64,11 @@ def restore_subject(binding: Mapping[str, Any], template: Mapping[str, Any] | No
     if not isinstance(template, dict):
         return None
     labels, source = {}, ""
-    tasks = [(parse_time(task.get("creationTimestamp")), index, task)
-             for index, task in enumerate(b.eviction_tasks(binding)) if task_state(binding, task)]
+    tasks = [
+        (parse_time(task.get("creationTimestamp")), index, task)
+        for index, task in enumerate(b.eviction_tasks(binding))
+        if task_state(binding, task)
+    ]
     if tasks:
         newest = max(tasks, key=lambda entry: (entry[0] or UNSTAMPED, entry[1]))[2]
         labels, source = dict(task_state(binding, newest)), f"eviction task from {newest['fromCluster']}"
@@ -86,9 +91,15 @@ def restore_subject(binding: Mapping[str, Any], template: Mapping[str, Any] | No
     return RestoreSubject(obj, job_id, source)
 
 
-def workload_view(binding: Mapping[str, Any], clusters: Mapping[str, Mapping[str, Any]], now: datetime,
-                  subject: RestoreSubject | None = None, restore: LookupResult | None = None,
-                  storage: str = "", restore_problem: str = "") -> dict[str, Any]:
+def workload_view(
+    binding: Mapping[str, Any],
+    clusters: Mapping[str, Mapping[str, Any]],
+    now: datetime,
+    subject: RestoreSubject | None = None,
+    restore: LookupResult | None = None,
+    storage: str = "",
+    restore_problem: str = "",
+) -> dict[str, Any]:
     """Everything the status command shows for one workload, as plain JSON-able data."""
     resource = b.spec(binding).get("resource")
     resource = resource if isinstance(resource, dict) else {}
@@ -100,30 +111,52 @@ def workload_view(binding: Mapping[str, Any], clusters: Mapping[str, Mapping[str
     for target in b.target_clusters(binding):
         item = health.get(target.name)
         unhealthy_since = since.get(target.name)
-        eviction = (unhealthy_since + timedelta(seconds=toleration)
-                    if unhealthy_since is not None and toleration is not None else None)
+        eviction = (
+            unhealthy_since + timedelta(seconds=toleration)
+            if unhealthy_since is not None and toleration is not None
+            else None
+        )
         reflected = (item or {}).get("status")
         job_status = reflected.get(JOB_STATUS) if isinstance(reflected, dict) else None
         ready, _, _ = cluster_reachability(clusters.get(target.name))
-        targets.append({
-            "cluster": target.name, "clusterReady": ready, "health": b.health_of(item),
-            "jobId": reflected_run(item)[0] or None,
-            "jobState": job_status.get("state") if isinstance(job_status, dict) else None,
-            "unhealthySince": _time(unhealthy_since), "evictionAt": _time(eviction),
-            "evictionIn": _seconds_until(eviction, now)})
+        targets.append(
+            {
+                "cluster": target.name,
+                "clusterReady": ready,
+                "health": b.health_of(item),
+                "jobId": reflected_run(item)[0] or None,
+                "jobState": job_status.get("state") if isinstance(job_status, dict) else None,
+                "unhealthySince": _time(unhealthy_since),
+                "evictionAt": _time(eviction),
+                "evictionIn": _seconds_until(eviction, now),
+            }
+        )
     evictions = []
     for task in b.eviction_tasks(binding):
-        evictions.append({
-            "fromCluster": task["fromCluster"], "reason": task.get("reason"), "purgeMode": task.get("purgeMode"),
-            "preservedState": task_state(binding, task) or None, "created": task.get("creationTimestamp"),
-            "producer": task.get("producer")})
+        evictions.append(
+            {
+                "fromCluster": task["fromCluster"],
+                "reason": task.get("reason"),
+                "purgeMode": task.get("purgeMode"),
+                "preservedState": task_state(binding, task) or None,
+                "created": task.get("creationTimestamp"),
+                "producer": task.get("producer"),
+            }
+        )
     moves = [move.as_json() for move in read_history(binding).moves[-SHOWN_MOVES:]]
     view: dict[str, Any] = {
-        "workload": workload_name(binding), "kind": resource.get("kind"), "binding": b.object_ref(binding).name,
+        "workload": workload_name(binding),
+        "kind": resource.get("kind"),
+        "binding": b.object_ref(binding).name,
         "placement": [target.name for target in b.target_clusters(binding)],
-        "tolerationSeconds": toleration, "purgeMode": application.get("purgeMode"),
-        "targets": targets, "evictions": evictions, "restore": _restore(subject, restore, storage, restore_problem),
-        "history": list(reversed(moves)), "at": format_time(now)}
+        "tolerationSeconds": toleration,
+        "purgeMode": application.get("purgeMode"),
+        "targets": targets,
+        "evictions": evictions,
+        "restore": _restore(subject, restore, storage, restore_problem),
+        "history": list(reversed(moves)),
+        "at": format_time(now),
+    }
     return view
 
 
@@ -133,25 +166,44 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
         return "no workload under a stateful failover policy\n"
     blocks = []
     for view in views:
-        lines = [f"{view['workload']} ({view.get('kind') or '?'})  placed on: "
-                 f"{', '.join(view['placement']) or 'nothing (being rescheduled)'}"
-                 f"  toleration: {_or(view.get('tolerationSeconds'))}s  purge: {_or(view.get('purgeMode'))}"]
+        lines = [
+            f"{view['workload']} ({view.get('kind') or '?'})  placed on: "
+            f"{', '.join(view['placement']) or 'nothing (being rescheduled)'}"
+            f"  toleration: {_or(view.get('tolerationSeconds'))}s  purge: {_or(view.get('purgeMode'))}"
+        ]
         rows = [("TARGET", "CLUSTER", "HEALTH", "JOB", "JOB STATE", "UNHEALTHY SINCE", "EVICTION AT")]
         for target in view["targets"]:
             eviction = target["evictionAt"]
             if eviction and target["evictionIn"] is not None:
                 eviction += f" (in {target['evictionIn']}s)" if target["evictionIn"] > 0 else " (due)"
-            rows.append((target["cluster"], "Ready" if target["clusterReady"] else "NotReady", target["health"],
-                         _short(target["jobId"]), _or(target["jobState"]), _or(target["unhealthySince"]),
-                         _or(eviction)))
+            rows.append(
+                (
+                    target["cluster"],
+                    "Ready" if target["clusterReady"] else "NotReady",
+                    target["health"],
+                    _short(target["jobId"]),
+                    _or(target["jobState"]),
+                    _or(target["unhealthySince"]),
+                    _or(eviction),
+                )
+            )
         lines += _columns(rows)
         if view["evictions"]:
             rows = [("EVICTION FROM", "REASON", "PURGE", "PRESERVED STATE", "SINCE")]
             for task in view["evictions"]:
-                state = ", ".join(f"{key.rpartition('/')[2]}={_short(value)}"
-                                  for key, value in sorted((task["preservedState"] or {}).items()))
-                rows.append((task["fromCluster"], _or(task["reason"]), _or(task["purgeMode"]), state or NONE,
-                             _or(task["created"])))
+                state = ", ".join(
+                    f"{key.rpartition('/')[2]}={_short(value)}"
+                    for key, value in sorted((task["preservedState"] or {}).items())
+                )
+                rows.append(
+                    (
+                        task["fromCluster"],
+                        _or(task["reason"]),
+                        _or(task["purgeMode"]),
+                        state or NONE,
+                        _or(task["created"]),
+                    )
+                )
             lines += _columns(rows)
         else:
             lines.append("  no eviction in flight")
@@ -159,15 +211,25 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
         if restore.get("path"):
             fallback = f", fallback {restore['fallback']}" if restore.get("fallback") else ""
             lines.append(f"  restore now: {restore['source']} {restore['path']}")
-            lines.append(f"    job {_short(restore.get('jobId'))} ({restore.get('jobIdFrom')}), storage "
-                         f"{restore.get('storage') or NONE}{fallback}")
+            lines.append(
+                f"    job {_short(restore.get('jobId'))} ({restore.get('jobIdFrom')}), storage "
+                f"{restore.get('storage') or NONE}{fallback}"
+            )
         else:
             lines.append(f"  restore now: nothing ({restore.get('reason') or 'no job id known'})")
         if view["history"]:
             rows = [("HISTORY AT", "MOVE", "FROM", "TO", "JOB", "RESTORED FROM")]
             for move in view["history"]:
-                rows.append((move["at"], move["kind"], move["from"], ",".join(move.get("to") or ()) or NONE,
-                             _short(move.get("jobId")), move.get("restore") or NONE))
+                rows.append(
+                    (
+                        move["at"],
+                        move["kind"],
+                        move["from"],
+                        ",".join(move.get("to") or ()) or NONE,
+                        _short(move.get("jobId")),
+                        move.get("restore") or NONE,
+                    )
+                )
             lines += _columns(rows)
         else:
             lines.append("  no failover recorded")
@@ -175,16 +237,20 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def _restore(subject: RestoreSubject | None, result: LookupResult | None, storage: str,
-             problem: str) -> dict[str, Any]:
+def _restore(subject: RestoreSubject | None, result: LookupResult | None, storage: str, problem: str) -> dict[str, Any]:
     if subject is None:
         return {"outcome": None, "reason": problem or "no job id known for this workload"}
     view: dict[str, Any] = {"jobId": subject.job_id, "jobIdFrom": subject.source}
     if result is None:
         return {**view, "outcome": None, "reason": problem or "no lookup"}
-    view.update(outcome=result.outcome.value, path=result.path, source=result.source or None,
-                fallback=result.fallback or None, reason=result.reason or None,
-                storage=storage if result.path else None)
+    view.update(
+        outcome=result.outcome.value,
+        path=result.path,
+        source=result.source or None,
+        fallback=result.fallback or None,
+        reason=result.reason or None,
+        storage=storage if result.path else None,
+    )
     return view
 
 

@@ -24,13 +24,14 @@ import os
 import re
 import string
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
-from failover.state.jobid import JobId
 from failover.core.names import is_dns_label
+from failover.state.jobid import JobId
 
 KARMADA_EXAMPLE_LAYOUT = "{root}/{namespace}/{job_id}/checkpoints"
 FLINK_NATIVE_LAYOUT = "{root}/{job_id}"
@@ -111,7 +112,7 @@ def parse_layout(template: Any) -> Layout:
         raise LayoutError(f"layout {template!r} must start with {{root}} and name it once")
     if "job_id" not in names:
         raise LayoutError(f"layout {template!r} must contain {{job_id}}")
-    suffix = template[len("{root}"):]
+    suffix = template[len("{root}") :]
     if suffix and not suffix.startswith("/"):
         raise LayoutError(f"layout {template!r}: put a '/' after {{root}}")
     if any(part in (".", "..") for part in suffix.split("/")):
@@ -144,7 +145,7 @@ class CheckpointStore:
             return True
         if not path.startswith(self.fs_root):
             return False
-        return os.path.realpath(path) == os.path.normpath(self.real_root + path[len(self.fs_root):])
+        return os.path.realpath(path) == os.path.normpath(self.real_root + path[len(self.fs_root) :])
 
 
 def open_store(url: str, storage_options: Mapping[str, Any] | None = None) -> CheckpointStore:
@@ -207,11 +208,11 @@ def newest_savepoint(store: CheckpointStore, directory: str, job_id: JobId) -> t
     written: float | None
     if completed is not None:
         for name, written in completed.items():
-            if _SAVEPOINT_SUFFIX.match(name[len(prefix):]) and (newest is None or (written, name) > newest):
+            if _SAVEPOINT_SUFFIX.match(name[len(prefix) :]) and (newest is None or (written, name) > newest):
                 newest = (written, name)
         return (newest[1], newest[0]) if newest else None
     for name in _entry_names(store, directory):
-        if not (name.startswith(prefix) and _SAVEPOINT_SUFFIX.match(name[len(prefix):])):
+        if not (name.startswith(prefix) and _SAVEPOINT_SUFFIX.match(name[len(prefix) :])):
             continue
         written = _metadata_time(store, f"{directory}/{name}")
         if written is not None and (newest is None or (written, name) > newest):
@@ -237,14 +238,19 @@ def _completed_by_prefix(store: CheckpointStore, directory: str, prefix: str) ->
         raise StorageError(_describe(error, directory)) from None
     completed: dict[str, float] = {}
     base = directory.rstrip("/") + "/"
-    for path, info in (found.items() if isinstance(found, dict) else ()):
-        relative = str(path)[len(base):] if str(path).startswith(base) else ""
+    for path, info in found.items() if isinstance(found, dict) else ():
+        relative = str(path)[len(base) :] if str(path).startswith(base) else ""
         name, _, rest = relative.partition("/")
         if rest != METADATA_FILE or not name.startswith(prefix) or info.get("type", "file") != "file":
             continue
         written = info.get("mtime", info.get("LastModified"))
-        completed[name] = (written.timestamp() if isinstance(written, datetime)
-                           else float(written) if isinstance(written, (int, float)) else 0.0)
+        completed[name] = (
+            written.timestamp()
+            if isinstance(written, datetime)
+            else float(written)
+            if isinstance(written, (int, float))
+            else 0.0
+        )
     return completed
 
 

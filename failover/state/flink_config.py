@@ -19,8 +19,9 @@ which is always valid).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 CHECKPOINT_DIR_KEYS = ("execution.checkpointing.dir", "state.checkpoints.dir")
 SAVEPOINT_DIR_KEYS = ("execution.checkpointing.savepoint-dir", "state.savepoints.dir")
@@ -61,6 +62,7 @@ def flatten_configuration(config: Any) -> dict[str, str]:
                 flat[name] = str(value)
             elif isinstance(value, (dict, Mapping)):
                 walk(name, value)
+
     walk("", config)
     return flat
 
@@ -93,7 +95,8 @@ def read_state_config(flink_configuration: Any) -> StateConfig:
         savepoint_dir=config_value(config, SAVEPOINT_DIR_KEYS),
         # Flink parses booleans case-insensitively; anything but "false" keeps the default (true).
         create_subdir=(create_subdir or "true").lower() != "false",
-        retention=retention.upper() if retention else None)
+        retention=retention.upper() if retention else None,
+    )
 
 
 def validate_job_spec(job: Mapping[str, Any], flink_configuration: Any, generation: str = OPERATOR_1_10) -> str | None:
@@ -103,8 +106,9 @@ def validate_job_spec(job: Mapping[str, Any], flink_configuration: Any, generati
     keys = VALIDATOR_KEYS[generation]
     mode = job.get("upgradeMode") or STATELESS  # JobSpec: upgradeMode = UpgradeMode.STATELESS
     if mode != STATELESS and config_value(config, keys["checkpoint"]) is None:
-        return (f"Checkpoint directory[{keys['checkpoint'][0]}] must be defined for last-state and savepoint "
-                "upgrade modes")
+        return (
+            f"Checkpoint directory[{keys['checkpoint'][0]}] must be defined for last-state and savepoint upgrade modes"
+        )
     if mode == SAVEPOINT and config_value(config, keys["savepoint"]) is None:
         return f"Job could not be upgraded with savepoint while config key[{keys['savepoint'][0]}] is not set"
     return None

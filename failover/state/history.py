@@ -27,14 +27,14 @@ controller patch spec and status only (tests/karmada/test_status.py proves it on
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Mapping, cast
+from typing import Any, cast
 
 from failover.core import binding as b
-from failover.core.api import REASON_APPLICATION_FAILURE
 from failover.core.annotations import format_time, parse_time, read_json_annotation
-from failover.core.api import REASON_FAILBACK
+from failover.core.api import REASON_APPLICATION_FAILURE, REASON_FAILBACK
 from failover.state.jobid import job_id_problem
 from failover.state.last_state import recorded_state
 from failover.state.profiles import TRIGGER_LABELS
@@ -72,8 +72,12 @@ class Move:
 
     def as_json(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"at": format_time(self.at), "kind": self.kind, "from": self.from_cluster}
-        for name, value in (("to", list(self.to)), ("reason", self.reason), ("jobId", self.job_id),
-                            ("restore", self.restore)):
+        for name, value in (
+            ("to", list(self.to)),
+            ("reason", self.reason),
+            ("jobId", self.job_id),
+            ("restore", self.restore),
+        ):
             if value:
                 entry[name] = value
         return entry
@@ -111,10 +115,17 @@ def read_history(binding: Mapping[str, Any]) -> History:
         if at is None or not isinstance(kind, str) or not isinstance(source, str):
             continue
         to = entry.get("to")
-        moves.append(Move(at, kind[:MAX_TEXT], source[:MAX_TEXT],
-                          tuple(c for c in to if isinstance(c, str)) if isinstance(to, list) else (),
-                          _text(entry.get("reason")), _job_id(entry.get("jobId")),
-                          _text(entry.get("restore"), MAX_PATH)))
+        moves.append(
+            Move(
+                at,
+                kind[:MAX_TEXT],
+                source[:MAX_TEXT],
+                tuple(c for c in to if isinstance(c, str)) if isinstance(to, list) else (),
+                _text(entry.get("reason")),
+                _job_id(entry.get("jobId")),
+                _text(entry.get("restore"), MAX_PATH),
+            )
+        )
     runs: list[Run] = []
     runs_data = data.get("runs")
     for entry in runs_data if isinstance(runs_data, list) else ():
@@ -122,13 +133,15 @@ def read_history(binding: Mapping[str, Any]) -> History:
             continue
         job_id, seen = _job_id(entry.get("jobId")), parse_time(entry.get("seen"))
         if job_id and seen is not None and all(run.job_id != job_id for run in runs):
-            runs.append(Run(job_id, _text(entry.get("cluster")), seen,
-                            _text(entry.get("upgradeSavepointPath"), MAX_PATH)))
+            runs.append(
+                Run(job_id, _text(entry.get("cluster")), seen, _text(entry.get("upgradeSavepointPath"), MAX_PATH))
+            )
     return History(tuple(sorted(moves, key=lambda move: move.at)), tuple(runs))
 
 
-def decide_history(binding: Mapping[str, Any], works: Iterable[Mapping[str, Any]], now: datetime,
-                   returned: Iterable[str] = ()) -> Mapping[str, Any] | None:
+def decide_history(
+    binding: Mapping[str, Any], works: Iterable[Mapping[str, Any]], now: datetime, returned: Iterable[str] = ()
+) -> Mapping[str, Any] | None:
     """The merge patch that brings HISTORY_ANNOTATION up to date, None when it already is.
 
     `works` are the binding's Works (the new copy's restore path is read from them); `returned` are the dead clusters
@@ -142,8 +155,13 @@ def decide_history(binding: Mapping[str, Any], works: Iterable[Mapping[str, Any]
         at = parse_time(task.get("creationTimestamp"))
         if at is None:
             continue  # the graceful eviction pass stamps it; the stamp is the move's identity
-        move = Move(at, _kind(task), task["fromCluster"][:MAX_TEXT], reason=_text(task.get("reason")),
-                    job_id=_preserved_job_id(binding, task))
+        move = Move(
+            at,
+            _kind(task),
+            task["fromCluster"][:MAX_TEXT],
+            reason=_text(task.get("reason")),
+            job_id=_preserved_job_id(binding, task),
+        )
         moves.setdefault(move.key(), move)
     for cluster in returned:
         move = Move(now, DEAD_CLUSTER_RETURN, cluster[:MAX_TEXT], reason="stale copy deleted")
@@ -159,8 +177,9 @@ def decide_history(binding: Mapping[str, Any], works: Iterable[Mapping[str, Any]
     return {"metadata": {"annotations": {HISTORY_ANNOTATION: value}}}
 
 
-def returned_cluster_patch(binding: Mapping[str, Any], clusters: Iterable[str], now: datetime
-                           ) -> Mapping[str, Any] | None:
+def returned_cluster_patch(
+    binding: Mapping[str, Any], clusters: Iterable[str], now: datetime
+) -> Mapping[str, Any] | None:
     """The history patch recording that the stale copies on `clusters` were deleted when those clusters returned."""
     return decide_history(binding, (), now, returned=clusters)
 
@@ -171,8 +190,10 @@ def write_history(history: History) -> str | None:
     while True:
         if not moves and not runs:
             return None
-        value = json.dumps({"moves": [move.as_json() for move in moves], "runs": [run.as_json() for run in runs]},
-                           separators=(",", ":"))
+        value = json.dumps(
+            {"moves": [move.as_json() for move in moves], "runs": [run.as_json() for run in runs]},
+            separators=(",", ":"),
+        )
         if len(value.encode()) <= MAX_BYTES:
             return value
         if moves:

@@ -21,9 +21,10 @@ target has a record of its own (the state has reached a copy that runs it health
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time, read_json_annotation
@@ -161,8 +162,13 @@ def decide_last_state(binding: Mapping[str, Any], now: datetime) -> Mapping[str,
 def _write(states: Mapping[str, RecordedState]) -> str | None:
     if not states:
         return None
-    return json.dumps({cluster: {"labels": dict(sorted(state.labels.items())), "at": format_time(state.at)}
-                       for cluster, state in sorted(states.items())}, separators=(",", ":"))
+    return json.dumps(
+        {
+            cluster: {"labels": dict(sorted(state.labels.items())), "at": format_time(state.at)}
+            for cluster, state in sorted(states.items())
+        },
+        separators=(",", ":"),
+    )
 
 
 def _patch(value: str | None) -> Mapping[str, Any]:

@@ -24,11 +24,13 @@ Everything here is pure: the adapter reads the binding and does the storage look
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from typing import Any, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from failover.core import binding as b
+from failover.core.annotations import parse_time
 from failover.core.api import (
     CLUSTER_RESOURCE_BINDING,
     CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION,
@@ -38,12 +40,11 @@ from failover.core.api import (
     RESOURCE_BINDING_NAMESPACE_ANNOTATION,
     GroupKind,
 )
-from failover.core.annotations import parse_time
-from failover.state.history import restore_hints
 from failover.core.labels import escape_json_pointer, label_key_problems, label_value_problems
-from failover.state.last_state import APPLICATION, CLUSTER, preservation_rules, recorded_state, recorded_states
 from failover.core.names import is_dns_label, is_dns_subdomain
 from failover.core.verdict import Verdict, clip
+from failover.state.history import restore_hints
+from failover.state.last_state import APPLICATION, CLUSTER, preservation_rules, recorded_state, recorded_states
 
 MANIFESTS_POINTER = "/spec/workload/manifests"
 # Audit annotation keys; the apiserver prefixes them with the webhook's name.
@@ -56,7 +57,7 @@ CLUSTER_FAILOVER_JOB_ID_LABEL = "application.karmada.io/cluster-failover-jobid"
 # LabelPlan.source of labels kept from the Work's previous manifests.
 RETAINED = "retained"
 # A task not yet stamped by the graceful eviction pass was appended last: it counts as the newest.
-UNSTAMPED = datetime.max.replace(tzinfo=timezone.utc)
+UNSTAMPED = datetime.max.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def execution_cluster(namespace: Any) -> str | None:
     """The member cluster of an execution namespace `karmada-es-<cluster>`; None for any other namespace."""
     if not isinstance(namespace, str) or not namespace.startswith(EXECUTION_NAMESPACE_PREFIX):
         return None
-    cluster = namespace[len(EXECUTION_NAMESPACE_PREFIX):]
+    cluster = namespace[len(EXECUTION_NAMESPACE_PREFIX) :]
     return cluster or None
 
 
@@ -201,8 +202,9 @@ def moved_state(binding: Mapping[str, Any], cluster: str) -> tuple[str, dict[str
     return source, dict(records[source].labels)
 
 
-def retained_labels(binding: Mapping[str, Any], work: Mapping[str, Any],
-                    old_work: Mapping[str, Any] | None) -> dict[str, str]:
+def retained_labels(
+    binding: Mapping[str, Any], work: Mapping[str, Any], old_work: Mapping[str, Any] | None
+) -> dict[str, str]:
     """On a re-render of the same Work (UPDATE), the preserved labels its old manifests carried and the new ones
     lack: Karmada rewrites the manifests from the template once the task is gone (`pkg/controllers/ctrlutil/work.go`
     `CreateOrUpdateWork`, Karmada PR #7478), but they still describe the job this copy runs."""
@@ -215,14 +217,15 @@ def retained_labels(binding: Mapping[str, Any], work: Mapping[str, Any],
         old_labels = b.metadata(old).get("labels") if old is not None else None
         new_labels = b.metadata(manifest).get("labels")
         new_labels = new_labels if isinstance(new_labels, dict) else {}
-        for key, value in (old_labels.items() if isinstance(old_labels, dict) else ()):
+        for key, value in old_labels.items() if isinstance(old_labels, dict) else ():
             if key in aliases and key not in new_labels and isinstance(value, str):
                 kept[key] = value
     return kept
 
 
-def plan_work_labels(work: Mapping[str, Any], binding: Mapping[str, Any], namespace: str = "",
-                     old_work: Mapping[str, Any] | None = None) -> LabelPlan:
+def plan_work_labels(
+    work: Mapping[str, Any], binding: Mapping[str, Any], namespace: str = "", old_work: Mapping[str, Any] | None = None
+) -> LabelPlan:
     """The preserved labels of `binding` for the manifests of `work`, and the JSONPatch that puts them there.
 
     The state comes from the newest qualifying eviction task; with none, from a copy that moved away
@@ -243,8 +246,10 @@ def plan_work_labels(work: Mapping[str, Any], binding: Mapping[str, Any], namesp
         task = {"fromCluster": source, "preservedLabelState": state}
     targets = binding_targets(binding)
     if targets != {cluster}:
-        return LabelPlan(reason=f"binding targets {len(targets)} clusters ({', '.join(sorted(targets)[:3])}); "
-                                "preserved state goes to a single-cluster placement only")
+        return LabelPlan(
+            reason=f"binding targets {len(targets)} clusters ({', '.join(sorted(targets)[:3])}); "
+            "preserved state goes to a single-cluster placement only"
+        )
     labels, warnings = valid_labels(task["preservedLabelState"], task["fromCluster"])
     if not labels:
         return LabelPlan(warnings=warnings, reason="no preserved label is valid label syntax")
@@ -258,8 +263,7 @@ def plan_work_labels(work: Mapping[str, Any], binding: Mapping[str, Any], namesp
             warnings += (clip(f"preserved labels not set on manifest {index}: {problem}"),)
         elif hints:
             ops.extend(metadata_ops(pointer, with_labels(manifest, labels), hints, "annotations")[0])
-    return LabelPlan(labels=labels, patch=tuple(ops), annotations=hints, warnings=warnings,
-                     source=task["fromCluster"])
+    return LabelPlan(labels=labels, patch=tuple(ops), annotations=hints, warnings=warnings, source=task["fromCluster"])
 
 
 def valid_labels(state: Mapping[Any, Any], source: str) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -289,8 +293,9 @@ def manifests(work: Mapping[str, Any]) -> list[Any]:
     return items if isinstance(items, list) else []
 
 
-def metadata_ops(pointer: str, manifest: Any, values: Mapping[str, str],
-                 kind: str = "labels") -> tuple[list[dict[str, Any]], str]:
+def metadata_ops(
+    pointer: str, manifest: Any, values: Mapping[str, str], kind: str = "labels"
+) -> tuple[list[dict[str, Any]], str]:
     """RFC 6902 operations giving the object at `pointer` every entry of `values` in its metadata.`kind` (labels or
     annotations); none for entries already equal.
 
@@ -313,13 +318,17 @@ def metadata_ops(pointer: str, manifest: Any, values: Mapping[str, str],
     for key, value in values.items():
         if current.get(key) == value:
             continue
-        ops.append({"op": "replace" if key in current else "add",
-                    "path": f"{pointer}/metadata/{kind}/{escape_json_pointer(key)}", "value": value})
+        ops.append(
+            {
+                "op": "replace" if key in current else "add",
+                "path": f"{pointer}/metadata/{kind}/{escape_json_pointer(key)}",
+                "value": value,
+            }
+        )
     return ops, ""
 
 
-def with_labels(manifest: Mapping[str, Any], labels: Mapping[str, str],
-                kind: str = "labels") -> dict[str, Any]:
+def with_labels(manifest: Mapping[str, Any], labels: Mapping[str, str], kind: str = "labels") -> dict[str, Any]:
     """A copy of `manifest` as it will be once the labels (or annotations, by `kind`) are set (for deciding the
     savepoint on it)."""
     metadata = manifest.get("metadata")

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from failover.core.api import (
     DEFAULT_JOB_ID_LABEL,
@@ -42,9 +43,9 @@ from failover.core.api import (
     RESOURCES_BY_GROUP_KIND,
     GroupKind,
 )
-from failover.state.checkpoints import Layout, LayoutError, parse_layout
 from failover.core.labels import label_key_problems
 from failover.core.names import is_dns_subdomain
+from failover.state.checkpoints import Layout, LayoutError, parse_layout
 
 VALUE_FIELDS = frozenset({"path", "job_id", "namespace"})
 # A dotted path of plain field names under spec: the only shape a JSONPatch can create without reading arrays.
@@ -81,8 +82,11 @@ class TargetField:
 
 # Karmada's label conventions for a preserved job id: the application-failover guide, the cluster-failover guide,
 # and the key of Karmada PR #7478 (the binding-level label).
-TRIGGER_LABELS = (DEFAULT_JOB_ID_LABEL, "application.karmada.io/cluster-failover-jobid",
-                  "resourcebinding.karmada.io/failover-jobid")
+TRIGGER_LABELS = (
+    DEFAULT_JOB_ID_LABEL,
+    "application.karmada.io/cluster-failover-jobid",
+    "resourcebinding.karmada.io/failover-jobid",
+)
 
 
 @dataclass(frozen=True)
@@ -121,14 +125,17 @@ class InjectionProfile:
         return tuple(target for target in self.targets if target.takes_path)
 
 
-_DEPLOYMENT_SHAPE = FlinkShape(("spec", "job"), ("spec", "flinkConfiguration"),
-                               ("status", "reconciliationStatus", "lastReconciledSpec"))
+_DEPLOYMENT_SHAPE = FlinkShape(
+    ("spec", "job"), ("spec", "flinkConfiguration"), ("status", "reconciliationStatus", "lastReconciledSpec")
+)
 FLINK_SHAPES = {
     FLINK_DEPLOYMENT: _DEPLOYMENT_SHAPE,
     FLINK_SESSION_JOB: _DEPLOYMENT_SHAPE,
-    FLINK_BLUE_GREEN_DEPLOYMENT: FlinkShape(("spec", "template", "spec", "job"),
-                                            ("spec", "template", "spec", "flinkConfiguration"),
-                                            ("status", "lastReconciledSpec")),
+    FLINK_BLUE_GREEN_DEPLOYMENT: FlinkShape(
+        ("spec", "template", "spec", "job"),
+        ("spec", "template", "spec", "flinkConfiguration"),
+        ("status", "lastReconciledSpec"),
+    ),
 }
 
 
@@ -137,24 +144,33 @@ def trigger_labels(label: str) -> tuple[str, ...]:
     return (label, *(other for other in TRIGGER_LABELS if other != label))
 
 
-def flink_profile(group_kind: GroupKind, labels: Sequence[str], layouts: Sequence[Layout],
-                  savepoint_layouts: Sequence[Layout] = ()) -> InjectionProfile:
+def flink_profile(
+    group_kind: GroupKind, labels: Sequence[str], layouts: Sequence[Layout], savepoint_layouts: Sequence[Layout] = ()
+) -> InjectionProfile:
     shape = FLINK_SHAPES[group_kind]
     path_field = ".".join((*shape.job, "initialSavepointPath"))
     return InjectionProfile(
-        name=group_kind.kind, group=group_kind.group, version=RESOURCES_BY_GROUP_KIND[group_kind].version,
+        name=group_kind.kind,
+        group=group_kind.group,
+        version=RESOURCES_BY_GROUP_KIND[group_kind].version,
         kind=group_kind.kind,
-        labels=tuple(labels), layouts=tuple(layouts), savepoint_layouts=tuple(savepoint_layouts),
-        targets=(TargetField(path_field, "{path}"),), flink=shape)
+        labels=tuple(labels),
+        layouts=tuple(layouts),
+        savepoint_layouts=tuple(savepoint_layouts),
+        targets=(TargetField(path_field, "{path}"),),
+        flink=shape,
+    )
 
 
-def flink_deployment_profile(label: str, layouts: Sequence[Layout],
-                             savepoint_layouts: Sequence[Layout] = ()) -> InjectionProfile:
+def flink_deployment_profile(
+    label: str, layouts: Sequence[Layout], savepoint_layouts: Sequence[Layout] = ()
+) -> InjectionProfile:
     return flink_profile(FLINK_DEPLOYMENT, trigger_labels(label), layouts, savepoint_layouts)
 
 
-def load_profiles(configs: Sequence[Any], *, label: str, layouts: Sequence[str],
-                  savepoint_layouts: Sequence[str] = ()) -> dict[GroupKind, InjectionProfile]:
+def load_profiles(
+    configs: Sequence[Any], *, label: str, layouts: Sequence[str], savepoint_layouts: Sequence[str] = ()
+) -> dict[GroupKind, InjectionProfile]:
     """The built-in Flink profiles plus the configured ones, by group and kind; raises `ProfileError`."""
     _check_label("savepoint.jobIdLabel", label)
     labels = trigger_labels(label)
@@ -163,8 +179,9 @@ def load_profiles(configs: Sequence[Any], *, label: str, layouts: Sequence[str],
     profiles = {kind: flink_profile(kind, labels, default_layouts, default_savepoints) for kind in FLINK_SHAPES}
     configured: set[GroupKind] = set()
     for index, config in enumerate(configs):
-        profile = parse_profile(config, index, labels=labels, layouts=default_layouts,
-                                savepoint_layouts=default_savepoints)
+        profile = parse_profile(
+            config, index, labels=labels, layouts=default_layouts, savepoint_layouts=default_savepoints
+        )
         if profile.group_kind in configured:
             raise ProfileError(f"savepoint.profiles[{index}]: a second profile for {profile.group_kind}")
         configured.add(profile.group_kind)
@@ -172,15 +189,22 @@ def load_profiles(configs: Sequence[Any], *, label: str, layouts: Sequence[str],
     return profiles
 
 
-def parse_profile(config: Any, index: int, *, labels: tuple[str, ...], layouts: tuple[Layout, ...],
-                  savepoint_layouts: tuple[Layout, ...]) -> InjectionProfile:
+def parse_profile(
+    config: Any,
+    index: int,
+    *,
+    labels: tuple[str, ...],
+    layouts: tuple[Layout, ...],
+    savepoint_layouts: tuple[Layout, ...],
+) -> InjectionProfile:
     where = f"savepoint.profiles[{index}]"
     if not isinstance(config, dict):
         raise ProfileError(f"{where}: must be a mapping with group, version, kind and targets")
     unknown = set(config) - _PROFILE_KEYS
     if unknown:
-        raise ProfileError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
-                           f"known: {', '.join(sorted(_PROFILE_KEYS))}")
+        raise ProfileError(
+            f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; known: {', '.join(sorted(_PROFILE_KEYS))}"
+        )
     group = _string(config, "group", where, is_dns_subdomain, "a lowercase API group such as flink.apache.org")
     version = _string(config, "version", where, _VERSION.match, "a Kubernetes API version such as v1beta1")
     kind = _string(config, "kind", where, _KIND.match, "a kind such as FlinkSessionJob")
@@ -195,7 +219,7 @@ def parse_profile(config: Any, index: int, *, labels: tuple[str, ...], layouts: 
         raise ProfileError(f"{where}.targets: needs at least one {{field, value}} entry")
     targets = tuple(_target(target, f"{where}.targets[{i}]") for i, target in enumerate(targets_config))
     if not any(target.takes_path for target in targets):
-        raise ProfileError(f"{where}.targets: no target takes the checkpoint; give one the value \"{{path}}\"")
+        raise ProfileError(f'{where}.targets: no target takes the checkpoint; give one the value "{{path}}"')
     fields = [target.field for target in targets]
     for i, field in enumerate(fields):
         if field in fields[:i]:
@@ -203,11 +227,19 @@ def parse_profile(config: Any, index: int, *, labels: tuple[str, ...], layouts: 
         if any(other.startswith(field + ".") for other in fields):
             raise ProfileError(f"{where}.targets: field {field} contains another target field")
     return InjectionProfile(
-        name=name, group=group, version=version, kind=kind, labels=labels,
+        name=name,
+        group=group,
+        version=version,
+        kind=kind,
+        labels=labels,
         layouts=_layouts(f"{where}.layouts", config["layouts"], True) if "layouts" in config else layouts,
-        savepoint_layouts=(_layouts(f"{where}.savepointLayouts", config["savepointLayouts"], False)
-                           if "savepointLayouts" in config else savepoint_layouts),
-        targets=targets)
+        savepoint_layouts=(
+            _layouts(f"{where}.savepointLayouts", config["savepointLayouts"], False)
+            if "savepointLayouts" in config
+            else savepoint_layouts
+        ),
+        targets=targets,
+    )
 
 
 def _target(config: Any, where: str) -> TargetField:
@@ -218,19 +250,22 @@ def _target(config: Any, where: str) -> TargetField:
         raise ProfileError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; known: field, value, keep")
     field = config.get("field")
     if not isinstance(field, str) or not _FIELD_PATH.match(field):
-        raise ProfileError(f"{where}.field: {field!r} is not a dotted field path under spec (spec.job.path); "
-                           "list indexes and other syntax cannot be patched")
+        raise ProfileError(
+            f"{where}.field: {field!r} is not a dotted field path under spec (spec.job.path); "
+            "list indexes and other syntax cannot be patched"
+        )
     value = config.get("value")
     if not isinstance(value, str):
-        raise ProfileError(f"{where}.value: must be a string such as \"{{path}}\"")
+        raise ProfileError(f'{where}.value: must be a string such as "{{path}}"')
     try:
         parsed = list(string.Formatter().parse(value))
     except ValueError as error:
         raise ProfileError(f"{where}.value {value!r}: {error}") from None
     for _, name, spec, conversion in parsed:
         if name is not None and (name not in VALUE_FIELDS or spec or conversion):
-            raise ProfileError(f"{where}.value {value!r}: unknown field {{{name}}}; "
-                               "use {path}, {job_id} or {namespace}")
+            raise ProfileError(
+                f"{where}.value {value!r}: unknown field {{{name}}}; use {{path}}, {{job_id}} or {{namespace}}"
+            )
     keep = config.get("keep", [])
     if not isinstance(keep, list) or not all(isinstance(item, str) for item in keep):
         raise ProfileError(f"{where}.keep: must be a list of strings")

@@ -18,8 +18,9 @@ The result names the fallback that found it; the caller puts it in the audit ann
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 from failover.state.checkpoints import (
     CheckpointStore,
@@ -64,12 +65,19 @@ class Found(NamedTuple):
     job_id: str
 
 
-def find_restore_point(roots: Sequence[CheckpointStore], layouts: Sequence[Layout],
-                       savepoint_layouts: Sequence[Layout], query: RestoreQuery) -> LookupResult:
+def find_restore_point(
+    roots: Sequence[CheckpointStore],
+    layouts: Sequence[Layout],
+    savepoint_layouts: Sequence[Layout],
+    query: RestoreQuery,
+) -> LookupResult:
     """The newest restorable state for `query`, or why there is none. `roots[0]` is the configured root."""
     try:
-        checkpoint_base = (locate(query.checkpoint_dir, roots) if query.checkpoint_dir
-                           else StateLocation(roots[0], "", roots[0].url_root))
+        checkpoint_base = (
+            locate(query.checkpoint_dir, roots)
+            if query.checkpoint_dir
+            else StateLocation(roots[0], "", roots[0].url_root)
+        )
         savepoint_base = locate(query.savepoint_dir, roots) if query.savepoint_dir else None
     except DirectoryRefused as error:
         return LookupResult(Outcome.REFUSED_DIRECTORY, reason=str(error))
@@ -83,8 +91,11 @@ def find_restore_point(roots: Sequence[CheckpointStore], layouts: Sequence[Layou
             if query.upgrade_savepoint_path:
                 fallbacks.append(_start_path(query.upgrade_savepoint_path, roots, notes))
             best = max((found for found in fallbacks if found is not None), default=None)
-            fallback = "" if best is None else (PREVIOUS_JOB_ID if best.source != UPGRADE_SAVEPOINT_PATH
-                                                 else UPGRADE_SAVEPOINT_PATH)
+            fallback = (
+                ""
+                if best is None
+                else (PREVIOUS_JOB_ID if best.source != UPGRADE_SAVEPOINT_PATH else UPGRADE_SAVEPOINT_PATH)
+            )
         if best is not None:
             return LookupResult(Outcome.FOUND, best.path, best.source, job_id=best.job_id, fallback=fallback)
         if not root_exists(roots[0]):
@@ -112,18 +123,26 @@ def carried_path_belongs(path: str, roots: Sequence[CheckpointStore], query: Res
         return True
     segments = location.relative.split("/")
     for job_id in (*query.job_ids, *query.previous_job_ids):
-        if job_id.value in segments or any(segment.startswith(f"savepoint-{job_id.value[:6]}-")
-                                           for segment in segments[-2:]):
+        if job_id.value in segments or any(
+            segment.startswith(f"savepoint-{job_id.value[:6]}-") for segment in segments[-2:]
+        ):
             return True
     if not query.per_job_checkpoints and query.checkpoint_dir:
         own = query.checkpoint_dir.rstrip("/") + "/"
-        return path.startswith(own) and "/" not in path[len(own):].removesuffix("/_metadata")
+        return path.startswith(own) and "/" not in path[len(own) :].removesuffix("/_metadata")
     return False
 
 
 class _Search:
-    def __init__(self, root: CheckpointStore, layouts: Sequence[Layout], savepoint_layouts: Sequence[Layout],
-                 query: RestoreQuery, checkpoint_base: StateLocation, savepoint_base: StateLocation | None) -> None:
+    def __init__(
+        self,
+        root: CheckpointStore,
+        layouts: Sequence[Layout],
+        savepoint_layouts: Sequence[Layout],
+        query: RestoreQuery,
+        checkpoint_base: StateLocation,
+        savepoint_base: StateLocation | None,
+    ) -> None:
         self.root = root
         self.layouts = layouts
         self.savepoint_layouts = savepoint_layouts
@@ -150,8 +169,9 @@ class _Search:
                 relative = layout.relative(self.query.namespace, job_id)
                 newest = newest_checkpoint(base.store, base.fs_path + relative)
                 if newest:
-                    states.append(Found(newest[1], False, f"{base.url}{relative}/{newest[0]}", CHECKPOINT,
-                                        job_id.value))
+                    states.append(
+                        Found(newest[1], False, f"{base.url}{relative}/{newest[0]}", CHECKPOINT, job_id.value)
+                    )
         else:
             if self._flat is None:
                 newest = newest_checkpoint(base.store, base.fs_path, per_job=False)

@@ -29,13 +29,15 @@ Applying the patch and judging the result again yields no patch.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from enum import StrEnum
+from typing import Any
 
-from failover.state.checkpoints import LookupResult, Outcome
 from failover.core.fields import is_int, object_name
+from failover.core.labels import escape_json_pointer
+from failover.core.verdict import Finding, Verdict, clip
+from failover.state.checkpoints import LookupResult, Outcome
 from failover.state.flink_config import (
     read_state_config,
     stateless_restart_reasons,
@@ -43,11 +45,8 @@ from failover.state.flink_config import (
     validate_redeploy,
 )
 from failover.state.jobid import JobId, job_id_problem
-from failover.core.labels import escape_json_pointer
 from failover.state.profiles import InjectionProfile
 from failover.state.restore import RestoreQuery
-from failover.core.verdict import Finding, Verdict, clip
-
 
 
 class FailureMode(StrEnum):
@@ -99,8 +98,13 @@ class LookupPlan:
 SKIP = LookupPlan(skip=True)
 
 
-def plan_lookup(profile: InjectionProfile, obj: Mapping[str, Any], operation: str,
-                old_object: Mapping[str, Any] | None = None, namespace: str = "") -> LookupPlan:
+def plan_lookup(
+    profile: InjectionProfile,
+    obj: Mapping[str, Any],
+    operation: str,
+    old_object: Mapping[str, Any] | None = None,
+    namespace: str = "",
+) -> LookupPlan:
     """Read the trigger labels of `obj`; never puts a JobId that is not a checked Flink JobID into the query."""
     labels = _labels(obj)
     present = [(label, labels[label]) for label in profile.labels if label in labels]
@@ -121,11 +125,14 @@ def plan_lookup(profile: InjectionProfile, obj: Mapping[str, Any], operation: st
     if not job_ids:
         return LookupPlan(result=LookupResult(Outcome.INVALID_JOB_ID, reason=problems[0]), warnings=warnings)
     query = RestoreQuery(
-        namespace=namespace or _namespace(obj), job_ids=tuple(job_ids), previous_job_ids=_previous_job_ids(obj),
+        namespace=namespace or _namespace(obj),
+        job_ids=tuple(job_ids),
+        previous_job_ids=_previous_job_ids(obj),
         checkpoint_dir=state.checkpoint_dir if state else None,
         savepoint_dir=state.savepoint_dir if state else None,
         per_job_checkpoints=not (state and state.checkpoint_dir and not state.create_subdir),
-        upgrade_savepoint_path=_upgrade_savepoint_path(obj))
+        upgrade_savepoint_path=_upgrade_savepoint_path(obj),
+    )
     carried = None
     if operation == "UPDATE" and old_object is not None:
         old_ids = [_labels(old_object).get(label) for label in profile.labels]
@@ -134,9 +141,18 @@ def plan_lookup(profile: InjectionProfile, obj: Mapping[str, Any], operation: st
     return LookupPlan(query=query, carried=carried, warnings=warnings)
 
 
-def injection_verdict(profile: InjectionProfile, obj: Mapping[str, Any], result: LookupResult, failure_mode: str,
-                      namespace: str = "", *, operation: str = "CREATE", old_object: Mapping[str, Any] | None = None,
-                      late_restore: bool = False, warnings: tuple[str, ...] = ()) -> Verdict:
+def injection_verdict(
+    profile: InjectionProfile,
+    obj: Mapping[str, Any],
+    result: LookupResult,
+    failure_mode: str,
+    namespace: str = "",
+    *,
+    operation: str = "CREATE",
+    old_object: Mapping[str, Any] | None = None,
+    late_restore: bool = False,
+    warnings: tuple[str, ...] = (),
+) -> Verdict:
     """The patch that makes `obj` restore from `result.path`, or the configured answer when there is none."""
     if not result.found or not result.path:
         return failure_verdict(profile, obj, result, failure_mode).merged(Verdict(warnings=warnings))
@@ -147,8 +163,9 @@ def injection_verdict(profile: InjectionProfile, obj: Mapping[str, Any], result:
         assignments.append((target.parts, value, target.keep))
     notes = list(warnings)
     if profile.flink is not None:
-        assignments, more = _flink_assignments(profile, obj, result.path, assignments, operation, old_object,
-                                               late_restore)
+        assignments, more = _flink_assignments(
+            profile, obj, result.path, assignments, operation, old_object, late_restore
+        )
         notes.extend(more)
     ops, problems = patch_fields(obj, assignments)
     if problems:
@@ -162,10 +179,15 @@ def injection_verdict(profile: InjectionProfile, obj: Mapping[str, Any], result:
     return Verdict(patch=tuple(ops), audit=audit, warnings=tuple(notes))
 
 
-def _flink_assignments(profile: InjectionProfile, obj: Mapping[str, Any], path: str,
-                       assignments: list[tuple[tuple[str, ...], str, frozenset[str]]], operation: str,
-                       old_object: Mapping[str, Any] | None,
-                       late_restore: bool) -> tuple[list[tuple[tuple[str, ...], Any, frozenset[str]]], list[str]]:
+def _flink_assignments(
+    profile: InjectionProfile,
+    obj: Mapping[str, Any],
+    path: str,
+    assignments: list[tuple[tuple[str, ...], str, frozenset[str]]],
+    operation: str,
+    old_object: Mapping[str, Any] | None,
+    late_restore: bool,
+) -> tuple[list[tuple[tuple[str, ...], Any, frozenset[str]]], list[str]]:
     """`upgradeMode` where valid, and the redeploy nonce for a late path (module docstring)."""
     assert profile.flink is not None
     shape = profile.flink
@@ -177,8 +199,13 @@ def _flink_assignments(profile: InjectionProfile, obj: Mapping[str, Any], path: 
     if mode is not None:
         result.append(((*shape.job, "upgradeMode"), mode, frozenset()))
     notes: list[str] = []
-    late = (operation == "UPDATE" and old_object is not None and not _path_of(profile, old_object)
-            and job.get("initialSavepointPath") != path and _deployed(obj, shape.last_reconciled_spec))
+    late = (
+        operation == "UPDATE"
+        and old_object is not None
+        and not _path_of(profile, old_object)
+        and job.get("initialSavepointPath") != path
+        and _deployed(obj, shape.last_reconciled_spec)
+    )
     if late:
         if late_restore:
             nonce = job.get(REDEPLOY_NONCE)
@@ -192,8 +219,9 @@ def _flink_assignments(profile: InjectionProfile, obj: Mapping[str, Any], path: 
     return result, notes
 
 
-def failure_verdict(profile: InjectionProfile, obj: Mapping[str, Any], result: LookupResult,
-                    failure_mode: str) -> Verdict:
+def failure_verdict(
+    profile: InjectionProfile, obj: Mapping[str, Any], result: LookupResult, failure_mode: str
+) -> Verdict:
     """Fail-open: admitted unchanged with a warning; fail-closed: denied. The reason goes to both and the audit log."""
     reason = result.reason or result.outcome.value
     audit = {AUDIT_OUTCOME: result.outcome.value, AUDIT_REASON: reason[:MAX_AUDIT_VALUE]}
@@ -209,9 +237,9 @@ def failure_verdict(profile: InjectionProfile, obj: Mapping[str, Any], result: L
     return Verdict(warnings=(clip(f"no savepoint set: {reason}"),), audit=audit)
 
 
-def patch_fields(obj: Mapping[str, Any],
-                 assignments: list[tuple[tuple[str, ...], Any, frozenset[str]]]) -> tuple[list[dict[str, Any]],
-                                                                                         list[Finding]]:
+def patch_fields(
+    obj: Mapping[str, Any], assignments: list[tuple[tuple[str, ...], Any, frozenset[str]]]
+) -> tuple[list[dict[str, Any]], list[Finding]]:
     """RFC 6902 operations that give each dotted field its value, skipping fields that already hold it (or a `keep`
     value). A missing parent is created once, holding every field below it; a parent of the wrong type is a denial."""
     ops: list[dict[str, Any]] = []
@@ -222,7 +250,7 @@ def patch_fields(obj: Mapping[str, Any],
         for depth, key in enumerate(parts):
             prefix = parts[: depth + 1]
             if prefix in created:
-                _nest(created[prefix], parts[depth + 1:], value)
+                _nest(created[prefix], parts[depth + 1 :], value)
                 break
             if depth == len(parts) - 1:
                 if key not in node:
@@ -234,7 +262,7 @@ def patch_fields(obj: Mapping[str, Any],
             child = node.get(key)
             if child is None:
                 subtree: dict[str, Any] = {}
-                _nest(subtree, parts[depth + 1:], value)
+                _nest(subtree, parts[depth + 1 :], value)
                 created[prefix] = subtree
                 ops.append(_op("replace" if key in node else "add", prefix, subtree))
                 break
@@ -314,9 +342,10 @@ def _previous_job_ids(obj: Mapping[str, Any]) -> tuple[JobId, ...]:
 
 def _upgrade_savepoint_path(obj: Mapping[str, Any]) -> str | None:
     """The failed run's start path: recorded by the relay, or in the object's own reflected status."""
-    for value in (_annotations(obj).get(UPGRADE_SAVEPOINT_PATH_ANNOTATION),
-                  _get(obj, ("status", "jobStatus", "upgradeSavepointPath"))):
+    for value in (
+        _annotations(obj).get(UPGRADE_SAVEPOINT_PATH_ANNOTATION),
+        _get(obj, ("status", "jobStatus", "upgradeSavepointPath")),
+    ):
         if isinstance(value, str) and value.strip():
             return value.strip()
     return None
-

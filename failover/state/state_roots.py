@@ -13,8 +13,9 @@ can read.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from failover.state.checkpoints import CheckpointStore
 
@@ -62,8 +63,9 @@ def parse_state_url(url: Any) -> ParsedUrl:
         scheme, rest = match.groups()
         authority, _, path = rest.partition("/")
         if "@" in authority:
-            raise DirectoryRefused(f"state directory carries credentials (give them to the storage, not the URL): "
-                                   f"{_hide_userinfo(url)!r}")
+            raise DirectoryRefused(
+                f"state directory carries credentials (give them to the storage, not the URL): {_hide_userinfo(url)!r}"
+            )
         family = _SCHEME_FAMILIES.get(scheme, scheme)
         if family == "" and authority not in ("", "localhost"):
             raise DirectoryRefused(f"state directory is a file URL that names a host: {shown!r}")
@@ -71,12 +73,14 @@ def parse_state_url(url: Any) -> ParsedUrl:
             raise DirectoryRefused(f"state directory names no bucket or host: {shown!r}")
         authority = "" if family == "" else authority
     elif url.startswith("file:/"):  # Flink's own spelling of a local path, file:/mnt/...
-        family, authority, path = "", "", url[len("file:"):]
+        family, authority, path = "", "", url[len("file:") :]
     elif url.startswith("/"):
         family, authority, path = "", "", url
     else:
-        raise DirectoryRefused(f"state directory is relative or has an unknown scheme (give an absolute path or a "
-                               f"URL such as s3://bucket/checkpoints): {shown!r}")
+        raise DirectoryRefused(
+            f"state directory is relative or has an unknown scheme (give an absolute path or a "
+            f"URL such as s3://bucket/checkpoints): {shown!r}"
+        )
     segments = tuple(path.strip("/").split("/")) if path.strip("/") else ()
     if any(segment in ("", ".", "..") for segment in segments):
         raise DirectoryRefused(f"state directory has an empty, '.' or '..' segment: {shown!r}")
@@ -95,13 +99,15 @@ def locate(url: Any, roots: Sequence[CheckpointStore]) -> StateLocation:
             continue
         if parsed.segments[: len(base.segments)] != base.segments:
             continue
-        below = parsed.segments[len(base.segments):]
+        below = parsed.segments[len(base.segments) :]
         return StateLocation(root, "".join("/" + segment for segment in below), url.rstrip("/"))
     if (parsed.family or "file") not in families:
-        raise DirectoryRefused(f"state directory's scheme is not that of any allowed root "
-                               f"({', '.join(sorted(families))}): {shown!r}")
-    raise DirectoryRefused(f"state directory outside the allowed roots ({', '.join(root.url_root for root in roots)}): "
-                           f"{shown!r}")
+        raise DirectoryRefused(
+            f"state directory's scheme is not that of any allowed root ({', '.join(sorted(families))}): {shown!r}"
+        )
+    raise DirectoryRefused(
+        f"state directory outside the allowed roots ({', '.join(root.url_root for root in roots)}): {shown!r}"
+    )
 
 
 def _hide_userinfo(url: str) -> str:

@@ -50,14 +50,23 @@ def test_each_endpoint_is_the_difference_of_consecutive_steps() -> None:
 
 
 def results(per_review_counts: dict) -> dict:
-    return {"requests": 2000, "stack": {"ours": ["asyncio", "json"], "fast": ["uvloop", "orjson"]},
-            "per_review": per_review_counts}
+    return {
+        "requests": 2000,
+        "stack": {"ours": ["asyncio", "json"], "fast": ["uvloop", "orjson"]},
+        "per_review": per_review_counts,
+    }
 
 
 def test_table_has_each_server_and_the_ratios_to_the_same_stack_ceiling() -> None:
-    table = render(results({"ceiling": {"validate": 542_000, "mutate": 547_000},
-                            "us": {"validate": 872_000, "mutate": 1_148_000},
-                            "kopf": {"validate": 2_180_000, "mutate": 4_592_000}}))
+    table = render(
+        results(
+            {
+                "ceiling": {"validate": 542_000, "mutate": 547_000},
+                "us": {"validate": 872_000, "mutate": 1_148_000},
+                "kopf": {"validate": 2_180_000, "mutate": 4_592_000},
+            }
+        )
+    )
     assert "| us | /validate | 872,000 | 1.61 |" in table
     assert "| us | /mutate | 1,148,000 | 2.10 |" in table
     assert "| ceiling | /mutate | 547,000 | 1.00 |" in table
@@ -69,8 +78,14 @@ def test_table_has_each_server_and_the_ratios_to_the_same_stack_ceiling() -> Non
 
 
 def test_table_without_the_ceiling_has_no_ratios_to_it() -> None:
-    table = render(results({"us": {"validate": 872_000, "mutate": 1_148_000},
-                            "us-before": {"validate": 1_090_000, "mutate": 1_148_000}}))
+    table = render(
+        results(
+            {
+                "us": {"validate": 872_000, "mutate": 1_148_000},
+                "us-before": {"validate": 1_090_000, "mutate": 1_148_000},
+            }
+        )
+    )
     assert "| us | /validate | 872,000 | - |" in table
     assert "| us / us-before | 0.80 | 1.00 |" in table
     assert "us / ceiling" not in table
@@ -91,12 +106,15 @@ def test_the_servers_are_those_run_py_starts(tmp_path) -> None:
     assert with_before["us-before"].cwd == tmp_path / "before"
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--servers", "us,nginx"], "--servers takes names from"),
-    (["--servers", "us-before"], "us-before needs --before TREE"),
-    (["--before", "."], "not a failover-relay source tree"),
-    (["--requests", "0"], "--requests at least 1"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--servers", "us,nginx"], "--servers takes names from"),
+        (["--servers", "us-before"], "us-before needs --before TREE"),
+        (["--before", "."], "not a failover-relay source tree"),
+        (["--requests", "0"], "--requests at least 1"),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(argv, message, tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)  # "." is then an empty directory
     monkeypatch.setattr("sys.argv", ["server_instructions.py", *argv])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from cryptography import x509
@@ -19,7 +19,7 @@ from certs.authority import (
 )
 from certs.names import serving_names
 
-NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 YEAR = timedelta(days=365)
 QUARTER = timedelta(days=90)
 
@@ -55,8 +55,7 @@ def test_serving_certificate_carries_every_san():
 
     assert leaf.dns_names == dns_names
     sans = leaf.certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert sans.get_values_for_type(x509.IPAddress) == [
-        ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")]
+    assert sans.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")]
     assert leaf.ip_addresses == ("127.0.0.1", "::1")
 
 
@@ -100,8 +99,9 @@ def test_serving_certificate_never_outlives_its_ca():
 
 def test_serial_numbers_are_positive_random_and_within_20_octets():
     ca = generate_ca("test-ca", NOW, YEAR)
-    serials = {generate_serving_certificate(ca, ["localhost"], [], NOW, QUARTER).certificate.serial_number
-               for _ in range(5)}
+    serials = {
+        generate_serving_certificate(ca, ["localhost"], [], NOW, QUARTER).certificate.serial_number for _ in range(5)
+    }
 
     assert len(serials) == 5
     assert all(0 < serial < 2**159 for serial in serials)
@@ -133,24 +133,34 @@ def test_non_positive_validity_is_refused(valid_for):
         generate_ca("test-ca", NOW, valid_for)
 
 
-@pytest.mark.parametrize("make_key", [
-    lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048),
-    ed25519.Ed25519PrivateKey.generate,
-], ids=["rsa", "ed25519"])
+@pytest.mark.parametrize(
+    "make_key",
+    [
+        lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048),
+        ed25519.Ed25519PrivateKey.generate,
+    ],
+    ids=["rsa", "ed25519"],
+)
 def test_an_operator_supplied_ca_of_another_key_type_can_sign(make_key):
     key = make_key()
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "operator-ca")])
     algorithm = None if isinstance(key, ed25519.Ed25519PrivateKey) else hashes.SHA256()
     certificate = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(1).not_valid_before(NOW - CLOCK_SKEW).not_valid_after(NOW + YEAR)
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(NOW - CLOCK_SKEW)
+        .not_valid_after(NOW + YEAR)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .sign(key, algorithm)
     )
     ca = KeyPair(
         certificate_pem=certificate.public_bytes(serialization.Encoding.PEM),
-        private_key_pem=key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()),
+        private_key_pem=key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ),
     )
 
     leaf = generate_serving_certificate(ca, ["localhost"], [], NOW, QUARTER)

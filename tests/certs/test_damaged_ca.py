@@ -28,7 +28,9 @@ def verifies(ca_pem: bytes, cert_file: Path) -> bool:
     return False
 
 
-@pytest.mark.parametrize("damage", [None, b"", b"garbage", b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"])
+@pytest.mark.parametrize(
+    "damage", [None, b"", b"garbage", b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"]
+)
 def test_a_lost_or_corrupt_ca_crt_is_rebuilt_from_ca_key(tmp_path: Path, damage: bytes | None) -> None:
     ensure_certificates(tmp_path, None, None, NOW)
     trusted_before = (tmp_path / "ca.crt").read_bytes()

@@ -4,7 +4,7 @@ that is not a well-formed certificate is refused with one line."""
 from __future__ import annotations
 
 import base64
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -19,12 +19,15 @@ from certs.der import DerError, pem_certificates, read_certificate, read_pem_cer
 from certs.serving import ensure_certificates
 from certs.store import CertificateFilesInvalid, certificate_expiry, read_ca_bundle
 
-NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 # RFC 5280, 4.1.2.5: dates through 2049 are UTCTime, from 2050 GeneralizedTime.
 BEFORE_2050 = timedelta(days=365)
 AFTER_2050 = timedelta(days=365 * 30)
-KEYS = {"rsa": lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048),
-        "ec": lambda: ec.generate_private_key(ec.SECP384R1()), "ed25519": ed25519.Ed25519PrivateKey.generate}
+KEYS = {
+    "rsa": lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048),
+    "ec": lambda: ec.generate_private_key(ec.SECP384R1()),
+    "ed25519": ed25519.Ed25519PrivateKey.generate,
+}
 
 
 def common_names(name: x509.Name) -> tuple[str, ...]:
@@ -54,8 +57,9 @@ def test_ca_and_leaf_read_as_cryptography_reads_them(key, valid_for):
 
 def test_after_2050_is_generalized_time_and_before_utc_time():
     # The parametrisation above covers both encodings only if cryptography really switches at 2050.
-    short, long = (generate_ca("ca", NOW, valid_for).certificate.tbs_certificate_bytes
-                   for valid_for in (BEFORE_2050, AFTER_2050))
+    short, long = (
+        generate_ca("ca", NOW, valid_for).certificate.tbs_certificate_bytes for valid_for in (BEFORE_2050, AFTER_2050)
+    )
     assert b"\x17\x0d" + b"260301120000Z" in short
     assert b"\x18\x0f" + b"20550222120000Z" in long
 
@@ -64,8 +68,14 @@ def test_a_chain_with_text_around_and_between_the_blocks_reads_every_certificate
     root = generate_ca("root", NOW, AFTER_2050)
     leaf = generate_serving_certificate(root, ["a.example"], [], NOW, BEFORE_2050)
     # As `openssl x509 -text` and some tools write it: text before each block, CRLF lines, a key block in between.
-    pem = (b"subject=CN = a.example\r\nissuer=CN = root\r\n" + leaf.certificate_pem.replace(b"\n", b"\r\n")
-           + b"# comment\n" + leaf.private_key_pem + b"Certificate:\n    Data: ...\n" + root.certificate_pem)
+    pem = (
+        b"subject=CN = a.example\r\nissuer=CN = root\r\n"
+        + leaf.certificate_pem.replace(b"\n", b"\r\n")
+        + b"# comment\n"
+        + leaf.private_key_pem
+        + b"Certificate:\n    Data: ...\n"
+        + root.certificate_pem
+    )
 
     assert_reads_as_cryptography_does(pem)
     assert [fields.subject_common_names for fields in read_pem_certificates(pem)] == [("a.example",), ("root",)]
@@ -73,12 +83,23 @@ def test_a_chain_with_text_around_and_between_the_blocks_reads_every_certificate
 
 def test_names_in_other_string_types_and_several_common_names_are_read():
     key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ünïcode", _ASN1Type.BMPString),
-                         x509.NameAttribute(NameOID.ORGANIZATION_NAME, "org"),
-                         x509.NameAttribute(NameOID.COMMON_NAME, "printable", _ASN1Type.PrintableString)])
-    certificate = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-                   .serial_number(1).not_valid_before(NOW).not_valid_after(NOW + BEFORE_2050)
-                   .sign(key, hashes.SHA256()))
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, "ünïcode", _ASN1Type.BMPString),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "org"),
+            x509.NameAttribute(NameOID.COMMON_NAME, "printable", _ASN1Type.PrintableString),
+        ]
+    )
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(NOW)
+        .not_valid_after(NOW + BEFORE_2050)
+        .sign(key, hashes.SHA256())
+    )
 
     fields = read_certificate(certificate.public_bytes(serialization.Encoding.DER))
 
@@ -176,15 +197,19 @@ def test_the_bundle_is_the_certificates_alone_re_encoded(tmp_path: Path):
 def write_cert_manager_dir(cert_dir: Path, key_pem: bytes | None = None) -> None:
     ca = generate_ca("cert-manager-ca", NOW, BEFORE_2050, key=KEYS["rsa"]())
     leaf = generate_serving_certificate(ca, ["webhook.example"], [], NOW, BEFORE_2050)
-    for name, content in (("tls.crt", leaf.certificate_pem), ("tls.key", key_pem or leaf.private_key_pem),
-                          ("ca.crt", ca.certificate_pem)):
+    for name, content in (
+        ("tls.crt", leaf.certificate_pem),
+        ("tls.key", key_pem or leaf.private_key_pem),
+        ("ca.crt", ca.certificate_pem),
+    ):
         (cert_dir / name).write_bytes(content)
 
 
 def test_an_encrypted_key_is_refused_without_asking_for_a_password(tmp_path):
     key = ec.generate_private_key(ec.SECP256R1())
-    encrypted = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                  serialization.BestAvailableEncryption(b"secret"))
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.BestAvailableEncryption(b"secret")
+    )
     write_cert_manager_dir(tmp_path, encrypted)
 
     with pytest.raises(CertificateFilesInvalid) as refused:
@@ -194,8 +219,12 @@ def test_an_encrypted_key_is_refused_without_asking_for_a_password(tmp_path):
 
 
 def test_a_key_of_another_algorithm_is_not_the_certificates(tmp_path):
-    write_cert_manager_dir(tmp_path, KEYS["rsa"]().private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()))
+    write_cert_manager_dir(
+        tmp_path,
+        KEYS["rsa"]().private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+        ),
+    )
 
     with pytest.raises(CertificateFilesInvalid, match="tls.key: is not the private key of the certificate in"):
         ensure_certificates(tmp_path, None, None, NOW)

@@ -6,7 +6,7 @@ import asyncio
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ from certs.serving import ensure_certificates
 from certs.store import CertificateFilesInvalid
 
 # The TLS client checks validity against the real clock, so these certificates are issued for the real time.
-NOW = datetime.now(timezone.utc)
+NOW = datetime.now(UTC)
 SECRET_LINE = "c2VjcmV0LWtleS1tYXRlcmlhbC10aGF0LW11c3Qtbm90LWxlYWs="
 
 
@@ -28,7 +28,7 @@ def serial_in(path: Path) -> int:
 
 def rotate(cert_dir: Path, step: int) -> int:
     """Have the store issue a new serving certificate from the same CA (a new Service name forces it)."""
-    files = ensure_certificates(cert_dir, f"relay-{step}", "karmada-system", datetime.now(timezone.utc))
+    files = ensure_certificates(cert_dir, f"relay-{step}", "karmada-system", datetime.now(UTC))
     assert files.renewed
     return serial_in(files.cert_file)
 
@@ -69,9 +69,10 @@ class Connection:
         self.cipher = writer.get_extra_info("cipher")[0]
 
     @classmethod
-    async def open(cls, port: int, trust: ssl.SSLContext) -> "Connection":
+    async def open(cls, port: int, trust: ssl.SSLContext) -> Connection:
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection("127.0.0.1", port, ssl=trust, server_hostname="127.0.0.1"), 5)
+            asyncio.open_connection("127.0.0.1", port, ssl=trust, server_hostname="127.0.0.1"), 5
+        )
         return cls(reader, writer)
 
     async def round_trip(self, text: str) -> str:
@@ -177,9 +178,16 @@ def key_that_never_ends(cert_dir: Path) -> None:
     (cert_dir / "tls.key").symlink_to("/dev/zero")
 
 
-BREAKAGES = [write_garbage_certificate, write_garbage_key, write_key_of_another_certificate,
-             write_half_a_certificate, write_half_a_key, write_new_certificate_before_its_key, remove_key,
-             key_that_never_ends]
+BREAKAGES = [
+    write_garbage_certificate,
+    write_garbage_key,
+    write_key_of_another_certificate,
+    write_half_a_certificate,
+    write_half_a_key,
+    write_new_certificate_before_its_key,
+    remove_key,
+    key_that_never_ends,
+]
 
 
 @pytest.mark.parametrize("break_files", BREAKAGES, ids=[breakage.__name__ for breakage in BREAKAGES])

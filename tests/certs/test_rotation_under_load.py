@@ -9,10 +9,10 @@ import asyncio
 import json
 import ssl
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import AsyncIterator
 
 import aiohttp
 import pytest
@@ -50,15 +50,18 @@ async def one_request_on_a_new_connection(port: int, tls: ssl.SSLContext, tally:
     started = time.monotonic()
     try:
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection("127.0.0.1", port, ssl=tls, server_hostname="localhost"), 5)
-    except (OSError, ssl.SSLError, asyncio.TimeoutError) as error:
+            asyncio.open_connection("127.0.0.1", port, ssl=tls, server_hostname="localhost"), 5
+        )
+    except (TimeoutError, OSError, ssl.SSLError) as error:
         tally.failures.append(f"connect: {type(error).__name__}: {error}")
         return
     try:
         peer = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
         tally.handshakes.append((started, x509.load_der_x509_certificate(peer).serial_number))
-        writer.write(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                     b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        writer.write(
+            b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        )
         await writer.drain()
         answer = await asyncio.wait_for(reader.read(), 5)
         head, _, payload = answer.partition(b"\r\n\r\n")
@@ -68,7 +71,7 @@ async def one_request_on_a_new_connection(port: int, tls: ssl.SSLContext, tally:
             tally.failures.append("answer for another uid")
         else:
             tally.ok += 1
-    except (OSError, ssl.SSLError, asyncio.TimeoutError, ValueError, KeyError) as error:
+    except (TimeoutError, OSError, ssl.SSLError, ValueError, KeyError) as error:
         tally.failures.append(f"request: {type(error).__name__}: {error}")
     finally:
         writer.close()
@@ -90,7 +93,7 @@ async def keep_alive_client(session: aiohttp.ClientSession, url: str, tally: Tal
                 tally.ok += 1
             else:
                 tally.failures.append(f"keep-alive status {response.status}")
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError) as error:
+        except (TimeoutError, aiohttp.ClientError, ValueError, KeyError) as error:
             tally.failures.append(f"keep-alive: {type(error).__name__}: {error}")
 
 
@@ -98,7 +101,7 @@ async def keep_alive_client(session: aiohttp.ClientSession, url: str, tally: Tal
 async def relay(tmp_path: Path) -> AsyncIterator[RelayServer]:
     cert_dir = tmp_path / "certs"
     # Issue the CA and the leaf as if 60 days ago, less the margin: the leaf enters its renewal window in MARGIN.
-    issued = datetime.now(timezone.utc) - (DEFAULT_CERT_VALIDITY - DEFAULT_RENEW_BEFORE) + MARGIN
+    issued = datetime.now(UTC) - (DEFAULT_CERT_VALIDITY - DEFAULT_RENEW_BEFORE) + MARGIN
     ensure_certificates(cert_dir, None, None, issued)
     server = RelayServer(Settings(port=0, cert_dir=cert_dir))
     assert not server.files.renewed
@@ -108,7 +111,8 @@ async def relay(tmp_path: Path) -> AsyncIterator[RelayServer]:
 
 
 async def test_renewal_under_load_fails_no_request_and_new_handshakes_get_the_new_serial(
-        relay: RelayServer, request: pytest.FixtureRequest) -> None:
+    relay: RelayServer, request: pytest.FixtureRequest
+) -> None:
     assert relay.files.ca_file is not None
     tls = client_tls(relay.files.ca_file)
     old_serial = serial_of_pem(relay.files.cert_file)
@@ -116,15 +120,17 @@ async def test_renewal_under_load_fails_no_request_and_new_handshakes_get_the_ne
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=tls, limit=1))
     url = f"https://localhost:{relay.port}/validate"
     with structlog.testing.capture_logs() as logs:
-        clients = [asyncio.create_task(new_connection_client(relay.port, tls, fresh, stop))
-                   for _ in range(NEW_CONNECTION_CLIENTS)]
+        clients = [
+            asyncio.create_task(new_connection_client(relay.port, tls, fresh, stop))
+            for _ in range(NEW_CONNECTION_CLIENTS)
+        ]
         clients.append(asyncio.create_task(keep_alive_client(session, url, reused, stop)))
         await asyncio.sleep(LOAD_SECONDS_EACH_SIDE)
         before_rotation = fresh.ok + reused.ok
 
         # The renewal writes new files while requests are being served (off the loop, as a kubelet or a second
         # replica's write would be), then the server's periodic check picks them up.
-        renewal_now = datetime.now(timezone.utc) + MARGIN * 2
+        renewal_now = datetime.now(UTC) + MARGIN * 2
         renewed = await asyncio.to_thread(ensure_certificates, relay.settings.cert_dir, None, None, renewal_now)
         assert renewed.renewed
         new_serial = serial_of_pem(renewed.cert_file)
@@ -144,8 +150,10 @@ async def test_renewal_under_load_fails_no_request_and_new_handshakes_get_the_ne
     assert old_serial in before
     assert after == {new_serial}
     assert relay.tls.not_after == renewed.not_after
-    assert relay.metrics.registry.get_sample_value(
-        "failover_relay_certificate_expiry_timestamp_seconds") == renewed.not_after.timestamp()
+    assert (
+        relay.metrics.registry.get_sample_value("failover_relay_certificate_expiry_timestamp_seconds")
+        == renewed.not_after.timestamp()
+    )
     assert [entry["event"] for entry in logs if entry["event"].startswith("certificate")] == ["certificate_reloaded"]
     key_lines = {line for line in Path(renewed.key_file).read_text().splitlines() if "-----" not in line}
     logged = " ".join(str(value) for entry in logs for value in entry.values())
@@ -153,8 +161,10 @@ async def test_renewal_under_load_fails_no_request_and_new_handshakes_get_the_ne
 
     total = fresh.ok + reused.ok
     new_handshakes_after = sum(1 for started, _ in fresh.handshakes if started > swapped_at)
-    line = (f"{total} requests, 0 failed ({fresh.ok} on new TLS connections, {reused.ok} on one keep-alive "
-            f"connection; {during_rotation} while the files were rewritten; {new_handshakes_after} handshakes after "
-            f"the swap, all with the new serial)")
+    line = (
+        f"{total} requests, 0 failed ({fresh.ok} on new TLS connections, {reused.ok} on one keep-alive "
+        f"connection; {during_rotation} while the files were rewritten; {new_handshakes_after} handshakes after "
+        f"the swap, all with the new serial)"
+    )
     report(request, "rotation under load", line)
     assert total > 100

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import stat
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ from certs.authority import generate_ca, generate_serving_certificate
 from certs.serving import DEFAULT_CERT_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
 from certs.store import MAX_FILE_BYTES, CertificateError, CertificateFilesInvalid, certificate_expiry, read_ca_bundle
 
-NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 FILES = ("ca.crt", "ca.key", "tls.crt", "tls.key")
 
 
@@ -56,13 +56,20 @@ def test_empty_dir_gets_ca_and_serving_certificate(tmp_path):
     assert sorted(path.name for path in cert_dir.iterdir()) == sorted(FILES)
     assert files.managed and files.renewed
     assert (files.ca_file, files.cert_file, files.key_file) == (
-        cert_dir / "ca.crt", cert_dir / "tls.crt", cert_dir / "tls.key")
+        cert_dir / "ca.crt",
+        cert_dir / "tls.crt",
+        cert_dir / "tls.key",
+    )
     leaf = certificate(files.cert_file)
     leaf.verify_directly_issued_by(certificate(files.ca_file))
     sans = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert set(sans.get_values_for_type(x509.DNSName)) == {
-        "failover-relay", "failover-relay.karmada-system", "failover-relay.karmada-system.svc",
-        "failover-relay.karmada-system.svc.cluster.local", "localhost"}
+        "failover-relay",
+        "failover-relay.karmada-system",
+        "failover-relay.karmada-system.svc",
+        "failover-relay.karmada-system.svc.cluster.local",
+        "localhost",
+    }
     assert {str(address) for address in sans.get_values_for_type(x509.IPAddress)} == {"127.0.0.1", "::1"}
     assert files.not_after == leaf.not_valid_after_utc == NOW + DEFAULT_CERT_VALIDITY
 
@@ -155,8 +162,9 @@ def test_bundle_with_the_old_ca_verifies_a_leaf_of_either_ca(tmp_path):
     ensure_certificates(tmp_path, None, None, NOW, ca_valid_for, cert_valid_for, renew_before)
     old_leaf = certificate(tmp_path / "tls.crt")
 
-    ensure_certificates(tmp_path, None, None, NOW + ca_valid_for - renew_before, ca_valid_for, cert_valid_for,
-                        renew_before)
+    ensure_certificates(
+        tmp_path, None, None, NOW + ca_valid_for - renew_before, ca_valid_for, cert_valid_for, renew_before
+    )
 
     new_leaf = certificate(tmp_path / "tls.crt")
     new_ca, old_ca = bundle(tmp_path / "ca.crt")
@@ -189,8 +197,9 @@ def test_clock_gone_back_before_the_certificate_reissues_it(tmp_path):
 
 def test_renewal_window_as_long_as_the_validity_is_refused(tmp_path):
     with pytest.raises(ValueError, match="renew_before"):
-        ensure_certificates(tmp_path, None, None, NOW, cert_valid_for=timedelta(days=10),
-                            renew_before=timedelta(days=10))
+        ensure_certificates(
+            tmp_path, None, None, NOW, cert_valid_for=timedelta(days=10), renew_before=timedelta(days=10)
+        )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -202,11 +211,14 @@ def test_naive_now_is_refused(tmp_path):
 # --- our own files, broken ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, content", [
-    ("tls.crt", b"garbage"),
-    ("tls.key", b"-----BEGIN PRIVATE KEY-----\nnot base64\n-----END PRIVATE KEY-----\n"),
-    ("tls.crt", b""),
-])
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("tls.crt", b"garbage"),
+        ("tls.key", b"-----BEGIN PRIVATE KEY-----\nnot base64\n-----END PRIVATE KEY-----\n"),
+        ("tls.crt", b""),
+    ],
+)
 def test_corrupt_serving_files_of_our_own_are_reissued(tmp_path, name, content):
     ensure_certificates(tmp_path, None, None, NOW)
     ca_before = (tmp_path / "ca.crt").read_bytes()
@@ -367,8 +379,9 @@ def test_external_ca_crt_that_is_not_pem_is_refused(tmp_path):
 def test_ca_bundle_is_ca_crt_with_every_kept_ca(tmp_path):
     ca_valid_for, cert_valid_for, renew_before = timedelta(days=100), timedelta(days=40), timedelta(days=10)
     ensure_certificates(tmp_path, None, None, NOW, ca_valid_for, cert_valid_for, renew_before)
-    ensure_certificates(tmp_path, None, None, NOW + ca_valid_for - renew_before, ca_valid_for, cert_valid_for,
-                        renew_before)
+    ensure_certificates(
+        tmp_path, None, None, NOW + ca_valid_for - renew_before, ca_valid_for, cert_valid_for, renew_before
+    )
 
     pem = read_ca_bundle(tmp_path)
 
@@ -407,13 +420,13 @@ def test_certificate_expiry_of_a_missing_file_names_it(tmp_path):
 
 def test_the_next_ca_is_trusted_a_renewal_window_before_it_signs(tmp_path):
     """Issue 7: the new CA reaches the caBundle before the server switches to a certificate it signed."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from cryptography import x509 as _x509
 
     from certs.serving import DEFAULT_CA_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
 
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     first = ensure_certificates(tmp_path, None, None, start)
     first_ca = _x509.load_pem_x509_certificates((tmp_path / "ca.crt").read_bytes())[0]
 

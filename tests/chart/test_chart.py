@@ -41,8 +41,9 @@ def _kustomize_install(directory: Path = REPO_ROOT / "manifests") -> list[dict[s
     """`kubectl kustomize manifests/`: the objects `kubectl apply -k manifests/` installs."""
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not on PATH; it renders manifests/ (.ci/run installs it)")
-    rendered = subprocess.run(["kubectl", "kustomize", str(directory)], capture_output=True, text=True,
-                              timeout=60, check=True).stdout
+    rendered = subprocess.run(
+        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     return [document for document in yaml.safe_load_all(rendered) if document]
 
 
@@ -71,17 +72,35 @@ def test_webhook_template_is_generated_from_the_registry() -> None:
 
     assert template_file.read_text() == render_chart_webhooks(), (
         "chart/failover-relay/templates/webhooks.yaml drifted from relay/manifests.py; re-render it with "
-        "`python -m relay.chart > chart/failover-relay/templates/webhooks.yaml`")
+        "`python -m relay.chart > chart/failover-relay/templates/webhooks.yaml`"
+    )
 
 
-@pytest.mark.parametrize("values", [
-    {},
-    {"mode": "member"},
-    {"certificates": {"mode": "certManager"}, "networkPolicy": {"enabled": True, "apiserverCIDRs": ["10.0.0.0/28"]}},
-], ids=["control-plane", "member", "cert-manager"])
+@pytest.mark.parametrize(
+    "values",
+    [
+        {},
+        {"mode": "member"},
+        {
+            "certificates": {"mode": "certManager"},
+            "networkPolicy": {"enabled": True, "apiserverCIDRs": ["10.0.0.0/28"]},
+        },
+    ],
+    ids=["control-plane", "member", "cert-manager"],
+)
 def test_chart_lints_in_every_mode(helm_bin: Path, values: dict[str, Any]) -> None:
-    result = helm(helm_bin, "lint", "--strict", str(CHART), "--namespace", NAMESPACE, "--values", "-",
-                  input=yaml.safe_dump(values), check=False)
+    result = helm(
+        helm_bin,
+        "lint",
+        "--strict",
+        str(CHART),
+        "--namespace",
+        NAMESPACE,
+        "--values",
+        "-",
+        input=yaml.safe_dump(values),
+        check=False,
+    )
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 chart(s) failed" in result.stdout
@@ -99,28 +118,41 @@ def test_defaults_render_the_kustomize_install(helm_bin: Path) -> None:
 @pytest.mark.parametrize("name", ["prometheus-rules.yaml", "grafana-dashboard.json"])
 def test_the_charts_monitoring_files_are_those_of_manifests_monitoring(name: str) -> None:
     assert (CHART / "files" / name).read_bytes() == (MONITORING / name).read_bytes(), (
-        f"chart/failover-relay/files/{name} differs from manifests/monitoring/{name}: copy it over")
+        f"chart/failover-relay/files/{name} differs from manifests/monitoring/{name}: copy it over"
+    )
 
 
 def test_monitoring_renders_the_kustomize_monitoring_objects(helm_bin: Path) -> None:
     enabled = {"enabled": True}
-    rendered = template(helm_bin, values={"monitoring": {"serviceMonitor": enabled, "prometheusRule": enabled,
-                                                         "dashboard": enabled}})
-    monitoring = [o for o in rendered if o["kind"] in ("ServiceMonitor", "PrometheusRule")
-                  or o["metadata"]["name"] == "failover-relay-dashboard"]
+    rendered = template(
+        helm_bin, values={"monitoring": {"serviceMonitor": enabled, "prometheusRule": enabled, "dashboard": enabled}}
+    )
+    monitoring = [
+        o
+        for o in rendered
+        if o["kind"] in ("ServiceMonitor", "PrometheusRule") or o["metadata"]["name"] == "failover-relay-dashboard"
+    ]
     kustomize = _by_key(_kustomize_install(MONITORING))
 
     assert sorted(_by_key(monitoring)) == sorted(kustomize)
     for key, obj in _by_key(monitoring).items():
         assert obj == kustomize[key], f"{key} differs between the chart and manifests/monitoring"
-    assert not [o for o in template(helm_bin) if o["kind"] in ("ServiceMonitor", "PrometheusRule")], \
+    assert not [o for o in template(helm_bin) if o["kind"] in ("ServiceMonitor", "PrometheusRule")], (
         "monitoring is opt-in: the CRDs may not be installed"
+    )
 
 
 def test_monitoring_labels_reach_the_prometheus_selectors(helm_bin: Path) -> None:
-    rendered = template(helm_bin, values={"monitoring": {"labels": {"release": "kube-prometheus-stack"},
-                                                         "serviceMonitor": {"enabled": True},
-                                                         "prometheusRule": {"enabled": True}}})
+    rendered = template(
+        helm_bin,
+        values={
+            "monitoring": {
+                "labels": {"release": "kube-prometheus-stack"},
+                "serviceMonitor": {"enabled": True},
+                "prometheusRule": {"enabled": True},
+            }
+        },
+    )
     for kind in ("ServiceMonitor", "PrometheusRule"):
         assert _one(rendered, kind)["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
@@ -142,8 +174,9 @@ def test_namespace_is_kept_out_of_karmadas_propagation(helm_bin: Path) -> None:
 
 def test_the_documented_helm_install_creates_the_namespace_first(helm_bin: Path) -> None:
     """docs/operations.md, "Helm": the Namespace alone, then the release without it."""
-    namespace_only = helm(helm_bin, "template", "failover-relay", str(CHART), "-n", NAMESPACE, "--show-only",
-                          "templates/namespace.yaml").stdout
+    namespace_only = helm(
+        helm_bin, "template", "failover-relay", str(CHART), "-n", NAMESPACE, "--show-only", "templates/namespace.yaml"
+    ).stdout
     without = template(helm_bin, values={"namespace": {"create": False}})
 
     assert [o["kind"] for o in yaml.safe_load_all(namespace_only) if o] == ["Namespace"]
@@ -154,8 +187,12 @@ def test_member_mode_registers_the_flink_mutation_only(helm_bin: Path) -> None:
     rendered = template(helm_bin, values={"mode": "member"})
     kustomize = _kustomize_install()
     options = WebhookOptions(service_endpoint("failover-relay", NAMESPACE), ca_bundle=None)
-    member_webhooks = {entry["name"] for webhook in WEBHOOKS if webhook.decider in MEMBER_DECIDERS
-                       for entry in webhook_entries(webhook, options, mutating=True)}
+    member_webhooks = {
+        entry["name"]
+        for webhook in WEBHOOKS
+        if webhook.decider in MEMBER_DECIDERS
+        for entry in webhook_entries(webhook, options, mutating=True)
+    }
 
     assert member_webhooks and _webhook_names(rendered) == member_webhooks
     assert [o for o in rendered if o["kind"] == "ValidatingWebhookConfiguration"] == []
@@ -186,24 +223,36 @@ def test_cert_manager_mode_mounts_the_certificate_and_annotates_the_webhooks(hel
     for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
         configuration = _one(rendered, kind)
         assert configuration["metadata"]["annotations"] == cert_manager_annotations(
-            f"{NAMESPACE}/{certificate['metadata']['name']}")
+            f"{NAMESPACE}/{certificate['metadata']['name']}"
+        )
         assert all("caBundle" not in w["clientConfig"] for w in configuration["webhooks"])
     # Without an issuerRef the chart makes its own CA: self-signed root -> CA Issuer -> serving certificate.
     issuers = {o["metadata"]["name"]: o["spec"] for o in rendered if o["kind"] == "Issuer"}
     assert issuers[certificate["spec"]["issuerRef"]["name"]] == {"ca": {"secretName": "failover-relay-ca"}}
     assert _one(rendered, "Certificate", "failover-relay-ca")["spec"]["isCA"] is True
     # With one, only the serving certificate.
-    own = template(helm_bin, values={"certificates": {"mode": "certManager", "certManager": {
-        "issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer"}}}})
+    own = template(
+        helm_bin,
+        values={
+            "certificates": {
+                "mode": "certManager",
+                "certManager": {"issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer"}},
+            }
+        },
+    )
     assert [o["kind"] for o in own if o["kind"] in ("Issuer", "Certificate")] == ["Certificate"]
     assert _one(own, "Certificate")["spec"]["issuerRef"] == {"name": "corp-ca", "kind": "ClusterIssuer"}
 
 
 def test_values_reach_the_relay_as_flags_its_parser_accepts(helm_bin: Path, tmp_path: Path) -> None:
-    values = {"savepoint": {"checkpointRoot": "s3://flink/checkpoints", "storageSecret": "flink-s3"},
-              "failback": True, "karmadaKubeconfigSecret": "failover-relay-karmada", "replicas": 3,
-              "resources": {"requests": {"cpu": "50m", "memory": "96Mi"}, "limits": {"memory": "256Mi"}},
-              "config": {"savepoint": {"lateRestore": True}, "controllers": {"workers": 4}}}
+    values = {
+        "savepoint": {"checkpointRoot": "s3://flink/checkpoints", "storageSecret": "flink-s3"},
+        "failback": True,
+        "karmadaKubeconfigSecret": "failover-relay-karmada",
+        "replicas": 3,
+        "resources": {"requests": {"cpu": "50m", "memory": "96Mi"}, "limits": {"memory": "256Mi"}},
+        "config": {"savepoint": {"lateRestore": True}, "controllers": {"workers": 4}},
+    }
     rendered = template(helm_bin, values=values)
     container = _container(rendered)
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
@@ -237,8 +286,11 @@ def test_values_reach_the_relay_as_flags_its_parser_accepts(helm_bin: Path, tmp_
 
 
 def test_a_member_with_cert_manager_runs_slim_without_rbac(helm_bin: Path) -> None:
-    values = {"mode": "member", "certificates": {"mode": "certManager"},
-              "savepoint": {"checkpointRoot": "s3://flink/checkpoints"}}
+    values = {
+        "mode": "member",
+        "certificates": {"mode": "certManager"},
+        "savepoint": {"checkpointRoot": "s3://flink/checkpoints"},
+    }
     rendered = template(helm_bin, values=values)
     args = _container(rendered)["args"]
 
@@ -256,14 +308,29 @@ def test_another_namespace_is_named_everywhere(helm_bin: Path) -> None:
     container = _container(rendered)
 
     assert "--namespace=relay-system" in container["args"]
-    assert {o["metadata"].get("namespace") for o in rendered if o["kind"] not in (
-        "Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration",
-        "MutatingWebhookConfiguration")} == {"relay-system"}
+    assert {
+        o["metadata"].get("namespace")
+        for o in rendered
+        if o["kind"]
+        not in (
+            "Namespace",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ValidatingWebhookConfiguration",
+            "MutatingWebhookConfiguration",
+        )
+    } == {"relay-system"}
     for kind in ("ClusterRoleBinding", "RoleBinding"):
-        assert _one(rendered, kind, next(o["metadata"]["name"] for o in rendered if o["kind"] == kind))[
-            "subjects"][0]["namespace"] == "relay-system"
-    for configuration in (_one(rendered, "ValidatingWebhookConfiguration"),
-                          _one(rendered, "MutatingWebhookConfiguration")):
+        assert (
+            _one(rendered, kind, next(o["metadata"]["name"] for o in rendered if o["kind"] == kind))["subjects"][0][
+                "namespace"
+            ]
+            == "relay-system"
+        )
+    for configuration in (
+        _one(rendered, "ValidatingWebhookConfiguration"),
+        _one(rendered, "MutatingWebhookConfiguration"),
+    ):
         for webhook in configuration["webhooks"]:
             assert webhook["clientConfig"]["service"]["namespace"] == "relay-system"
             assert webhook["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", "relay-system"]
@@ -271,25 +338,35 @@ def test_another_namespace_is_named_everywhere(helm_bin: Path) -> None:
 
 def test_webhooks_by_url_for_an_apiserver_without_the_service(helm_bin: Path) -> None:
     ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
-    rendered = template(helm_bin, values={"webhooks": {"url": "https://relay.example:9443/", "caBundle": ca,
-                                                       "savepointFailurePolicy": "Fail"}})
+    rendered = template(
+        helm_bin,
+        values={"webhooks": {"url": "https://relay.example:9443/", "caBundle": ca, "savepointFailurePolicy": "Fail"}},
+    )
 
-    for configuration in (_one(rendered, "ValidatingWebhookConfiguration"),
-                          _one(rendered, "MutatingWebhookConfiguration")):
+    for configuration in (
+        _one(rendered, "ValidatingWebhookConfiguration"),
+        _one(rendered, "MutatingWebhookConfiguration"),
+    ):
         for webhook in configuration["webhooks"]:
             path = "/validate" if configuration["kind"].startswith("Validating") else "/mutate"
             assert webhook["clientConfig"] == {"url": f"https://relay.example:9443{path}", "caBundle": ca}
             assert webhook["failurePolicy"] == "Fail"
     assert "MutatingWebhookConfiguration" not in {
-        o["kind"] for o in template(helm_bin, values={"webhooks": {"create": False}})}
+        o["kind"] for o in template(helm_bin, values={"webhooks": {"create": False}})
+    }
 
 
-@pytest.mark.parametrize(("values", "named"), [
-    ({"mode": "members"}, 'mode "members"'),
-    ({"certificates": {"mode": "vault"}}, 'certificates.mode "vault"'),
-    ({"webhooks": {"savepointFailurePolicy": "ignore"}},
-     'webhooks.savepointFailurePolicy "ignore": use Fail or Ignore'),
-])
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"mode": "members"}, 'mode "members"'),
+        ({"certificates": {"mode": "vault"}}, 'certificates.mode "vault"'),
+        (
+            {"webhooks": {"savepointFailurePolicy": "ignore"}},
+            'webhooks.savepointFailurePolicy "ignore": use Fail or Ignore',
+        ),
+    ],
+)
 def test_an_unknown_mode_fails_the_render_naming_it(helm_bin: Path, values: dict[str, Any], named: str) -> None:
     with pytest.raises(HelmError) as failure:
         template_text(helm_bin, values=values)

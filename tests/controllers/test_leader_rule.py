@@ -1,10 +1,10 @@
 """The election rule alone: who may write itself into the Lease, judged by the candidate's own clock."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from controllers.leader import LeaseRecord, Observation, may_acquire
 
-T = datetime(2026, 11, 23, tzinfo=timezone.utc)
+T = datetime(2026, 11, 23, tzinfo=UTC)
 HELD = LeaseRecord("replica-a", T, 15, 3)
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from collections.abc import Iterator
 from datetime import timedelta
-from typing import Iterator
 
 import pytest
 from kubernetes import client
@@ -29,8 +29,14 @@ def elector_for(url: str, renew_deadline: timedelta = timedelta(seconds=2)) -> L
     configuration.host = url
     configuration.retries = 0
     api = client.CoordinationV1Api(client.ApiClient(configuration))
-    return LeaderElector(api, "default", "failover-relay", "replica-a", renew_deadline=renew_deadline,
-                         retry_period=timedelta(milliseconds=200))
+    return LeaderElector(
+        api,
+        "default",
+        "failover-relay",
+        "replica-a",
+        renew_deadline=renew_deadline,
+        retry_period=timedelta(milliseconds=200),
+    )
 
 
 def test_the_request_timeout_is_controller_runtimes() -> None:

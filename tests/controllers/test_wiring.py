@@ -58,14 +58,21 @@ async def queued(queues: dict[str, WorkQueue]) -> dict[str, list[object]]:
 
 
 async def test_a_cluster_event_queues_the_cluster_and_the_bindings_with_a_task_from_it() -> None:
-    cache = filled_cache({RESOURCE_BINDINGS: {"ns/b": evicting_from("member1"), "ns/other": evicting_from("member2")},
-                          CLUSTER_RESOURCE_BINDINGS: {"b": evicting_from("member1")}})
+    cache = filled_cache(
+        {
+            RESOURCE_BINDINGS: {"ns/b": evicting_from("member1"), "ns/other": evicting_from("member2")},
+            CLUSTER_RESOURCE_BINDINGS: {"b": evicting_from("member1")},
+        }
+    )
     queues = {spec.resource.kind: WorkQueue() for spec in CONTROLLERS}
 
     queue_keys(CLUSTERS, cache, queues)("member1")
 
-    assert await queued(queues) == {RESOURCE_BINDINGS.kind: ["ns/b"], CLUSTER_RESOURCE_BINDINGS.kind: ["b"],
-                                    CLUSTERS.kind: ["member1"]}
+    assert await queued(queues) == {
+        RESOURCE_BINDINGS.kind: ["ns/b"],
+        CLUSTER_RESOURCE_BINDINGS.kind: ["b"],
+        CLUSTERS.kind: ["member1"],
+    }
 
 
 async def test_a_work_event_queues_its_binding_and_so_does_its_deletion() -> None:

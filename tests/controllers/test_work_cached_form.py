@@ -10,13 +10,27 @@ PATH = "s3://flink-state/checkpoints/streaming/0123456789abcdef0123456789abcdef/
 
 
 def test_the_cached_work_keeps_the_identity_and_the_restore_path_of_each_manifest_and_nothing_else() -> None:
-    manifest = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-                "metadata": {"name": "wordcount", "namespace": "streaming", "labels": {"a": "b"}},
-                "spec": {"image": "flink:1.17", "flinkConfiguration": {"state.checkpoints.dir": "s3://x"},
-                         "job": {"jarURI": "local:///job.jar", "initialSavepointPath": PATH}}}
-    work = {"metadata": {"name": "w", "namespace": "karmada-es-member2", "managedFields": [{}]},
-            "spec": {"workload": {"manifests": [manifest, {"apiVersion": "v1", "kind": "ConfigMap",
-                                                           "metadata": {"name": "c"}, "data": {"k": "v"}}]}}}
+    manifest = {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": "wordcount", "namespace": "streaming", "labels": {"a": "b"}},
+        "spec": {
+            "image": "flink:1.17",
+            "flinkConfiguration": {"state.checkpoints.dir": "s3://x"},
+            "job": {"jarURI": "local:///job.jar", "initialSavepointPath": PATH},
+        },
+    }
+    work = {
+        "metadata": {"name": "w", "namespace": "karmada-es-member2", "managedFields": [{}]},
+        "spec": {
+            "workload": {
+                "manifests": [
+                    manifest,
+                    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}},
+                ]
+            }
+        },
+    }
     cached = work_cached_form(work)
     flink, config_map = cached["spec"]["workload"]["manifests"]
     assert restore_paths(cached) == [PATH]

@@ -83,8 +83,9 @@ def control_plane(pytestconfig: pytest.Config, crd_sources: list[Path]) -> Itera
     Established."""
     binaries = _binaries(pytestconfig)
     if shutil.which("kubectl") is None:
-        pytest.fail("kubectl is not on PATH; the end-to-end tests apply objects with it (.ci/run installs it)",
-                    pytrace=False)
+        pytest.fail(
+            "kubectl is not on PATH; the end-to-end tests apply objects with it (.ci/run installs it)", pytrace=False
+        )
     started = time.monotonic()
     with ControlPlane(binaries) as plane:
         TIMINGS["control plane start (etcd + kube-apiserver ready)"] = time.monotonic() - started
@@ -97,8 +98,9 @@ def control_plane(pytestconfig: pytest.Config, crd_sources: list[Path]) -> Itera
 
 
 @pytest.fixture(scope="session")
-def start_relay(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
-                ) -> Iterator[Callable[..., RelayProcess]]:
+def start_relay(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., RelayProcess]]:
     """Start `failover-relay serve` with extra flags (``start_relay("--config", path)``); all stop at session end."""
     started: list[RelayProcess] = []
 
@@ -138,8 +140,9 @@ def webhooks(control_plane: ControlPlane, relay: RelayProcess) -> WebhookRegistr
 
 
 @pytest.fixture
-def registered_relay(webhooks: WebhookRegistration, relay: RelayProcess,
-                     start_relay: Callable[..., RelayProcess]) -> Iterator[Callable[..., RelayProcess]]:
+def registered_relay(
+    webhooks: WebhookRegistration, relay: RelayProcess, start_relay: Callable[..., RelayProcess]
+) -> Iterator[Callable[..., RelayProcess]]:
     """Start another relay with extra `serve` flags and register it in place of the session's relay; afterwards
     the session relay is registered again. ``registered_relay(["--config", cfg], ["--savepoint-failure-policy",
     "Fail"])``: serve flags, then `manifests webhook` flags."""

@@ -36,30 +36,38 @@ def good_policy(name: str, namespace: str, **application: Any) -> dict[str, Any]
 
 def flink_policy(name: str, namespace: str, **application: Any) -> dict[str, Any]:
     """The Flink example of Karmada's application failover documentation (single-cluster placement)."""
-    policy = good_policy(name, namespace, **{
-        "purgeMode": "Directly",
-        "statePreservation": {"rules": [{"aliasLabelName": DEFAULT_JOB_ID_LABEL,
-                                         "jsonPath": "{ .jobStatus.jobId }"}]},
-        **application,
-    })
-    policy["spec"]["resourceSelectors"] = [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-                                            "name": "basic-example"}]
-    policy["spec"]["placement"]["spreadConstraints"] = [{"spreadByField": "cluster", "maxGroups": 1,
-                                                         "minGroups": 1}]
+    policy = good_policy(
+        name,
+        namespace,
+        **{
+            "purgeMode": "Directly",
+            "statePreservation": {
+                "rules": [{"aliasLabelName": DEFAULT_JOB_ID_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]
+            },
+            **application,
+        },
+    )
+    policy["spec"]["resourceSelectors"] = [
+        {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "name": "basic-example"}
+    ]
+    policy["spec"]["placement"]["spreadConstraints"] = [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]
     return policy
 
 
 def rebalancer(name: str, *workloads: dict[str, str], **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer", "metadata": {"name": name},
-            "spec": {"workloads": list(workloads), **spec}}
+    return {
+        "apiVersion": "apps.karmada.io/v1alpha1",
+        "kind": "WorkloadRebalancer",
+        "metadata": {"name": name},
+        "spec": {"workloads": list(workloads), **spec},
+    }
 
 
 def deployment_ref(name: str, namespace: str) -> dict[str, str]:
     return {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": namespace}
 
 
-def flink_deployment(name: str, namespace: str, labels: dict[str, str] | None = None,
-                     **job: Any) -> dict[str, Any]:
+def flink_deployment(name: str, namespace: str, labels: dict[str, str] | None = None, **job: Any) -> dict[str, Any]:
     return {
         "apiVersion": "flink.apache.org/v1beta1",
         "kind": "FlinkDeployment",
@@ -70,16 +78,23 @@ def flink_deployment(name: str, namespace: str, labels: dict[str, str] | None = 
             "serviceAccount": "flink",
             "jobManager": {"resource": {"memory": "2048m", "cpu": 1}},
             "taskManager": {"resource": {"memory": "2048m", "cpu": 1}},
-            "job": {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar", "parallelism": 2,
-                    "upgradeMode": "stateless", **job},
+            "job": {
+                "jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar",
+                "parallelism": 2,
+                "upgradeMode": "stateless",
+                **job,
+            },
         },
     }
 
 
 def work(name: str, namespace: str, *manifests: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"workload": {"manifests": list(manifests)}}}
+    return {
+        "apiVersion": "work.karmada.io/v1alpha1",
+        "kind": "Work",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"workload": {"manifests": list(manifests)}},
+    }
 
 
 def denial(result: subprocess.CompletedProcess[str], webhook: str) -> str:

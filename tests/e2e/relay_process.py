@@ -53,14 +53,31 @@ class RelayProcess:
         # The same for the caBundle updater: the tests register the webhooks with the caBundle they want.
         loop_flags = ["--no-cabundle-sync"] + ([] if "--controllers-on" in self.serve_args else ["--no-controllers"])
         serve_args = [arg for arg in self.serve_args if arg != "--controllers-on"]
-        command = [sys.executable, "-m", "relay.cli", "serve", "--port", str(self.port),
-                   "--cert-dir", str(self.cert_dir), "--log-format", "json", *loop_flags, *serve_args]
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "NO_PROXY": "127.0.0.1,localhost",
-               "no_proxy": "127.0.0.1,localhost"}
+        command = [
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "serve",
+            "--port",
+            str(self.port),
+            "--cert-dir",
+            str(self.cert_dir),
+            "--log-format",
+            "json",
+            *loop_flags,
+            *serve_args,
+        ]
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
         env.pop("KUBERNETES_SERVICE_HOST", None)  # never mistake the test machine for a pod
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL,
-                                            stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            )
         deadline = time.monotonic() + RELAY_STARTUP_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -92,8 +109,9 @@ class RelayProcess:
             return 0.0
         prefix = REQUESTS_METRIC + "{"
         selector = f'endpoint="{endpoint}"' if endpoint else ""
-        return sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
-                   if line.startswith(prefix) and selector in line)
+        return sum(
+            float(line.rsplit(" ", 1)[1]) for line in body.splitlines() if line.startswith(prefix) and selector in line
+        )
 
     def metric(self, sample: str) -> float:
         """The value of one sample of this relay's /metrics (`name{labels}` exactly as exposed), 0 when absent."""
@@ -104,17 +122,32 @@ class RelayProcess:
     def manifests(self, *extra_args: str) -> str:
         """The webhook configurations for this relay, rendered by the real CLI."""
         result = subprocess.run(
-            [sys.executable, "-m", "relay.cli", "manifests", "webhook", "--url", self.url,
-             "--cert-dir", str(self.cert_dir), *extra_args],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+            [
+                sys.executable,
+                "-m",
+                "relay.cli",
+                "manifests",
+                "webhook",
+                "--url",
+                self.url,
+                "--cert-dir",
+                str(self.cert_dir),
+                *extra_args,
+            ],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         if result.returncode != 0:
             raise RuntimeError(f"failover-relay manifests webhook exited {result.returncode}: {result.stderr}")
         return result.stdout
 
     def _get(self, path: str) -> tuple[int, str]:
         context = ssl.create_default_context(cafile=str(self.ca_file))
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
-                                             urllib.request.HTTPSHandler(context=context))
+        opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+        )
         try:
             with opener.open(self.url + path, timeout=2) as response:
                 return response.status, response.read().decode()
@@ -145,5 +178,7 @@ class WebhookRegistration:
             if all(relay.reviews_answered(endpoint) > count for endpoint, count in before.items()):
                 return
             time.sleep(POLL_SECONDS)
-        raise RuntimeError(f"the apiserver did not call the relay at {relay.url} on {' and '.join(ENDPOINTS)} "
-                           f"within {WEBHOOK_REGISTRATION_SECONDS} s of registering it:\n{relay.log_text()}")
+        raise RuntimeError(
+            f"the apiserver did not call the relay at {relay.url} on {' and '.join(ENDPOINTS)} "
+            f"within {WEBHOOK_REGISTRATION_SECONDS} s of registering it:\n{relay.log_text()}"
+        )

@@ -9,7 +9,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +38,15 @@ from tests.envtest import ControlPlane
 
 pytestmark = pytest.mark.envtest
 
-NOW = datetime.now(timezone.utc)
+NOW = datetime.now(UTC)
 # A group no test creates objects of: these configurations are never called, only patched.
-UNUSED_RULE = {"apiGroups": ["cabundle.e2e.failover-relay.io"], "apiVersions": ["v1"], "operations": ["CREATE"],
-               "resources": ["nothings"], "scope": "*"}
+UNUSED_RULE = {
+    "apiGroups": ["cabundle.e2e.failover-relay.io"],
+    "apiVersions": ["v1"],
+    "operations": ["CREATE"],
+    "resources": ["nothings"],
+    "scope": "*",
+}
 TRUST_DEADLINE_SECONDS = 20.0
 
 
@@ -49,22 +54,36 @@ def _pem(certificate_pem: bytes) -> str:
     return base64.b64encode(certificate_pem).decode("ascii")
 
 
-def _configuration(kind: str, name: str, ca_bundle: str | None, url: str, rule: dict[str, Any],
-                   failure_policy: str = "Ignore", webhooks: int = 2,
-                   annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def _configuration(
+    kind: str,
+    name: str,
+    ca_bundle: str | None,
+    url: str,
+    rule: dict[str, Any],
+    failure_policy: str = "Ignore",
+    webhooks: int = 2,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
     entries = []
     for index in range(webhooks):
         client_config: dict[str, Any] = {"url": f"{url}/validate"}
         if ca_bundle is not None:
             client_config["caBundle"] = ca_bundle
-        entries.append({"name": f"w{index}.cabundle.e2e.failover-relay.io", "admissionReviewVersions": ["v1"],
-                        "clientConfig": client_config, "rules": [rule], "failurePolicy": failure_policy,
-                        "sideEffects": "None", "timeoutSeconds": 5})
+        entries.append(
+            {
+                "name": f"w{index}.cabundle.e2e.failover-relay.io",
+                "admissionReviewVersions": ["v1"],
+                "clientConfig": client_config,
+                "rules": [rule],
+                "failurePolicy": failure_policy,
+                "sideEffects": "None",
+                "timeoutSeconds": 5,
+            }
+        )
     metadata: dict[str, Any] = {"name": name}
     if annotations:
         metadata["annotations"] = annotations
-    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": metadata,
-            "webhooks": entries}
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": metadata, "webhooks": entries}
 
 
 def _get(plane: ControlPlane, kind: str, name: str) -> dict[str, Any]:
@@ -72,8 +91,10 @@ def _get(plane: ControlPlane, kind: str, name: str) -> dict[str, Any]:
 
 
 def _bundles(plane: ControlPlane, kind: str, name: str) -> list[list[x509.Certificate]]:
-    return [x509.load_pem_x509_certificates(base64.b64decode(webhook["clientConfig"]["caBundle"]))
-            for webhook in _get(plane, kind, name)["webhooks"]]
+    return [
+        x509.load_pem_x509_certificates(base64.b64decode(webhook["clientConfig"]["caBundle"]))
+        for webhook in _get(plane, kind, name)["webhooks"]
+    ]
 
 
 def _cert_dir(tmp_path: Path, name: str) -> Path:
@@ -83,8 +104,9 @@ def _cert_dir(tmp_path: Path, name: str) -> Path:
 
 
 def _own(cert_dir: Path) -> set[bytes]:
-    return {c.fingerprint(c.signature_hash_algorithm) for c in x509.load_pem_x509_certificates(
-        read_ca_bundle(cert_dir))}
+    return {
+        c.fingerprint(c.signature_hash_algorithm) for c in x509.load_pem_x509_certificates(read_ca_bundle(cert_dir))
+    }
 
 
 def _fingerprints(certificates: list[x509.Certificate]) -> set[bytes]:
@@ -106,20 +128,35 @@ def _create(plane: ControlPlane, created: list[tuple[str, str]], configuration: 
 
 
 def _injector(plane: ControlPlane, cert_dir: Path, name: str) -> CaBundleInjector:
-    return CaBundleInjector(load_api_client(plane.kubeconfig_path), cert_dir, CollectorRegistry(),
-                            targets=(Target(VALIDATING, name), Target(MUTATING, name)))
+    return CaBundleInjector(
+        load_api_client(plane.kubeconfig_path),
+        cert_dir,
+        CollectorRegistry(),
+        targets=(Target(VALIDATING, name), Target(MUTATING, name)),
+    )
 
 
-async def test_stale_bundles_are_rewritten_once(control_plane: ControlPlane, configurations: list[tuple[str, str]],
-                                                tmp_path: Path) -> None:
+async def test_stale_bundles_are_rewritten_once(
+    control_plane: ControlPlane, configurations: list[tuple[str, str]], tmp_path: Path
+) -> None:
     name = f"cabundle-e2e-{uuid.uuid4().hex[:8]}"
     cert_dir = _cert_dir(tmp_path, "relay")
     expired = generate_ca("expired-ca", NOW - timedelta(days=400), timedelta(days=365))
     # Validating: an expired CA (a relay gone for a year); mutating: bytes that are no certificate at all.
-    _create(control_plane, configurations, _configuration(
-        "ValidatingWebhookConfiguration", name, _pem(expired.certificate_pem), "https://127.0.0.1:9", UNUSED_RULE))
-    _create(control_plane, configurations, _configuration(
-        "MutatingWebhookConfiguration", name, _pem(b"not a certificate"), "https://127.0.0.1:9", UNUSED_RULE))
+    _create(
+        control_plane,
+        configurations,
+        _configuration(
+            "ValidatingWebhookConfiguration", name, _pem(expired.certificate_pem), "https://127.0.0.1:9", UNUSED_RULE
+        ),
+    )
+    _create(
+        control_plane,
+        configurations,
+        _configuration(
+            "MutatingWebhookConfiguration", name, _pem(b"not a certificate"), "https://127.0.0.1:9", UNUSED_RULE
+        ),
+    )
     injector = _injector(control_plane, cert_dir, name)
 
     first = await injector.sync_once()
@@ -133,15 +170,21 @@ async def test_stale_bundles_are_rewritten_once(control_plane: ControlPlane, con
     second = await injector.sync_once()
 
     assert second == {f"{VALIDATING}/{name}": UNCHANGED, f"{MUTATING}/{name}": UNCHANGED}
-    assert {kind: _get(control_plane, kind, name)["metadata"]["resourceVersion"]
-            for kind in (VALIDATING, MUTATING)} == versions
-    samples = {s.labels["result"]: s.value for metric in injector.metrics.syncs.collect() for s in metric.samples
-               if s.name.endswith("_total") and s.labels["configuration"] == f"{VALIDATING}/{name}"}
+    assert {
+        kind: _get(control_plane, kind, name)["metadata"]["resourceVersion"] for kind in (VALIDATING, MUTATING)
+    } == versions
+    samples = {
+        s.labels["result"]: s.value
+        for metric in injector.metrics.syncs.collect()
+        for s in metric.samples
+        if s.name.endswith("_total") and s.labels["configuration"] == f"{VALIDATING}/{name}"
+    }
     assert samples == {PATCHED: 1.0, UNCHANGED: 1.0}
 
 
 async def test_replicas_with_their_own_cas_converge_on_a_bundle_trusting_both(
-        control_plane: ControlPlane, configurations: list[tuple[str, str]], tmp_path: Path) -> None:
+    control_plane: ControlPlane, configurations: list[tuple[str, str]], tmp_path: Path
+) -> None:
     name = f"cabundle-e2e-{uuid.uuid4().hex[:8]}"
     for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
         _create(control_plane, configurations, _configuration(kind, name, None, "https://127.0.0.1:9", UNUSED_RULE))
@@ -162,12 +205,22 @@ async def test_replicas_with_their_own_cas_converge_on_a_bundle_trusting_both(
 
 
 async def test_cert_manager_and_missing_configurations_are_left_alone(
-        control_plane: ControlPlane, configurations: list[tuple[str, str]], tmp_path: Path) -> None:
+    control_plane: ControlPlane, configurations: list[tuple[str, str]], tmp_path: Path
+) -> None:
     name = f"cabundle-e2e-{uuid.uuid4().hex[:8]}"
     stale = _pem(generate_ca("cert-manager-ca", NOW, timedelta(days=30)).certificate_pem)
-    _create(control_plane, configurations, _configuration(
-        "ValidatingWebhookConfiguration", name, stale, "https://127.0.0.1:9", UNUSED_RULE,
-        annotations={CERT_MANAGER_INJECT_ANNOTATION: "failover-relay/failover-relay"}))
+    _create(
+        control_plane,
+        configurations,
+        _configuration(
+            "ValidatingWebhookConfiguration",
+            name,
+            stale,
+            "https://127.0.0.1:9",
+            UNUSED_RULE,
+            annotations={CERT_MANAGER_INJECT_ANNOTATION: "failover-relay/failover-relay"},
+        ),
+    )
     before = _get(control_plane, VALIDATING, name)["metadata"]["resourceVersion"]
 
     results = await _injector(control_plane, _cert_dir(tmp_path, "relay"), name).sync_once()
@@ -177,13 +230,24 @@ async def test_cert_manager_and_missing_configurations_are_left_alone(
 
 
 async def test_the_apiserver_reaches_the_relay_once_the_bundle_is_patched(
-        control_plane: ControlPlane, relay: RelayProcess, configurations: list[tuple[str, str]]) -> None:
+    control_plane: ControlPlane, relay: RelayProcess, configurations: list[tuple[str, str]]
+) -> None:
     name = f"cabundle-e2e-{uuid.uuid4().hex[:8]}"
     other_ca = _pem(generate_ca("some-other-ca", NOW, timedelta(days=30)).certificate_pem)
-    rule = {"apiGroups": ["apps.karmada.io"], "apiVersions": ["v1alpha1"], "operations": ["CREATE"],
-            "resources": ["workloadrebalancers"], "scope": "Cluster"}
-    _create(control_plane, configurations, _configuration(
-        "ValidatingWebhookConfiguration", name, other_ca, relay.url, rule, failure_policy="Fail", webhooks=1))
+    rule = {
+        "apiGroups": ["apps.karmada.io"],
+        "apiVersions": ["v1alpha1"],
+        "operations": ["CREATE"],
+        "resources": ["workloadrebalancers"],
+        "scope": "Cluster",
+    }
+    _create(
+        control_plane,
+        configurations,
+        _configuration(
+            "ValidatingWebhookConfiguration", name, other_ca, relay.url, rule, failure_policy="Fail", webhooks=1
+        ),
+    )
     probe = json.dumps(rebalancer(f"cabundle-probe-{uuid.uuid4().hex[:8]}", deployment_ref("app", "default")))
 
     def dry_run() -> Any:

@@ -19,18 +19,35 @@ pytestmark = pytest.mark.envtest
 
 MODES = {
     "control-plane": ("failover-relay", {}),
-    "member": ("failover-relay", {"mode": "member", "savepoint": {"checkpointRoot": "s3://flink/checkpoints",
-                                                                   "storageSecret": "flink-s3"}}),
+    "member": (
+        "failover-relay",
+        {"mode": "member", "savepoint": {"checkpointRoot": "s3://flink/checkpoints", "storageSecret": "flink-s3"}},
+    ),
     # With cert-manager a member relay runs --member: no RBAC at all.
-    "member-cert-manager": ("failover-relay", {"mode": "member", "certificates": {"mode": "certManager"},
-                                               "savepoint": {"checkpointRoot": "s3://flink/checkpoints"}}),
+    "member-cert-manager": (
+        "failover-relay",
+        {
+            "mode": "member",
+            "certificates": {"mode": "certManager"},
+            "savepoint": {"checkpointRoot": "s3://flink/checkpoints"},
+        },
+    ),
     # Another namespace too: every place that names it must follow.
-    "cert-manager": ("relay-cert-manager", {
-        "certificates": {"mode": "certManager"}, "failback": True,
-        "karmadaKubeconfigSecret": "failover-relay-karmada", "config": {"savepoint": {"lateRestore": True}},
-        "networkPolicy": {"enabled": True, "apiserverCIDRs": ["10.0.0.0/28"]},
-        "monitoring": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
-                       "dashboard": {"enabled": True}}}),
+    "cert-manager": (
+        "relay-cert-manager",
+        {
+            "certificates": {"mode": "certManager"},
+            "failback": True,
+            "karmadaKubeconfigSecret": "failover-relay-karmada",
+            "config": {"savepoint": {"lateRestore": True}},
+            "networkPolicy": {"enabled": True, "apiserverCIDRs": ["10.0.0.0/28"]},
+            "monitoring": {
+                "serviceMonitor": {"enabled": True},
+                "prometheusRule": {"enabled": True},
+                "dashboard": {"enabled": True},
+            },
+        },
+    ),
 }
 
 
@@ -48,20 +65,36 @@ def cert_manager(control_plane: ControlPlane) -> ControlPlane:
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_chart_is_accepted_by_the_apiserver(cert_manager: ControlPlane, helm_bin: Path, tmp_path: Path,
-                                            mode: str) -> None:
+def test_chart_is_accepted_by_the_apiserver(
+    cert_manager: ControlPlane, helm_bin: Path, tmp_path: Path, mode: str
+) -> None:
     namespace, values = MODES[mode]
     rendered = template_text(helm_bin, namespace, values)
     objects = [document for document in yaml.safe_load_all(rendered) if document]
     # The namespace for real (a dry run of it does not make the namespaced objects' namespace exist).
     [own_namespace] = [o for o in objects if o["kind"] == "Namespace"]
-    cert_manager.kubectl("apply", "--server-side", "--field-manager=failover-relay-install", "-f", "-",
-                         input=yaml.safe_dump(own_namespace))
+    cert_manager.kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=failover-relay-install",
+        "-f",
+        "-",
+        input=yaml.safe_dump(own_namespace),
+    )
     manifest = tmp_path / "chart.yaml"
     manifest.write_text(rendered)
 
-    result = cert_manager.kubectl("apply", "--server-side", "--field-manager=failover-relay-install",
-                                  "--dry-run=server", "-o", "name", "-f", str(manifest), check=False)
+    result = cert_manager.kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=failover-relay-install",
+        "--dry-run=server",
+        "-o",
+        "name",
+        "-f",
+        str(manifest),
+        check=False,
+    )
 
     assert result.returncode == 0, result.stderr
     expected = {f"{o['kind'].lower()}/{o['metadata']['name']}" for o in objects}

@@ -14,27 +14,30 @@ from __future__ import annotations
 import copy
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
 
+from controllers.kube import load_api_client
 from failover.reconcile.migration import crd_purge_mode_enum
 from relay.check import check_object
 from relay.migration import installed_spelling, legacy_lines
 from relay.schemas import bundled
-from controllers.kube import load_api_client
 from tests.envtest import REPO_ROOT, ControlPlane
 from tests.relay.karmada_source import karmada_crd_dir
 from tests.support import flink_policy
 
 pytestmark = pytest.mark.envtest
 
-CRD_FILES = ("policy/policy.karmada.io_propagationpolicies.yaml",
-             "policy/policy.karmada.io_clusterpropagationpolicies.yaml",
-             "apps/apps.karmada.io_workloadrebalancers.yaml",
-             "work/work.karmada.io_resourcebindings.yaml")
+CRD_FILES = (
+    "policy/policy.karmada.io_propagationpolicies.yaml",
+    "policy/policy.karmada.io_clusterpropagationpolicies.yaml",
+    "apps/apps.karmada.io_workloadrebalancers.yaml",
+    "work/work.karmada.io_resourcebindings.yaml",
+)
 APP = "spec.failover.application"
 
 
@@ -57,20 +60,33 @@ CASES: list[tuple[str, str]] = [
     ("wrong-case-field", edited(BASE, "purgeMode: Directly", "purgemode: Directly")),
     ("unknown-metadata-field", edited(BASE, "  namespace: default\n", "  namespace: default\n  labelz: {}\n")),
     ("policy-v1beta1", edited(BASE, "policy.karmada.io/v1alpha1", "policy.karmada.io/v1beta1")),
-    ("selectors-missing", yaml.safe_dump({**flink_policy(), "spec": {
-        k: v for k, v in flink_policy()["spec"].items() if k != "resourceSelectors"}})),
+    (
+        "selectors-missing",
+        yaml.safe_dump(
+            {**flink_policy(), "spec": {k: v for k, v in flink_policy()["spec"].items() if k != "resourceSelectors"}}
+        ),
+    ),
     ("wrong-type", edited(BASE, "tolerationSeconds: 60", "tolerationSeconds: '60'")),
     ("toleration-1e3", edited(BASE, "tolerationSeconds: 60", "tolerationSeconds: 1e3")),
     ("int32-overflow", edited(BASE, "tolerationSeconds: 60", "tolerationSeconds: 4294967296")),
     ("bad-enum", edited(BASE, "  propagateDeps: true\n", "  propagateDeps: true\n  conflictResolution: Override\n")),
     ("decision-conditions-missing", edited(BASE, "      decisionConditions:\n        tolerationSeconds: 60\n", "")),
-    ("rebalancer", "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: demo}\n"
-                   "spec:\n  workloads: [{apiVersion: apps/v1, kind: Deployment, name: web, namespace: shop}]\n"),
-    ("rebalancer-under-policy-group", "apiVersion: policy.karmada.io/v1alpha1\nkind: WorkloadRebalancer\n"
-                                      "metadata: {name: demo}\nspec:\n  workloads: [{apiVersion: apps/v1, "
-                                      "kind: Deployment, name: web}]\n"),
-    ("rebalancer-no-workloads", "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\n"
-                                "metadata: {name: demo}\nspec: {workloads: []}\n"),
+    (
+        "rebalancer",
+        "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata: {name: demo}\n"
+        "spec:\n  workloads: [{apiVersion: apps/v1, kind: Deployment, name: web, namespace: shop}]\n",
+    ),
+    (
+        "rebalancer-under-policy-group",
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: WorkloadRebalancer\n"
+        "metadata: {name: demo}\nspec:\n  workloads: [{apiVersion: apps/v1, "
+        "kind: Deployment, name: web}]\n",
+    ),
+    (
+        "rebalancer-no-workloads",
+        "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\n"
+        "metadata: {name: demo}\nspec: {workloads: []}\n",
+    ),
 ]
 
 
@@ -110,8 +126,9 @@ def kubectl_accepts(plane: ControlPlane, manifest: Path) -> tuple[bool, str]:
 
 
 def relay_check(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "relay.cli", "check", *args], capture_output=True, text=True,
-                          timeout=120, cwd=REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "relay.cli", "check", *args], capture_output=True, text=True, timeout=120, cwd=REPO_ROOT
+    )
 
 
 @pytest.mark.parametrize(("manifest",), [pytest.param(text, id=case) for case, text in CASES])
@@ -140,13 +157,18 @@ def test_offline_check_agrees_with_the_apiserver(plane: ControlPlane, tmp_path: 
 
 
 def test_the_listing_finds_legacy_names_a_v1_18_crd_let_through(plane: ControlPlane) -> None:
-    binding = {"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
-               "metadata": {"name": "legacy", "namespace": "default"},
-               "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-                        "failover": {"application": {"decisionConditions": {"tolerationSeconds": 60},
-                                                     "purgeMode": "Immediately"}},
-                        "gracefulEvictionTasks": [{"fromCluster": "member1", "reason": "ApplicationFailure",
-                                                   "producer": "x", "purgeMode": "Graciously"}]}}
+    binding = {
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": {"name": "legacy", "namespace": "default"},
+        "spec": {
+            "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "failover": {"application": {"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Immediately"}},
+            "gracefulEvictionTasks": [
+                {"fromCluster": "member1", "reason": "ApplicationFailure", "producer": "x", "purgeMode": "Graciously"}
+            ],
+        },
+    }
     plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(binding))
 
     lines = list(legacy_lines(load_api_client(plane.kubeconfig_path)))
@@ -155,9 +177,15 @@ def test_the_listing_finds_legacy_names_a_v1_18_crd_let_through(plane: ControlPl
         "ResourceBinding default/legacy: spec.failover.application.purgeMode: Immediately -> write Directly before "
         "upgrading to Karmada v1.19",
         "ResourceBinding default/legacy: spec.gracefulEvictionTasks[0].purgeMode: Graciously -> write Gracefully "
-        "before upgrading to Karmada v1.19"]
-    result = subprocess.run([sys.executable, "-m", "relay.cli", "legacy-purge-modes", "--kubeconfig",
-                             str(plane.kubeconfig_path)], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
+        "before upgrading to Karmada v1.19",
+    ]
+    result = subprocess.run(
+        [sys.executable, "-m", "relay.cli", "legacy-purge-modes", "--kubeconfig", str(plane.kubeconfig_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+    )
     assert result.returncode == 1 and result.stdout.splitlines() == lines
 
 
@@ -166,8 +194,14 @@ def test_the_loop_spelling_follows_the_installed_crd(plane: ControlPlane) -> Non
     # v1.18's enum (both spellings): the setting decides.
     assert installed_spelling(api, "legacy") == "legacy"
     # Karmada v1.19's own CRD: never legacy, whatever the setting says.
-    plane.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=envtest", "-f",
-                  str(karmada_crd_dir() / "work" / "work.karmada.io_resourcebindings.yaml"))
+    plane.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=envtest",
+        "-f",
+        str(karmada_crd_dir() / "work" / "work.karmada.io_resourcebindings.yaml"),
+    )
     crd = yaml.safe_load(plane.kubectl("get", "crd", "resourcebindings.work.karmada.io", "-o", "yaml").stdout)
     assert "Immediately" not in (crd_purge_mode_enum(crd) or ())
     assert installed_spelling(api, "legacy") == "new"

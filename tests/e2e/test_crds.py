@@ -95,9 +95,14 @@ def test_bindings_have_no_conversion_webhook_on_a_bare_apiserver(crd_sources: li
 @pytest.mark.envtest
 def test_fields_the_savepoint_mutation_writes_survive_pruning(control_plane: ControlPlane, namespace: str) -> None:
     # No job-id label: the relay's savepoint mutation stays out of it, this is about the schema alone.
-    deployment = flink_deployment("restored", namespace,
-                                  initialSavepointPath=f"s3://checkpoints/{namespace}/{JOB_ID}/checkpoints/chk-42",
-                                  upgradeMode="savepoint", state="running", allowNonRestoredState=False)
+    deployment = flink_deployment(
+        "restored",
+        namespace,
+        initialSavepointPath=f"s3://checkpoints/{namespace}/{JOB_ID}/checkpoints/chk-42",
+        upgradeMode="savepoint",
+        state="running",
+        allowNonRestoredState=False,
+    )
 
     assert apply(control_plane, deployment).returncode == 0
 
@@ -127,20 +132,33 @@ def test_flink_job_status_is_written_through_the_status_subresource(
     assert apply(control_plane, deployment).returncode == 0
     assert "status" not in get(control_plane, "flinkdeployment", "running", namespace)
 
-    control_plane.kubectl("patch", "flinkdeployment", "running", "-n", namespace, "--subresource=status",
-                          "--type=merge", "-p", f'{{"status": {{"jobStatus": {{"jobId": "{JOB_ID}", '
-                                                f'"state": "RUNNING"}}}}}}')
+    control_plane.kubectl(
+        "patch",
+        "flinkdeployment",
+        "running",
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        f'{{"status": {{"jobStatus": {{"jobId": "{JOB_ID}", "state": "RUNNING"}}}}}}',
+    )
 
     assert get(control_plane, "flinkdeployment", "running", namespace)["status"]["jobStatus"] == {
-        "jobId": JOB_ID, "state": "RUNNING"}
+        "jobId": JOB_ID,
+        "state": "RUNNING",
+    }
 
 
 @pytest.mark.envtest
 def test_every_crd_is_established_and_structural(control_plane: ControlPlane, crd_sources: list[Path]) -> None:
     names = set(_crds(crd_sources))
     stored = json.loads(control_plane.kubectl("get", "customresourcedefinitions", "-o", "json").stdout)["items"]
-    conditions = {crd["metadata"]["name"]: {c["type"]: c["status"] for c in crd["status"]["conditions"]}
-                  for crd in stored if crd["metadata"]["name"] in names}
+    conditions = {
+        crd["metadata"]["name"]: {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+        for crd in stored
+        if crd["metadata"]["name"] in names
+    }
 
     assert set(conditions) == names
     for name, condition in conditions.items():

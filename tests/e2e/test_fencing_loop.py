@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -42,8 +42,14 @@ async def loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Callable[
 
     def start(**decisions: Any) -> None:
         declared = ControllerSettings()
-        settings = LoopSettings(lease_namespace=namespace, lease_name=declared.lease_name, workers=declared.workers,
-                                identity="fencing", resync_seconds=30, decisions=DecisionSettings(**decisions))
+        settings = LoopSettings(
+            lease_namespace=namespace,
+            lease_name=declared.lease_name,
+            workers=declared.workers,
+            identity="fencing",
+            resync_seconds=30,
+            decisions=DecisionSettings(**decisions),
+        )
         tasks.append(asyncio.create_task(ReconcileLoop(api, settings, CollectorRegistry()).run()))
 
     yield start
@@ -53,39 +59,76 @@ async def loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Callable[
 
 
 def ready_condition(ready: bool, since: datetime) -> dict[str, Any]:
-    return {"type": "Ready", "status": "True" if ready else "False", "reason": "Test", "message": "set by the test",
-            "lastTransitionTime": since.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    return {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "reason": "Test",
+        "message": "set by the test",
+        "lastTransitionTime": since.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
 
 
 def make_cluster(api: client.ApiClient, name: str, ready: bool, since: datetime) -> None:
     clusters = CustomObjects(api, CLUSTERS)
-    clusters.create({"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name},
-                     "spec": {"syncMode": "Push"}})
+    clusters.create(
+        {
+            "apiVersion": "cluster.karmada.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": {"name": name},
+            "spec": {"syncMode": "Push"},
+        }
+    )
     clusters.patch_status(name, {"status": {"conditions": [ready_condition(ready, since)]}})
     client.CoreV1Api(api).create_namespace({"metadata": {"name": f"karmada-es-{name}"}})
 
 
 def make_work(api: client.ApiClient, cluster: str, namespace: str, binding: str) -> str:
     works = CustomObjects(api, WORKS)
-    works.create({"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
-                  "metadata": {"name": "job-5d8f", "namespace": f"karmada-es-{cluster}",
-                               "finalizers": ["karmada.io/execution-controller"],
-                               "annotations": {"resourcebinding.karmada.io/name": binding,
-                                               "resourcebinding.karmada.io/namespace": namespace}},
-                  "spec": {"workload": {"manifests": [{
-                      "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-                      "metadata": {"name": "job", "namespace": namespace}}]}}})
+    works.create(
+        {
+            "apiVersion": "work.karmada.io/v1alpha1",
+            "kind": "Work",
+            "metadata": {
+                "name": "job-5d8f",
+                "namespace": f"karmada-es-{cluster}",
+                "finalizers": ["karmada.io/execution-controller"],
+                "annotations": {
+                    "resourcebinding.karmada.io/name": binding,
+                    "resourcebinding.karmada.io/namespace": namespace,
+                },
+            },
+            "spec": {
+                "workload": {
+                    "manifests": [
+                        {
+                            "apiVersion": "flink.apache.org/v1beta1",
+                            "kind": "FlinkDeployment",
+                            "metadata": {"name": "job", "namespace": namespace},
+                        }
+                    ]
+                }
+            },
+        }
+    )
     return f"karmada-es-{cluster}/job-5d8f"
 
 
 def evicted_binding(name: str, namespace: str, old: str, new: str) -> dict[str, Any]:
     binding = flink_binding(name, namespace, toleration=300)
     binding["spec"]["clusters"] = [{"name": new, "replicas": 1}]
-    binding["spec"]["gracefulEvictionTasks"] = [{
-        "fromCluster": old, "purgeMode": "Directly", "reason": "TaintUntolerated", "producer": "TaintManager",
-        "message": "taint"}]
-    binding["spec"]["failover"]["cluster"] = {"purgeMode": "Directly", "statePreservation": {"rules": [
-        {"aliasLabelName": CLUSTER_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]}}
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {
+            "fromCluster": old,
+            "purgeMode": "Directly",
+            "reason": "TaintUntolerated",
+            "producer": "TaintManager",
+            "message": "taint",
+        }
+    ]
+    binding["spec"]["failover"]["cluster"] = {
+        "purgeMode": "Directly",
+        "statePreservation": {"rules": [{"aliasLabelName": CLUSTER_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]},
+    }
     return binding
 
 
@@ -96,6 +139,7 @@ def absent(objects: CustomObjects, key: str) -> Callable[[], bool]:
         except client.exceptions.ApiException as error:
             return error.status == 404
         return False
+
     return check
 
 
@@ -104,7 +148,7 @@ async def test_an_unreachable_clusters_old_work_is_fenced_and_the_binding_contro
 ) -> None:
     suffix = uuid.uuid4().hex[:6]
     old, new = f"dead-{suffix}", f"alive-{suffix}"
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     make_cluster(api, old, ready=False, since=now)
     make_cluster(api, new, ready=True, since=now - timedelta(hours=1))
     bindings, works = CustomObjects(api, RESOURCE_BINDINGS), CustomObjects(api, WORKS)
@@ -116,15 +160,20 @@ async def test_an_unreachable_clusters_old_work_is_fenced_and_the_binding_contro
     loop(fence_after=timedelta(seconds=8))
 
     key = f"{namespace}/{name}"
-    waiting = await eventually(lambda: client.CoreV1Api(api).list_namespaced_event(namespace).items,
-                               lambda events: any(e.reason == "WaitingForUnreachableCluster" for e in events))
+    waiting = await eventually(
+        lambda: client.CoreV1Api(api).list_namespaced_event(namespace).items,
+        lambda events: any(e.reason == "WaitingForUnreachableCluster" for e in events),
+    )
     assert waiting
     started = asyncio.get_running_loop().time()
     await eventually(absent(works, work_key), bool, timeout=20)
     fenced_after = asyncio.get_running_loop().time() - started
     # The Work is gone and the new cluster has none: the task's note wakes Karmada's binding controller.
-    binding = await eventually(lambda: bindings.get(key), lambda b: f"old copy on {old} is gone" in str(
-        b["spec"]["gracefulEvictionTasks"][0].get("message")), timeout=10)
+    binding = await eventually(
+        lambda: bindings.get(key),
+        lambda b: f"old copy on {old} is gone" in str(b["spec"]["gracefulEvictionTasks"][0].get("message")),
+        timeout=10,
+    )
     fenced = binding["metadata"]["annotations"]["failover-relay.io/fenced-copies"]
     assert f'"{old}"' in fenced and '"name":"job"' in fenced
     (task,) = binding["spec"]["gracefulEvictionTasks"]
@@ -144,13 +193,18 @@ async def test_the_taint_managers_task_gets_the_state_recorded_while_healthy(
     running["spec"]["clusters"] = [{"name": old, "replicas": 1}]
     running["spec"]["gracefulEvictionTasks"] = []
     created = bindings.create(running)
-    created["status"] = {"schedulerObservedGeneration": created["metadata"]["generation"], "aggregatedStatus": [
-        {"clusterName": old, "applied": True, "health": "Healthy", "status": {"jobStatus": {"jobId": JOB_ID}}}]}
+    created["status"] = {
+        "schedulerObservedGeneration": created["metadata"]["generation"],
+        "aggregatedStatus": [
+            {"clusterName": old, "applied": True, "health": "Healthy", "status": {"jobStatus": {"jobId": JOB_ID}}}
+        ],
+    }
     replace_object(bindings, created, status=True)
     loop()
     key = f"{namespace}/{name}"
-    recorded = await eventually(lambda: bindings.get(key),
-                                lambda b: "failover-relay.io/last-state" in b["metadata"].get("annotations", {}))
+    recorded = await eventually(
+        lambda: bindings.get(key), lambda b: "failover-relay.io/last-state" in b["metadata"].get("annotations", {})
+    )
     assert JOB_ID in recorded["metadata"]["annotations"]["failover-relay.io/last-state"]
 
     # The cluster dies: its status is no longer reflected, and the taint manager evicts without state.
@@ -158,11 +212,13 @@ async def test_the_taint_managers_task_gets_the_state_recorded_while_healthy(
     replace_object(bindings, recorded, status=True)
     evicted = bindings.get(key)
     evicted["spec"]["clusters"] = [{"name": new, "replicas": 1}]
-    evicted["spec"]["gracefulEvictionTasks"] = [{"fromCluster": old, "purgeMode": "Directly",
-                                                 "reason": "TaintUntolerated", "producer": "TaintManager"}]
+    evicted["spec"]["gracefulEvictionTasks"] = [
+        {"fromCluster": old, "purgeMode": "Directly", "reason": "TaintUntolerated", "producer": "TaintManager"}
+    ]
     replace_object(bindings, evicted)
-    filled = await eventually(lambda: bindings.get(key),
-                              lambda b: b["spec"]["gracefulEvictionTasks"][0].get("preservedLabelState"))
+    filled = await eventually(
+        lambda: bindings.get(key), lambda b: b["spec"]["gracefulEvictionTasks"][0].get("preservedLabelState")
+    )
     (task,) = filled["spec"]["gracefulEvictionTasks"]
     assert task["preservedLabelState"] == {CLUSTER_LABEL: JOB_ID}
     assert task["clustersBeforeFailover"] == [old]

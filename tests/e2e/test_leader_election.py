@@ -9,8 +9,8 @@ import copy
 import random
 import socket
 import time
+from collections.abc import Iterator
 from datetime import timedelta
-from typing import Iterator
 
 import pytest
 from kubernetes import client, config
@@ -34,12 +34,19 @@ def black_hole() -> Iterator[str]:
 
 
 async def test_a_leader_whose_apiserver_hangs_steps_down_within_the_renew_deadline(
-        control_plane: ControlPlane, namespace: str, black_hole: str) -> None:
+    control_plane: ControlPlane, namespace: str, black_hole: str
+) -> None:
     renew_deadline = timedelta(seconds=2)
     api = coordination_api(control_plane)
-    elector = LeaderElector(api, namespace, "hang-test", "replica-a",
-                            lease_duration=timedelta(seconds=3), renew_deadline=renew_deadline,
-                            retry_period=timedelta(milliseconds=250))
+    elector = LeaderElector(
+        api,
+        namespace,
+        "hang-test",
+        "replica-a",
+        lease_duration=timedelta(seconds=3),
+        renew_deadline=renew_deadline,
+        retry_period=timedelta(milliseconds=250),
+    )
     leading = asyncio.Event()
     stepped_down = asyncio.Event()
 
@@ -76,8 +83,9 @@ async def test_a_stopped_leader_always_releases_its_lease(control_plane: Control
     held_after_stop = []
     for round_ in range(25):
         # Renewing every 20 ms, a renewal is nearly always in flight when the stop comes.
-        elector = LeaderElector(api, namespace, "release-test", f"replica-{round_}",
-                                retry_period=timedelta(milliseconds=20))
+        elector = LeaderElector(
+            api, namespace, "release-test", f"replica-{round_}", retry_period=timedelta(milliseconds=20)
+        )
 
         async def lead() -> None:
             await asyncio.Event().wait()

@@ -55,10 +55,12 @@ def test_kustomization_lists_every_file_of_deploy() -> None:
 
 def test_webhook_configurations_are_the_rendered_ones_without_ca_bundle() -> None:
     rendered = render_webhook_configurations(
-        WebhookOptions(service_endpoint("failover-relay", RELAY_NAMESPACE), ca_bundle=None))
+        WebhookOptions(service_endpoint("failover-relay", RELAY_NAMESPACE), ca_bundle=None)
+    )
 
     assert _documents(DEPLOY / "webhooks.yaml") == [d for d in yaml.safe_load_all(rendered) if d], (
-        "manifests/deploy/webhooks.yaml drifted from relay/manifests.py; re-render it (command in its header)")
+        "manifests/deploy/webhooks.yaml drifted from relay/manifests.py; re-render it (command in its header)"
+    )
 
 
 def test_names_agree_across_files_and_code() -> None:
@@ -75,7 +77,10 @@ def test_names_agree_across_files_and_code() -> None:
         for webhook in configuration["webhooks"]:
             reference = webhook["clientConfig"]["service"]
             assert (reference["name"], reference["namespace"], reference["port"]) == (
-                flags["service-name"], flags["namespace"], service["spec"]["ports"][0]["port"])
+                flags["service-name"],
+                flags["namespace"],
+                service["spec"]["ports"][0]["port"],
+            )
             assert "caBundle" not in webhook["clientConfig"]
     assert (service["metadata"]["name"], service["metadata"]["namespace"]) == (flags["service-name"], RELAY_NAMESPACE)
     assert service["spec"]["ports"][0]["targetPort"] == "https" and port["containerPort"] == int(flags["port"])
@@ -87,8 +92,10 @@ def test_names_agree_across_files_and_code() -> None:
     # The Lease the loop takes is the one the Role names, in the pod's namespace.
     lease_rule = next(r for r in _one("Role")["rules"] if r.get("resourceNames"))
     assert lease_rule["resourceNames"] == [ControllerSettings().lease_name]
-    assert any(e["name"] == "POD_NAMESPACE" and e["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
-               for e in container["env"])
+    assert any(
+        e["name"] == "POD_NAMESPACE" and e["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+        for e in container["env"]
+    )
 
 
 def test_pod_is_hardened() -> None:
@@ -105,7 +112,8 @@ def test_pod_is_hardened() -> None:
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert {container["readinessProbe"]["httpGet"]["scheme"], container["livenessProbe"]["httpGet"]["scheme"]} == {
-        "HTTPS"}
+        "HTTPS"
+    }
     assert container["resources"]["requests"] and container["resources"]["limits"]
     dockerfile = (REPO_ROOT / "Dockerfile").read_text()
     assert re.search(r"^USER 65532(:65532)?$", dockerfile, re.MULTILINE)
@@ -113,11 +121,11 @@ def test_pod_is_hardened() -> None:
 
 @pytest.mark.envtest
 @pytest.mark.parametrize("mode", ["client-side", "server-side"])
-def test_whole_kustomization_is_accepted_by_the_apiserver(control_plane: ControlPlane, relay_namespace: str,
-                                                          mode: str) -> None:
+def test_whole_kustomization_is_accepted_by_the_apiserver(
+    control_plane: ControlPlane, relay_namespace: str, mode: str
+) -> None:
     flags = ["--server-side", "--field-manager=failover-relay-install"] if mode == "server-side" else []
-    result = control_plane.kubectl("apply", *flags, "--dry-run=server", "-o", "name", "-k", str(MANIFESTS),
-                                   check=False)
+    result = control_plane.kubectl("apply", *flags, "--dry-run=server", "-o", "name", "-k", str(MANIFESTS), check=False)
 
     assert result.returncode == 0, result.stderr
     expected = {f"{d['kind'].lower()}/{d['metadata']['name']}" for d in _install()}
@@ -130,18 +138,24 @@ def test_whole_kustomization_is_accepted_by_the_apiserver(control_plane: Control
 # (verb, resource, namespace or None) the relay calls: controllers/reconcilers.py, informer.py, leader.py,
 # events.py and cabundle.py.
 ALLOWED = [
-    *((verb, resource, None) for resource in ("resourcebindings.work.karmada.io",
-                                              "clusterresourcebindings.work.karmada.io")
-      for verb in ("get", "list", "watch", "patch")),
-    *((verb, "workloadrebalancers.apps.karmada.io", None)
-      for verb in ("get", "list", "watch", "create", "patch", "delete")),
+    *(
+        (verb, resource, None)
+        for resource in ("resourcebindings.work.karmada.io", "clusterresourcebindings.work.karmada.io")
+        for verb in ("get", "list", "watch", "patch")
+    ),
+    *(
+        (verb, "workloadrebalancers.apps.karmada.io", None)
+        for verb in ("get", "list", "watch", "create", "patch", "delete")
+    ),
     ("patch", "workloadrebalancers.apps.karmada.io/status", None),
     *((verb, "clusters.cluster.karmada.io", None) for verb in ("get", "list", "watch", "patch")),
     # Fencing: Works by binding, release of an unreachable cluster's Work, old copies deleted through the proxy.
     *((verb, "works.work.karmada.io", None) for verb in ("list", "watch", "patch")),
-    *((verb, resource, None) for resource in ("propagationpolicies.policy.karmada.io",
-                                              "clusterpropagationpolicies.policy.karmada.io")
-      for verb in ("list", "watch")),
+    *(
+        (verb, resource, None)
+        for resource in ("propagationpolicies.policy.karmada.io", "clusterpropagationpolicies.policy.karmada.io")
+        for verb in ("list", "watch")
+    ),
     ("create", "events", "some-app"),
     ("create", "events", "default"),
     ("get", "validatingwebhookconfigurations/failover-relay", None),
@@ -179,14 +193,20 @@ def test_rbac_grants_what_the_relay_calls_and_nothing_more(control_plane: Contro
 
     def can(verb: str, resource: str, namespace: str | None) -> bool:
         scope = ["-n", namespace] if namespace else ["--all-namespaces"]
-        result = control_plane.kubectl("auth", "can-i", verb, resource, *scope, f"--as={SERVICE_ACCOUNT}",
-                                       check=False)
+        result = control_plane.kubectl("auth", "can-i", verb, resource, *scope, f"--as={SERVICE_ACCOUNT}", check=False)
         return result.stdout.strip() == "yes"
 
     assert [call for call in ALLOWED if not can(*call)] == []
     assert [call for call in DENIED if can(*call)] == []
     # Fencing deletes an old copy through Karmada's cluster proxy (controllers/members.py): a subresource.
     for verb in ("get", "delete"):
-        result = control_plane.kubectl("auth", "can-i", verb, "clusters.cluster.karmada.io", "--subresource=proxy",
-                                       f"--as={SERVICE_ACCOUNT}", check=False)
+        result = control_plane.kubectl(
+            "auth",
+            "can-i",
+            verb,
+            "clusters.cluster.karmada.io",
+            "--subresource=proxy",
+            f"--as={SERVICE_ACCOUNT}",
+            check=False,
+        )
         assert result.stdout.strip() == "yes", (verb, result.stdout, result.stderr)

@@ -4,7 +4,6 @@ refuses a ServiceMonitor its schema forbids, so the acceptance means the schema 
 
 from __future__ import annotations
 
-
 import pytest
 import yaml
 
@@ -16,16 +15,21 @@ pytestmark = pytest.mark.envtest
 
 
 @pytest.mark.parametrize("mode", ["client-side", "server-side"])
-def test_monitoring_kustomization_is_accepted_by_the_real_crds(control_plane: ControlPlane, relay_namespace: str,
-                                                               mode: str) -> None:
+def test_monitoring_kustomization_is_accepted_by_the_real_crds(
+    control_plane: ControlPlane, relay_namespace: str, mode: str
+) -> None:
     flags = ["--server-side", "--field-manager=failover-relay-install"] if mode == "server-side" else []
-    result = control_plane.kubectl("apply", *flags, "--dry-run=server", "-o", "name", "-k", str(MONITORING),
-                                   check=False)
+    result = control_plane.kubectl(
+        "apply", *flags, "--dry-run=server", "-o", "name", "-k", str(MONITORING), check=False
+    )
 
     assert result.returncode == 0, result.stderr
     accepted = applied_names(result.stdout)
-    assert accepted == {"prometheusrule/failover-relay", "servicemonitor/failover-relay",
-                        "configmap/failover-relay-dashboard"}
+    assert accepted == {
+        "prometheusrule/failover-relay",
+        "servicemonitor/failover-relay",
+        "configmap/failover-relay-dashboard",
+    }
 
 
 def test_a_service_monitor_against_the_schema_is_refused(control_plane: ControlPlane, relay_namespace: str) -> None:

@@ -34,6 +34,7 @@ APPLICATION = "spec.failover.application"
 def _deny_cases() -> list[Any]:
     """(how the policy is broken, the finding our webhook must answer with); each reaches the validating webhook
     because the CRD schema accepts it."""
+
     def policy(**application: Any) -> dict[str, Any]:
         return good_policy("bad", "NAMESPACE", **application)
 
@@ -43,36 +44,65 @@ def _deny_cases() -> list[Any]:
     deps_false["spec"]["propagateDeps"] = False
     rule = {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}
     return [
-        pytest.param(no_deps, "spec.propagateDeps: must be true when spec.failover.application is set",
-                     id="propagateDeps-missing"),
+        pytest.param(
+            no_deps,
+            "spec.propagateDeps: must be true when spec.failover.application is set",
+            id="propagateDeps-missing",
+        ),
         pytest.param(deps_false, "spec.propagateDeps: must be true", id="propagateDeps-false"),
-        pytest.param(policy(decisionConditions={"tolerationSeconds": -1}),
-                     f"{APPLICATION}.decisionConditions.tolerationSeconds: must be 0 or more, got -1",
-                     id="negative-toleration"),
-        pytest.param(policy(purgeMode="Directly", gracePeriodSeconds=30),
-                     f"{APPLICATION}.gracePeriodSeconds: only applies to purgeMode Gracefully, not Directly",
-                     id="grace-period-without-gracefully"),
-        pytest.param(policy(purgeMode="Gracefully", gracePeriodSeconds=0),
-                     f"{APPLICATION}.gracePeriodSeconds: must be greater than 0, got 0", id="grace-period-zero"),
-        pytest.param(policy(purgeMode="Gracefully", statePreservation={"rules": [rule]}),
-                     f"{APPLICATION}.statePreservation: needs purgeMode Directly, but it is Gracefully",
-                     id="state-preservation-gracefully"),
+        pytest.param(
+            policy(decisionConditions={"tolerationSeconds": -1}),
+            f"{APPLICATION}.decisionConditions.tolerationSeconds: must be 0 or more, got -1",
+            id="negative-toleration",
+        ),
+        pytest.param(
+            policy(purgeMode="Directly", gracePeriodSeconds=30),
+            f"{APPLICATION}.gracePeriodSeconds: only applies to purgeMode Gracefully, not Directly",
+            id="grace-period-without-gracefully",
+        ),
+        pytest.param(
+            policy(purgeMode="Gracefully", gracePeriodSeconds=0),
+            f"{APPLICATION}.gracePeriodSeconds: must be greater than 0, got 0",
+            id="grace-period-zero",
+        ),
+        pytest.param(
+            policy(purgeMode="Gracefully", statePreservation={"rules": [rule]}),
+            f"{APPLICATION}.statePreservation: needs purgeMode Directly, but it is Gracefully",
+            id="state-preservation-gracefully",
+        ),
         # No purgeMode: the mutating webhook defaults it to Gracefully before validation sees it.
-        pytest.param(policy(statePreservation={"rules": [rule]}),
-                     f"{APPLICATION}.statePreservation: needs purgeMode Directly, but it is Gracefully",
-                     id="state-preservation-defaulted-gracefully"),
-        pytest.param(policy(purgeMode="Directly", statePreservation={"rules": []}),
-                     f"{APPLICATION}.statePreservation.rules: needs at least one rule", id="empty-rules"),
-        pytest.param(policy(purgeMode="Directly", statePreservation={"rules": [
-            {"aliasLabelName": "not a label!", "jsonPath": "{ .jobStatus.jobId }"}]}),
+        pytest.param(
+            policy(statePreservation={"rules": [rule]}),
+            f"{APPLICATION}.statePreservation: needs purgeMode Directly, but it is Gracefully",
+            id="state-preservation-defaulted-gracefully",
+        ),
+        pytest.param(
+            policy(purgeMode="Directly", statePreservation={"rules": []}),
+            f"{APPLICATION}.statePreservation.rules: needs at least one rule",
+            id="empty-rules",
+        ),
+        pytest.param(
+            policy(
+                purgeMode="Directly",
+                statePreservation={"rules": [{"aliasLabelName": "not a label!", "jsonPath": "{ .jobStatus.jobId }"}]},
+            ),
             f"{APPLICATION}.statePreservation.rules[0].aliasLabelName: 'not a label!' is not a valid label key",
-            id="alias-not-a-label-key"),
-        pytest.param(policy(purgeMode="Directly", statePreservation={"rules": [rule, rule]}),
-                     f"{APPLICATION}.statePreservation.rules[1].aliasLabelName: "
-                     "'application.karmada.io/failover-jobid' is used by another rule", id="alias-duplicated"),
-        pytest.param(policy(purgeMode="Directly", statePreservation={"rules": [
-            {"aliasLabelName": "jobid", "jsonPath": "{ .jobStatus.jobId"}]}),
-            f"{APPLICATION}.statePreservation.rules[0].jsonPath: does not parse", id="json-path-unparseable"),
+            id="alias-not-a-label-key",
+        ),
+        pytest.param(
+            policy(purgeMode="Directly", statePreservation={"rules": [rule, rule]}),
+            f"{APPLICATION}.statePreservation.rules[1].aliasLabelName: "
+            "'application.karmada.io/failover-jobid' is used by another rule",
+            id="alias-duplicated",
+        ),
+        pytest.param(
+            policy(
+                purgeMode="Directly",
+                statePreservation={"rules": [{"aliasLabelName": "jobid", "jsonPath": "{ .jobStatus.jobId"}]},
+            ),
+            f"{APPLICATION}.statePreservation.rules[0].jsonPath: does not parse",
+            id="json-path-unparseable",
+        ),
     ]
 
 
@@ -150,7 +180,8 @@ def test_legacy_purge_mode_is_rewritten_and_kubectl_prints_our_warning(
 
     assert result.returncode == 0, result.stderr
     assert warnings_of(result) == [
-        f"{APPLICATION}.purgeMode: Graciously rewritten to Gracefully (removed in Karmada v1.19)"]
+        f"{APPLICATION}.purgeMode: Graciously rewritten to Gracefully (removed in Karmada v1.19)"
+    ]
     application = get(control_plane, "propagationpolicy", "legacy", namespace)["spec"]["failover"]["application"]
     assert application["purgeMode"] == "Gracefully"
     assert application["gracePeriodSeconds"] == 600
@@ -161,12 +192,11 @@ def test_zero_toleration_is_admitted_with_a_warning(control_plane: ControlPlane,
 
     assert result.returncode == 0, result.stderr
     assert warnings_of(result) == [
-        f"{APPLICATION}.decisionConditions.tolerationSeconds: 0 fails over on the first unhealthy report"]
+        f"{APPLICATION}.decisionConditions.tolerationSeconds: 0 fails over on the first unhealthy report"
+    ]
 
 
-def test_server_side_dry_run_shows_the_defaults_and_stores_nothing(
-    control_plane: ControlPlane, namespace: str
-) -> None:
+def test_server_side_dry_run_shows_the_defaults_and_stores_nothing(control_plane: ControlPlane, namespace: str) -> None:
     result = apply(control_plane, good_policy("dry", namespace), "--dry-run=server", "-o", "json")
 
     assert result.returncode == 0, result.stderr
@@ -194,9 +224,12 @@ def test_update_that_breaks_a_policy_is_denied_and_the_stored_policy_is_unchange
     result = apply(control_plane, broken)
 
     assert f"{APPLICATION}.gracePeriodSeconds: only applies to purgeMode Gracefully, not Never" in denial(
-        result, VALIDATE_POLICIES)
-    assert get(control_plane, "propagationpolicy", "evolving", namespace)["spec"]["failover"]["application"][
-        "purgeMode"] == "Gracefully"
+        result, VALIDATE_POLICIES
+    )
+    assert (
+        get(control_plane, "propagationpolicy", "evolving", namespace)["spec"]["failover"]["application"]["purgeMode"]
+        == "Gracefully"
+    )
 
 
 def test_update_that_drops_a_defaulted_field_gets_it_back(control_plane: ControlPlane, namespace: str) -> None:
@@ -239,7 +272,8 @@ def test_kubernetes_client_sees_the_same_admission(control_plane: ControlPlane, 
     status = json.loads(refused.value.body)
     assert status["reason"] == "Forbidden"
     assert status["message"].startswith(
-        f'admission webhook "{VALIDATE_POLICIES}" denied the request: spec.propagateDeps: must be true')
+        f'admission webhook "{VALIDATE_POLICIES}" denied the request: spec.propagateDeps: must be true'
+    )
 
 
 def test_policies_in_kube_system_and_the_relays_namespace_are_not_sent_to_the_webhook(

@@ -21,8 +21,9 @@ def test_rebalancer_listing_a_workload_twice_is_denied(control_plane: ControlPla
 
 
 def test_rebalancer_with_negative_ttl_is_denied(control_plane: ControlPlane) -> None:
-    result = apply(control_plane, rebalancer("e2e-negative-ttl", deployment_ref("web", "shop"),
-                                             ttlSecondsAfterFinished=-5))
+    result = apply(
+        control_plane, rebalancer("e2e-negative-ttl", deployment_ref("web", "shop"), ttlSecondsAfterFinished=-5)
+    )
 
     assert "spec.ttlSecondsAfterFinished: must be 0 or more, got -5" in denial(result, VALIDATE_REBALANCERS)
 
@@ -35,8 +36,12 @@ def test_rebalancer_with_an_empty_workload_name_is_denied(control_plane: Control
 
 
 def test_valid_rebalancer_is_stored(control_plane: ControlPlane) -> None:
-    result = apply(control_plane, rebalancer("e2e-valid", deployment_ref("web", "shop"),
-                                             deployment_ref("web", "shop-canary"), ttlSecondsAfterFinished=60))
+    result = apply(
+        control_plane,
+        rebalancer(
+            "e2e-valid", deployment_ref("web", "shop"), deployment_ref("web", "shop-canary"), ttlSecondsAfterFinished=60
+        ),
+    )
 
     assert result.returncode == 0, result.stderr
     stored = get(control_plane, "workloadrebalancer", "e2e-valid")

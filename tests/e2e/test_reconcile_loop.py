@@ -42,9 +42,14 @@ async def start_loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Cal
 
     def start(identity: str = "replica-a", **decisions: Any) -> asyncio.Task[None]:
         declared = ControllerSettings()
-        settings = LoopSettings(lease_namespace=namespace, lease_name=declared.lease_name, workers=declared.workers,
-                                identity=identity, resync_seconds=30,
-                                decisions=DecisionSettings(**decisions))
+        settings = LoopSettings(
+            lease_namespace=namespace,
+            lease_name=declared.lease_name,
+            workers=declared.workers,
+            identity=identity,
+            resync_seconds=30,
+            decisions=DecisionSettings(**decisions),
+        )
         task = asyncio.create_task(ReconcileLoop(api, settings, CollectorRegistry()).run())
         tasks.append(task)
         return task
@@ -55,8 +60,9 @@ async def start_loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Cal
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def eventually(read: Callable[[], Awaitable[Any] | Any], accept: Callable[[Any], bool],
-                     timeout: float = DEADLINE_SECONDS) -> Any:
+async def eventually(
+    read: Callable[[], Awaitable[Any] | Any], accept: Callable[[Any], bool], timeout: float = DEADLINE_SECONDS
+) -> Any:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         value = read()
@@ -71,18 +77,32 @@ async def eventually(read: Callable[[], Awaitable[Any] | Any], accept: Callable[
 
 def flink_binding(name: str, namespace: str, toleration: int) -> dict[str, Any]:
     return {
-        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
             "propagateDeps": True,
-            "resource": {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "name": "job",
-                         "namespace": namespace},
+            "resource": {
+                "apiVersion": "flink.apache.org/v1beta1",
+                "kind": "FlinkDeployment",
+                "name": "job",
+                "namespace": namespace,
+            },
             "clusters": [{"name": "member1", "replicas": 1}],
-            "failover": {"application": {
-                "decisionConditions": {"tolerationSeconds": toleration},
-                "purgeMode": "Directly",
-                "statePreservation": {"rules": [{"aliasLabelName": "application.karmada.io/failover-jobid",
-                                                 "jsonPath": "{ .jobStatus.jobId }"}]}}},
+            "failover": {
+                "application": {
+                    "decisionConditions": {"tolerationSeconds": toleration},
+                    "purgeMode": "Directly",
+                    "statePreservation": {
+                        "rules": [
+                            {
+                                "aliasLabelName": "application.karmada.io/failover-jobid",
+                                "jsonPath": "{ .jobStatus.jobId }",
+                            }
+                        ]
+                    },
+                }
+            },
         },
     }
 
@@ -91,8 +111,14 @@ def report_health(bindings: CustomObjects, key: str, health: str) -> None:
     binding = bindings.get(key)
     binding["status"] = {
         "schedulerObservedGeneration": binding["metadata"]["generation"],
-        "aggregatedStatus": [{"clusterName": "member1", "applied": True, "health": health,
-                              "status": {"jobStatus": {"jobId": JOB_ID, "state": "FAILING"}}}],
+        "aggregatedStatus": [
+            {
+                "clusterName": "member1",
+                "applied": True,
+                "health": health,
+                "status": {"jobStatus": {"jobId": JOB_ID, "state": "FAILING"}},
+            }
+        ],
     }
     replace_object(bindings, binding, status=True)
 
@@ -116,10 +142,13 @@ async def test_unhealthy_binding_is_failed_over_with_preserved_state(
     assert [c["name"] for c in binding["spec"].get("clusters") or []] == []
 
     # Events are recorded right after the write they describe: wait for them, do not race them.
-    events = await eventually(lambda: client.CoreV1Api(api).list_namespaced_event(namespace).items,
-                              lambda items: any(e.involved_object.name == "job-flinkdeployment" for e in items))
-    assert any(e.involved_object.name == "job-flinkdeployment" and e.source.component == "failover-relay"
-               for e in events)
+    events = await eventually(
+        lambda: client.CoreV1Api(api).list_namespaced_event(namespace).items,
+        lambda items: any(e.involved_object.name == "job-flinkdeployment" for e in items),
+    )
+    assert any(
+        e.involved_object.name == "job-flinkdeployment" and e.source.component == "failover-relay" for e in events
+    )
 
 
 async def test_a_restarted_loop_keeps_the_timer_and_writes_exactly_one_task(
@@ -132,8 +161,9 @@ async def test_a_restarted_loop_keeps_the_timer_and_writes_exactly_one_task(
 
     first = start_loop("replica-a")
     # The first replica records when it saw the cluster unhealthy, then dies before the toleration runs out.
-    binding = await eventually(lambda: bindings.get(key),
-                               lambda b: "failover-relay.io/unhealthy-since" in b["metadata"].get("annotations", {}))
+    binding = await eventually(
+        lambda: bindings.get(key), lambda b: "failover-relay.io/unhealthy-since" in b["metadata"].get("annotations", {})
+    )
     since = binding["metadata"]["annotations"]["failover-relay.io/unhealthy-since"]
     first.cancel()
     await asyncio.gather(first, return_exceptions=True)
@@ -156,23 +186,38 @@ async def test_workload_rebalancer_stamps_bindings_and_expires(
     bindings = CustomObjects(api, RESOURCE_BINDINGS)
     rebalancers = CustomObjects(api, WORKLOAD_REBALANCERS)
     binding = flink_binding("demo-deployment", namespace, toleration=300)
-    binding["spec"]["resource"] = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "demo",
-                                   "namespace": namespace}
+    binding["spec"]["resource"] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "demo",
+        "namespace": namespace,
+    }
     bindings.create(binding)
     name = f"rebalance-{uuid.uuid4().hex[:8]}"
-    created = rebalancers.create({
-        "apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer", "metadata": {"name": name},
-        "spec": {"ttlSecondsAfterFinished": 3, "workloads": [
-            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "demo", "namespace": namespace},
-            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "missing", "namespace": namespace}]}})
+    created = rebalancers.create(
+        {
+            "apiVersion": "apps.karmada.io/v1alpha1",
+            "kind": "WorkloadRebalancer",
+            "metadata": {"name": name},
+            "spec": {
+                "ttlSecondsAfterFinished": 3,
+                "workloads": [
+                    {"apiVersion": "apps/v1", "kind": "Deployment", "name": "demo", "namespace": namespace},
+                    {"apiVersion": "apps/v1", "kind": "Deployment", "name": "missing", "namespace": namespace},
+                ],
+            },
+        }
+    )
     start_loop()
 
-    stamped = await eventually(lambda: bindings.get(f"{namespace}/demo-deployment"),
-                               lambda b: b["spec"].get("rescheduleTriggeredAt"))
+    stamped = await eventually(
+        lambda: bindings.get(f"{namespace}/demo-deployment"), lambda b: b["spec"].get("rescheduleTriggeredAt")
+    )
     assert stamped["spec"]["rescheduleTriggeredAt"] == created["metadata"]["creationTimestamp"]
     finished = await eventually(lambda: rebalancers.get(name), lambda r: (r.get("status") or {}).get("finishTime"))
-    results = {w["workload"]["name"]: (w.get("result"), w.get("reason"))
-               for w in finished["status"]["observedWorkloads"]}
+    results = {
+        w["workload"]["name"]: (w.get("result"), w.get("reason")) for w in finished["status"]["observedWorkloads"]
+    }
     assert results == {"demo": ("Successful", None), "missing": ("Failed", "ReferencedBindingNotFound")}
 
     def gone() -> bool:
@@ -187,14 +232,17 @@ async def test_workload_rebalancer_stamps_bindings_and_expires(
 
 async def test_one_leader_and_a_quick_takeover_after_release(api: client.ApiClient, namespace: str) -> None:
     coordination = client.CoordinationV1Api(api)
-    electors = [LeaderElector(coordination, namespace, "election-test", f"replica-{i}",
-                              retry_period=timedelta(seconds=0.5)) for i in range(2)]
+    electors = [
+        LeaderElector(coordination, namespace, "election-test", f"replica-{i}", retry_period=timedelta(seconds=0.5))
+        for i in range(2)
+    ]
     leading: list[str] = []
 
     def lead_as(identity: str) -> Callable[[], Awaitable[None]]:
         async def lead() -> None:
             leading.append(identity)
             await asyncio.Event().wait()
+
         return lead
 
     tasks = [asyncio.create_task(e.run(lead_as(e.identity))) for e in electors]
@@ -240,20 +288,23 @@ async def test_serve_runs_the_loop_and_releases_its_lease_on_sigterm(
 
 
 async def test_the_loop_survives_an_apiserver_restart(
-    api: client.ApiClient, namespace: str, control_plane: ControlPlane,
-    start_loop: Callable[..., asyncio.Task[None]]
+    api: client.ApiClient, namespace: str, control_plane: ControlPlane, start_loop: Callable[..., asyncio.Task[None]]
 ) -> None:
     bindings = CustomObjects(api, RESOURCE_BINDINGS)
     start_loop()
     bindings.create(flink_binding("before-flinkdeployment", namespace, toleration=1))
     report_health(bindings, f"{namespace}/before-flinkdeployment", "Unhealthy")
-    await eventually(lambda: bindings.get(f"{namespace}/before-flinkdeployment"),
-                     lambda b: b["spec"].get("gracefulEvictionTasks"))
+    await eventually(
+        lambda: bindings.get(f"{namespace}/before-flinkdeployment"), lambda b: b["spec"].get("gracefulEvictionTasks")
+    )
 
     await asyncio.to_thread(control_plane.restart_apiserver)  # every watch breaks; the Lease renewals fail a while
 
     bindings.create(flink_binding("after-flinkdeployment", namespace, toleration=1))
     report_health(bindings, f"{namespace}/after-flinkdeployment", "Unhealthy")
-    binding = await eventually(lambda: bindings.get(f"{namespace}/after-flinkdeployment"),
-                               lambda b: b["spec"].get("gracefulEvictionTasks"), timeout=60)
+    binding = await eventually(
+        lambda: bindings.get(f"{namespace}/after-flinkdeployment"),
+        lambda b: b["spec"].get("gracefulEvictionTasks"),
+        timeout=60,
+    )
     assert len(binding["spec"]["gracefulEvictionTasks"]) == 1

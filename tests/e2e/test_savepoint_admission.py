@@ -29,8 +29,10 @@ def checkpoints(root: Path, namespace: str, *completed: int, in_progress: tuple[
 
 def stateful(deployment: dict, root: Path, namespace: str) -> dict:
     """The deployment with its own checkpoint and savepoint directories, inside the relay's root."""
-    deployment["spec"]["flinkConfiguration"] = {"state.checkpoints.dir": f"file://{root}/{namespace}",
-                                                "state.savepoints.dir": f"file://{root}/{namespace}/savepoints"}
+    deployment["spec"]["flinkConfiguration"] = {
+        "state.checkpoints.dir": f"file://{root}/{namespace}",
+        "state.savepoints.dir": f"file://{root}/{namespace}/savepoints",
+    }
     return deployment
 
 
@@ -48,8 +50,12 @@ def test_created_flink_deployment_restores_from_the_newest_completed_checkpoint(
 ) -> None:
     directory = checkpoints(checkpoint_relay, namespace, 3, 7, in_progress=(8,))
 
-    result = apply(control_plane, stateful(flink_deployment(
-        "restored", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID}), checkpoint_relay, namespace))
+    result = apply(
+        control_plane,
+        stateful(
+            flink_deployment("restored", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID}), checkpoint_relay, namespace
+        ),
+    )
 
     assert result.returncode == 0, result.stderr
     assert warnings_of(result) == []
@@ -77,8 +83,9 @@ def test_without_a_completed_checkpoint_it_is_admitted_unchanged_with_a_warning(
     checkpoint_relay: Path, control_plane: ControlPlane, namespace: str
 ) -> None:
     checkpoints(checkpoint_relay, namespace, in_progress=(1, 2))
-    deployment = stateful(flink_deployment("fresh", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID}),
-                          checkpoint_relay, namespace)
+    deployment = stateful(
+        flink_deployment("fresh", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID}), checkpoint_relay, namespace
+    )
 
     result = apply(control_plane, deployment)
 
@@ -93,8 +100,9 @@ def test_a_reapplied_flink_deployment_keeps_its_restore_path(
 ) -> None:
     # A re-sync from the Karmada control plane sends the template again, which never holds the path.
     directory = checkpoints(checkpoint_relay, namespace, 1)
-    deployment = stateful(flink_deployment("resynced", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID}),
-                          checkpoint_relay, namespace)
+    deployment = stateful(
+        flink_deployment("resynced", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID}), checkpoint_relay, namespace
+    )
     assert apply(control_plane, deployment).returncode == 0
     checkpoints(checkpoint_relay, namespace, 2)
 

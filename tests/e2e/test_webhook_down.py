@@ -8,7 +8,6 @@ from collections.abc import Callable
 import pytest
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
-from tests.e2e.relay_process import RelayProcess
 from tests.e2e.objects import (
     JOB_ID,
     MUTATE_POLICIES,
@@ -20,6 +19,7 @@ from tests.e2e.objects import (
     rebalancer,
     work,
 )
+from tests.e2e.relay_process import RelayProcess
 from tests.envtest import ControlPlane
 
 pytestmark = pytest.mark.envtest

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
-from tests.e2e.relay_process import RelayProcess
 from tests.e2e.objects import JOB_ID, apply, flink_deployment, work
+from tests.e2e.relay_process import RelayProcess
 from tests.envtest import ControlPlane
 
 pytestmark = [pytest.mark.envtest, pytest.mark.usefixtures("webhooks")]

@@ -34,15 +34,23 @@ def failed_over_binding(name: str, namespace: str, target: str, **spec: Any) -> 
         "kind": "ResourceBinding",
         "metadata": {"name": f"{name}-flinkdeployment", "namespace": namespace},
         "spec": {
-            "resource": {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-                         "namespace": namespace, "name": name},
+            "resource": {
+                "apiVersion": "flink.apache.org/v1beta1",
+                "kind": "FlinkDeployment",
+                "namespace": namespace,
+                "name": name,
+            },
             "clusters": [{"name": target, "replicas": 1}],
-            "gracefulEvictionTasks": [{
-                "fromCluster": "member1", "purgeMode": "Directly", "reason": "ApplicationFailure",
-                "producer": "resource-binding-application-failover-controller",
-                "preservedLabelState": {DEFAULT_JOB_ID_LABEL: JOB_ID},
-                "clustersBeforeFailover": ["member1"],
-            }],
+            "gracefulEvictionTasks": [
+                {
+                    "fromCluster": "member1",
+                    "purgeMode": "Directly",
+                    "reason": "ApplicationFailure",
+                    "producer": "resource-binding-application-failover-controller",
+                    "preservedLabelState": {DEFAULT_JOB_ID_LABEL: JOB_ID},
+                    "clustersBeforeFailover": ["member1"],
+                }
+            ],
             **spec,
         },
     }
@@ -51,8 +59,10 @@ def failed_over_binding(name: str, namespace: str, target: str, **spec: Any) -> 
 def rendered_work(name: str, namespace: str, cluster: str) -> dict[str, Any]:
     """The Work Karmada's binding controller renders for `cluster`: the template, without the preserved label."""
     obj = work(f"{name}-work", f"karmada-es-{cluster}", flink_deployment(name, namespace, labels={"app": name}))
-    obj["metadata"]["annotations"] = {"resourcebinding.karmada.io/namespace": namespace,
-                                      "resourcebinding.karmada.io/name": f"{name}-flinkdeployment"}
+    obj["metadata"]["annotations"] = {
+        "resourcebinding.karmada.io/namespace": namespace,
+        "resourcebinding.karmada.io/name": f"{name}-flinkdeployment",
+    }
     return obj
 
 
@@ -104,8 +114,11 @@ def test_work_whose_binding_is_missing_is_admitted_unchanged_with_a_warning(
 
 
 def test_work_savepoints_set_the_restore_path_inside_the_work(
-    registered_relay: Callable[..., RelayProcess], control_plane: ControlPlane, namespace: str, cluster: str,
-    tmp_path: Path
+    registered_relay: Callable[..., RelayProcess],
+    control_plane: ControlPlane,
+    namespace: str,
+    cluster: str,
+    tmp_path: Path,
 ) -> None:
     root = tmp_path / "checkpoints"
     checkpoint = root / namespace / JOB_ID / "checkpoints" / "chk-12"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def at(seconds: float) -> datetime:
@@ -24,28 +24,48 @@ JOB_ID = "8f0c7a7bd5a0c3e6bd8d2c1c4f9b2a11"
 FLINK_BINDING: dict[str, Any] = {
     "apiVersion": "work.karmada.io/v1alpha2",
     "kind": "ResourceBinding",
-    "metadata": {"name": "foo-flinkdeployment", "namespace": "default", "generation": 2,
-                 "resourceVersion": "1000",
-                 "annotations": {"propagationpolicy.karmada.io/name": "foo",
-                                 "propagationpolicy.karmada.io/namespace": "default"}},
+    "metadata": {
+        "name": "foo-flinkdeployment",
+        "namespace": "default",
+        "generation": 2,
+        "resourceVersion": "1000",
+        "annotations": {
+            "propagationpolicy.karmada.io/name": "foo",
+            "propagationpolicy.karmada.io/namespace": "default",
+        },
+    },
     "spec": {
-        "resource": {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "namespace": "default",
-                     "name": "foo", "uid": "4b9e1b4e-1111-2222-3333-444455556666"},
+        "resource": {
+            "apiVersion": "flink.apache.org/v1beta1",
+            "kind": "FlinkDeployment",
+            "namespace": "default",
+            "name": "foo",
+            "uid": "4b9e1b4e-1111-2222-3333-444455556666",
+        },
         "propagateDeps": True,
         "replicas": 1,
         "clusters": [{"name": "member1", "replicas": 1}],
-        "failover": {"application": {
-            "decisionConditions": {"tolerationSeconds": 60},
-            "purgeMode": "Directly",
-            "statePreservation": {"rules": [
-                {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}]},
-        }},
+        "failover": {
+            "application": {
+                "decisionConditions": {"tolerationSeconds": 60},
+                "purgeMode": "Directly",
+                "statePreservation": {
+                    "rules": [
+                        {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}
+                    ]
+                },
+            }
+        },
     },
     "status": {
         "schedulerObservedGeneration": 2,
         "aggregatedStatus": [
-            {"clusterName": "member1", "applied": True, "health": "Healthy",
-             "status": {"jobStatus": {"jobId": JOB_ID, "state": "RUNNING"}, "lifecycleState": "STABLE"}},
+            {
+                "clusterName": "member1",
+                "applied": True,
+                "health": "Healthy",
+                "status": {"jobStatus": {"jobId": JOB_ID, "state": "RUNNING"}, "lifecycleState": "STABLE"},
+            },
         ],
     },
 }
@@ -78,9 +98,15 @@ def nginx_binding(clusters: list[str], purge_mode: str = "Gracefully", **applica
     return {
         "apiVersion": "work.karmada.io/v1alpha2",
         "kind": "ResourceBinding",
-        "metadata": {"name": "nginx-deployment", "namespace": "default", "generation": 1,
-                     "annotations": {"propagationpolicy.karmada.io/name": "nginx-propagation",
-                                     "propagationpolicy.karmada.io/namespace": "default"}},
+        "metadata": {
+            "name": "nginx-deployment",
+            "namespace": "default",
+            "generation": 1,
+            "annotations": {
+                "propagationpolicy.karmada.io/name": "nginx-propagation",
+                "propagationpolicy.karmada.io/namespace": "default",
+            },
+        },
         "spec": {
             "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "nginx"},
             "propagateDeps": True,
@@ -88,7 +114,11 @@ def nginx_binding(clusters: list[str], purge_mode: str = "Gracefully", **applica
             "clusters": [{"name": name, "replicas": 2} for name in clusters],
             "failover": {"application": spec_application},
         },
-        "status": {"schedulerObservedGeneration": 1,
-                   "aggregatedStatus": [{"clusterName": name, "applied": True, "health": "Healthy",
-                                         "status": {"readyReplicas": 2}} for name in clusters]},
+        "status": {
+            "schedulerObservedGeneration": 1,
+            "aggregatedStatus": [
+                {"clusterName": name, "applied": True, "health": "Healthy", "status": {"readyReplicas": 2}}
+                for name in clusters
+            ],
+        },
     }

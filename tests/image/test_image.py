@@ -59,8 +59,9 @@ def _run_flags(tool: str, name: str) -> tuple[str, ...]:
         candidates.append(("--runtime", "runc", *flags))
     errors = []
     for candidate in candidates:
-        probe = subprocess.run([tool, "run", "--rm", *candidate, name, "--help"], capture_output=True, text=True,
-                               timeout=120)
+        probe = subprocess.run(
+            [tool, "run", "--rm", *candidate, name, "--help"], capture_output=True, text=True, timeout=120
+        )
         if probe.returncode == 0:
             return candidate
         errors.append(probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit {probe.returncode}")
@@ -71,8 +72,13 @@ def _run_flags(tool: str, name: str) -> tuple[str, ...]:
 def image(tmp_path_factory: pytest.TempPathFactory) -> Image:
     log = tmp_path_factory.getbasetemp() / "build-image.log"
     with log.open("ab") as progress:
-        built = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=progress, text=True,
-                               timeout=BUILD_TIMEOUT_SECONDS)
+        built = subprocess.run(
+            ["bash", str(BUILD_SCRIPT)],
+            stdout=subprocess.PIPE,
+            stderr=progress,
+            text=True,
+            timeout=BUILD_TIMEOUT_SECONDS,
+        )
     if built.returncode == EXIT_NO_TOOL:
         lines = log.read_text(errors="replace").strip().splitlines()
         pytest.skip(lines[-1] if lines else "no container tool can build here")
@@ -96,10 +102,31 @@ def serving(image: Image, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     port = free_port()
     name = f"failover-relay-test-{uuid.uuid4().hex[:8]}"
     # In a cluster (KUBERNETES_SERVICE_HOST set) `serve` refuses a Python with the gh-109534 leak: this one starts.
-    image.run("run", "--detach", "--name", name, *image.run_flags, "--read-only", "--tmpfs", "/tmp",
-              "--volume", volume, "--env", "KUBERNETES_SERVICE_HOST=192.0.2.1", image.name,
-              "serve", "--host", "127.0.0.1", "--port", str(port), "--cert-dir", CERT_DIR, "--no-controllers",
-              "--log-format", "json")
+    image.run(
+        "run",
+        "--detach",
+        "--name",
+        name,
+        *image.run_flags,
+        "--read-only",
+        "--tmpfs",
+        "/tmp",
+        "--volume",
+        volume,
+        "--env",
+        "KUBERNETES_SERVICE_HOST=192.0.2.1",
+        image.name,
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--cert-dir",
+        CERT_DIR,
+        "--no-controllers",
+        "--log-format",
+        "json",
+    )
     try:
         yield f"https://localhost:{port}", certs
     finally:
@@ -146,8 +173,16 @@ def test_the_image_serves_readyz_over_tls_and_decides_a_review(image: Image, ser
 
 def test_the_image_runs_as_its_own_user_with_a_python_without_the_leak(image: Image) -> None:
     user = image.run("image", "inspect", "--format", "{{.Config.User}}", image.name).stdout.strip()
-    version = image.run("run", "--rm", *image.run_flags, "--entrypoint", "python3", image.name, "-c",
-                        "import sys; print('%d.%d.%d' % sys.version_info[:3])").stdout.strip()
+    version = image.run(
+        "run",
+        "--rm",
+        *image.run_flags,
+        "--entrypoint",
+        "python3",
+        image.name,
+        "-c",
+        "import sys; print('%d.%d.%d' % sys.version_info[:3])",
+    ).stdout.strip()
 
     assert user == IMAGE_USER
     assert not affected_by_ssl_leak(tuple(int(part) for part in version.split(".")))  # type: ignore[arg-type]

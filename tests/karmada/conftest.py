@@ -67,8 +67,9 @@ def karmada_env(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFa
     if time.monotonic() - started > 1:
         TIMINGS["Karmada binaries build"] = f"{time.monotonic() - started:.1f} s"
     if shutil.which("kubectl") is None:
-        pytest.fail("kubectl is not on PATH; the Karmada tier applies manifests with it (.ci/run installs it)",
-                    pytrace=False)
+        pytest.fail(
+            "kubectl is not on PATH; the Karmada tier applies manifests with it (.ci/run installs it)", pytrace=False
+        )
     _tell(pytestconfig, f"karmada: starting Karmada {tree.version} with 3 members and failover-relay")
     env = KarmadaEnv(tree, envtest)
     env.start()
@@ -91,8 +92,9 @@ def namespace(karmada_env: KarmadaEnv) -> Iterator[str]:
     kube-controller-manager would finish its deletion)."""
     name = f"kt-{uuid.uuid4().hex[:8]}"
     karmada = karmada_env.api(KARMADA)
-    karmada.create(resource_path("v1", "namespaces"), {"apiVersion": "v1", "kind": "Namespace",
-                                                       "metadata": {"name": name}})
+    karmada.create(
+        resource_path("v1", "namespaces"), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
     yield name
     for job in karmada.list(resource_path("flink.apache.org/v1beta1", "flinkdeployments", namespace=name)):
         FlinkJob(karmada_env, name, job["metadata"]["name"]).delete()

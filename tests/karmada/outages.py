@@ -22,12 +22,15 @@ CLUSTER_JOB_ID_LABEL = "application.karmada.io/cluster-failover-jobid"
 TAINT_POLICY_FILE = REPO_ROOT / "manifests" / "karmada" / "cluster-taint-policy.yaml"
 
 
-def stateful_cluster_policy(name: str, namespace: str, deployment: str, members: tuple[str, ...],
-                            **application: Any) -> dict[str, Any]:
+def stateful_cluster_policy(
+    name: str, namespace: str, deployment: str, members: tuple[str, ...], **application: Any
+) -> dict[str, Any]:
     """The mission's policy plus cluster failover with state, under the label of Karmada's cluster failover guide."""
     policy = stateful_policy(name, namespace, deployment, members, **application)
-    policy["spec"]["failover"]["cluster"] = {"purgeMode": "Directly", "statePreservation": {"rules": [
-        {"aliasLabelName": CLUSTER_JOB_ID_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]}}
+    policy["spec"]["failover"]["cluster"] = {
+        "purgeMode": "Directly",
+        "statePreservation": {"rules": [{"aliasLabelName": CLUSTER_JOB_ID_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]},
+    }
     return policy
 
 
@@ -51,8 +54,10 @@ def grant_fencing_in_members(env: KarmadaEnv) -> None:
 
 def cluster_ready(env: KarmadaEnv, member: str) -> bool:
     cluster = env.api(KARMADA).get(resource_path(CLUSTERS, "clusters", member)) or {}
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (cluster.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (cluster.get("status") or {}).get("conditions") or []
+    )
 
 
 def recorded_state(job: FlinkJob) -> str:
@@ -61,8 +66,11 @@ def recorded_state(job: FlinkJob) -> str:
 
 
 def events_of(env: KarmadaEnv, namespace: str, reason: str) -> list[dict[str, Any]]:
-    return [event for event in env.api(KARMADA).list(resource_path("v1", "events", namespace=namespace))
-            if event.get("reason") == reason]
+    return [
+        event
+        for event in env.api(KARMADA).list(resource_path("v1", "events", namespace=namespace))
+        if event.get("reason") == reason
+    ]
 
 
 class CopyWatch:
@@ -77,7 +85,7 @@ class CopyWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> "CopyWatch":
+    def __enter__(self) -> CopyWatch:
         self._thread.start()
         return self
 
@@ -91,8 +99,9 @@ class CopyWatch:
             now = time.monotonic()
             for member in self.job.env.members:
                 try:
-                    copy = self.job.env.api(member).get(resource_path(FLINK, "flinkdeployments", self.job.name,
-                                                                      self.job.namespace))
+                    copy = self.job.env.api(member).get(
+                        resource_path(FLINK, "flinkdeployments", self.job.name, self.job.namespace)
+                    )
                 except Exception:  # a member that is down (or coming back) cannot be sampled
                     continue
                 if copy is not None:

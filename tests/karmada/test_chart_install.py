@@ -43,7 +43,8 @@ def _relay_ca_in_every_webhook(env: KarmadaEnv) -> bool:
 
 
 def test_relay_installed_from_the_chart_fails_over_with_its_restore_path(
-        karmada_env: KarmadaEnv, namespace: str, helm_bin: Path, request: pytest.FixtureRequest) -> None:
+    karmada_env: KarmadaEnv, namespace: str, helm_bin: Path, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     values: dict[str, Any] = {
         "webhooks": {"url": env.relay_url},
@@ -58,13 +59,15 @@ def test_relay_installed_from_the_chart_fails_over_with_its_restore_path(
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     config = yaml.safe_load(next(o for o in rendered if o["kind"] == "ConfigMap")["data"]["config.yaml"])
     kubeconfig_flag = f"--kubeconfig={mounts['karmada']}/kubeconfig"
-    args = [f"--kubeconfig={env.relay_kubeconfig}" if arg == kubeconfig_flag else arg
-            for arg in container["args"][1:] if not arg.startswith(POD_FLAGS)]
+    args = [
+        f"--kubeconfig={env.relay_kubeconfig}" if arg == kubeconfig_flag else arg
+        for arg in container["args"][1:]
+        if not arg.startswith(POD_FLAGS)
+    ]
     assert "--failback" in args and f"--checkpoint-root={env.checkpoint_root}" in args
 
     # What belongs to the karmada-apiserver; the caBundle the harness had rendered is gone with this apply.
-    env.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(
-        [o for o in rendered if o["kind"] not in POD_OBJECTS]))
+    env.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([o for o in rendered if o["kind"] not in POD_OBJECTS]))
     assert not _relay_ca_in_every_webhook(env)
     try:
         restart_seconds = env.restart_relay(config=config, args=args)
@@ -82,11 +85,18 @@ def test_relay_installed_from_the_chart_fails_over_with_its_restore_path(
         # Karmada copies every namespace to every member except one labelled to skip it: the relay's own.
         for member in env.members:
             members_api = env.api(member)
-            env.wait_until(lambda: members_api.get(resource_path("v1", "namespaces", namespace)), 30,
-                           f"namespace {namespace} propagated to {member}")
+            env.wait_until(
+                lambda: members_api.get(resource_path("v1", "namespaces", namespace)),
+                30,
+                f"namespace {namespace} propagated to {member}",
+            )
             assert members_api.get(resource_path("v1", "namespaces", RELAY_NAMESPACE)) is None
     finally:
         # The rest of the session runs the harness's relay again (same port, certificates and registration).
         env.restart_relay()
-    report(request, "karmada", f"relay from the chart: ready {restart_seconds:.1f} s after restart; failover "
-                               f"{first} -> {second} with its restore path in {seconds:.1f} s")
+    report(
+        request,
+        "karmada",
+        f"relay from the chart: ready {restart_seconds:.1f} s after restart; failover "
+        f"{first} -> {second} with its restore path in {seconds:.1f} s",
+    )

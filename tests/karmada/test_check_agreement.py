@@ -43,9 +43,22 @@ def test_check_agrees_with_karmada(karmada_env: KarmadaEnv, tmp_path: Path, case
     path.write_text(yaml.safe_dump(obj, sort_keys=False))
     accepted, said = kubectl_accepts(karmada_env, path)
 
-    server = subprocess.run([sys.executable, "-m", "relay.cli", "check", "--server", "--kubeconfig",
-                             str(karmada_env.kubeconfig(KARMADA)), str(path)],
-                            capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    server = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "check",
+            "--server",
+            "--kubeconfig",
+            str(karmada_env.kubeconfig(KARMADA)),
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+    )
     offline = check_object(copy.deepcopy(obj), SCHEMAS)
 
     assert (server.returncode == 0) == accepted, f"kubectl: {said}\ncheck --server: {server.stdout}{server.stderr}"

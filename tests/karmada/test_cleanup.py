@@ -56,9 +56,12 @@ def _bound(port: int) -> bool:
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
 def test_nothing_survives_the_test_process(karmada_env: KarmadaEnv, signum: int) -> None:
-    child = subprocess.Popen([sys.executable, "-c", SCRIPT, str(REPO_ROOT), str(karmada_env.tree.root),
-                              str(karmada_env.envtest_binaries)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(REPO_ROOT), str(karmada_env.tree.root), str(karmada_env.envtest_binaries)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = child.stdout.readline() if child.stdout else ""
         assert line, f"the environment did not start:\n{child.stderr.read() if child.stderr else ''}"
@@ -69,8 +72,9 @@ def test_nothing_survives_the_test_process(karmada_env: KarmadaEnv, signum: int)
         child.send_signal(signum)
         child.wait(timeout=60)
         deadline = time.monotonic() + GONE_WITHIN_SECONDS
-        while time.monotonic() < deadline and (any(_alive(pid) for pid in pids.values())
-                                               or any(_bound(port) for port in ports.values())):
+        while time.monotonic() < deadline and (
+            any(_alive(pid) for pid in pids.values()) or any(_bound(port) for port in ports.values())
+        ):
             time.sleep(0.2)
 
         assert [name for name, pid in pids.items() if _alive(pid)] == []

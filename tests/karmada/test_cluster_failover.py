@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.karmada.outages import CLUSTERS, CLUSTER_JOB_ID_LABEL, CopyWatch, stateful_cluster_policy
+from tests.karmada.outages import CLUSTER_JOB_ID_LABEL, CLUSTERS, CopyWatch, stateful_cluster_policy
 from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 from tests.support import report
@@ -22,7 +22,8 @@ NEW_COPY_AFTER_OLD_GONE_SECONDS = 4.5
 
 
 def test_cluster_failover_carries_the_job_without_the_gate_and_the_new_copy_follows_the_old_at_once(
-        karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest) -> None:
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
     job.create(stateful_cluster_policy("flink", namespace, job.name, env.members, toleration_seconds=300))
@@ -53,6 +54,10 @@ def test_cluster_failover_carries_the_job_without_the_gate_and_the_new_copy_foll
     old_gone, new_seen = watch.seen[first][1], watch.seen[second][0]
     gap = new_seen - old_gone
     assert gap < NEW_COPY_AFTER_OLD_GONE_SECONDS, f"new copy {gap:.2f} s after the old one was gone"
-    report(request, "karmada", f"cluster failover {first} -> {second} (NoExecute taint, no StatefulFailoverInjection):"
-                               f" new copy with label and restore path {seconds:.1f} s after the taint; "
-                               f"{gap:.2f} s after the old copy was gone")
+    report(
+        request,
+        "karmada",
+        f"cluster failover {first} -> {second} (NoExecute taint, no StatefulFailoverInjection):"
+        f" new copy with label and restore path {seconds:.1f} s after the taint; "
+        f"{gap:.2f} s after the old copy was gone",
+    )

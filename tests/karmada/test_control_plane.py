@@ -20,16 +20,18 @@ pytestmark = pytest.mark.karmada
 CLUSTER_SCHEMA = "com.github.karmada-io.karmada.pkg.apis.cluster.v1alpha1.Cluster"
 
 
-def test_bindings_are_served_in_v1alpha1_through_karmadas_conversion_webhook(karmada_env: KarmadaEnv,
-                                                                              namespace: str) -> None:
+def test_bindings_are_served_in_v1alpha1_through_karmadas_conversion_webhook(
+    karmada_env: KarmadaEnv, namespace: str
+) -> None:
     """v1alpha2 is stored; a v1alpha1 read goes through karmada-webhook /convert (the CRD patches of
     charts/karmada/_crds/patches, pointed at the local webhook)."""
     job = FlinkJob(karmada_env, namespace)
     job.create(stateful_policy("flink", namespace, job.name, karmada_env.members))
     karmada_env.wait_until(job.binding, 30, "the binding")
 
-    old = karmada_env.api(KARMADA).get(resource_path("work.karmada.io/v1alpha1", "resourcebindings",
-                                                     job.binding_name, namespace))
+    old = karmada_env.api(KARMADA).get(
+        resource_path("work.karmada.io/v1alpha1", "resourcebindings", job.binding_name, namespace)
+    )
 
     assert old is not None and old["apiVersion"] == "work.karmada.io/v1alpha1"
     assert old["metadata"]["uid"] == job.binding()["metadata"]["uid"]
@@ -67,17 +69,20 @@ def _missing(stand_in: dict[str, Any], real: dict[str, Any], schemas: dict[str, 
 
 def test_the_envtest_cluster_stand_in_is_a_subset_of_the_served_cluster(karmada_env: KarmadaEnv) -> None:
     stand_in = yaml.safe_load(Path(CLUSTER_STAND_IN_CRD).read_text())["spec"]["versions"][0]["schema"][
-        "openAPIV3Schema"]
+        "openAPIV3Schema"
+    ]
     document = karmada_env.api(KARMADA).get("/openapi/v3/apis/cluster.karmada.io/v1alpha1")
     assert document is not None, "karmada-aggregated-apiserver publishes no OpenAPI v3 for cluster.karmada.io"
     schemas = document["components"]["schemas"]
 
     assert _missing(stand_in, schemas[CLUSTER_SCHEMA], schemas, "Cluster") == []
     # The comparison can fail: a field Karmada does not have is found.
-    invented = {"properties": {"spec": {"properties": {"taints": {"items": {"properties": {
-        "until": {"type": "string"}}}}}}}}
+    invented = {
+        "properties": {"spec": {"properties": {"taints": {"items": {"properties": {"until": {"type": "string"}}}}}}}
+    }
     assert _missing(invented, schemas[CLUSTER_SCHEMA], schemas, "Cluster") == [
-        "Cluster.spec.taints[].until: not in Karmada's Cluster"]
+        "Cluster.spec.taints[].until: not in Karmada's Cluster"
+    ]
 
 
 def _port_open(port: int) -> bool:
@@ -103,8 +108,10 @@ def test_a_member_apiserver_stops_by_pid_and_comes_back_with_its_data(karmada_en
     karmada_env.start_member(member)
 
     assert karmada_env.member_pid(member) not in (None, pid)
-    assert karmada_env.api(member).get(resource_path("v1", "namespaces", "kube-system"))["metadata"]["uid"] == (
-        kube_system["metadata"]["uid"])
+    assert (
+        karmada_env.api(member).get(resource_path("v1", "namespaces", "kube-system"))["metadata"]["uid"]
+        == (kube_system["metadata"]["uid"])
+    )
 
 
 def test_a_component_whose_port_was_taken_starts_again_on_a_free_one(karmada_env: KarmadaEnv) -> None:

@@ -38,7 +38,8 @@ STALE_COPY_SECONDS = 15  # after the member's apiserver answers again (the relay
 
 
 def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_copy_goes_on_return(
-        karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest) -> None:
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     grant_fencing_in_members(env)
     job = FlinkJob(env, namespace)
@@ -74,22 +75,36 @@ def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_
         answering_at = time.monotonic()
         env.wait_until(lambda: job.copy_in(first) is None, 90, f"the stale copy in {first} deleted")
         stale_seconds = time.monotonic() - answering_at
-        ready_lag = env.wait_until(lambda: cluster_ready(env, first) and time.monotonic() - answering_at, 120,
-                                   f"{first} Ready again")
+        ready_lag = env.wait_until(
+            lambda: cluster_ready(env, first) and time.monotonic() - answering_at, 120, f"{first} Ready again"
+        )
         assert job.copy_in(second) is not None and job.placed_on() == [second]
         # The history on the binding tells both moves: the cluster failover, and the stale copy deleted on return.
-        moves = env.wait_until(lambda: (m := read_history(job.binding() or {}).moves) and len(m) >= 2 and m, 30,
-                               "the failover history with the return")
+        moves = env.wait_until(
+            lambda: (m := read_history(job.binding() or {}).moves) and len(m) >= 2 and m,
+            30,
+            "the failover history with the return",
+        )
         assert [(m.kind, m.from_cluster) for m in moves] == [(CLUSTER_FAILOVER, first), (DEAD_CLUSTER_RETURN, first)]
         assert moves[0].to == (second,) and moves[0].job_id == job_id
 
     assert stale_seconds < STALE_COPY_SECONDS, f"stale copy removed {stale_seconds:.1f} s after the member answered"
     # Never two copies where both could be seen (the dead member cannot be sampled while it is down).
     assert [members for _, members in watch.overlaps if first not in members] == []
-    report(request, "karmada", f"dead cluster {first}: taint manager's task {task_seconds:.1f} s, back on {second} "
-                               f"with label and restore path {back_seconds:.1f} s after the apiserver stopped "
-                               f"(failure threshold 30 s, fenceAfterSeconds 60)")
-    report(request, "karmada", f"split brain on return: stale copy in {first} deleted {stale_seconds:.1f} s after its "
-                               f"apiserver answered again; Karmada reported it Ready after {ready_lag:.1f} s")
-    assert DEFAULT_JOB_ID_LABEL not in copy["metadata"]["labels"] or copy["metadata"]["labels"][
-        DEFAULT_JOB_ID_LABEL] == job_id
+    report(
+        request,
+        "karmada",
+        f"dead cluster {first}: taint manager's task {task_seconds:.1f} s, back on {second} "
+        f"with label and restore path {back_seconds:.1f} s after the apiserver stopped "
+        f"(failure threshold 30 s, fenceAfterSeconds 60)",
+    )
+    report(
+        request,
+        "karmada",
+        f"split brain on return: stale copy in {first} deleted {stale_seconds:.1f} s after its "
+        f"apiserver answered again; Karmada reported it Ready after {ready_lag:.1f} s",
+    )
+    assert (
+        DEFAULT_JOB_ID_LABEL not in copy["metadata"]["labels"]
+        or copy["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == job_id
+    )

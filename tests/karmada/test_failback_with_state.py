@@ -30,7 +30,8 @@ def quick_failback(karmada_env: KarmadaEnv):
 
 
 def test_failback_moves_the_job_back_with_its_newest_state_and_never_two_copies(
-        karmada_env: KarmadaEnv, namespace: str, quick_failback: None, request: pytest.FixtureRequest) -> None:
+    karmada_env: KarmadaEnv, namespace: str, quick_failback: None, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
     policy = stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS)
@@ -42,13 +43,19 @@ def test_failback_moves_the_job_back_with_its_newest_state_and_never_two_copies(
     job.write_checkpoints(first_job, completed=(1,))
 
     job.report_unhealthy(home, first_job)
-    away = env.wait_until(lambda: next((m for m in job.placed_on() if m != home and job.copy_in(m)), None),
-                          TOLERATION_SECONDS + 50, f"the failover away from {home}")
+    away = env.wait_until(
+        lambda: next((m for m in job.placed_on() if m != home and job.copy_in(m)), None),
+        TOLERATION_SECONDS + 50,
+        f"the failover away from {home}",
+    )
     second_job = new_job_id()  # the restored job runs under a new id (Flink operator >= 1.10)
     job.run_healthy(away, second_job)
     checkpoints = job.write_checkpoints(second_job, completed=(6, 7))
-    env.wait_until(lambda: not job.eviction_tasks() and second_job in recorded_state(job), 30,
-                   "the failover over and the new job's state recorded")
+    env.wait_until(
+        lambda: not job.eviction_tasks() and second_job in recorded_state(job),
+        30,
+        "the failover over and the new job's state recorded",
+    )
 
     with CopyWatch(job) as watch:
         env.stop_member(home)
@@ -70,6 +77,10 @@ def test_failback_moves_the_job_back_with_its_newest_state_and_never_two_copies(
     assert copy["spec"]["job"]["upgradeMode"] == "savepoint"
     assert watch.overlaps == [], f"two copies at once: {watch.overlaps[:3]}"
     assert events_of(env, namespace, "FailbackTriggered")
-    report(request, "karmada", f"failback {away} -> {home} (clusterAffinity, maxGroups 1): restored copy "
-                               f"{seconds:.1f} s after {home} was Ready again (failbackSettleSeconds {SETTLE_SECONDS}),"
-                               f" newest job's state, never two copies")
+    report(
+        request,
+        "karmada",
+        f"failback {away} -> {home} (clusterAffinity, maxGroups 1): restored copy "
+        f"{seconds:.1f} s after {home} was Ready again (failbackSettleSeconds {SETTLE_SECONDS}),"
+        f" newest job's state, never two copies",
+    )

@@ -26,13 +26,17 @@ def budget_of_one(karmada_env: KarmadaEnv):
 
 
 def test_a_spent_budget_holds_the_next_failover_back_and_says_so(
-        karmada_env: KarmadaEnv, namespace: str, budget_of_one: None, request: pytest.FixtureRequest) -> None:
+    karmada_env: KarmadaEnv, namespace: str, budget_of_one: None, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
     first, job_id = job.start_stateful(TOLERATION_SECONDS)
     job.report_unhealthy(first, job_id)
-    second = env.wait_until(lambda: next((m for m in job.placed_on() if m != first and job.copy_in(m)), None), 60,
-                            f"the failover away from {first}")
+    second = env.wait_until(
+        lambda: next((m for m in job.placed_on() if m != first and job.copy_in(m)), None),
+        60,
+        f"the failover away from {first}",
+    )
     job.run_healthy(second, new_job_id())
     env.wait_until(lambda: not job.eviction_tasks(), 30, "the first failover over")
 

@@ -20,12 +20,20 @@ GRACE_PERIOD_SECONDS = 120
 KEPT_SECONDS = 8
 
 
-def test_gracefully_keeps_the_old_copy_until_the_new_one_is_healthy(karmada_env: KarmadaEnv, namespace: str,
-                                                                      request: pytest.FixtureRequest) -> None:
+def test_gracefully_keeps_the_old_copy_until_the_new_one_is_healthy(
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
-    policy = stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS,
-                             purge_mode="Gracefully", gracePeriodSeconds=GRACE_PERIOD_SECONDS)
+    policy = stateful_policy(
+        "flink",
+        namespace,
+        job.name,
+        env.members,
+        toleration_seconds=TOLERATION_SECONDS,
+        purge_mode="Gracefully",
+        gracePeriodSeconds=GRACE_PERIOD_SECONDS,
+    )
     # failover-relay refuses statePreservation with Gracefully (Karmada would never inject it): no state here.
     del policy["spec"]["failover"]["application"]["statePreservation"]
     job.create(policy)
@@ -34,8 +42,11 @@ def test_gracefully_keeps_the_old_copy_until_the_new_one_is_healthy(karmada_env:
     job.run_healthy(first, job_id)
 
     job.report_unhealthy(first, job_id)
-    second = env.wait_until(lambda: next((m for m in job.placed_on() if m != first and job.copy_in(m)), None),
-                            TOLERATION_SECONDS + 50, f"a new copy outside {first}")
+    second = env.wait_until(
+        lambda: next((m for m in job.placed_on() if m != first and job.copy_in(m)), None),
+        TOLERATION_SECONDS + 50,
+        f"a new copy outside {first}",
+    )
 
     time.sleep(KEPT_SECONDS)
     assert job.copy_in(first) is not None, "the old copy must stay while the new one is not healthy"
@@ -49,5 +60,9 @@ def test_gracefully_keeps_the_old_copy_until_the_new_one_is_healthy(karmada_env:
 
     assert job.eviction_tasks() == []
     assert job.placed_on() == [second]
-    report(request, "karmada", f"Gracefully: old copy in {first} kept {KEPT_SECONDS} s beside the unhealthy new one, "
-                               f"removed {seconds:.1f} s after the new one reported Healthy")
+    report(
+        request,
+        "karmada",
+        f"Gracefully: old copy in {first} kept {KEPT_SECONDS} s beside the unhealthy new one, "
+        f"removed {seconds:.1f} s after the new one reported Healthy",
+    )

@@ -34,7 +34,8 @@ def karmada_controllers(karmada_env: KarmadaEnv) -> Iterator[KarmadaEnv]:
 
 
 def test_karmada_evicts_and_labels_and_the_relay_adds_the_restore_path(
-        karmada_controllers: KarmadaEnv, namespace: str, request: pytest.FixtureRequest) -> None:
+    karmada_controllers: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
     env = karmada_controllers
     job = FlinkJob(env, namespace)
     first, job_id = job.start_stateful(TOLERATION_SECONDS)
@@ -55,5 +56,9 @@ def test_karmada_evicts_and_labels_and_the_relay_adds_the_restore_path(
     assert restore_path(restored) == checkpoints / "chk-4"
     # Karmada's controller did it: the relay's loop, which records its timer on the binding, was off.
     assert UNHEALTHY_SINCE_ANNOTATION not in (job.binding()["metadata"].get("annotations") or {})
-    report(request, "karmada", f"Karmada's own controllers: {first} -> {second} in {seconds:.1f} s, label by "
-                               f"Karmada, restore path by the relay's Work webhook")
+    report(
+        request,
+        "karmada",
+        f"Karmada's own controllers: {first} -> {second} in {seconds:.1f} s, label by "
+        f"Karmada, restore path by the relay's Work webhook",
+    )

@@ -22,7 +22,8 @@ FAILOVER_TIMEOUT_SECONDS = TOLERATION_SECONDS + 50
 
 
 def test_flink_job_fails_over_with_its_job_id_and_newest_completed_checkpoint(
-        karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest) -> None:
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
     first, job_id = job.start_stateful(TOLERATION_SECONDS)
@@ -48,5 +49,9 @@ def test_flink_job_fails_over_with_its_job_id_and_newest_completed_checkpoint(
     # purgeMode Directly: Karmada removes the old copy.
     env.wait_until(lambda: job.copy_in(first) is None, 30, f"the copy in {first} deleted")
     assert job.work(first) is None
-    report(request, "karmada", f"failover {first} -> {second}: unhealthy to new copy with restore path in "
-                               f"{seconds:.1f} s (tolerationSeconds {TOLERATION_SECONDS})")
+    report(
+        request,
+        "karmada",
+        f"failover {first} -> {second}: unhealthy to new copy with restore path in "
+        f"{seconds:.1f} s (tolerationSeconds {TOLERATION_SECONDS})",
+    )

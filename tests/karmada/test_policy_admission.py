@@ -31,8 +31,9 @@ def test_both_webhook_sets_are_registered(karmada_env: KarmadaEnv) -> None:
     assert {"failover-relay", "validating-config"} <= {c["metadata"]["name"] for c in validating["items"]}
 
 
-def test_relay_refuses_state_preservation_that_karmada_would_never_inject(karmada_env: KarmadaEnv,
-                                                                          namespace: str) -> None:
+def test_relay_refuses_state_preservation_that_karmada_would_never_inject(
+    karmada_env: KarmadaEnv, namespace: str
+) -> None:
     policy = stateful_policy("graceful", namespace, "job", karmada_env.members, purge_mode="Gracefully")
 
     result = create(karmada_env, policy)
@@ -54,16 +55,16 @@ def test_failover_without_propagate_deps_is_refused(karmada_env: KarmadaEnv, nam
     assert "propagateDeps" in result.stderr
 
 
-def test_valid_stateful_policy_passes_both_and_karmada_still_mutates_it(karmada_env: KarmadaEnv,
-                                                                        namespace: str) -> None:
+def test_valid_stateful_policy_passes_both_and_karmada_still_mutates_it(
+    karmada_env: KarmadaEnv, namespace: str
+) -> None:
     policy = stateful_policy("valid", namespace, "job", karmada_env.members)
     del policy["spec"]["failover"]["application"]["decisionConditions"]
 
     result = create(karmada_env, policy)
 
     assert result.returncode == 0, result.stderr
-    stored = json.loads(karmada_env.kubectl("get", "propagationpolicy", "valid", "-n", namespace, "-o",
-                                            "json").stdout)
+    stored = json.loads(karmada_env.kubectl("get", "propagationpolicy", "valid", "-n", namespace, "-o", "json").stdout)
     assert KARMADA_PERMANENT_ID in stored["metadata"]["labels"]
     application = stored["spec"]["failover"]["application"]
     assert application["decisionConditions"] == {"tolerationSeconds": 300}
@@ -72,8 +73,7 @@ def test_valid_stateful_policy_passes_both_and_karmada_still_mutates_it(karmada_
 
 def test_karmada_still_refuses_what_it_owns(karmada_env: KarmadaEnv, namespace: str) -> None:
     policy = stateful_policy("spread", namespace, "job", karmada_env.members)
-    policy["spec"]["placement"]["spreadConstraints"] = [{"spreadByField": "cluster", "maxGroups": 1,
-                                                         "minGroups": 2}]
+    policy["spec"]["placement"]["spreadConstraints"] = [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 2}]
 
     result = create(karmada_env, policy)
 
@@ -84,8 +84,12 @@ def test_karmada_still_refuses_what_it_owns(karmada_env: KarmadaEnv, namespace: 
 
 def test_relay_refuses_a_rebalancer_listing_a_workload_twice(karmada_env: KarmadaEnv, namespace: str) -> None:
     workload = {"apiVersion": FLINK, "kind": "FlinkDeployment", "name": "job", "namespace": namespace}
-    rebalancer = {"apiVersion": REBALANCERS, "kind": "WorkloadRebalancer", "metadata": {"name": f"{namespace}-dup"},
-                  "spec": {"workloads": [workload, dict(workload)]}}
+    rebalancer = {
+        "apiVersion": REBALANCERS,
+        "kind": "WorkloadRebalancer",
+        "metadata": {"name": f"{namespace}-dup"},
+        "spec": {"workloads": [workload, dict(workload)]},
+    }
 
     result = create(karmada_env, rebalancer)
 

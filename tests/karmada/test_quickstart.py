@@ -40,15 +40,21 @@ def blocks(page: str) -> list[Block]:
     """The fenced blocks of the page, each with the `quickstart-test` marker on the line before it, if any."""
     found = []
     for match in FENCE.finditer(page):
-        before = page[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        before = page[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         marker = MARKER.match(before)
         found.append(Block(match.group(1), match.group(2), marker.group(1) if marker else ""))
     return found
 
 
 def run(block: Block, environment: dict[str, str]) -> str:
-    result = subprocess.run(["bash", "-euo", "pipefail", "-c", block.text], cwd=REPO_ROOT, env=environment,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block.text],
+        cwd=REPO_ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, f"{block.text}\nexit {result.returncode}\n{result.stdout}\n{result.stderr}"
     return result.stdout
 
@@ -65,11 +71,20 @@ def test_the_quick_start_runs_as_written(karmada_env: KarmadaEnv, request: pytes
 
     # The page's variables, for this control plane; the names must be those the page exports.
     [exports] = [block for block in shell if block.marker == "env"]
-    values = {"KARMADA_KUBECONFIG": str(env.kubeconfig(KARMADA)), "CHECKPOINTS": f"file://{env.checkpoint_root}",
-              "RELAY_URL": env.relay_url, "RELAY_CA": str(env.relay_cert_dir / "ca.crt")}
+    values = {
+        "KARMADA_KUBECONFIG": str(env.kubeconfig(KARMADA)),
+        "CHECKPOINTS": f"file://{env.checkpoint_root}",
+        "RELAY_URL": env.relay_url,
+        "RELAY_CA": str(env.relay_cert_dir / "ca.crt"),
+    }
     assert set(re.findall(r"^export (\w+)=", exports.text, re.MULTILINE)) == set(values)
-    environment = {**os.environ, **values, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-                   "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    environment = {
+        **os.environ,
+        **values,
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
 
     # The karmada-controller-manager flags the page names are those the tier runs.
     [flags] = [block for block in page if block.language == "text" and "--controllers=" in block.text]
@@ -94,8 +109,12 @@ def test_the_quick_start_runs_as_written(karmada_env: KarmadaEnv, request: pytes
             job.delete()
         karmada.delete(resource_path(POLICIES, "propagationpolicies", NAME, NAMESPACE))
     assert len(outputs) == 2, "the page runs failover-relay status once"
-    report(request, "karmada", "quick start ran as written; its status during the failover:\n" + "\n".join(
-        f"# {when}\n{output}" for when, output in outputs))
+    report(
+        request,
+        "karmada",
+        "quick start ran as written; its status during the failover:\n"
+        + "\n".join(f"# {when}\n{output}" for when, output in outputs),
+    )
 
 
 def _during_toleration(env: KarmadaEnv, job: FlinkJob, block: Block, environment: dict[str, str]) -> str:
@@ -106,8 +125,9 @@ def _during_toleration(env: KarmadaEnv, job: FlinkJob, block: Block, environment
     job.write_checkpoints(run_id, completed=(6, 7))
     job.report_unhealthy(first, run_id)
     job.wait_health(first, "Unhealthy")
-    output = env.wait_until(lambda: (out := run(block, environment)) and "(in " in out and out, 30,
-                            "status naming the eviction time")
+    output = env.wait_until(
+        lambda: (out := run(block, environment)) and "(in " in out and out, 30, "status naming the eviction time"
+    )
     assert f"placed on: {first}" in output and "Unhealthy" in output and "no eviction in flight" in output
     assert f"{run_id}/chk-7" in output
     return output
@@ -118,7 +138,12 @@ def _after_failover(env: KarmadaEnv, job: FlinkJob, block: Block, environment: d
     first = job.placed_on()[0]
     second, restored = job.wait_restored_outside(first, timeout=TOLERATION_SECONDS + 60)
     path = restored["spec"]["job"]["initialSavepointPath"]
-    output = env.wait_until(lambda: (out := run(block, environment)) and "HISTORY AT" in out and path in
-                            out.split("HISTORY AT", 1)[1] and out, 30, "status with the move and its restore path")
+    output = env.wait_until(
+        lambda: (
+            (out := run(block, environment)) and "HISTORY AT" in out and path in out.split("HISTORY AT", 1)[1] and out
+        ),
+        30,
+        "status with the move and its restore path",
+    )
     assert f"placed on: {second}" in output and "EVICTION FROM" in output and "ApplicationFailure" in output
     return output

@@ -5,7 +5,7 @@ Karmada's pkg/controllers/workloadrebalancer is off beside the relay)."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -20,13 +20,22 @@ TTL_SECONDS = 3
 
 
 def rebalancer(name: str, job: FlinkJob, **spec: object) -> dict:
-    return {"apiVersion": REBALANCERS, "kind": "WorkloadRebalancer", "metadata": {"name": name},
-            "spec": {"workloads": [{"apiVersion": FLINK, "kind": "FlinkDeployment", "name": job.name,
-                                    "namespace": job.namespace}], **spec}}
+    return {
+        "apiVersion": REBALANCERS,
+        "kind": "WorkloadRebalancer",
+        "metadata": {"name": name},
+        "spec": {
+            "workloads": [
+                {"apiVersion": FLINK, "kind": "FlinkDeployment", "name": job.name, "namespace": job.namespace}
+            ],
+            **spec,
+        },
+    }
 
 
-def test_rebalancer_is_stamped_and_karmada_reschedules(karmada_env: KarmadaEnv, namespace: str,
-                                                       request: pytest.FixtureRequest) -> None:
+def test_rebalancer_is_stamped_and_karmada_reschedules(
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     karmada = env.api(KARMADA)
     job = FlinkJob(env, namespace)
@@ -52,22 +61,42 @@ def test_rebalancer_is_stamped_and_karmada_reschedules(karmada_env: KarmadaEnv, 
     seconds = time.monotonic() - created_at
     assert parse_time(binding["status"]["lastScheduledTime"]) > scheduled_before
 
-    finished = env.wait_until(lambda: (karmada.get(resource_path(
-        REBALANCERS, "workloadrebalancers", f"{namespace}-once")) or {}).get("status", {}).get("finishTime") and
-        karmada.get(resource_path(REBALANCERS, "workloadrebalancers", f"{namespace}-once")), 30,
-        "the rebalancer finished")
+    finished = env.wait_until(
+        lambda: (
+            (karmada.get(resource_path(REBALANCERS, "workloadrebalancers", f"{namespace}-once")) or {})
+            .get("status", {})
+            .get("finishTime")
+            and karmada.get(resource_path(REBALANCERS, "workloadrebalancers", f"{namespace}-once"))
+        ),
+        30,
+        "the rebalancer finished",
+    )
     assert [w["result"] for w in finished["status"]["observedWorkloads"]] == ["Successful"]
     # A single-cluster placement scores the current cluster highest (ClusterLocality): it stays.
     assert job.placed_on() == [member]
 
-    karmada.create(resource_path(REBALANCERS, "workloadrebalancers"),
-                   rebalancer(f"{namespace}-ttl", job, ttlSecondsAfterFinished=TTL_SECONDS))
+    karmada.create(
+        resource_path(REBALANCERS, "workloadrebalancers"),
+        rebalancer(f"{namespace}-ttl", job, ttlSecondsAfterFinished=TTL_SECONDS),
+    )
     ttl_path = resource_path(REBALANCERS, "workloadrebalancers", f"{namespace}-ttl")
-    finish_time = parse_time(env.wait_until(
-        lambda: ((karmada.get(ttl_path) or {}).get("status") or {}).get("finishTime"), 30, "the ttl rebalancer finished"))
-    env.wait_until(lambda: karmada.get(ttl_path) is None, TTL_SECONDS + 30,
-                   f"the rebalancer deleted {TTL_SECONDS} s after it finished")
-    deleted_after = (datetime.now(timezone.utc) - finish_time).total_seconds()
+    finish_time = parse_time(
+        env.wait_until(
+            lambda: ((karmada.get(ttl_path) or {}).get("status") or {}).get("finishTime"),
+            30,
+            "the ttl rebalancer finished",
+        )
+    )
+    env.wait_until(
+        lambda: karmada.get(ttl_path) is None,
+        TTL_SECONDS + 30,
+        f"the rebalancer deleted {TTL_SECONDS} s after it finished",
+    )
+    deleted_after = (datetime.now(UTC) - finish_time).total_seconds()
     assert deleted_after >= TTL_SECONDS
-    report(request, "karmada", f"rebalancer: stamped and rescheduled {seconds:.1f} s after create; "
-                               f"ttlSecondsAfterFinished {TTL_SECONDS}: deleted {deleted_after:.1f} s after finishTime")
+    report(
+        request,
+        "karmada",
+        f"rebalancer: stamped and rescheduled {seconds:.1f} s after create; "
+        f"ttlSecondsAfterFinished {TTL_SECONDS}: deleted {deleted_after:.1f} s after finishTime",
+    )

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
 from failover.core.annotations import parse_time, read_time_annotation
+from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
 from tests.karmada.workloads import FlinkJob
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
@@ -22,8 +22,9 @@ RESTART_AFTER_SECONDS = 8
 CLOCK_SLACK_SECONDS = 3
 
 
-def test_relay_restart_keeps_the_toleration_timer(karmada_env: KarmadaEnv, namespace: str,
-                                                  request: pytest.FixtureRequest) -> None:
+def test_relay_restart_keeps_the_toleration_timer(
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
     first, job_id = job.start_stateful(TOLERATION_SECONDS)
@@ -33,8 +34,9 @@ def test_relay_restart_keeps_the_toleration_timer(karmada_env: KarmadaEnv, names
     unhealthy_at = time.monotonic()
 
     def recorded_start() -> dict:
-        return read_time_annotation(((job.binding() or {})["metadata"].get("annotations") or {})
-                                    .get(UNHEALTHY_SINCE_ANNOTATION))
+        return read_time_annotation(
+            ((job.binding() or {})["metadata"].get("annotations") or {}).get(UNHEALTHY_SINCE_ANNOTATION)
+        )
 
     recorded = env.wait_until(recorded_start, 20, f"{UNHEALTHY_SINCE_ANNOTATION} for {first}")[first]
     time.sleep(max(0.0, RESTART_AFTER_SECONDS - (time.monotonic() - unhealthy_at)))
@@ -50,6 +52,10 @@ def test_relay_restart_keeps_the_toleration_timer(karmada_env: KarmadaEnv, names
     # At the recorded time: a timer restarted with the relay would evict RESTART_AFTER_SECONDS later.
     assert TOLERATION_SECONDS - CLOCK_SLACK_SECONDS <= after_recorded <= TOLERATION_SECONDS + CLOCK_SLACK_SECONDS
     assert first not in job.placed_on()
-    report(request, "karmada", f"relay restarted {RESTART_AFTER_SECONDS} s into a {TOLERATION_SECONDS} s toleration "
-                               f"(restart took {restart_seconds:.1f} s): eviction {after_recorded:.0f} s after the "
-                               f"recorded start")
+    report(
+        request,
+        "karmada",
+        f"relay restarted {RESTART_AFTER_SECONDS} s into a {TOLERATION_SECONDS} s toleration "
+        f"(restart took {restart_seconds:.1f} s): eviction {after_recorded:.0f} s after the "
+        f"recorded start",
+    )

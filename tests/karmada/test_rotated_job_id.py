@@ -25,8 +25,9 @@ TOLERATION_SECONDS = 10
 FAILOVER_TIMEOUT_SECONDS = TOLERATION_SECONDS + 50
 
 
-def test_a_rotated_job_id_restores_from_its_newest_state(karmada_env: KarmadaEnv, namespace: str,
-                                                         request: pytest.FixtureRequest) -> None:
+def test_a_rotated_job_id_restores_from_its_newest_state(
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
     job.create(stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS))
@@ -60,12 +61,16 @@ def test_a_rotated_job_id_restores_from_its_newest_state(karmada_env: KarmadaEnv
     assert restored["spec"]["job"]["initialSavepointPath"] == f"file://{savepoint}"
     assert restored["spec"]["job"]["upgradeMode"] == "savepoint"  # both directories are configured
     assert "state" not in restored["spec"]["job"] or restored["spec"]["job"]["state"] == "running"
-    report(request, "karmada", f"rotated job id: failover {first} -> {second} restored the savepoint on deletion "
-                               f"in {seconds:.1f} s")
+    report(
+        request,
+        "karmada",
+        f"rotated job id: failover {first} -> {second} restored the savepoint on deletion in {seconds:.1f} s",
+    )
 
 
-def test_a_rotated_job_id_without_state_restores_from_the_previous_job_id(karmada_env: KarmadaEnv, namespace: str,
-                                                                          request: pytest.FixtureRequest) -> None:
+def test_a_rotated_job_id_without_state_restores_from_the_previous_job_id(
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
     """The rotated run failed before it wrote any state, and the operator took no savepoint: the job id Karmada
     preserves has nothing to restore. The loop saw the earlier run's job id in the binding's reflected status
     (failover/state/history.py), the Work mutator put it on the new copy as failover-relay.io/previous-job-ids, and the
@@ -74,8 +79,11 @@ def test_a_rotated_job_id_without_state_restores_from_the_previous_job_id(karmad
     job = FlinkJob(env, namespace)
     first, first_run = job.start_stateful(TOLERATION_SECONDS)
     newest = job.write_checkpoints(first_run, completed=(40, 41)) / "chk-41"
-    env.wait_until(lambda: first_run in [run.job_id for run in read_history(job.binding() or {}).runs], 30,
-                   "the loop recorded the first run in the binding's history")
+    env.wait_until(
+        lambda: first_run in [run.job_id for run in read_history(job.binding() or {}).runs],
+        30,
+        "the loop recorded the first run in the binding's history",
+    )
 
     rotated = new_job_id()  # the operator wrote the new id to the status; the job failed before any checkpoint
     job.report_unhealthy(first, rotated)
@@ -86,11 +94,22 @@ def test_a_rotated_job_id_without_state_restores_from_the_previous_job_id(karmad
     assert restored["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == rotated
     assert restored["metadata"]["annotations"][PREVIOUS_JOB_IDS_ANNOTATION] == first_run
     assert restored["spec"]["job"]["initialSavepointPath"] == f"file://{newest}"
-    fallbacks = [value for annotations in env.audit_annotations(f"karmada-es-{second}")
-                 for key, value in annotations.items() if key.endswith(f"/{AUDIT_FALLBACK}-0")]
+    fallbacks = [
+        value
+        for annotations in env.audit_annotations(f"karmada-es-{second}")
+        for key, value in annotations.items()
+        if key.endswith(f"/{AUDIT_FALLBACK}-0")
+    ]
     assert fallbacks and set(fallbacks) == {PREVIOUS_JOB_ID}
-    move = env.wait_until(lambda: next((m for m in read_history(job.binding() or {}).moves if m.restore), None), 30,
-                          "the history's move with the restore path")
+    move = env.wait_until(
+        lambda: next((m for m in read_history(job.binding() or {}).moves if m.restore), None),
+        30,
+        "the history's move with the restore path",
+    )
     assert (move.from_cluster, move.to, move.job_id, move.restore) == (first, (second,), rotated, f"file://{newest}")
-    report(request, "karmada", f"rotated job id without state: failover {first} -> {second} restored the previous "
-                               f"job id's checkpoint in {seconds:.1f} s")
+    report(
+        request,
+        "karmada",
+        f"rotated job id without state: failover {first} -> {second} restored the previous "
+        f"job id's checkpoint in {seconds:.1f} s",
+    )

@@ -20,8 +20,9 @@ TOLERATION_SECONDS = 10
 FAILOVER_TIMEOUT_SECONDS = TOLERATION_SECONDS + 50
 
 
-def test_second_failover_restores_the_first_job(karmada_env: KarmadaEnv, namespace: str,
-                                                request: pytest.FixtureRequest) -> None:
+def test_second_failover_restores_the_first_job(
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
     first, job_id = job.start_stateful(TOLERATION_SECONDS)
@@ -42,5 +43,6 @@ def test_second_failover_restores_the_first_job(karmada_env: KarmadaEnv, namespa
     assert restore_path(restored) == checkpoints / "chk-8"
     tasks = {task["fromCluster"]: task for task in job.eviction_tasks()}
     assert tasks[second]["preservedLabelState"] == {DEFAULT_JOB_ID_LABEL: job_id}
-    report(request, "karmada", f"second failover {second} -> {third} in {seconds:.1f} s restored the first job "
-                               f"from chk-8")
+    report(
+        request, "karmada", f"second failover {second} -> {third} in {seconds:.1f} s restored the first job from chk-8"
+    )

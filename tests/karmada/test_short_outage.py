@@ -28,7 +28,8 @@ def no_fencing_by_time(karmada_env: KarmadaEnv):
 
 
 def test_a_returning_cluster_s_old_copy_goes_within_seconds_and_the_new_one_follows(
-        karmada_env: KarmadaEnv, namespace: str, no_fencing_by_time: None, request: pytest.FixtureRequest) -> None:
+    karmada_env: KarmadaEnv, namespace: str, no_fencing_by_time: None, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
     job.create(stateful_cluster_policy("flink", namespace, job.name, env.members, toleration_seconds=300))
@@ -56,6 +57,10 @@ def test_a_returning_cluster_s_old_copy_goes_within_seconds_and_the_new_one_foll
     assert copy["metadata"]["labels"][CLUSTER_JOB_ID_LABEL] == job_id
     assert restore_path(copy) == checkpoints / "chk-3"
     assert watch.overlaps == [], f"two copies at once: {watch.overlaps[:3]}"
-    report(request, "karmada", f"short outage of {first}: old copy deleted {old_gone:.1f} s after its apiserver "
-                               f"answered again, restored copy on {second} {new_copy:.1f} s after (Karmada alone: "
-                               f"about 3 minutes of two copies)")
+    report(
+        request,
+        "karmada",
+        f"short outage of {first}: old copy deleted {old_gone:.1f} s after its apiserver "
+        f"answered again, restored copy on {second} {new_copy:.1f} s after (Karmada alone: "
+        f"about 3 minutes of two copies)",
+    )

@@ -25,7 +25,8 @@ AFTER_TASK_SECONDS = 8
 
 
 def test_the_new_copy_follows_the_old_at_once_and_keeps_its_state_after_the_task(
-        karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest) -> None:
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
     first, job_id = job.start_stateful(TOLERATION_SECONDS)
@@ -53,6 +54,10 @@ def test_the_new_copy_follows_the_old_at_once_and_keeps_its_state_after_the_task
     assert kept["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == job_id
     assert restore_path(kept) == checkpoints / "chk-2"
     assert kept["spec"]["job"]["upgradeMode"] == "savepoint"
-    report(request, "karmada", f"application failover {first} -> {second}: unhealthy to restored copy {seconds:.1f} s "
-                               f"(tolerationSeconds {TOLERATION_SECONDS}); new copy {gap:.2f} s after the old one was "
-                               f"gone; label and path kept after the task ended")
+    report(
+        request,
+        "karmada",
+        f"application failover {first} -> {second}: unhealthy to restored copy {seconds:.1f} s "
+        f"(tolerationSeconds {TOLERATION_SECONDS}); new copy {gap:.2f} s after the old one was "
+        f"gone; label and path kept after the task ended",
+    )

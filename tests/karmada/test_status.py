@@ -28,9 +28,23 @@ CAPTURE_ENV = "FAILOVER_RELAY_STATUS_CAPTURE"
 
 def status(env: KarmadaEnv, *args: str) -> subprocess.CompletedProcess[str]:
     """The command as an operator runs it: the admin kubeconfig and the relay's own config file."""
-    return subprocess.run([sys.executable, "-m", "relay.cli", "status", "--kubeconfig", str(env.kubeconfig(KARMADA)),
-                           "--config", str(env.relay_config_file), *args],
-                          capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "status",
+            "--kubeconfig",
+            str(env.kubeconfig(KARMADA)),
+            "--config",
+            str(env.relay_config_file),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+    )
 
 
 def view_of(env: KarmadaEnv, job: FlinkJob) -> dict[str, Any]:
@@ -40,8 +54,9 @@ def view_of(env: KarmadaEnv, job: FlinkJob) -> dict[str, Any]:
     return view
 
 
-def test_status_during_a_failover_and_the_history_karmada_keeps(karmada_env: KarmadaEnv, namespace: str,
-                                                               request: pytest.FixtureRequest) -> None:
+def test_status_during_a_failover_and_the_history_karmada_keeps(
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
     first, run = job.start_stateful(TOLERATION_SECONDS)
@@ -53,8 +68,9 @@ def test_status_during_a_failover_and_the_history_karmada_keeps(karmada_env: Kar
 
     job.report_unhealthy(first, run)
     job.wait_health(first, "Unhealthy")
-    unhealthy = env.wait_until(lambda: (v := view_of(env, job))["targets"][0]["evictionAt"] and v, 30,
-                               "status showing the eviction time")
+    unhealthy = env.wait_until(
+        lambda: (v := view_of(env, job))["targets"][0]["evictionAt"] and v, 30, "status showing the eviction time"
+    )
     [target] = unhealthy["targets"]
     assert target["health"] == "Unhealthy" and target["unhealthySince"] and target["evictionIn"] <= TOLERATION_SECONDS
     table_unhealthy = status(env, f"{namespace}/{job.name}").stdout
@@ -68,8 +84,11 @@ def test_status_during_a_failover_and_the_history_karmada_keeps(karmada_env: Kar
     assert task["preservedState"] == {"application.karmada.io/failover-jobid": run}
     assert during["restore"]["path"] == restored["spec"]["job"]["initialSavepointPath"] == f"file://{newest}"
     assert during["restore"]["storage"] and during["restore"]["jobIdFrom"] == f"eviction task from {first}"
-    move = env.wait_until(lambda: next((m for m in view_of(env, job)["history"] if m.get("restore")), None), 30,
-                          "the move with its restore path in status")
+    move = env.wait_until(
+        lambda: next((m for m in view_of(env, job)["history"] if m.get("restore")), None),
+        30,
+        "the move with its restore path in status",
+    )
     assert (move["kind"], move["from"], move["to"], move["jobId"]) == ("failover", first, [second], run)
     assert restore_path(restored) == newest
     table_during = status(env, f"{namespace}/{job.name}").stdout
@@ -78,10 +97,14 @@ def test_status_during_a_failover_and_the_history_karmada_keeps(karmada_env: Kar
     # Karmada rewrites the binding for a template change (detector) and its Works (binding controller); the history
     # stays as the loop wrote it.
     recorded = (job.binding() or {})["metadata"]["annotations"][HISTORY_ANNOTATION]
-    env.api(KARMADA).patch(resource_path(FLINK, "flinkdeployments", job.name, namespace),
-                           {"metadata": {"labels": {"touched": "yes"}}})
-    env.wait_until(lambda: ((job.copy_in(second) or {}).get("metadata") or {}).get("labels", {}).get("touched"), 30,
-                   "the template change propagated to the member copy")
+    env.api(KARMADA).patch(
+        resource_path(FLINK, "flinkdeployments", job.name, namespace), {"metadata": {"labels": {"touched": "yes"}}}
+    )
+    env.wait_until(
+        lambda: ((job.copy_in(second) or {}).get("metadata") or {}).get("labels", {}).get("touched"),
+        30,
+        "the template change propagated to the member copy",
+    )
     binding = job.binding() or {}
     kept = read_history(binding)
     assert binding["metadata"]["annotations"][HISTORY_ANNOTATION].startswith(recorded[:40])
@@ -89,17 +112,37 @@ def test_status_during_a_failover_and_the_history_karmada_keeps(karmada_env: Kar
 
     assert status(env, f"{namespace}/nothing-here").returncode == 2
     # --watch prints again until interrupted, then exits 0.
-    watcher = subprocess.Popen([sys.executable, "-m", "relay.cli", "status", "--kubeconfig",
-                                str(env.kubeconfig(KARMADA)), "--config", str(env.relay_config_file), "--watch",
-                                "--interval", "0.2", f"{namespace}/{job.name}"], stdout=subprocess.PIPE, text=True,
-                               cwd=REPO_ROOT)
+    watcher = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "status",
+            "--kubeconfig",
+            str(env.kubeconfig(KARMADA)),
+            "--config",
+            str(env.relay_config_file),
+            "--watch",
+            "--interval",
+            "0.2",
+            f"{namespace}/{job.name}",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+    )
     assert watcher.stdout is not None
     frames = env.wait_until(lambda: watcher.stdout.readline() == "---\n", 30, "a second --watch frame")
     watcher.send_signal(signal.SIGINT)
     assert frames and watcher.wait(timeout=30) == 0
-    capture = "\n".join([f"$ failover-relay status {namespace}/{job.name}   # Unhealthy, before the eviction",
-                         table_unhealthy, f"$ failover-relay status {namespace}/{job.name}   # after the failover",
-                         table_during])
+    capture = "\n".join(
+        [
+            f"$ failover-relay status {namespace}/{job.name}   # Unhealthy, before the eviction",
+            table_unhealthy,
+            f"$ failover-relay status {namespace}/{job.name}   # after the failover",
+            table_during,
+        ]
+    )
     if target_file := __import__("os").environ.get(CAPTURE_ENV):
         Path(target_file).write_text(capture)
     report(request, "karmada", f"status during a failover {first} -> {second}:\n{capture}")

@@ -44,9 +44,16 @@ def new_job_id() -> str:
     return uuid.uuid4().hex
 
 
-def stateful_policy(name: str, namespace: str, deployment: str, members: tuple[str, ...], *,
-                    toleration_seconds: int = 10, purge_mode: str = "Directly",
-                    **application: Any) -> dict[str, Any]:
+def stateful_policy(
+    name: str,
+    namespace: str,
+    deployment: str,
+    members: tuple[str, ...],
+    *,
+    toleration_seconds: int = 10,
+    purge_mode: str = "Directly",
+    **application: Any,
+) -> dict[str, Any]:
     """The mission's PropagationPolicy: one cluster out of ``members`` (clusterAffinity, spread maxGroups 1) and a
     stateful application failover keeping ``.jobStatus.jobId`` as ``application.karmada.io/failover-jobid``."""
     failover: dict[str, Any] = {
@@ -56,7 +63,9 @@ def stateful_policy(name: str, namespace: str, deployment: str, members: tuple[s
         **application,
     }
     return {
-        "apiVersion": POLICIES, "kind": "PropagationPolicy", "metadata": {"name": name, "namespace": namespace},
+        "apiVersion": POLICIES,
+        "kind": "PropagationPolicy",
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {
             "propagateDeps": True,
             "resourceSelectors": [{"apiVersion": FLINK, "kind": "FlinkDeployment", "name": deployment}],
@@ -95,16 +104,18 @@ class FlinkJob:
         deployment["metadata"] = {"name": self.name, "namespace": self.namespace}
         # A stateful job names where Flink keeps checkpoints and savepoints (what a restore from a path needs); the
         # relay reads them from here and searches Flink's own layout below them.
-        deployment["spec"].setdefault("flinkConfiguration", {}).update({
-            "state.checkpoints.dir": f"file://{self.state_dir}",
-            "state.savepoints.dir": f"file://{self.state_dir}/savepoints"})
+        deployment["spec"].setdefault("flinkConfiguration", {}).update(
+            {
+                "state.checkpoints.dir": f"file://{self.state_dir}",
+                "state.savepoints.dir": f"file://{self.state_dir}/savepoints",
+            }
+        )
         karmada.create(resource_path(FLINK, "flinkdeployments", namespace=self.namespace), deployment)
 
     # -- what Karmada made ----------------------------------------------------------------------------------------
 
     def binding(self) -> dict[str, Any] | None:
-        return self.env.api(KARMADA).get(resource_path(BINDINGS, "resourcebindings", self.binding_name,
-                                                       self.namespace))
+        return self.env.api(KARMADA).get(resource_path(BINDINGS, "resourcebindings", self.binding_name, self.namespace))
 
     def placed_on(self) -> list[str]:
         """``spec.clusters`` of the binding (what the scheduler chose)."""
@@ -127,8 +138,11 @@ class FlinkJob:
         for work in works:
             for manifest in (work.get("spec") or {}).get("workload", {}).get("manifests") or []:
                 metadata = manifest.get("metadata") or {}
-                if (manifest.get("kind") == "FlinkDeployment" and metadata.get("name") == self.name
-                        and metadata.get("namespace") == self.namespace):
+                if (
+                    manifest.get("kind") == "FlinkDeployment"
+                    and metadata.get("name") == self.name
+                    and metadata.get("namespace") == self.namespace
+                ):
                     return work
         return None
 
@@ -140,12 +154,15 @@ class FlinkJob:
 
     def report(self, member: str, state: str, job_id: str | None, error: str | None = None) -> None:
         """Write the copy's status in ``member`` as the Flink operator would (status subresource)."""
-        status: dict[str, Any] = {"jobStatus": {"state": state, **({"jobId": job_id} if job_id else {})},
-                                  "lifecycleState": "STABLE" if state == "RUNNING" else "DEPLOYED",
-                                  "jobManagerDeploymentStatus": "READY" if state == "RUNNING" else "DEPLOYING",
-                                  "error": error}
-        self.env.api(member).patch(resource_path(FLINK, "flinkdeployments", self.name, self.namespace, "status"),
-                                   {"status": status})
+        status: dict[str, Any] = {
+            "jobStatus": {"state": state, **({"jobId": job_id} if job_id else {})},
+            "lifecycleState": "STABLE" if state == "RUNNING" else "DEPLOYED",
+            "jobManagerDeploymentStatus": "READY" if state == "RUNNING" else "DEPLOYING",
+            "error": error,
+        }
+        self.env.api(member).patch(
+            resource_path(FLINK, "flinkdeployments", self.name, self.namespace, "status"), {"status": status}
+        )
 
     def report_healthy(self, member: str, job_id: str) -> None:
         self.report(member, "RUNNING", job_id)
@@ -176,19 +193,26 @@ class FlinkJob:
 
     def wait_restored_outside(self, *excluded: str, timeout: float) -> tuple[str, dict[str, Any]]:
         """Wait for ``restored_outside(*excluded)``; return the member and its copy."""
-        return self.env.wait_until(lambda: self.restored_outside(*excluded), timeout,
-                                   f"a copy with initialSavepointPath outside {', '.join(excluded)}")
+        return self.env.wait_until(
+            lambda: self.restored_outside(*excluded),
+            timeout,
+            f"a copy with initialSavepointPath outside {', '.join(excluded)}",
+        )
 
     def wait_placed(self, timeout: float = 60) -> str:
         """Wait until the scheduler placed the workload and its copy exists there; return that member."""
-        member = self.env.wait_until(lambda: (self.placed_on() or [None])[0], timeout,
-                                     f"{self.namespace}/{self.binding_name} scheduled")
+        member = self.env.wait_until(
+            lambda: (self.placed_on() or [None])[0], timeout, f"{self.namespace}/{self.binding_name} scheduled"
+        )
         self.env.wait_until(lambda: self.copy_in(member), timeout, f"{self.name} created in {member}")
         return member
 
     def wait_health(self, member: str, health: str, timeout: float = 60) -> None:
-        self.env.wait_until(lambda: self.health(member) == health, timeout,
-                            f"{self.binding_name} {health} on {member} in status.aggregatedStatus")
+        self.env.wait_until(
+            lambda: self.health(member) == health,
+            timeout,
+            f"{self.binding_name} {health} on {member} in status.aggregatedStatus",
+        )
 
     def run_healthy(self, member: str, job_id: str) -> None:
         """Report the copy in ``member`` running and wait until Karmada reflects it (with the job id)."""
@@ -198,8 +222,9 @@ class FlinkJob:
     def start_stateful(self, toleration_seconds: int) -> tuple[str, str]:
         """Create the workload under a stateful policy over every member, wait for its placement and report a new job
         running there; return the member and the job id."""
-        self.create(stateful_policy("flink", self.namespace, self.name, self.env.members,
-                                    toleration_seconds=toleration_seconds))
+        self.create(
+            stateful_policy("flink", self.namespace, self.name, self.env.members, toleration_seconds=toleration_seconds)
+        )
         member, job_id = self.wait_placed(), new_job_id()
         self.run_healthy(member, job_id)
         return member, job_id
@@ -210,4 +235,3 @@ class FlinkJob:
         karmada = self.env.api(KARMADA)
         karmada.delete(resource_path(FLINK, "flinkdeployments", self.name, self.namespace))
         karmada.delete(resource_path(BINDINGS, "resourcebindings", self.binding_name, self.namespace))
-

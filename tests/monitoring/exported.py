@@ -29,8 +29,8 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
 from controllers.cabundle import CaBundleInjector
-from controllers.kube import load_api_client
 from controllers.controller import Controller
+from controllers.kube import load_api_client
 from controllers.manager import ReconcileLoop
 from failover.core.api import (
     DEFAULT_JOB_ID_LABEL,
@@ -39,9 +39,9 @@ from failover.core.api import (
     RESOURCE_BINDINGS,
     WORKS,
 )
-from relay.start_controllers import loop_settings
 from relay.serve import RelayServer
 from relay.settings import ControllerSettings, SavepointSettings, Settings
+from relay.start_controllers import loop_settings
 from tests.support import admission_review, client_tls, flink_policy
 
 JOB_ID = "0123456789abcdef0123456789abcdef"
@@ -64,15 +64,24 @@ class Series:
 
 
 def parse(exposition: str) -> list[Series]:
-    return [Series(sample.name, tuple(sorted(sample.labels.items())), sample.value)
-            for family in text_string_to_metric_families(exposition) for sample in family.samples]
+    return [
+        Series(sample.name, tuple(sorted(sample.labels.items())), sample.value)
+        for family in text_string_to_metric_families(exposition)
+        for sample in family.samples
+    ]
 
 
 def flink_deployment() -> dict:
-    return {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-            "metadata": {"name": "scraped", "namespace": "flink", "labels": {DEFAULT_JOB_ID_LABEL: JOB_ID}},
-            "spec": {"image": "flink:1.17", "flinkVersion": "v1_17",
-                     "job": {"jarURI": "local:///opt/flink/job.jar", "upgradeMode": "stateless"}}}
+    return {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": "scraped", "namespace": "flink", "labels": {DEFAULT_JOB_ID_LABEL: JOB_ID}},
+        "spec": {
+            "image": "flink:1.17",
+            "flinkVersion": "v1_17",
+            "job": {"jarURI": "local:///opt/flink/job.jar", "upgradeMode": "stateless"},
+        },
+    }
 
 
 def refused_address() -> str:
@@ -83,27 +92,52 @@ def refused_address() -> str:
 
 
 def unreachable_kubeconfig(path: Path) -> Path:
-    path.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "nowhere",
-        "clusters": [{"name": "nowhere", "cluster": {"server": refused_address()}}],
-        "users": [{"name": "nobody", "user": {"token": "unused"}}],
-        "contexts": [{"name": "nowhere", "context": {"cluster": "nowhere", "user": "nobody"}}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "nowhere",
+                "clusters": [{"name": "nowhere", "cluster": {"server": refused_address()}}],
+                "users": [{"name": "nobody", "user": {"token": "unused"}}],
+                "contexts": [{"name": "nowhere", "context": {"cluster": "nowhere", "user": "nobody"}}],
+            }
+        )
+    )
     return path
 
 
 def work_review() -> dict:
     """A Work in a member's execution namespace, rendered from a ResourceBinding (its annotations name it)."""
-    work = {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
-            "metadata": {"name": "scraped", "namespace": "karmada-es-member1",
-                         "annotations": {RESOURCE_BINDING_NAMESPACE_ANNOTATION: "flink",
-                                         RESOURCE_BINDING_NAME_ANNOTATION: "scraped-flinkdeployment"}},
-            "spec": {"workload": {"manifests": [flink_deployment()]}}}
+    work = {
+        "apiVersion": "work.karmada.io/v1alpha1",
+        "kind": "Work",
+        "metadata": {
+            "name": "scraped",
+            "namespace": "karmada-es-member1",
+            "annotations": {
+                RESOURCE_BINDING_NAMESPACE_ANNOTATION: "flink",
+                RESOURCE_BINDING_NAME_ANNOTATION: "scraped-flinkdeployment",
+            },
+        },
+        "spec": {"workload": {"manifests": [flink_deployment()]}},
+    }
     group, version = WORKS.group, WORKS.version
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "5c0a1d2e-0000-4000-8000-000000000001", "operation": "CREATE", "name": "scraped",
-        "namespace": "karmada-es-member1", "userInfo": {"username": "test"}, "object": work, "oldObject": None,
-        "kind": {"group": group, "version": version, "kind": "Work"},
-        "resource": {"group": group, "version": version, "resource": WORKS.plural}}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "5c0a1d2e-0000-4000-8000-000000000001",
+            "operation": "CREATE",
+            "name": "scraped",
+            "namespace": "karmada-es-member1",
+            "userInfo": {"username": "test"},
+            "object": work,
+            "oldObject": None,
+            "kind": {"group": group, "version": version, "kind": "Work"},
+            "resource": {"group": group, "version": version, "resource": WORKS.plural},
+        },
+    }
 
 
 async def speak_plain_text(port: int) -> None:
@@ -116,9 +150,11 @@ async def speak_plain_text(port: int) -> None:
 
 async def run_controller(loop: ReconcileLoop) -> None:
     """One real Controller of the loop, its workers reconciling keys that end in each result once."""
-    failures = {"conflicting": ApiException(status=409, reason="Conflict"),
-                "api-failing": ApiException(status=500, reason="InternalError"),
-                "crashing": RuntimeError("a bug")}
+    failures = {
+        "conflicting": ApiException(status=409, reason="Conflict"),
+        "api-failing": ApiException(status=500, reason="InternalError"),
+        "crashing": RuntimeError("a bug"),
+    }
     reconciled: set[str] = set()
     everything_done = asyncio.Event()
 
@@ -149,9 +185,12 @@ async def post(session: aiohttp.ClientSession, path: str, body: bytes) -> None:
 
 async def scrape_exercised_relay(tmp_path: Path) -> str:
     kubeconfig = unreachable_kubeconfig(tmp_path / "kubeconfig")
-    settings = Settings(port=0, cert_dir=tmp_path / "certs",
-                        savepoint=SavepointSettings(checkpoint_root=f"file://{tmp_path / 'no-such-root'}"),
-                        controllers=ControllerSettings(kubeconfig=str(kubeconfig)))
+    settings = Settings(
+        port=0,
+        cert_dir=tmp_path / "certs",
+        savepoint=SavepointSettings(checkpoint_root=f"file://{tmp_path / 'no-such-root'}"),
+        controllers=ControllerSettings(kubeconfig=str(kubeconfig)),
+    )
     relay = RelayServer(settings)
     await relay.start()
     try:
@@ -160,11 +199,13 @@ async def scrape_exercised_relay(tmp_path: Path) -> str:
         injector = CaBundleInjector(load_api_client(kubeconfig), settings.cert_dir, registry)
         assert relay.files.ca_file is not None
         connector = aiohttp.TCPConnector(ssl=client_tls(relay.files.ca_file))
-        async with aiohttp.ClientSession(base_url=relay.url.replace("127.0.0.1", "localhost"),
-                                         connector=connector) as session:
+        async with aiohttp.ClientSession(
+            base_url=relay.url.replace("127.0.0.1", "localhost"), connector=connector
+        ) as session:
             await post(session, "/validate", json.dumps(admission_review(flink_policy())).encode())
-            await post(session, "/validate",
-                       json.dumps(admission_review(flink_policy(purgeMode="Gracefully"))).encode())
+            await post(
+                session, "/validate", json.dumps(admission_review(flink_policy(purgeMode="Gracefully"))).encode()
+            )
             await post(session, "/validate", b"not json")
             await post(session, "/mutate", json.dumps(admission_review(flink_deployment())).encode())
             await post(session, "/mutate", json.dumps(work_review()).encode())
@@ -180,8 +221,6 @@ async def scrape_exercised_relay(tmp_path: Path) -> str:
 
 def scraped_series(tmp_path: Path) -> list[Series]:
     return parse(asyncio.run(scrape_exercised_relay(tmp_path)))
-
-
 
 
 def exported_names(exposition: str) -> set[str]:

@@ -63,42 +63,86 @@ def _slower_than_one_second(series: Series) -> str:
 FIRING = (
     Firing("FailoverRelayDown", (), "5m", {}, up="0x60"),
     Firing("FailoverRelayDown", (), "5m", {}, up=None),
-    Firing("FailoverRelayCertificateExpiresSoon",
-           (Input("failover_relay_certificate_expiry_timestamp_seconds", values=f"{10 * 86400}x60"),), "1m", TARGET),
-    Firing("FailoverRelayCaBundleNotSynced",
-           (Input("failover_relay_cabundle_syncs_total",
-                  {"configuration": "MutatingWebhookConfiguration/failover-relay", "result": "error"}, "0+1x60"),),
-           "40m", {"configuration": "MutatingWebhookConfiguration/failover-relay"}),
-    Firing("FailoverRelayAdmissionErrors",
-           (Input("failover_relay_admission_errors_total", {"endpoint": "validate"}, "0+60x60"),), "30m", {}),
-    Firing("FailoverRelaySlowAdmission",
-           (Input("failover_relay_admission_latency_seconds_bucket", {"endpoint": "mutate"}, _slower_than_one_second,
-                  every=True),), "30m", {"endpoint": "mutate"}),
-    Firing("FailoverRelaySavepointLookupsFailing",
-           (Input("failover_relay_savepoint_lookups_total", {"outcome": "storage-error"}, "0+1x60"),), "40m", {}),
-    Firing("FailoverRelayReconcileErrors",
-           (Input("failover_relay_reconcile_total", {"controller": "resourcebindings", "result": "api-error"},
-                  "0+6x60"),), "40m", {"controller": "resourcebindings"}),
-    Firing("FailoverRelayWorkloadsWaitingForACluster",
-           (Input("failover_relay_bindings_waiting_for_cluster", values="1x60"),), "20m", TARGET),
-    Firing("FailoverRelayQueueBacklog",
-           (Input("failover_relay_queue_depth", {"controller": "resourcebindings"}, "150x60"),), "20m",
-           {"controller": "resourcebindings"}),
+    Firing(
+        "FailoverRelayCertificateExpiresSoon",
+        (Input("failover_relay_certificate_expiry_timestamp_seconds", values=f"{10 * 86400}x60"),),
+        "1m",
+        TARGET,
+    ),
+    Firing(
+        "FailoverRelayCaBundleNotSynced",
+        (
+            Input(
+                "failover_relay_cabundle_syncs_total",
+                {"configuration": "MutatingWebhookConfiguration/failover-relay", "result": "error"},
+                "0+1x60",
+            ),
+        ),
+        "40m",
+        {"configuration": "MutatingWebhookConfiguration/failover-relay"},
+    ),
+    Firing(
+        "FailoverRelayAdmissionErrors",
+        (Input("failover_relay_admission_errors_total", {"endpoint": "validate"}, "0+60x60"),),
+        "30m",
+        {},
+    ),
+    Firing(
+        "FailoverRelaySlowAdmission",
+        (
+            Input(
+                "failover_relay_admission_latency_seconds_bucket",
+                {"endpoint": "mutate"},
+                _slower_than_one_second,
+                every=True,
+            ),
+        ),
+        "30m",
+        {"endpoint": "mutate"},
+    ),
+    Firing(
+        "FailoverRelaySavepointLookupsFailing",
+        (Input("failover_relay_savepoint_lookups_total", {"outcome": "storage-error"}, "0+1x60"),),
+        "40m",
+        {},
+    ),
+    Firing(
+        "FailoverRelayReconcileErrors",
+        (Input("failover_relay_reconcile_total", {"controller": "resourcebindings", "result": "api-error"}, "0+6x60"),),
+        "40m",
+        {"controller": "resourcebindings"},
+    ),
+    Firing(
+        "FailoverRelayWorkloadsWaitingForACluster",
+        (Input("failover_relay_bindings_waiting_for_cluster", values="1x60"),),
+        "20m",
+        TARGET,
+    ),
+    Firing(
+        "FailoverRelayQueueBacklog",
+        (Input("failover_relay_queue_depth", {"controller": "resourcebindings"}, "150x60"),),
+        "20m",
+        {"controller": "resourcebindings"},
+    ),
 )
 
 
 def rules() -> dict[str, dict[str, Any]]:
-    return {rule["alert"]: rule for group in yaml.safe_load(RULES_FILE.read_text())["groups"]
-            for rule in group["rules"] if "alert" in rule}
+    return {
+        rule["alert"]: rule
+        for group in yaml.safe_load(RULES_FILE.read_text())["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    }
 
 
 def matching(scraped: list[Series], wanted: Input) -> list[Series]:
-    found = [one for one in scraped
-             if one.name == wanted.name and wanted.having.items() <= one.label_dict.items()]
+    found = [one for one in scraped if one.name == wanted.name and wanted.having.items() <= one.label_dict.items()]
     if not found:
         offered = sorted(one.promql() for one in scraped if one.name == wanted.name) or ["no series of that name"]
-        pytest.fail(f"the relay exports no {wanted.name} with {wanted.having}; the scrape has: {offered}",
-                    pytrace=False)
+        pytest.fail(
+            f"the relay exports no {wanted.name} with {wanted.having}; the scrape has: {offered}", pytrace=False
+        )
     return found if wanted.every else found[:1]
 
 
@@ -120,11 +164,20 @@ def firing_test(scraped: list[Series], case: Firing) -> dict[str, Any]:
     labels = case.labels | rule.get("labels", {})
     return {
         "interval": "1m",
-        "input_series": input_series(scraped, case.inputs) + (
-            [] if case.up is None else [{"series": Series("up", ()).promql(TARGET), "values": case.up}]),
-        "alert_rule_test": [{"eval_time": case.at, "alertname": case.alert, "exp_alerts": [{
-            "exp_labels": labels,
-            "exp_annotations": {key: expanded(value, labels) for key, value in rule["annotations"].items()}}]}],
+        "input_series": input_series(scraped, case.inputs)
+        + ([] if case.up is None else [{"series": Series("up", ()).promql(TARGET), "values": case.up}]),
+        "alert_rule_test": [
+            {
+                "eval_time": case.at,
+                "alertname": case.alert,
+                "exp_alerts": [
+                    {
+                        "exp_labels": labels,
+                        "exp_annotations": {key: expanded(value, labels) for key, value in rule["annotations"].items()},
+                    }
+                ],
+            }
+        ],
     }
 
 
@@ -132,15 +185,20 @@ def healthy_test(scraped: list[Series]) -> dict[str, Any]:
     """Every scraped series held at its scraped value for an hour: nothing fires."""
     series = [{"series": one.promql(TARGET), "values": f"{one.value}x60"} for one in scraped]
     series.append({"series": Series("up", ()).promql(TARGET), "values": "1x60"})
-    return {"interval": "1m", "input_series": series,
-            "alert_rule_test": [{"eval_time": at, "alertname": alert, "exp_alerts": []}
-                                for alert in rules() for at in ("30m", "60m")]}
+    return {
+        "interval": "1m",
+        "input_series": series,
+        "alert_rule_test": [
+            {"eval_time": at, "alertname": alert, "exp_alerts": []} for alert in rules() for at in ("30m", "60m")
+        ],
+    }
 
 
 def run_promtool(tmp_path: Path, tests: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
     test_file = tmp_path / "alerts_test.yaml"
-    test_file.write_text(yaml.safe_dump({"rule_files": [str(RULES_FILE)], "evaluation_interval": "1m",
-                                         "tests": tests}, sort_keys=False))
+    test_file.write_text(
+        yaml.safe_dump({"rule_files": [str(RULES_FILE)], "evaluation_interval": "1m", "tests": tests}, sort_keys=False)
+    )
     return subprocess.run([promtool(), "test", "rules", str(test_file)], capture_output=True, text=True, timeout=120)
 
 
@@ -154,8 +212,7 @@ def test_every_alert_has_a_firing_case() -> None:
 
 
 def test_promtool_checks_the_rules_file() -> None:
-    result = subprocess.run([promtool(), "check", "rules", str(RULES_FILE)], capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run([promtool(), "check", "rules", str(RULES_FILE)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

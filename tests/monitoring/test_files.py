@@ -44,8 +44,9 @@ def references(expression: str) -> tuple[dict[str, set[str]], set[str]]:
         name, matchers = match.group(1), match.group(2)
         if name.startswith("failover_relay_") or name in PROMETHEUS_SERIES:
             metrics.setdefault(name, set()).update(_MATCHER.findall(matchers or ""))
-    grouped = {label.strip() for clause in _GROUPING.findall(expression) for label in clause.split(",")
-               if label.strip()}
+    grouped = {
+        label.strip() for clause in _GROUPING.findall(expression) for label in clause.split(",") if label.strip()
+    }
     return metrics, grouped
 
 
@@ -58,8 +59,9 @@ def exported(exposition: str) -> tuple[set[str], dict[str, set[str]]]:
     return exported_names(exposition), labels
 
 
-def problems(where: str, expression: str, shown_labels: set[str],
-             exported: tuple[set[str], dict[str, set[str]]]) -> list[str]:
+def problems(
+    where: str, expression: str, shown_labels: set[str], exported: tuple[set[str], dict[str, set[str]]]
+) -> list[str]:
     names, labels = exported
     metrics, grouped = references(expression)
     found = []
@@ -83,7 +85,8 @@ def problems(where: str, expression: str, shown_labels: set[str],
 def test_prometheus_rule_is_the_rendering_of_the_rules_file() -> None:
     assert PROMETHEUS_RULE_FILE.read_text() == render_prometheus_rule(RULES_FILE.read_text()), (
         "manifests/monitoring/prometheusrule.yaml is stale: "
-        "python -m relay.monitoring > manifests/monitoring/prometheusrule.yaml")
+        "python -m relay.monitoring > manifests/monitoring/prometheusrule.yaml"
+    )
 
 
 def test_prometheus_rule_carries_the_rules_unchanged() -> None:
@@ -103,8 +106,9 @@ def test_service_monitor_scrapes_the_port_the_service_names() -> None:
     monitor = yaml.safe_load((MONITORING / "servicemonitor.yaml").read_text())
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
-    assert [endpoint["port"] for endpoint in monitor["spec"]["endpoints"]] == \
-        [port["name"] for port in service["spec"]["ports"]]
+    assert [endpoint["port"] for endpoint in monitor["spec"]["endpoints"]] == [
+        port["name"] for port in service["spec"]["ports"]
+    ]
     # The job label is the Service's name, which FailoverRelayDown selects.
     assert f'job="{service["metadata"]["name"]}"' in alert_rules()[0]["expr"]
 
@@ -120,8 +124,9 @@ def test_alerts_name_only_exported_metrics_and_labels(exported) -> None:
 def test_dashboard_names_only_exported_metrics_and_labels(exported) -> None:
     found = []
     for title, target in dashboard_targets():
-        found += problems(f"panel {title!r}", target["expr"],
-                          set(_TEMPLATE_LABEL.findall(target.get("legendFormat", ""))), exported)
+        found += problems(
+            f"panel {title!r}", target["expr"], set(_TEMPLATE_LABEL.findall(target.get("legendFormat", ""))), exported
+        )
     assert not found, "\n".join(found)
 
 
@@ -140,10 +145,12 @@ def test_dashboard_shows_every_exported_family(exported) -> None:
 
 def test_the_checks_catch_a_renamed_metric_and_label(exported) -> None:
     assert problems("x", "sum(rate(failover_relay_evictions_totals[5m]))", set(), exported) == [
-        "x: failover_relay_evictions_totals is not exported"]
+        "x: failover_relay_evictions_totals is not exported"
+    ]
     assert problems("x", 'sum by (controler) (failover_relay_queue_depth{controler="a"})', set(), exported) == [
         "x: failover_relay_queue_depth has no label ['controler']",
-        "x: label controler is on none of ['failover_relay_queue_depth']"]
+        "x: label controler is on none of ['failover_relay_queue_depth']",
+    ]
 
 
 def test_the_operations_guide_lists_exactly_the_exported_metrics(exported) -> None:
@@ -153,8 +160,10 @@ def test_the_operations_guide_lists_exactly_the_exported_metrics(exported) -> No
     listed = dict(re.findall(r"^\| `(failover_relay_\w+)` \| \w+ \| ([^|]*)\|", guide, flags=re.MULTILINE))
     histograms = {name.removesuffix("_bucket") for name in names if name.endswith("_bucket")}
 
-    assert set(listed) == {name for name in names if not name.endswith(("_created", "_sum", "_count", "_bucket"))
-                           } | histograms
+    assert (
+        set(listed)
+        == {name for name in names if not name.endswith(("_created", "_sum", "_count", "_bucket"))} | histograms
+    )
     for name, cell in listed.items():
         documented = set(re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", cell)))  # (...) holds values
         scraped = labels.get(name + "_bucket" if name in histograms else name, set()) - TARGET_LABELS - {"le"}

@@ -4,7 +4,7 @@ logging set-up is restored, so later tests never write into that closed stream."
 from __future__ import annotations
 
 import logging
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 import structlog

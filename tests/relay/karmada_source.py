@@ -14,8 +14,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 @functools.lru_cache(maxsize=1)
 def _source() -> Path | str:
     try:
-        result = subprocess.run(["bash", str(REPO_ROOT / "hack" / "build-karmada.sh"), "--source-only"],
-                                capture_output=True, text=True, timeout=600)
+        result = subprocess.run(
+            ["bash", str(REPO_ROOT / "hack" / "build-karmada.sh"), "--source-only"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"hack/build-karmada.sh --source-only: {error}"
     lines = result.stdout.strip().splitlines()

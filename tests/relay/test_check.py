@@ -56,21 +56,26 @@ def test_a_denied_object_exits_1_and_says_why(tmp_path: Path) -> None:
     assert err == [RULES_ONLY_NOTE]
     assert code == EXIT_DENIED
     assert out[0].startswith("PropagationPolicy default/flink-pp: denied: spec.failover.application.statePreservation")
-    assert out[1].startswith("PropagationPolicy default/flink-pp: warning: spec.failover.application.purgeMode: "
-                             "Immediately is a legacy name")
+    assert out[1].startswith(
+        "PropagationPolicy default/flink-pp: warning: spec.failover.application.purgeMode: Immediately is a legacy name"
+    )
 
 
 def test_other_kinds_are_skipped_and_said_so(tmp_path: Path) -> None:
-    path = write_yaml(tmp_path / "d.yaml", {"apiVersion": "apps/v1", "kind": "Deployment",
-                                            "metadata": {"name": "web", "namespace": "shop"}})
+    path = write_yaml(
+        tmp_path / "d.yaml",
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}},
+    )
     code, out, _ = check(path)
     assert code == EXIT_OK
     assert out == ["Deployment shop/web: skipped: apps/v1 Deployment is not a kind failover-relay checks"]
 
 
 def test_list_documents_are_expanded(tmp_path: Path) -> None:
-    path = write_yaml(tmp_path / "list.yaml", {"apiVersion": "v1", "kind": "List",
-                                               "items": [flink_policy(), flink_policy(purgeMode="Never")]})
+    path = write_yaml(
+        tmp_path / "list.yaml",
+        {"apiVersion": "v1", "kind": "List", "items": [flink_policy(), flink_policy(purgeMode="Never")]},
+    )
     code, out, _ = check(path)
     assert code == EXIT_DENIED
     assert len(out) == 2 and out[0].endswith("allowed") and ": denied: " in out[1]
@@ -113,7 +118,8 @@ def test_denial_wins_over_nothing_but_unreadable_wins_over_denial(tmp_path: Path
 
 def test_the_console_script_exit_code(tmp_path: Path) -> None:
     path = write_yaml(tmp_path / "p.yaml", flink_policy(purgeMode="Never"))
-    result = subprocess.run([sys.executable, "-m", "relay.cli", "check", str(path)],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "relay.cli", "check", str(path)], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == EXIT_DENIED
     assert "denied" in result.stdout

@@ -9,7 +9,6 @@ import pytest
 
 from relay.cli import main
 
-
 BAD_FILES = {
     "binary": b"\xff\xfe\x00\x01\x02binary",
     "latin-1": b"apiVersion: flink.apache.org/v1beta1\nkind: FlinkDeployment\nmetadata:\n  name: caf\xe9\n",
@@ -19,8 +18,9 @@ BAD_FILES = {
 
 @pytest.mark.parametrize("name", sorted(BAD_FILES))
 @pytest.mark.parametrize("command", ["inject", "check"])
-def test_a_bad_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
-                                           command: str) -> None:
+def test_a_bad_file_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, command: str
+) -> None:
     path = tmp_path / f"{name}.yaml"
     path.write_bytes(BAD_FILES[name])
     argv = [command, str(path)] + (["--checkpoint-root", str(tmp_path)] if command == "inject" else [])

@@ -30,8 +30,15 @@ def tree(tmp_path):
 
 def inject(manifest, root, job_id=JOB, patch=False, **settings):
     out, err = io.StringIO(), io.StringIO()
-    code = run_inject(manifest, SavepointSettings(checkpoint_root=str(root) if root else None, **settings),
-                      job_id, patch, None, out, err)
+    code = run_inject(
+        manifest,
+        SavepointSettings(checkpoint_root=str(root) if root else None, **settings),
+        job_id,
+        patch,
+        None,
+        out,
+        err,
+    )
     return code, out.getvalue(), err.getvalue()
 
 
@@ -40,16 +47,14 @@ def test_prints_the_mutated_object(tree):
     code, out, _ = inject(manifest, root)
     assert code == 0
     job = yaml.safe_load(out)["spec"]["job"]
-    assert job == {"jarURI": "local:///x.jar", "upgradeMode": "stateless",
-                   "initialSavepointPath": f"{directory}/chk-3"}
+    assert job == {"jarURI": "local:///x.jar", "upgradeMode": "stateless", "initialSavepointPath": f"{directory}/chk-3"}
 
 
 def test_prints_the_patch(tree):
     root, manifest, directory = tree
     code, out, _ = inject(manifest, root, patch=True)
     assert code == 0
-    assert json.loads(out)[0] == {"op": "add", "path": "/spec/job/initialSavepointPath",
-                                  "value": f"{directory}/chk-3"}
+    assert json.loads(out)[0] == {"op": "add", "path": "/spec/job/initialSavepointPath", "value": f"{directory}/chk-3"}
 
 
 def test_missing_checkpoint_is_a_warning_or_a_denial(tree):
@@ -82,9 +87,23 @@ def test_unknown_kind_is_refused(tree, tmp_path):
 
 def test_config_file_with_a_profile_that_cannot_work_stops_start_up(tmp_path):
     config = tmp_path / "relay.yaml"
-    config.write_text(yaml.safe_dump({"savepoint": {"checkpointRoot": "/data", "profiles": [
-        {"kind": "FlinkSessionJob", "group": "flink.apache.org", "version": "v1beta1",
-         "targets": [{"field": "spec.job[0].path", "value": "{path}"}]}]}}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "savepoint": {
+                    "checkpointRoot": "/data",
+                    "profiles": [
+                        {
+                            "kind": "FlinkSessionJob",
+                            "group": "flink.apache.org",
+                            "version": "v1beta1",
+                            "targets": [{"field": "spec.job[0].path", "value": "{path}"}],
+                        }
+                    ],
+                }
+            }
+        )
+    )
     with pytest.raises(SettingsError, match=r"savepoint.profiles\[0\].targets\[0\].field"):
         load_settings(config)
 
@@ -109,7 +128,9 @@ def test_a_workload_dir_is_read_only_inside_the_allowed_roots(tree, tmp_path):
     (savepoints / f"savepoint-{JOB[:6]}-a1b2c3d4e5f6").mkdir(parents=True)
     (savepoints / f"savepoint-{JOB[:6]}-a1b2c3d4e5f6" / "_metadata").write_bytes(b"m")
     manifest = tmp_path / "stateful.yaml"
-    manifest.write_text(FLINK.replace("spec: {", f"spec: {{flinkConfiguration: {{state.savepoints.dir: '{savepoints}'}}, "))
+    manifest.write_text(
+        FLINK.replace("spec: {", f"spec: {{flinkConfiguration: {{state.savepoints.dir: '{savepoints}'}}, ")
+    )
     code, _, err = inject(manifest, root)
     assert code == 0 and "outside the allowed roots" in err  # fail-open: admitted unchanged, the reason shown
     code, out, _ = inject(manifest, root, allowed_roots=(str(savepoints),))
@@ -120,9 +141,14 @@ def test_restore_settings_are_read_and_checked(tmp_path):
     config = tmp_path / "relay.yaml"
     config.write_text(yaml.safe_dump({"savepoint": {"allowedRoots": ["s3://flink/savepoints"], "lateRestore": True}}))
     assert (load_settings(config).savepoint.allowed_roots, load_settings(config).savepoint.late_restore) == (
-        ("s3://flink/savepoints",), True)
-    for root, reason in (("relative/dir", "relative"), ("s3://key:secret@flink/x", "credentials"),
-                         ("/data/../etc", "'..'")):
+        ("s3://flink/savepoints",),
+        True,
+    )
+    for root, reason in (
+        ("relative/dir", "relative"),
+        ("s3://key:secret@flink/x", "credentials"),
+        ("/data/../etc", "'..'"),
+    ):
         config.write_text(yaml.safe_dump({"savepoint": {"allowedRoots": [root]}}))
         with pytest.raises(SettingsError, match=r"savepoint.allowedRoots\[0\]") as error:
             load_settings(config)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 import json
 import logging
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import structlog
@@ -97,10 +97,11 @@ def test_what_orjson_refuses_is_written_by_the_standard_library(json_lines: io.S
     assert record["message"] == "bad label \ud800" and record["count"] == 2**70 and record["by_port"] == {"443": "x"}
 
 
-@pytest.mark.parametrize("now", [0.0, 1764000000.0, 1764000000.5, 1764000000.123456, 1764000000.9999996,
-                                 1764000001.000001, 1893456000.25])
+@pytest.mark.parametrize(
+    "now", [0.0, 1764000000.0, 1764000000.5, 1764000000.123456, 1764000000.9999996, 1764000001.000001, 1893456000.25]
+)
 def test_the_line_header_stamps_what_structlogs_timestamper_writes(now: float) -> None:
-    expected = datetime.fromtimestamp(now, timezone.utc).isoformat().replace("+00:00", "Z")
+    expected = datetime.fromtimestamp(now, UTC).isoformat().replace("+00:00", "Z")
 
     stamped = LineHeader(clock=lambda: now)(structlog.get_logger("failover_relay.webhook"), "warn", {})
 
@@ -113,5 +114,9 @@ def test_the_line_header_keeps_its_second_apart_from_the_next() -> None:
 
     stamps = [header(None, "info", {})["timestamp"] for _ in range(4)]
 
-    assert stamps == ["2025-11-24T16:00:00.999999Z", "2025-11-24T16:00:01Z", "2025-11-24T16:00:01.500000Z",
-                      "2025-11-24T16:00:00.500000Z"]
+    assert stamps == [
+        "2025-11-24T16:00:00.999999Z",
+        "2025-11-24T16:00:01Z",
+        "2025-11-24T16:00:01.500000Z",
+        "2025-11-24T16:00:00.500000Z",
+    ]

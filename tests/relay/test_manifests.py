@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ CA_PEM = b"-----BEGIN CERTIFICATE-----\nnot used by the renderer\n-----END CERTI
 @pytest.fixture
 def cert_dir(tmp_path: Path) -> Path:
     directory = tmp_path / "certs"
-    ensure_certificates(directory, None, None, datetime.now(timezone.utc))
+    ensure_certificates(directory, None, None, datetime.now(UTC))
     return directory
 
 
@@ -49,8 +49,9 @@ def webhooks_by_name(configuration: dict[str, Any]) -> dict[str, dict[str, Any]]
 
 
 def resources_of(webhook: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    return [(rule["apiGroups"][0], rule["apiVersions"][0], rule["resources"][0], rule["scope"])
-            for rule in webhook["rules"]]
+    return [
+        (rule["apiGroups"][0], rule["apiVersions"][0], rule["resources"][0], rule["scope"]) for rule in webhook["rules"]
+    ]
 
 
 # -- what is reviewed, and how -----------------------------------------------------------------------------------
@@ -64,7 +65,8 @@ def test_validating_configuration_reviews_policies_and_rebalancers() -> None:
         ("policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", "Cluster"),
     ]
     assert resources_of(webhooks["rebalancers.validate.failover-relay.io"]) == [
-        ("apps.karmada.io", "v1alpha1", "workloadrebalancers", "Cluster")]
+        ("apps.karmada.io", "v1alpha1", "workloadrebalancers", "Cluster")
+    ]
 
 
 def test_mutating_configuration_defaults_policies_and_mutates_flink_deployments_and_works() -> None:
@@ -77,16 +79,21 @@ def test_mutating_configuration_defaults_policies_and_mutates_flink_deployments_
     assert resources_of(webhooks["savepoints.mutate.failover-relay.io"]) == [
         ("flink.apache.org", "v1beta1", "flinkdeployments", "Namespaced"),
         ("flink.apache.org", "v1beta1", "flinksessionjobs", "Namespaced"),
-        ("flink.apache.org", "v1beta1", "flinkbluegreendeployments", "Namespaced")]
+        ("flink.apache.org", "v1beta1", "flinkbluegreendeployments", "Namespaced"),
+    ]
     assert resources_of(webhooks["works.mutate.failover-relay.io"]) == [
-        ("work.karmada.io", "v1alpha1", "works", "Namespaced")]
+        ("work.karmada.io", "v1alpha1", "works", "Namespaced")
+    ]
 
 
 def test_the_savepoint_webhook_is_registered_once_per_trigger_label() -> None:
     # An objectSelector ANDs its expressions: "any of these labels" is one webhook per label.
     webhooks = webhooks_by_name(mutating_configuration(options()))
-    selected = {name: webhook["objectSelector"]["matchExpressions"][0]["key"] for name, webhook in webhooks.items()
-                if "savepoints.mutate" in name}
+    selected = {
+        name: webhook["objectSelector"]["matchExpressions"][0]["key"]
+        for name, webhook in webhooks.items()
+        if "savepoints.mutate" in name
+    }
     assert selected == {
         "savepoints.mutate.failover-relay.io": "application.karmada.io/failover-jobid",
         "2.savepoints.mutate.failover-relay.io": "application.karmada.io/cluster-failover-jobid",
@@ -138,19 +145,28 @@ def test_unknown_failure_policy_is_refused() -> None:
 
 
 def test_kube_system_and_the_relays_namespace_are_excluded() -> None:
-    for configuration in (validating_configuration(options(namespace="karmada-system")),
-                          mutating_configuration(options(namespace="karmada-system"))):
+    for configuration in (
+        validating_configuration(options(namespace="karmada-system")),
+        mutating_configuration(options(namespace="karmada-system")),
+    ):
         for webhook in configuration["webhooks"]:
-            assert webhook["namespaceSelector"] == {"matchExpressions": [
-                {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-                 "values": ["karmada-system", "kube-system"]}]}
+            assert webhook["namespaceSelector"] == {
+                "matchExpressions": [
+                    {
+                        "key": "kubernetes.io/metadata.name",
+                        "operator": "NotIn",
+                        "values": ["karmada-system", "kube-system"],
+                    }
+                ]
+            }
 
 
 def test_only_flink_deployments_with_the_job_id_label_are_sent() -> None:
     mutating = webhooks_by_name(mutating_configuration(options(job_id_label="example.com/job")))
 
     assert mutating["savepoints.mutate.failover-relay.io"]["objectSelector"] == {
-        "matchExpressions": [{"key": "example.com/job", "operator": "Exists"}]}
+        "matchExpressions": [{"key": "example.com/job", "operator": "Exists"}]
+    }
     assert mutating["works.mutate.failover-relay.io"]["objectSelector"] == {}
 
 
@@ -170,15 +186,18 @@ def test_url_endpoint_appends_the_paths() -> None:
     assert {w["clientConfig"]["url"] for w in mutating["webhooks"]} == {"https://relay.example:8443/hooks/mutate"}
 
 
-@pytest.mark.parametrize(("url", "problem"), [
-    ("http://127.0.0.1:9443", "https only"),
-    ("https://:9443", "no host"),
-    ("https://user:secret@127.0.0.1:9443", "user info"),
-    ("https://127.0.0.1:9443/?x=1", "query or fragment"),
-    ("https://127.0.0.1:9443/#top", "query or fragment"),
-    ("https://127.0.0.1:99999", "out of range"),
-    ("https://127.0.0.1:0", "port 0"),
-])
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://127.0.0.1:9443", "https only"),
+        ("https://:9443", "no host"),
+        ("https://user:secret@127.0.0.1:9443", "user info"),
+        ("https://127.0.0.1:9443/?x=1", "query or fragment"),
+        ("https://127.0.0.1:9443/#top", "query or fragment"),
+        ("https://127.0.0.1:99999", "out of range"),
+        ("https://127.0.0.1:0", "port 0"),
+    ],
+)
 def test_urls_the_apiserver_would_refuse_are_refused(url: str, problem: str) -> None:
     with pytest.raises(ManifestError, match=problem):
         url_endpoint(url)
@@ -190,16 +209,23 @@ def test_service_endpoint_names_service_namespace_path_and_port() -> None:
     validating = validating_configuration(options(endpoint=endpoint, namespace="karmada-system"))
 
     assert validating["webhooks"][0]["clientConfig"]["service"] == {
-        "name": "failover-relay", "namespace": "karmada-system", "path": "/validate", "port": 8443}
+        "name": "failover-relay",
+        "namespace": "karmada-system",
+        "path": "/validate",
+        "port": 8443,
+    }
     assert "url" not in validating["webhooks"][0]["clientConfig"]
 
 
-@pytest.mark.parametrize(("name", "namespace", "port"), [
-    ("Relay", "karmada-system", 443),
-    ("relay", "karmada_system", 443),
-    ("relay", "karmada-system", 0),
-    ("relay", "karmada-system", 70000),
-])
+@pytest.mark.parametrize(
+    ("name", "namespace", "port"),
+    [
+        ("Relay", "karmada-system", 443),
+        ("relay", "karmada_system", 443),
+        ("relay", "karmada-system", 0),
+        ("relay", "karmada-system", 70000),
+    ],
+)
 def test_invalid_service_is_refused(name: str, namespace: str, port: int) -> None:
     with pytest.raises(ManifestError):
         service_endpoint(name, namespace, port)
@@ -214,7 +240,8 @@ def test_ca_bundle_from_cert_dir_is_the_relays_ca(cert_dir: Path) -> None:
     bundle = ca_bundle_from_cert_dir(cert_dir)
 
     assert x509.load_pem_x509_certificates(bundle)[0] == x509.load_pem_x509_certificate(
-        (cert_dir / "ca.crt").read_bytes())
+        (cert_dir / "ca.crt").read_bytes()
+    )
 
 
 def test_missing_cert_dir_says_how_to_create_it(tmp_path: Path) -> None:
@@ -242,8 +269,7 @@ def test_cert_manager_injection_leaves_the_ca_bundle_out() -> None:
 
     configuration = mutating_configuration(rendered)
 
-    assert configuration["metadata"]["annotations"] == {
-        CERT_MANAGER_INJECT_ANNOTATION: "karmada-system/failover-relay"}
+    assert configuration["metadata"]["annotations"] == {CERT_MANAGER_INJECT_ANNOTATION: "karmada-system/failover-relay"}
     assert all("caBundle" not in webhook["clientConfig"] for webhook in configuration["webhooks"])
 
 
@@ -258,9 +284,16 @@ def test_malformed_cert_manager_certificate_is_refused(certificate: str) -> None
 
 def flags(**overrides: Any) -> dict[str, Any]:
     values: dict[str, Any] = {
-        "url": None, "service": None, "namespace": None, "service_port": 443, "ca_file": None, "cert_dir": None,
-        "cert_manager_certificate": None, "savepoint_failure_policy": "Ignore",
-        "job_id_label": "application.karmada.io/failover-jobid", "default_cert_dir": Path("/nonexistent"),
+        "url": None,
+        "service": None,
+        "namespace": None,
+        "service_port": 443,
+        "ca_file": None,
+        "cert_dir": None,
+        "cert_manager_certificate": None,
+        "savepoint_failure_policy": "Ignore",
+        "job_id_label": "application.karmada.io/failover-jobid",
+        "default_cert_dir": Path("/nonexistent"),
     }
     values.update(overrides)
     return values
@@ -295,22 +328,35 @@ def test_cli_prints_both_configurations_as_yaml(cert_dir: Path, capsys: pytest.C
 
 
 def test_cli_renders_in_cluster_manifests_for_cert_manager(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["manifests", "webhook", "--service", "failover-relay", "--namespace", "karmada-system",
-                 "--cert-manager-certificate", "karmada-system/failover-relay-serving",
-                 "--savepoint-failure-policy", "Fail"])
+    code = main(
+        [
+            "manifests",
+            "webhook",
+            "--service",
+            "failover-relay",
+            "--namespace",
+            "karmada-system",
+            "--cert-manager-certificate",
+            "karmada-system/failover-relay-serving",
+            "--savepoint-failure-policy",
+            "Fail",
+        ]
+    )
 
     validating, mutating = yaml.safe_load_all(capsys.readouterr().out)
     assert code == 0
-    assert validating["webhooks"][0]["clientConfig"] == {"service": {
-        "name": "failover-relay", "namespace": "karmada-system", "path": "/validate", "port": 443}}
+    assert validating["webhooks"][0]["clientConfig"] == {
+        "service": {"name": "failover-relay", "namespace": "karmada-system", "path": "/validate", "port": 443}
+    }
     assert webhooks_by_name(mutating)["savepoints.mutate.failover-relay.io"]["failurePolicy"] == "Fail"
 
 
 def test_cli_writes_to_an_output_file(cert_dir: Path, tmp_path: Path) -> None:
     output = tmp_path / "webhooks.yaml"
 
-    code = main(["manifests", "webhook", "--url", "https://127.0.0.1:9443", "--cert-dir", str(cert_dir),
-                 "-o", str(output)])
+    code = main(
+        ["manifests", "webhook", "--url", "https://127.0.0.1:9443", "--cert-dir", str(cert_dir), "-o", str(output)]
+    )
 
     assert code == 0
     assert len(list(yaml.safe_load_all(output.read_text()))) == 2
@@ -322,8 +368,9 @@ def test_cli_exits_2_with_one_line_on_a_bad_flag(capsys: pytest.CaptureFixture[s
     captured = capsys.readouterr()
     assert code == 2
     assert captured.out == ""
-    assert captured.err == ("failover-relay: --url 'http://127.0.0.1:9443': the apiserver calls webhooks over "
-                            "https only\n")
+    assert captured.err == (
+        "failover-relay: --url 'http://127.0.0.1:9443': the apiserver calls webhooks over https only\n"
+    )
 
 
 def test_url_and_service_are_mutually_exclusive(capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -36,11 +36,19 @@ IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$")
 
 
 def flink_deployment() -> dict:
-    return {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-            "metadata": {"name": "basic-example", "namespace": "flink", "labels": {LABEL: JOB}},
-            "spec": {"image": "flink:1.17", "flinkVersion": "v1_17",
-                     "job": {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar",
-                             "upgradeMode": "stateless"}}}
+    return {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": "basic-example", "namespace": "flink", "labels": {LABEL: JOB}},
+        "spec": {
+            "image": "flink:1.17",
+            "flinkVersion": "v1_17",
+            "job": {
+                "jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar",
+                "upgradeMode": "stateless",
+            },
+        },
+    }
 
 
 def serve_once(tmp_path: Path, *flags: str) -> tuple[list[str], dict]:
@@ -56,13 +64,34 @@ def serve_once(tmp_path: Path, *flags: str) -> tuple[list[str], dict]:
     env["HOME"] = str(tmp_path)
     with stderr.open("w") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-X", "importtime", "-m", "relay.cli", "serve", "--port", "0", "--cert-dir",
-             str(cert_dir), "--checkpoint-root", str(checkpoints), "--log-format", "json", *flags],
-            stdout=subprocess.DEVNULL, stderr=sink, env=env)
+            [
+                sys.executable,
+                "-X",
+                "importtime",
+                "-m",
+                "relay.cli",
+                "serve",
+                "--port",
+                "0",
+                "--cert-dir",
+                str(cert_dir),
+                "--checkpoint-root",
+                str(checkpoints),
+                "--log-format",
+                "json",
+                *flags,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            env=env,
+        )
     try:
         url = _wait_for_url(process, stderr)
-        request = urllib.request.Request(f"{url}/mutate", data=json.dumps(admission_review(flink_deployment())).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{url}/mutate",
+            data=json.dumps(admission_review(flink_deployment())).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, context=client_tls(ca_file), timeout=10) as reply:
             answer = json.loads(reply.read())["response"]
         process.send_signal(signal.SIGTERM)
@@ -97,12 +126,15 @@ def kubernetes_modules(modules: list[str]) -> list[str]:
 
 def write_cert_manager_files(cert_dir: Path) -> None:
     """What a cert-manager Certificate's Secret mounts: tls.crt, tls.key and ca.crt of a CA that is not ours."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     ca = generate_ca("cert-manager-ca", now, timedelta(days=365))
     leaf = generate_serving_certificate(ca, LOCAL_DNS_NAMES, LOCAL_IP_ADDRESSES, now, timedelta(days=90))
     cert_dir.mkdir()
-    for name, content in (("tls.crt", leaf.certificate_pem), ("tls.key", leaf.private_key_pem),
-                          ("ca.crt", ca.certificate_pem)):
+    for name, content in (
+        ("tls.crt", leaf.certificate_pem),
+        ("tls.key", leaf.private_key_pem),
+        ("ca.crt", ca.certificate_pem),
+    ):
         (cert_dir / name).write_bytes(content)
 
 
@@ -113,8 +145,11 @@ def test_member_mode_mutates_flink_deployments_without_the_kubernetes_client(tmp
     assert f"{tmp_path / 'checkpoints' / JOB / 'chk-3'}" in json.dumps(patch)
     assert "relay.serve" in modules and "webhook.mutators" in modules  # the lines were read
     assert kubernetes_modules(modules) == []
-    assert not [name for name in modules if name.startswith("controllers.") or name in ("relay.start_controllers",
-                                                                                           "relay.work_labels")]
+    assert not [
+        name
+        for name in modules
+        if name.startswith("controllers.") or name in ("relay.start_controllers", "relay.work_labels")
+    ]
 
 
 def test_member_mode_with_a_cert_manager_certificate_never_imports_cryptography(tmp_path: Path) -> None:
@@ -145,11 +180,17 @@ def test_control_plane_mode_loads_the_kubernetes_client(tmp_path: Path) -> None:
     assert "kubernetes" in kubernetes_modules(modules)
 
 
-@pytest.mark.parametrize("overrides, problem", [
-    ({"server.member": True}, "needs savepoint.checkpointRoot"),
-    ({"server.member": True, "savepoint.checkpointRoot": "/data", "controllers.mode": "on"}, "no reconcile loop"),
-    ({"server.member": True, "savepoint.checkpointRoot": "/data", "savepoint.workLabels": True}, "no Work mutation"),
-])
+@pytest.mark.parametrize(
+    "overrides, problem",
+    [
+        ({"server.member": True}, "needs savepoint.checkpointRoot"),
+        ({"server.member": True, "savepoint.checkpointRoot": "/data", "controllers.mode": "on"}, "no reconcile loop"),
+        (
+            {"server.member": True, "savepoint.checkpointRoot": "/data", "savepoint.workLabels": True},
+            "no Work mutation",
+        ),
+    ],
+)
 def test_member_mode_refuses_what_it_does_not_run(overrides: dict, problem: str) -> None:
     with pytest.raises(SettingsError, match=problem):
         check_settings(apply(Settings(), overrides))

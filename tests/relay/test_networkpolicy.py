@@ -11,8 +11,9 @@ DEPLOY = Path(__file__).resolve().parents[2] / "manifests" / "deploy"
 
 def test_the_policy_admits_only_named_sources_to_the_served_port() -> None:
     policy = yaml.safe_load((DEPLOY / "optional" / "networkpolicy.yaml").read_text())
-    deployment = next(d for d in yaml.safe_load_all((DEPLOY / "deployment.yaml").read_text())
-                      if d and d["kind"] == "Deployment")
+    deployment = next(
+        d for d in yaml.safe_load_all((DEPLOY / "deployment.yaml").read_text()) if d and d["kind"] == "Deployment"
+    )
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     port = next(p["containerPort"] for p in container["ports"] if p["name"] == "https")
     assert policy["kind"] == "NetworkPolicy" and policy["metadata"]["namespace"] == deployment["metadata"]["namespace"]

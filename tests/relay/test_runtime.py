@@ -14,10 +14,20 @@ from relay.runtime import ALLOW_ENV, affected_by_ssl_leak, ssl_leak_problem
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("version", "affected"), [
-    ((3, 11, 0), True), ((3, 11, 7), True), ((3, 11, 8), False), ((3, 11, 11), False),
-    ((3, 12, 0), True), ((3, 12, 1), True), ((3, 12, 2), False), ((3, 13, 0), False), ((3, 10, 13), False),
-])
+@pytest.mark.parametrize(
+    ("version", "affected"),
+    [
+        ((3, 11, 0), True),
+        ((3, 11, 7), True),
+        ((3, 11, 8), False),
+        ((3, 11, 11), False),
+        ((3, 12, 0), True),
+        ((3, 12, 1), True),
+        ((3, 12, 2), False),
+        ((3, 13, 0), False),
+        ((3, 10, 13), False),
+    ],
+)
 def test_the_affected_versions(version: tuple[int, int, int], affected: bool) -> None:
     assert affected_by_ssl_leak(version) is affected
     assert (ssl_leak_problem(version) is not None) is affected
@@ -26,10 +36,27 @@ def test_the_affected_versions(version: tuple[int, int, int], affected: bool) ->
 @pytest.mark.skipif(not affected_by_ssl_leak(), reason="this Python is not affected")
 def test_an_affected_python_is_refused_in_a_cluster_unless_allowed(tmp_path: Path) -> None:
     refused = subprocess.run(
-        [sys.executable, "-m", "relay.cli", "serve", "--cert-dir", str(tmp_path / "certs"), "--no-controllers",
-         "--port", "0"], cwd=REPO, capture_output=True, text=True, timeout=60,
-        env={key: value for key, value in {**os.environ, "KUBERNETES_SERVICE_HOST": "10.96.0.1"}.items()
-             if key != ALLOW_ENV})
+        [
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "serve",
+            "--cert-dir",
+            str(tmp_path / "certs"),
+            "--no-controllers",
+            "--port",
+            "0",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            key: value
+            for key, value in {**os.environ, "KUBERNETES_SERVICE_HOST": "10.96.0.1"}.items()
+            if key != ALLOW_ENV
+        },
+    )
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "gh-109534" in refused.stderr and ALLOW_ENV in refused.stderr
 

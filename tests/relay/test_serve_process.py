@@ -11,8 +11,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -35,8 +35,9 @@ class RunningRelay:
         return self.request(path, None)
 
     def request(self, path: str, body: bytes | None) -> tuple[int, str]:
-        request = urllib.request.Request(f"https://localhost:{self.port}{path}", data=body,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"https://localhost:{self.port}{path}", data=body, headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, context=client_tls(self.cert_dir / "ca.crt"), timeout=5) as reply:
                 return reply.status, reply.read().decode()
@@ -53,7 +54,11 @@ def running_relay(tmp_path: Path) -> Iterator[RunningRelay]:
     with log.open("w") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "relay.cli", "serve", "--port", str(port), "--cert-dir", str(cert_dir)],
-            stdout=sink, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     relay = RunningRelay(process, port, cert_dir, log)
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while True:
@@ -109,8 +114,19 @@ def test_serve_reuses_its_certificate_across_restarts(tmp_path: Path, running_re
     running_relay.process.send_signal(signal.SIGTERM)
     running_relay.process.wait(timeout=15)
     second = subprocess.Popen(
-        [sys.executable, "-m", "relay.cli", "serve", "--port", str(running_relay.port), "--cert-dir",
-         str(running_relay.cert_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "serve",
+            "--port",
+            str(running_relay.port),
+            "--cert-dir",
+            str(running_relay.cert_dir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
@@ -130,8 +146,12 @@ def test_serve_reuses_its_certificate_across_restarts(tmp_path: Path, running_re
 def test_serve_refuses_a_bad_config_with_exit_2(tmp_path: Path) -> None:
     config = tmp_path / "relay.yaml"
     config.write_text("server:\n  port: seventy\n")
-    result = subprocess.run([sys.executable, "-m", "relay.cli", "serve", "--config", str(config)],
-                            capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "relay.cli", "serve", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode == 2
     assert "port" in result.stderr and "Traceback" not in result.stderr
 
@@ -143,7 +163,10 @@ def test_serve_reports_a_taken_port_without_a_traceback(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         result = subprocess.run(
             [sys.executable, "-m", "relay.cli", "serve", "--port", str(port), "--cert-dir", str(tmp_path / "c")],
-            capture_output=True, text=True, timeout=30)
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     assert result.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr

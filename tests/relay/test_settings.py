@@ -8,8 +8,18 @@ from pathlib import Path
 import pytest
 
 from failover.reconcile.decision import DecisionSettings
-from relay.settings import (ControllerSettings, Settings, SettingsError, add_setting_flags, apply, check_settings,
-                            declared, flag_values, has_password, load_settings)
+from relay.settings import (
+    ControllerSettings,
+    Settings,
+    SettingsError,
+    add_setting_flags,
+    apply,
+    check_settings,
+    declared,
+    flag_values,
+    has_password,
+    load_settings,
+)
 
 FULL = """\
 server:
@@ -68,10 +78,16 @@ def test_every_section_is_read(tmp_path: Path) -> None:
     assert settings.savepoint.failure_mode == "closed"
     controllers = settings.controllers
     assert (controllers.mode, controllers.kubeconfig, controllers.lease_namespace) == (
-        "on", "/etc/karmada/kubeconfig", "karmada-system")
+        "on",
+        "/etc/karmada/kubeconfig",
+        "karmada-system",
+    )
     assert (controllers.workers, controllers.purge_mode_spelling, controllers.failback) == (4, "legacy", True)
-    assert (controllers.graceful_eviction_timeout_seconds, controllers.state_wait_seconds,
-            controllers.failback_settle_seconds) == (120, 30, 60)
+    assert (
+        controllers.graceful_eviction_timeout_seconds,
+        controllers.state_wait_seconds,
+        controllers.failback_settle_seconds,
+    ) == (120, 30, 60)
 
 
 @pytest.mark.parametrize(
@@ -130,24 +146,35 @@ def test_a_missing_file_is_a_settings_error(tmp_path: Path) -> None:
         load_settings(tmp_path / "absent.yaml")
 
 
-@pytest.mark.parametrize(("url", "expected"), [
-    ("sftp://flink:s3cret@store/ckpt", True),
-    ("https://user:pw@host:8443/a@b", True),
-    ("ftp://:pw@host/", True),
-    ("sftp://flink@store/ckpt", False),  # a user name alone is no secret
-    ("s3://bucket/checkpoints", False),
-    ("hdfs://namenode:8020/flink", False),  # host:port is not user:password
-    ("s3://bucket/dir/user:pw@x", False),  # an @ in the path is not userinfo
-    ("/mnt/checkpoints/a:b@c", False),
-    ("https://host?sig=a:b@c", False),  # nor is one in the query
-])
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sftp://flink:s3cret@store/ckpt", True),
+        ("https://user:pw@host:8443/a@b", True),
+        ("ftp://:pw@host/", True),
+        ("sftp://flink@store/ckpt", False),  # a user name alone is no secret
+        ("s3://bucket/checkpoints", False),
+        ("hdfs://namenode:8020/flink", False),  # host:port is not user:password
+        ("s3://bucket/dir/user:pw@x", False),  # an @ in the path is not userinfo
+        ("/mnt/checkpoints/a:b@c", False),
+        ("https://host?sig=a:b@c", False),  # nor is one in the query
+    ],
+)
 def test_a_password_in_the_checkpoint_root_is_recognised(url: str, expected: bool) -> None:
     assert has_password(url) is expected
 
 
-@pytest.mark.parametrize("key", ["savepoint:\n  cacheTTLSeconds", "controllers:\n  gracefulEvictionTimeoutSeconds",
-                                 "controllers:\n  stateWaitSeconds", "controllers:\n  failbackSettleSeconds",
-                                 "server:\n  graceSeconds", "server:\n  drainSeconds"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "savepoint:\n  cacheTTLSeconds",
+        "controllers:\n  gracefulEvictionTimeoutSeconds",
+        "controllers:\n  stateWaitSeconds",
+        "controllers:\n  failbackSettleSeconds",
+        "server:\n  graceSeconds",
+        "server:\n  drainSeconds",
+    ],
+)
 @pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
 def test_nan_and_infinity_are_refused(tmp_path: Path, key: str, value: str) -> None:
     # NaN compares false with every bound: a cache TTL of NaN never expires, a grace of NaN never ends.
@@ -162,8 +189,9 @@ def test_an_empty_path_is_refused(tmp_path: Path, text: str) -> None:
         load_settings(write(tmp_path, text))
 
 
-@pytest.mark.parametrize("argv", [["--drain-seconds", "nan"], ["--grace-seconds", "inf"], ["--cert-dir", ""],
-                                  ["--port", "70000"]])
+@pytest.mark.parametrize(
+    "argv", [["--drain-seconds", "nan"], ["--grace-seconds", "inf"], ["--cert-dir", ""], ["--port", "70000"]]
+)
 def test_bad_flags_are_one_line_and_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     from relay.cli import main
 
@@ -180,10 +208,25 @@ def test_every_declared_default_is_within_its_bounds() -> None:
 def test_flags_are_derived_from_the_declarations(tmp_path: Path) -> None:
     from relay.cli import build_parser
 
-    args = build_parser().parse_args(["serve", "--config", str(write(tmp_path, FULL)), "--port", "9000",
-                                      "--no-controllers", "--no-cabundle-sync", "--savepoint-failure-mode", "open"])
-    assert flag_values(args) == {"server.port": 9000, "controllers.mode": "off", "server.caBundleSync": False,
-                                 "savepoint.failureMode": "open"}
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "--config",
+            str(write(tmp_path, FULL)),
+            "--port",
+            "9000",
+            "--no-controllers",
+            "--no-cabundle-sync",
+            "--savepoint-failure-mode",
+            "open",
+        ]
+    )
+    assert flag_values(args) == {
+        "server.port": 9000,
+        "controllers.mode": "off",
+        "server.caBundleSync": False,
+        "savepoint.failureMode": "open",
+    }
     settings = apply(load_settings(args.config), flag_values(args))
     assert (settings.port, settings.controllers.mode, settings.savepoint.failure_mode) == (9000, "off", "open")
     assert settings.controllers.workers == 4  # the file's, untouched by the flags
@@ -193,13 +236,16 @@ def test_the_decisions_take_the_declared_values() -> None:
     assert ControllerSettings().decisions() == DecisionSettings()
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (b"server:\n  host: caf\xe9\n", "is not UTF-8"),
-    (b"\xff\xfe\x00\x01binary", "is not UTF-8"),
-    (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nests too deeply"),
-    (b"server: {" * 3000 + b"}" * 3000, "nests too deeply"),
-    (b"# " + b"x" * (2 * 1024 * 1024), "is larger than"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"server:\n  host: caf\xe9\n", "is not UTF-8"),
+        (b"\xff\xfe\x00\x01binary", "is not UTF-8"),
+        (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nests too deeply"),
+        (b"server: {" * 3000 + b"}" * 3000, "nests too deeply"),
+        (b"# " + b"x" * (2 * 1024 * 1024), "is larger than"),
+    ],
+)
 def test_an_unusable_config_file_is_one_line(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "relay.yaml"
     path.write_bytes(content)
@@ -214,8 +260,9 @@ def test_a_config_that_never_ends_is_bounded() -> None:
 
 
 @pytest.mark.parametrize("command", ["serve", "controllers", "inject"])
-def test_every_command_refuses_a_bad_config_with_exit_2(tmp_path: Path, command: str,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_command_refuses_a_bad_config_with_exit_2(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     from relay.cli import main
 
     path = tmp_path / "relay.yaml"
@@ -226,20 +273,24 @@ def test_every_command_refuses_a_bad_config_with_exit_2(tmp_path: Path, command:
     assert error.count("\n") == 1 and "nests too deeply" in error
 
 
-@pytest.mark.parametrize(("root", "problem"), [
-    ("https://store.example/ckpt?token=s3cret", "a query or fragment"),
-    ("https://store.example/ckpt?X-Amz-Signature=abc", "a query or fragment"),
-    ("https://store.example/ckpt#sig=abc", "a query or fragment"),
-    ("https://ghp_s3cret@store.example/ckpt", "a user name"),
-    ("sftp://flink@store/ckpt", "a user name"),
-])
+@pytest.mark.parametrize(
+    ("root", "problem"),
+    [
+        ("https://store.example/ckpt?token=s3cret", "a query or fragment"),
+        ("https://store.example/ckpt?X-Amz-Signature=abc", "a query or fragment"),
+        ("https://store.example/ckpt#sig=abc", "a query or fragment"),
+        ("https://ghp_s3cret@store.example/ckpt", "a user name"),
+        ("sftp://flink@store/ckpt", "a user name"),
+    ],
+)
 def test_a_checkpoint_root_carrying_a_credential_is_refused(tmp_path: Path, root: str, problem: str) -> None:
     with pytest.raises(SettingsError, match=f"must not carry {problem}") as raised:
         load_settings(write(tmp_path, f"savepoint:\n  checkpointRoot: '{root}'\n"))
     assert "s3cret" not in str(raised.value)
 
 
-@pytest.mark.parametrize("root", ["s3://flink/checkpoints", "/mnt/checkpoints", "hdfs://namenode:8020/flink",
-                                  "file:///var/ckpt"])
+@pytest.mark.parametrize(
+    "root", ["s3://flink/checkpoints", "/mnt/checkpoints", "hdfs://namenode:8020/flink", "file:///var/ckpt"]
+)
 def test_a_plain_checkpoint_root_is_accepted(tmp_path: Path, root: str) -> None:
     assert load_settings(write(tmp_path, f"savepoint:\n  checkpointRoot: '{root}'\n")).savepoint.checkpoint_root == root

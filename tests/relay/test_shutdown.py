@@ -17,8 +17,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -59,10 +60,20 @@ class BlockingMutator:
 
 
 def slow_review() -> dict[str, Any]:
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": str(uuid.uuid4()), "kind": {"group": SLOW_KIND.group, "version": "v1", "kind": SLOW_KIND.kind},
-        "operation": "CREATE", "object": {"apiVersion": f"{SLOW_KIND.group}/v1", "kind": SLOW_KIND.kind,
-                                          "metadata": {"name": "slow", "namespace": "default"}}}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": SLOW_KIND.group, "version": "v1", "kind": SLOW_KIND.kind},
+            "operation": "CREATE",
+            "object": {
+                "apiVersion": f"{SLOW_KIND.group}/v1",
+                "kind": SLOW_KIND.kind,
+                "metadata": {"name": "slow", "namespace": "default"},
+            },
+        },
+    }
 
 
 @pytest.fixture
@@ -72,9 +83,10 @@ async def blocking() -> BlockingMutator:
 
 @pytest.fixture
 async def relay(tmp_path: Path, blocking: BlockingMutator) -> AsyncIterator[RelayServer]:
-    server = RelayServer(Settings(port=0, cert_dir=tmp_path / "certs", drain_seconds=DRAIN_SECONDS,
-                                  grace_seconds=GRACE_SECONDS),
-                         AdmissionHandlers(mutators={SLOW_KIND: blocking}))
+    server = RelayServer(
+        Settings(port=0, cert_dir=tmp_path / "certs", drain_seconds=DRAIN_SECONDS, grace_seconds=GRACE_SECONDS),
+        AdmissionHandlers(mutators={SLOW_KIND: blocking}),
+    )
     await server.start()
     yield server
     blocking.release.set()
@@ -91,8 +103,9 @@ async def fresh_request(relay: RelayServer, method: str, path: str, body: Any = 
     """One request on a new TCP+TLS connection, as a caller that was just routed to us would make it."""
     connector = aiohttp.TCPConnector(ssl=tls_for(relay), force_close=True)
     async with aiohttp.ClientSession(connector=connector) as session:
-        async with session.request(method, f"https://localhost:{relay.port}{path}", json=body,
-                                   timeout=aiohttp.ClientTimeout(total=5)) as response:
+        async with session.request(
+            method, f"https://localhost:{relay.port}{path}", json=body, timeout=aiohttp.ClientTimeout(total=5)
+        ) as response:
             return response.status, await response.text()
 
 
@@ -113,14 +126,16 @@ async def post_slow(relay: RelayServer) -> tuple[int, dict[str, Any] | str, str]
     review = slow_review()
     connector = aiohttp.TCPConnector(ssl=tls_for(relay))
     async with aiohttp.ClientSession(connector=connector) as session:
-        async with session.post(f"https://localhost:{relay.port}/mutate", json=review,
-                                timeout=aiohttp.ClientTimeout(total=30)) as response:
+        async with session.post(
+            f"https://localhost:{relay.port}/mutate", json=review, timeout=aiohttp.ClientTimeout(total=30)
+        ) as response:
             body = await response.json() if response.status == 200 else await response.text()
             return response.status, body, review["request"]["uid"]
 
 
 async def test_stop_turns_unready_serves_through_the_drain_then_refuses_and_finishes_in_flight(
-        relay: RelayServer, blocking: BlockingMutator, request: pytest.FixtureRequest) -> None:
+    relay: RelayServer, blocking: BlockingMutator, request: pytest.FixtureRequest
+) -> None:
     assert (await fresh_request(relay, "GET", "/readyz"))[0] == 200
     in_flight = asyncio.create_task(post_slow(relay))
     await asyncio.wait_for(blocking.entered.wait(), 5)
@@ -152,13 +167,18 @@ async def test_stop_turns_unready_serves_through_the_drain_then_refuses_and_fini
     await asyncio.wait_for(stopping, GRACE_SECONDS + SLACK_SECONDS)
     stopped_after = time.monotonic() - started
     assert not blocking.cancelled
-    report(request, request.node.name, f"unready after {unready_after * 1000:.0f} ms, new connections refused after "
-                    f"{refused_after * 1000:.0f} ms (drain {DRAIN_SECONDS} s), in-flight review answered 200 and "
-                    f"stop done after {stopped_after * 1000:.0f} ms")
+    report(
+        request,
+        request.node.name,
+        f"unready after {unready_after * 1000:.0f} ms, new connections refused after "
+        f"{refused_after * 1000:.0f} ms (drain {DRAIN_SECONDS} s), in-flight review answered 200 and "
+        f"stop done after {stopped_after * 1000:.0f} ms",
+    )
 
 
 async def test_stop_is_bounded_by_the_grace_when_a_review_never_finishes(
-        relay: RelayServer, blocking: BlockingMutator, request: pytest.FixtureRequest) -> None:
+    relay: RelayServer, blocking: BlockingMutator, request: pytest.FixtureRequest
+) -> None:
     in_flight = asyncio.create_task(post_slow(relay))
     await asyncio.wait_for(blocking.entered.wait(), 5)
     started = time.monotonic()
@@ -171,12 +191,17 @@ async def test_stop_is_bounded_by_the_grace_when_a_review_never_finishes(
     with pytest.raises(aiohttp.ClientError):
         await asyncio.wait_for(in_flight, 5)
     assert await connection_refused(relay)
-    report(request, request.node.name, f"review that never finishes: stop returned after {stopped_after * 1000:.0f} ms "
-                    f"(drain {DRAIN_SECONDS} s + grace {GRACE_SECONDS} s)")
+    report(
+        request,
+        request.node.name,
+        f"review that never finishes: stop returned after {stopped_after * 1000:.0f} ms "
+        f"(drain {DRAIN_SECONDS} s + grace {GRACE_SECONDS} s)",
+    )
 
 
 async def test_a_review_finishing_late_in_the_grace_is_still_answered(
-        relay: RelayServer, blocking: BlockingMutator) -> None:
+    relay: RelayServer, blocking: BlockingMutator
+) -> None:
     in_flight = asyncio.create_task(post_slow(relay))
     await asyncio.wait_for(blocking.entered.wait(), 5)
     stopping = asyncio.create_task(relay.stop())
@@ -221,8 +246,9 @@ def http_get(port: int, ca_file: Path, path: str, body: bytes | None = None) -> 
     import urllib.error
     import urllib.request
 
-    request = urllib.request.Request(f"https://localhost:{port}{path}", data=body,
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"https://localhost:{port}{path}", data=body, headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, context=client_tls(ca_file), timeout=5) as reply:
             return reply.status, reply.read().decode()
@@ -235,13 +261,33 @@ def http_get(port: int, ca_file: Path, path: str, body: bytes | None = None) -> 
 def test_sigterm_in_a_cluster_drains_then_exits_0(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """The real process as a pod runs it: in a cluster (KUBERNETES_SERVICE_HOST set) it drains before closing."""
     port, cert_dir, log = free_port(), tmp_path / "certs", tmp_path / "relay.log"
-    environment = {**os.environ, "PYTHONUNBUFFERED": "1", "KUBERNETES_SERVICE_HOST": "10.96.0.1",
-                   ALLOW_ENV: "1"}  # whatever Python runs the tests (relay/runtime.py)
+    environment = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "KUBERNETES_SERVICE_HOST": "10.96.0.1",
+        ALLOW_ENV: "1",
+    }  # whatever Python runs the tests (relay/runtime.py)
     with log.open("w") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "relay.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-             "--cert-dir", str(cert_dir), "--log-format", "json"],
-            stdout=sink, stderr=subprocess.STDOUT, text=True, env=environment)
+            [
+                sys.executable,
+                "-m",
+                "relay.cli",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--cert-dir",
+                str(cert_dir),
+                "--log-format",
+                "json",
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=environment,
+        )
     try:
         wait_ready(process, port, cert_dir / "ca.crt", log)
         process.send_signal(signal.SIGTERM)
@@ -264,8 +310,12 @@ def test_sigterm_in_a_cluster_drains_then_exits_0(tmp_path: Path, request: pytes
     draining = records[events.index("draining")]
     assert draining["drain_seconds"] == 5.0
     assert exited_after >= draining["drain_seconds"]
-    report(request, request.node.name, f"real process: unready and still serving {served_within * 1000:.0f} ms after SIGTERM, "
-                    f"exit 0 after {exited_after:.2f} s (drain {draining['drain_seconds']} s)")
+    report(
+        request,
+        request.node.name,
+        f"real process: unready and still serving {served_within * 1000:.0f} ms after SIGTERM, "
+        f"exit 0 after {exited_after:.2f} s (drain {draining['drain_seconds']} s)",
+    )
 
 
 def test_sigterm_outside_a_cluster_exits_0_at_once(tmp_path: Path, request: pytest.FixtureRequest) -> None:
@@ -273,8 +323,23 @@ def test_sigterm_outside_a_cluster_exits_0_at_once(tmp_path: Path, request: pyte
     environment = {key: value for key, value in os.environ.items() if key != "KUBERNETES_SERVICE_HOST"}
     with log.open("w") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "relay.cli", "serve", "--port", str(port), "--cert-dir", str(cert_dir),
-             "--log-format", "json"], stdout=sink, stderr=subprocess.STDOUT, text=True, env=environment)
+            [
+                sys.executable,
+                "-m",
+                "relay.cli",
+                "serve",
+                "--port",
+                str(port),
+                "--cert-dir",
+                str(cert_dir),
+                "--log-format",
+                "json",
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=environment,
+        )
     try:
         wait_ready(process, port, cert_dir / "ca.crt", log)
         signalled = time.monotonic()
@@ -295,9 +360,25 @@ def test_sighup_and_sigquit_drain_like_sigterm(tmp_path: Path, signum: signal.Si
     environment = {key: value for key, value in os.environ.items() if key != "KUBERNETES_SERVICE_HOST"}
     with log.open("w") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "relay.cli", "serve", "--port", str(port), "--cert-dir", str(cert_dir),
-             "--log-format", "json", "--drain-seconds", "0.5"], stdout=sink, stderr=subprocess.STDOUT, text=True,
-            env=environment)
+            [
+                sys.executable,
+                "-m",
+                "relay.cli",
+                "serve",
+                "--port",
+                str(port),
+                "--cert-dir",
+                str(cert_dir),
+                "--log-format",
+                "json",
+                "--drain-seconds",
+                "0.5",
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=environment,
+        )
     try:
         wait_ready(process, port, cert_dir / "ca.crt", log)
         process.send_signal(signal.SIGUSR1)  # ignored: still serving

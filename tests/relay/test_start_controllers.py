@@ -28,21 +28,29 @@ def test_fencing_modes_map_to_the_decision_settings() -> None:
 
 def test_the_config_file_sets_them(tmp_path: Path) -> None:
     path = tmp_path / "relay.yaml"
-    path.write_text("controllers:\n  fencing: noExecuteTaint\n  fenceAfterSeconds: 20\n  failoverBudget: 5\n"
-                    "  restoreGraceSeconds: 90\n  failbackMaxInFlight: 2\n")
+    path.write_text(
+        "controllers:\n  fencing: noExecuteTaint\n  fenceAfterSeconds: 20\n  failoverBudget: 5\n"
+        "  restoreGraceSeconds: 90\n  failbackMaxInFlight: 2\n"
+    )
     decisions = load_settings(path).controllers.decisions()
     assert decisions.fence_after == timedelta(seconds=20) and decisions.fence_needs_no_execute_taint
     assert (decisions.failover_budget, decisions.restore_grace, decisions.failback_max_in_flight) == (
-        5, timedelta(seconds=90), 2)
+        5,
+        timedelta(seconds=90),
+        2,
+    )
 
 
-@pytest.mark.parametrize("text, message", [
-    ("fencing: always", "controllers.fencing 'always': use off, notReady or noExecuteTaint"),
-    ("fenceAfterSeconds: -1", "controllers.fenceAfterSeconds must be"),
-    ("failoverBudget: 0", "controllers.failoverBudget must be"),
-    ("restoreGraceSeconds: -5", "controllers.restoreGraceSeconds must be"),
-    ("failbackMaxInFlight: 0", "controllers.failbackMaxInFlight must be"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("fencing: always", "controllers.fencing 'always': use off, notReady or noExecuteTaint"),
+        ("fenceAfterSeconds: -1", "controllers.fenceAfterSeconds must be"),
+        ("failoverBudget: 0", "controllers.failoverBudget must be"),
+        ("restoreGraceSeconds: -5", "controllers.restoreGraceSeconds must be"),
+        ("failbackMaxInFlight: 0", "controllers.failbackMaxInFlight must be"),
+    ],
+)
 def test_bad_values_are_refused_with_the_key_named(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "relay.yaml"
     path.write_text(f"controllers:\n  {text}\n")

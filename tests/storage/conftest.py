@@ -22,8 +22,9 @@ def s3_endpoint():
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
     server = Path(sys.executable).with_name("moto_server")
     command = [str(server)] if server.exists() else [sys.executable, "-m", "moto.server"]
-    process = subprocess.Popen(command + ["-H", "127.0.0.1", "-p", str(port)], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command + ["-H", "127.0.0.1", "-p", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 30
     while True:
         try:

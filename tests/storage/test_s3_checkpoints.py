@@ -32,15 +32,25 @@ def lookup(store, layouts, savepoint_layouts, namespace, job, roots=(), **query)
 
 
 def options(endpoint):
-    return {"endpoint_url": endpoint, "key": "testing", "secret": "testing",
-            "client_kwargs": {"region_name": "us-east-1"}, "skip_instance_cache": True}
+    return {
+        "endpoint_url": endpoint,
+        "key": "testing",
+        "secret": "testing",
+        "client_kwargs": {"region_name": "us-east-1"},
+        "skip_instance_cache": True,
+    }
 
 
 @pytest.fixture
 def bucket(s3_endpoint):
     name = f"ckpt-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1", aws_access_key_id="testing",
-                 aws_secret_access_key="testing").create_bucket(Bucket=name)
+    boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    ).create_bucket(Bucket=name)
     return s3fs.S3FileSystem(**options(s3_endpoint)), name
 
 
@@ -84,10 +94,11 @@ def test_savepoint_on_s3(bucket, s3_endpoint):
     fs, name = bucket
     fs.pipe(f"{name}/savepoints/flink/{JOB}/savepoint-012345-0123456789ab/_metadata", b"m")
     store = open_store(f"s3://{name}", options(s3_endpoint))
-    result = lookup(store, DEFAULT, (parse_layout("{root}/savepoints/{namespace}/{job_id}"),),
-                                "flink", JOB)
-    assert (result.source, result.path) == ("savepoint",
-                                            f"s3://{name}/savepoints/flink/{JOB}/savepoint-012345-0123456789ab")
+    result = lookup(store, DEFAULT, (parse_layout("{root}/savepoints/{namespace}/{job_id}"),), "flink", JOB)
+    assert (result.source, result.path) == (
+        "savepoint",
+        f"s3://{name}/savepoints/flink/{JOB}/savepoint-012345-0123456789ab",
+    )
 
 
 def test_missing_job_on_s3_is_not_found(bucket, s3_endpoint):
@@ -112,19 +123,28 @@ async def test_webhook_injects_an_s3_checkpoint(bucket, s3_endpoint):
     profiles = load_profiles([], label=LABEL, layouts=(KARMADA_EXAMPLE_LAYOUT,))
     # A generous deadline: this test is about what is injected, and the first s3fs call (session, credentials,
     # connection to moto) alone can take over the production 2 s on a loaded two-core runner.
-    handlers = AdmissionHandlers(mutators=savepoint_mutators(
-        profiles, open_store(f"s3://{name}", options(s3_endpoint)), executor=pool, metrics=metrics, deadline=15.0))
-    obj = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-           "metadata": {"name": "basic-example", "namespace": "flink", "labels": {LABEL: JOB.value}},
-           "spec": {"job": {"jarURI": "local:///x.jar", "upgradeMode": "last-state"}}}
+    handlers = AdmissionHandlers(
+        mutators=savepoint_mutators(
+            profiles, open_store(f"s3://{name}", options(s3_endpoint)), executor=pool, metrics=metrics, deadline=15.0
+        )
+    )
+    obj = {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": "basic-example", "namespace": "flink", "labels": {LABEL: JOB.value}},
+        "spec": {"job": {"jarURI": "local:///x.jar", "upgradeMode": "last-state"}},
+    }
     try:
         request = parse_review(json.dumps(admission_review(obj)).encode())
         verdict = await handlers.mutate(request)
     finally:
         pool.shutdown()
     job = jsonpatch.apply_patch(obj, decoded_patch(complete(request, verdict)))["spec"]["job"]
-    assert job == {"jarURI": "local:///x.jar", "upgradeMode": "last-state",
-                   "initialSavepointPath": f"s3://{name}/flink/{JOB}/checkpoints/chk-3"}
+    assert job == {
+        "jarURI": "local:///x.jar",
+        "upgradeMode": "last-state",
+        "initialSavepointPath": f"s3://{name}/flink/{JOB}/checkpoints/chk-3",
+    }
     assert metrics.registry.get_sample_value("failover_relay_savepoint_lookups_total", {"outcome": "found"}) == 1
 
 
@@ -135,8 +155,12 @@ async def test_unreachable_s3_is_answered_within_the_deadline():
     profiles = load_profiles([], label=LABEL, layouts=(FLINK_NATIVE_LAYOUT,))
     store = open_store("s3://ckpt", options(f"http://127.0.0.1:{free_port()}"))  # nothing listens there
     handlers = AdmissionHandlers(mutators=savepoint_mutators(profiles, store, executor=pool, deadline=1.0))
-    obj = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-           "metadata": {"name": "f", "namespace": "flink", "labels": {LABEL: JOB.value}}, "spec": {}}
+    obj = {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": "f", "namespace": "flink", "labels": {LABEL: JOB.value}},
+        "spec": {},
+    }
     started = time.monotonic()
     try:
         request = parse_review(json.dumps(admission_review(obj)).encode())
@@ -154,8 +178,15 @@ def test_the_workloads_own_s3a_directories_are_searched_and_spelled_its_way(buck
     write_checkpoints(fs, f"{name}/team-a/checkpoints/{JOB}", completed=(5,))
     fs.pipe(f"{name}/team-a/savepoints/savepoint-{JOB.value[:6]}-0123456789ab/_metadata", b"m")
     store = open_store(f"s3://{name}", options(s3_endpoint))
-    result = lookup(store, NATIVE, (), "flink", JOB, checkpoint_dir=f"s3a://{name}/team-a/checkpoints",
-                    savepoint_dir=f"s3a://{name}/team-a/savepoints")
+    result = lookup(
+        store,
+        NATIVE,
+        (),
+        "flink",
+        JOB,
+        checkpoint_dir=f"s3a://{name}/team-a/checkpoints",
+        savepoint_dir=f"s3a://{name}/team-a/savepoints",
+    )
     assert result.outcome is Outcome.FOUND
     # Both completed within the same second on the server: the savepoint wins the tie (self-contained).
     assert result.path.startswith(f"s3a://{name}/team-a/")
@@ -164,8 +195,11 @@ def test_the_workloads_own_s3a_directories_are_searched_and_spelled_its_way(buck
 def test_another_tenants_bucket_is_refused_without_a_request(bucket, s3_endpoint):
     fs, name = bucket
     store = open_store(f"s3://{name}/tenant-a", options(s3_endpoint))
-    for directory in (f"s3://{name}/tenant-b/checkpoints", f"s3://other-{name}/checkpoints",
-                      f"s3://{name}/tenant-a/../tenant-b"):
+    for directory in (
+        f"s3://{name}/tenant-b/checkpoints",
+        f"s3://other-{name}/checkpoints",
+        f"s3://{name}/tenant-a/../tenant-b",
+    ):
         result = lookup(store, NATIVE, (), "flink", JOB, checkpoint_dir=directory)
         assert result.outcome is Outcome.REFUSED_DIRECTORY, directory
 
@@ -174,8 +208,12 @@ def test_a_rotated_job_id_finds_the_previous_runs_checkpoint_on_s3(bucket, s3_en
     fs, name = bucket
     write_checkpoints(fs, f"{name}/checkpoints/{JOB}", completed=(17,))
     store = open_store(f"s3://{name}", options(s3_endpoint))
-    result = find_restore_point((store,), NATIVE, (), RestoreQuery("flink", (ROTATED,), previous_job_ids=(JOB,),
-                                                                   checkpoint_dir=f"s3://{name}/checkpoints"))
+    result = find_restore_point(
+        (store,),
+        NATIVE,
+        (),
+        RestoreQuery("flink", (ROTATED,), previous_job_ids=(JOB,), checkpoint_dir=f"s3://{name}/checkpoints"),
+    )
     assert (result.path, result.fallback) == (f"s3://{name}/checkpoints/{JOB}/chk-17", PREVIOUS_JOB_ID)
 
 
@@ -189,6 +227,9 @@ def test_only_the_jobs_own_complete_savepoints_are_listed_from_a_shared_director
     fs.pipe(f"{name}/savepoints/savepoint-{JOB.value[:6]}-not-a-savepoint/_metadata", b"m")
     store = open_store(f"s3://{name}", options(s3_endpoint))
     result = lookup(store, NATIVE, (), "flink", JOB, savepoint_dir=f"s3://{name}/savepoints")
-    assert (result.source, result.path) == ("savepoint", f"s3://{name}/savepoints/savepoint-{JOB.value[:6]}-aaaaaaaaaaaa")
+    assert (result.source, result.path) == (
+        "savepoint",
+        f"s3://{name}/savepoints/savepoint-{JOB.value[:6]}-aaaaaaaaaaaa",
+    )
     empty = lookup(store, NATIVE, (), "flink", ROTATED, savepoint_dir=f"s3://{name}/savepoints")
     assert empty.outcome is Outcome.NOT_FOUND

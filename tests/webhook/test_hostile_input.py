@@ -18,13 +18,15 @@ import os
 import ssl
 import time
 from collections import Counter
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from failover.state.checkpoints import KARMADA_EXAMPLE_LAYOUT, open_store
 from failover.state.profiles import load_profiles
@@ -35,7 +37,8 @@ from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
 from webhook.health import Readiness
 from webhook.mutators import savepoint_mutators
-from webhook.review import AdmissionRequest, ReviewError, complete, encode as encode_answer, parse_review
+from webhook.review import AdmissionRequest, ReviewError, complete, parse_review
+from webhook.review import encode as encode_answer
 from webhook.server import AdmissionServer, connection_options
 
 # Cases per layer; they add up to 10,600 and run in about a minute on two cores.
@@ -52,8 +55,13 @@ settings.register_profile(
     database=None,  # runs are independent; a failure prints the reproducing blob instead
     print_blob=True,
     # Generated documents are large on purpose, and the HTTP client fixture is deliberately shared by all cases.
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example,
-                           HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.large_base_example,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.filter_too_much,
+    ],
 )
 HOSTILE = settings.get_profile("hostile-input")
 
@@ -62,28 +70,128 @@ JOB = "0123456789abcdef0123456789abcdef"
 FLINK_NAMESPACE = "flink"
 
 HOSTILE_STRINGS = [
-    "", " ", ".", "..", "../..", "../../../../etc/passwd", "/etc/passwd", "..%2f..%2fetc", "%2e%2e", "a/../b",
-    "flink/../..", "\\..\\..\\windows", "\x00", "a\x00b", "a\nb", "\r\n\r\nHTTP/1.1 200 OK", "\u202egnp.exe",
-    "\ud800", "\udfff", "\ufeff", "🙂" * 70, "Ⅻ", "ｆｌｉｎｋ", "İ", "ß", "\u0301", "null", "true", "0", "-1", "1e999",
-    "NaN", "{}", "[]", "s3://other-bucket/steal", "file:///etc/shadow", "hdfs://namenode/../x", "~root",
-    "$(reboot)", "`id`", "; rm -rf /", "' OR 1=1 --", "<script>alert(1)</script>", "{{.Values}}", "${jndi:x}",
-    "{ .jobStatus.jobId }", "{.status.jobStatus.jobId}", "{range .items[*]}{.x}{end}", "{.a[?(@.b=='c')]}",
-    "{$..*}", "{.a[-1:]}", "{.a[0:999999999999]}", "{", "}", "{{}}", "{.}", "{..}", "{@}", "{.a.b.c.d.e.f.g}",
-    JOB, JOB.upper(), JOB[:-1], JOB + "0", "0" * 32, "g" * 32, JOB[:16] + "/" + JOB[17:], JOB + "/..",
-    "application.karmada.io/failover-jobid", "-leading", "trailing-", "a" * 63, "a" * 64, "a" * 254,
-    "example.com/" + "a" * 63, "ex ample.com/name", "/name", "prefix/", "a/b/c", "UPPER.case/Name",
-    "x" * 70_000, "é" * 20_000, "{" * 5_000, "[" * 5_000, "\\" * 10_000, "a." * 40_000,
+    "",
+    " ",
+    ".",
+    "..",
+    "../..",
+    "../../../../etc/passwd",
+    "/etc/passwd",
+    "..%2f..%2fetc",
+    "%2e%2e",
+    "a/../b",
+    "flink/../..",
+    "\\..\\..\\windows",
+    "\x00",
+    "a\x00b",
+    "a\nb",
+    "\r\n\r\nHTTP/1.1 200 OK",
+    "\u202egnp.exe",
+    "\ud800",
+    "\udfff",
+    "\ufeff",
+    "🙂" * 70,
+    "Ⅻ",
+    "ｆｌｉｎｋ",
+    "İ",
+    "ß",
+    "\u0301",
+    "null",
+    "true",
+    "0",
+    "-1",
+    "1e999",
+    "NaN",
+    "{}",
+    "[]",
+    "s3://other-bucket/steal",
+    "file:///etc/shadow",
+    "hdfs://namenode/../x",
+    "~root",
+    "$(reboot)",
+    "`id`",
+    "; rm -rf /",
+    "' OR 1=1 --",
+    "<script>alert(1)</script>",
+    "{{.Values}}",
+    "${jndi:x}",
+    "{ .jobStatus.jobId }",
+    "{.status.jobStatus.jobId}",
+    "{range .items[*]}{.x}{end}",
+    "{.a[?(@.b=='c')]}",
+    "{$..*}",
+    "{.a[-1:]}",
+    "{.a[0:999999999999]}",
+    "{",
+    "}",
+    "{{}}",
+    "{.}",
+    "{..}",
+    "{@}",
+    "{.a.b.c.d.e.f.g}",
+    JOB,
+    JOB.upper(),
+    JOB[:-1],
+    JOB + "0",
+    "0" * 32,
+    "g" * 32,
+    JOB[:16] + "/" + JOB[17:],
+    JOB + "/..",
+    "application.karmada.io/failover-jobid",
+    "-leading",
+    "trailing-",
+    "a" * 63,
+    "a" * 64,
+    "a" * 254,
+    "example.com/" + "a" * 63,
+    "ex ample.com/name",
+    "/name",
+    "prefix/",
+    "a/b/c",
+    "UPPER.case/Name",
+    "x" * 70_000,
+    "é" * 20_000,
+    "{" * 5_000,
+    "[" * 5_000,
+    "\\" * 10_000,
+    "a." * 40_000,
 ]
 
 _scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(min_value=-2**80, max_value=2**80),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=16), st.sampled_from(HOSTILE_STRINGS))
-_keys = st.one_of(st.text(max_size=12), st.sampled_from(HOSTILE_STRINGS[:60]),
-                  st.sampled_from(["apiVersion", "kind", "metadata", "spec", "failover", "application", "labels",
-                                   "purgeMode", "statePreservation", "rules", "jsonPath", "aliasLabelName", "job"]))
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=16),
+    st.sampled_from(HOSTILE_STRINGS),
+)
+_keys = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(HOSTILE_STRINGS[:60]),
+    st.sampled_from(
+        [
+            "apiVersion",
+            "kind",
+            "metadata",
+            "spec",
+            "failover",
+            "application",
+            "labels",
+            "purgeMode",
+            "statePreservation",
+            "rules",
+            "jsonPath",
+            "aliasLabelName",
+            "job",
+        ]
+    ),
+)
 json_values = st.recursive(
-    _scalars, lambda children: st.lists(children, max_size=4) | st.dictionaries(_keys, children, max_size=4),
-    max_leaves=8)  # larger trees cost generation time and find nothing the nesting mutation does not
+    _scalars,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(_keys, children, max_size=4),
+    max_leaves=8,
+)  # larger trees cost generation time and find nothing the nesting mutation does not
 
 
 def deeply_nested(depth: int, leaf: Any, as_list: bool) -> Any:
@@ -93,10 +201,16 @@ def deeply_nested(depth: int, leaf: Any, as_list: bool) -> Any:
 
 
 def flink_deployment(job_id: Any = JOB, namespace: Any = FLINK_NAMESPACE) -> dict[str, Any]:
-    return {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-            "metadata": {"name": "basic-example", "namespace": namespace, "labels": {"app": "x", LABEL: job_id}},
-            "spec": {"image": "flink:1.17", "flinkVersion": "v1_17",
-                     "job": {"jarURI": "local:///opt/flink/job.jar", "upgradeMode": "stateless"}}}
+    return {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": "basic-example", "namespace": namespace, "labels": {"app": "x", LABEL: job_id}},
+        "spec": {
+            "image": "flink:1.17",
+            "flinkVersion": "v1_17",
+            "job": {"jarURI": "local:///opt/flink/job.jar", "upgradeMode": "stateless"},
+        },
+    }
 
 
 def seed_reviews() -> list[dict[str, Any]]:
@@ -104,15 +218,28 @@ def seed_reviews() -> list[dict[str, Any]]:
     cluster_policy["kind"] = "ClusterPropagationPolicy"
     del cluster_policy["metadata"]["namespace"]
     workload = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "demo", "namespace": "default"}
-    rebalancer = {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer", "metadata": {"name": "r"},
-                  "spec": {"workloads": [workload], "ttlSecondsAfterFinished": 60}}
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "a"},
-                  "spec": {"replicas": 1}}
-    seeds = [admission_review(flink_policy()), admission_review(cluster_policy), admission_review(rebalancer),
-             admission_review(flink_deployment()), admission_review(deployment),
-             admission_review(flink_policy(), "UPDATE", old=flink_policy(purgeMode="Never")),
-             admission_review(flink_deployment(), "UPDATE", old=flink_deployment()),
-             admission_review(rebalancer, "DELETE")]
+    rebalancer = {
+        "apiVersion": "apps.karmada.io/v1alpha1",
+        "kind": "WorkloadRebalancer",
+        "metadata": {"name": "r"},
+        "spec": {"workloads": [workload], "ttlSecondsAfterFinished": 60},
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "a"},
+        "spec": {"replicas": 1},
+    }
+    seeds = [
+        admission_review(flink_policy()),
+        admission_review(cluster_policy),
+        admission_review(rebalancer),
+        admission_review(flink_deployment()),
+        admission_review(deployment),
+        admission_review(flink_policy(), "UPDATE", old=flink_policy(purgeMode="Never")),
+        admission_review(flink_deployment(), "UPDATE", old=flink_deployment()),
+        admission_review(rebalancer, "DELETE"),
+    ]
     return seeds
 
 
@@ -159,34 +286,49 @@ def mutated_reviews(draw: st.DrawFn) -> Any:
 jsonpaths = st.one_of(
     st.sampled_from([h for h in HOSTILE_STRINGS if h.startswith(("{", "$"))]),
     st.lists(st.from_regex(r"[a-zA-Z][a-zA-Z0-9]{0,5}", fullmatch=True), min_size=1, max_size=5).map(
-        lambda parts: "{ ." + ".".join(parts) + " }"),
+        lambda parts: "{ ." + ".".join(parts) + " }"
+    ),
     st.text(max_size=40).map(lambda text: "{" + text + "}"),
-    json_values)
+    json_values,
+)
 label_names = st.one_of(
-    st.sampled_from(HOSTILE_STRINGS), st.just(LABEL),
-    st.from_regex(r"([a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?(\.[a-z]{2,5})?/)?[A-Za-z0-9]([-_.A-Za-z0-9]{0,30}[A-Za-z0-9])?",
-                  fullmatch=True),
-    json_values)
-purge_modes = st.one_of(st.sampled_from(["Directly", "Gracefully", "Never", "Immediately", "directly", ""]),
-                        json_values)
-seconds = st.one_of(st.integers(-2**40, 2**40), st.floats(allow_nan=False, allow_infinity=False), json_values)
-rules = st.lists(st.fixed_dictionaries({}, optional={"aliasLabelName": label_names, "jsonPath": jsonpaths}),
-                 max_size=5)
-applications = st.fixed_dictionaries({}, optional={
-    "decisionConditions": st.one_of(st.fixed_dictionaries({}, optional={"tolerationSeconds": seconds}), json_values),
-    "purgeMode": purge_modes,
-    "gracePeriodSeconds": seconds,
-    "statePreservation": st.one_of(st.fixed_dictionaries({}, optional={"rules": st.one_of(rules, json_values)}),
-                                   json_values),
-})
+    st.sampled_from(HOSTILE_STRINGS),
+    st.just(LABEL),
+    st.from_regex(
+        r"([a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?(\.[a-z]{2,5})?/)?[A-Za-z0-9]([-_.A-Za-z0-9]{0,30}[A-Za-z0-9])?",
+        fullmatch=True,
+    ),
+    json_values,
+)
+purge_modes = st.one_of(
+    st.sampled_from(["Directly", "Gracefully", "Never", "Immediately", "directly", ""]), json_values
+)
+seconds = st.one_of(st.integers(-(2**40), 2**40), st.floats(allow_nan=False, allow_infinity=False), json_values)
+rules = st.lists(st.fixed_dictionaries({}, optional={"aliasLabelName": label_names, "jsonPath": jsonpaths}), max_size=5)
+applications = st.fixed_dictionaries(
+    {},
+    optional={
+        "decisionConditions": st.one_of(
+            st.fixed_dictionaries({}, optional={"tolerationSeconds": seconds}), json_values
+        ),
+        "purgeMode": purge_modes,
+        "gracePeriodSeconds": seconds,
+        "statePreservation": st.one_of(
+            st.fixed_dictionaries({}, optional={"rules": st.one_of(rules, json_values)}), json_values
+        ),
+    },
+)
 
 
 @st.composite
 def generated_policies(draw: st.DrawFn) -> dict[str, Any]:
     """A PropagationPolicy or ClusterPropagationPolicy whose failover section is generated field by field."""
     policy = flink_policy()
-    policy["spec"]["failover"] = {"application": draw(applications)} if draw(st.booleans()) else draw(
-        st.one_of(json_values, st.fixed_dictionaries({}, optional={"application": json_values})))
+    policy["spec"]["failover"] = (
+        {"application": draw(applications)}
+        if draw(st.booleans())
+        else draw(st.one_of(json_values, st.fixed_dictionaries({}, optional={"application": json_values})))
+    )
     if draw(st.booleans()):
         policy["kind"] = "ClusterPropagationPolicy"
     if draw(st.integers(0, 3)) == 0:
@@ -200,13 +342,29 @@ def generated_policies(draw: st.DrawFn) -> dict[str, Any]:
 def hostile_flink_deployments(draw: st.DrawFn) -> dict[str, Any]:
     """FlinkDeployments whose job-id label, namespace and old object try to steer the savepoint path elsewhere."""
     job_id = draw(st.one_of(st.sampled_from(HOSTILE_STRINGS), st.just(JOB), json_values))
-    namespace = draw(st.one_of(st.sampled_from(["../outside", "..", "flink/../../outside", FLINK_NAMESPACE]),
-                               st.sampled_from(HOSTILE_STRINGS), json_values))
+    namespace = draw(
+        st.one_of(
+            st.sampled_from(["../outside", "..", "flink/../../outside", FLINK_NAMESPACE]),
+            st.sampled_from(HOSTILE_STRINGS),
+            json_values,
+        )
+    )
     obj = flink_deployment(job_id, namespace)
     if draw(st.booleans()):
-        obj["spec"]["job"] = draw(st.one_of(json_values, st.fixed_dictionaries({}, optional={
-            "initialSavepointPath": st.sampled_from(HOSTILE_STRINGS), "upgradeMode": json_values,
-            "state": json_values, "savepointRedeployNonce": json_values})))
+        obj["spec"]["job"] = draw(
+            st.one_of(
+                json_values,
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "initialSavepointPath": st.sampled_from(HOSTILE_STRINGS),
+                        "upgradeMode": json_values,
+                        "state": json_values,
+                        "savepointRedeployNonce": json_values,
+                    },
+                ),
+            )
+        )
     operation = draw(st.sampled_from(["CREATE", "UPDATE"]))
     old = None
     if operation == "UPDATE":
@@ -226,18 +384,34 @@ def encode(review: Any) -> bytes:
 
 raw_bodies = st.one_of(
     st.binary(max_size=200),
-    st.sampled_from(SEEDS).map(encode).flatmap(lambda body: st.tuples(
-        st.just(body), st.integers(0, len(body)), st.integers(0, len(body)), st.binary(max_size=8)).map(
-        lambda cut: cut[0][:min(cut[1], cut[2])] + cut[3] + cut[0][max(cut[1], cut[2]):])),
+    st.sampled_from(SEEDS)
+    .map(encode)
+    .flatmap(
+        lambda body: st.tuples(
+            st.just(body), st.integers(0, len(body)), st.integers(0, len(body)), st.binary(max_size=8)
+        ).map(lambda cut: cut[0][: min(cut[1], cut[2])] + cut[3] + cut[0][max(cut[1], cut[2]) :])
+    ),
     st.sampled_from(SEEDS).map(lambda review: json.dumps(review).encode("utf-16")),
     st.sampled_from(SEEDS).map(lambda review: b"\xef\xbb\xbf" + encode(review)),
-    st.sampled_from([b"[" * 50_000, b"{\"a\":" * 20_000, b"NaN", b"Infinity", b"-Infinity", b"1e999",
-                     b'{"kind":"AdmissionReview","kind":"AdmissionReview"}', b"\x00" * 100, b"\xff\xfe\x00\x00",
-                     b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"\\ud800"}}']),
+    st.sampled_from(
+        [
+            b"[" * 50_000,
+            b'{"a":' * 20_000,
+            b"NaN",
+            b"Infinity",
+            b"-Infinity",
+            b"1e999",
+            b'{"kind":"AdmissionReview","kind":"AdmissionReview"}',
+            b"\x00" * 100,
+            b"\xff\xfe\x00\x00",
+            b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"\\ud800"}}',
+        ]
+    ),
 )
 
-all_bodies = st.one_of(mutated_reviews().map(encode), generated_policies().map(encode),
-                       hostile_flink_deployments().map(encode), raw_bodies)
+all_bodies = st.one_of(
+    mutated_reviews().map(encode), generated_policies().map(encode), hostile_flink_deployments().map(encode), raw_bodies
+)
 
 CASES: Counter[str] = Counter()
 
@@ -255,8 +429,11 @@ def checkpoint_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real checkpoint tree, and next to it a tempting one outside the root that `..` would reach."""
     base = tmp_path_factory.mktemp("checkpoints")
     root = base / "root"
-    for directory in (root / FLINK_NAMESPACE / JOB / "checkpoints" / "chk-7",
-                      base / "outside" / JOB / "checkpoints" / "chk-9", base / "etc" / "chk-1"):
+    for directory in (
+        root / FLINK_NAMESPACE / JOB / "checkpoints" / "chk-7",
+        base / "outside" / JOB / "checkpoints" / "chk-9",
+        base / "etc" / "chk-1",
+    ):
         directory.mkdir(parents=True)
         (directory / "_metadata").write_bytes(b"metadata")
     return root
@@ -322,16 +499,18 @@ async def judge(body: bytes, handlers: AdmissionHandlers, root: Path) -> tuple[i
 
 @given(review=mutated_reviews())
 @settings(HOSTILE, max_examples=IN_PROCESS_REVIEWS)
-async def test_mutated_reviews_get_a_review_or_a_4xx(review: Any, handlers: AdmissionHandlers,
-                                                      checkpoint_root: Path) -> None:
+async def test_mutated_reviews_get_a_review_or_a_4xx(
+    review: Any, handlers: AdmissionHandlers, checkpoint_root: Path
+) -> None:
     CASES["mutated reviews"] += 1
     await judge(encode(review), handlers, checkpoint_root)
 
 
 @given(review=generated_policies())
 @settings(HOSTILE, max_examples=IN_PROCESS_POLICIES)
-async def test_generated_policies_are_judged_without_escaping(review: Any, handlers: AdmissionHandlers,
-                                                               checkpoint_root: Path) -> None:
+async def test_generated_policies_are_judged_without_escaping(
+    review: Any, handlers: AdmissionHandlers, checkpoint_root: Path
+) -> None:
     CASES["generated policies"] += 1
     status, uid = await judge(encode(review), handlers, checkpoint_root)
     assert (status, uid) == (200, review["request"]["uid"])  # the envelope is intact: the rules must answer
@@ -340,21 +519,22 @@ async def test_generated_policies_are_judged_without_escaping(review: Any, handl
 @given(review=hostile_flink_deployments())
 @settings(HOSTILE, max_examples=IN_PROCESS_FLINK)
 async def test_hostile_job_ids_and_namespaces_never_steer_the_savepoint_path_outside_the_root(
-        review: Any, handlers: AdmissionHandlers, checkpoint_root: Path) -> None:
+    review: Any, handlers: AdmissionHandlers, checkpoint_root: Path
+) -> None:
     CASES["hostile FlinkDeployments"] += 1
     await judge(encode(review), handlers, checkpoint_root)
 
 
 @given(body=raw_bodies)
 @settings(HOSTILE, max_examples=IN_PROCESS_RAW)
-async def test_raw_bytes_are_refused_or_judged(body: bytes, handlers: AdmissionHandlers,
-                                              checkpoint_root: Path) -> None:
+async def test_raw_bytes_are_refused_or_judged(body: bytes, handlers: AdmissionHandlers, checkpoint_root: Path) -> None:
     CASES["raw bodies"] += 1
     await judge(body, handlers, checkpoint_root)
 
 
-async def test_a_valid_flink_deployment_is_patched_inside_the_root(handlers: AdmissionHandlers,
-                                                                   checkpoint_root: Path) -> None:
+async def test_a_valid_flink_deployment_is_patched_inside_the_root(
+    handlers: AdmissionHandlers, checkpoint_root: Path
+) -> None:
     admission = parse_review(encode(admission_review(flink_deployment())))
     response = complete(admission, await handlers.mutate(admission))
     patch = json.loads(base64.b64decode(response["patch"]))
@@ -362,9 +542,20 @@ async def test_a_valid_flink_deployment_is_patched_inside_the_root(handlers: Adm
     assert paths == [f"{checkpoint_root}/{FLINK_NAMESPACE}/{JOB}/checkpoints/chk-7"]
 
 
-content_types = st.one_of(st.just("application/json"), st.sampled_from(
-    ["text/plain", "application/json; charset=utf-8", "application/json; charset=utf-16", "", "*/*",
-     "application/x-www-form-urlencoded", "application/json\u00e9"]))
+content_types = st.one_of(
+    st.just("application/json"),
+    st.sampled_from(
+        [
+            "text/plain",
+            "application/json; charset=utf-8",
+            "application/json; charset=utf-16",
+            "",
+            "*/*",
+            "application/x-www-form-urlencoded",
+            "application/json\u00e9",
+        ]
+    ),
+)
 
 
 @pytest.fixture
@@ -376,16 +567,22 @@ async def http_client(aiohttp_client: Any, handlers: AdmissionHandlers) -> Any:
 @given(body=all_bodies, content_type=content_types, endpoint=st.sampled_from(["/validate", "/mutate"]))
 @settings(HOSTILE, max_examples=OVER_HTTP)
 async def test_the_application_answers_a_review_or_a_one_line_4xx(
-        body: bytes, content_type: str, endpoint: str, http_client: Any, handlers: AdmissionHandlers,
-        checkpoint_root: Path) -> None:
+    body: bytes, content_type: str, endpoint: str, http_client: Any, handlers: AdmissionHandlers, checkpoint_root: Path
+) -> None:
     CASES["over HTTP (aiohttp test client)"] += 1
     headers = {"Content-Type": content_type} if content_type else {"Content-Type": ""}
     async with http_client.post(endpoint, data=body, headers=headers) as response:
         await check_http_answer(response, body, content_type, handlers, checkpoint_root, 256 * 1024)
 
 
-async def check_http_answer(response: aiohttp.ClientResponse, body: bytes, content_type: str,
-                            handlers: AdmissionHandlers, root: Path, limit: int) -> None:
+async def check_http_answer(
+    response: aiohttp.ClientResponse,
+    body: bytes,
+    content_type: str,
+    handlers: AdmissionHandlers,
+    root: Path,
+    limit: int,
+) -> None:
     text = await response.text(errors="replace")
     if content_type.split(";")[0].strip() != "application/json":
         assert response.status == 415, text
@@ -410,8 +607,9 @@ async def tls_relay(tmp_path: Path, handlers: AdmissionHandlers) -> AsyncIterato
     await relay.start()
     assert relay.files.ca_file is not None
     tls: ssl.SSLContext = client_tls(relay.files.ca_file)
-    async with aiohttp.ClientSession(base_url=f"https://localhost:{relay.port}",
-                                     connector=aiohttp.TCPConnector(ssl=tls)) as session:
+    async with aiohttp.ClientSession(
+        base_url=f"https://localhost:{relay.port}", connector=aiohttp.TCPConnector(ssl=tls)
+    ) as session:
         yield relay, session
     await relay.stop()
 
@@ -419,8 +617,8 @@ async def tls_relay(tmp_path: Path, handlers: AdmissionHandlers) -> AsyncIterato
 @given(body=all_bodies, endpoint=st.sampled_from(["/validate", "/mutate"]))
 @settings(HOSTILE, max_examples=OVER_TLS)
 async def test_over_real_tls_the_server_answers_a_review_or_a_one_line_4xx(
-        body: bytes, endpoint: str, tls_relay: tuple[RelayServer, Any], handlers: AdmissionHandlers,
-        checkpoint_root: Path) -> None:
+    body: bytes, endpoint: str, tls_relay: tuple[RelayServer, Any], handlers: AdmissionHandlers, checkpoint_root: Path
+) -> None:
     CASES["over real TLS"] += 1
     _, session = tls_relay
     async with session.post(endpoint, data=body, headers={"Content-Type": "application/json"}) as response:
@@ -435,8 +633,9 @@ SHORT_BODY_TIMEOUT = 0.3
 @pytest.fixture
 async def plain_server(handlers: AdmissionHandlers) -> AsyncIterator[int]:
     readiness = Readiness(host="127.0.0.1", port=0, ca_file=None, certificate_not_after=lambda: None)
-    server = AdmissionServer(handlers, readiness, max_body_bytes=Settings().max_body_bytes,
-                             body_timeout=SHORT_BODY_TIMEOUT)
+    server = AdmissionServer(
+        handlers, readiness, max_body_bytes=Settings().max_body_bytes, body_timeout=SHORT_BODY_TIMEOUT
+    )
     runner = web.AppRunner(server.application(), access_log=None, **connection_options(SHORT_HEADER_TIMEOUT))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -471,24 +670,44 @@ async def test_a_client_trickling_its_headers_is_cut_off_at_the_header_timeout(p
 
 
 async def test_a_body_that_arrives_too_slowly_gets_408(plain_server: int) -> None:
-    head = (b"POST /validate HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 1000\r\n\r\n{\"apiVersion\":")
+    head = (
+        b"POST /validate HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 1000\r\n\r\n{"apiVersion":'
+    )
     answer, elapsed = await exchange(plain_server, head)
     assert answer.startswith(b"HTTP/1.1 408 ")
     assert answer.endswith(b"request body did not arrive within 0.3 s\n")
     assert elapsed < SHORT_BODY_TIMEOUT + 1.5
 
 
-@pytest.mark.parametrize(("request_bytes", "status", "reason"), [
-    (b"POST /validate HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
-     b"Content-Length: 4\r\n\r\n\x1f\x8b\x08\x00", b"415", b"content encoding 'gzip' is not supported"),
-    (b"POST /validate HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-     b"zz\r\n{}\r\n0\r\n\r\n", b"400", b"Invalid character in chunk size"),
-    (b"POST /validate HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\n" + b"X-Big: " + b"a" * 9000
-     + b"\r\n\r\n", b"400", b"Got more than 8190 bytes"),
-])
-async def test_broken_http_framing_gets_a_4xx_not_a_500(plain_server: int, request_bytes: bytes, status: bytes,
-                                                       reason: bytes) -> None:
+@pytest.mark.parametrize(
+    ("request_bytes", "status", "reason"),
+    [
+        (
+            b"POST /validate HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+            b"Content-Length: 4\r\n\r\n\x1f\x8b\x08\x00",
+            b"415",
+            b"content encoding 'gzip' is not supported",
+        ),
+        (
+            b"POST /validate HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"zz\r\n{}\r\n0\r\n\r\n",
+            b"400",
+            b"Invalid character in chunk size",
+        ),
+        (
+            b"POST /validate HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\n"
+            + b"X-Big: "
+            + b"a" * 9000
+            + b"\r\n\r\n",
+            b"400",
+            b"Got more than 8190 bytes",
+        ),
+    ],
+)
+async def test_broken_http_framing_gets_a_4xx_not_a_500(
+    plain_server: int, request_bytes: bytes, status: bytes, reason: bytes
+) -> None:
     # Framing errors are answered by aiohttp's parser itself (as HTTP/1.0, with its own wording).
     answer, _ = await exchange(plain_server, request_bytes)
     assert answer.split(b" ", 2)[1] == status and answer.startswith(b"HTTP/1."), answer[:200]

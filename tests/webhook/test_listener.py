@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -33,8 +33,9 @@ async def start(tmp_path: Path) -> AsyncIterator[Start]:
         await server.stop()
 
 
-async def bare_connect(relay: RelayServer, source: str = "127.0.0.1") -> tuple[asyncio.StreamReader,
-                                                                               asyncio.StreamWriter]:
+async def bare_connect(
+    relay: RelayServer, source: str = "127.0.0.1"
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """A TCP connection that never starts TLS."""
     return await asyncio.open_connection("127.0.0.1", relay.port, local_addr=(source, 0))
 
@@ -79,8 +80,9 @@ async def test_connections_beyond_the_per_peer_cap_are_closed_and_others_still_s
     writer.close()
     # Another address (the apiserver, when the flood comes from elsewhere) is still served.
     assert (await healthz(relay, source="127.0.0.2")).startswith(b"HTTP/1.1 200")
-    assert b'failover_relay_connections_refused_total{reason="max-connections-per-peer"} 1.0' in \
-        relay.metrics.exposition()
+    assert (
+        b'failover_relay_connections_refused_total{reason="max-connections-per-peer"} 1.0' in relay.metrics.exposition()
+    )
     for _, held_writer in held:
         held_writer.close()
     await asyncio.sleep(0.2)  # the server sees the closes and gives the places back

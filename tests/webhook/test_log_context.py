@@ -45,12 +45,17 @@ async def pool() -> AsyncIterator[BlockingPool]:
 
 
 def flink_deployment(name: str) -> dict[str, Any]:
-    return {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-            "metadata": {"name": name, "namespace": "flink"}, "spec": {}}
+    return {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": name, "namespace": "flink"},
+        "spec": {},
+    }
 
 
 async def test_a_line_logged_on_a_pool_thread_during_a_review_carries_its_uid(
-        aiohttp_client: Any, json_lines: io.StringIO, pool: BlockingPool) -> None:
+    aiohttp_client: Any, json_lines: io.StringIO, pool: BlockingPool
+) -> None:
     async def looks_up(request: AdmissionRequest) -> Verdict:
         def look_up() -> None:  # as the savepoint lookup runs, on a pool thread
             log.info("looked_up", object=request.name)
@@ -59,8 +64,9 @@ async def test_a_line_logged_on_a_pool_thread_during_a_review_carries_its_uid(
         return ALLOWED
 
     readiness = Readiness(host="127.0.0.1", port=0, ca_file=None, certificate_not_after=lambda: None)
-    server = AdmissionServer(AdmissionHandlers(mutators={FLINK_DEPLOYMENT: looks_up}), readiness,
-                             max_body_bytes=256 * 1024)
+    server = AdmissionServer(
+        AdmissionHandlers(mutators={FLINK_DEPLOYMENT: looks_up}), readiness, max_body_bytes=256 * 1024
+    )
     client = await aiohttp_client(server.application())
     reviews = [admission_review(flink_deployment(name)) for name in ("first", "second")]
     for review in reviews:  # one connection, one task: the second review must not see the first's uid

@@ -3,9 +3,9 @@ answers 503 with a reason (never 500) whatever state the CA file is in."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import AsyncIterator, Awaitable, Callable
 
 import aiohttp
 import pytest
@@ -17,10 +17,16 @@ from relay.settings import Settings
 SERVICE_NAME = "failover-relay.failover-relay.svc"
 
 
-def cert_manager_dir(path: Path, *, names: tuple[str, ...] = (SERVICE_NAME,), now: datetime | None = None,
-                     valid_for: timedelta = timedelta(days=90), other_ca: bool = False) -> Path:
+def cert_manager_dir(
+    path: Path,
+    *,
+    names: tuple[str, ...] = (SERVICE_NAME,),
+    now: datetime | None = None,
+    valid_for: timedelta = timedelta(days=90),
+    other_ca: bool = False,
+) -> Path:
     """A cert dir as cert-manager fills it: ca.crt, tls.crt, tls.key and no ca.key; the leaf names only `names`."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     ca = generate_ca("cert-manager-ca", now, timedelta(days=365))
     leaf = generate_serving_certificate(ca, names, (), now, valid_for)
     path.mkdir(parents=True)
@@ -75,20 +81,22 @@ async def test_a_chain_the_ca_does_not_verify_is_not_ready(tmp_path: Path, start
 
 
 async def test_an_expired_certificate_is_not_ready(tmp_path: Path, started: Started) -> None:
-    long_ago = datetime.now(timezone.utc) - timedelta(days=30)
+    long_ago = datetime.now(UTC) - timedelta(days=30)
     relay = await started(cert_manager_dir(tmp_path / "cm", now=long_ago, valid_for=timedelta(days=1)))
     status, text = await readyz(relay)
     assert status == 503 and "expired" in text
 
 
-@pytest.mark.parametrize(("content", "problem"), [
-    (b"", "not a PEM CA bundle"),
-    (b"not a certificate\n", "not a PEM CA bundle"),
-    (b"\xff\xfe latin-1 \xe9", "not a PEM CA bundle"),
-    (None, "missing"),
-])
-async def test_a_broken_ca_file_is_503_with_the_reason(started: Started, content: bytes | None,
-                                                       problem: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"", "not a PEM CA bundle"),
+        (b"not a certificate\n", "not a PEM CA bundle"),
+        (b"\xff\xfe latin-1 \xe9", "not a PEM CA bundle"),
+        (None, "missing"),
+    ],
+)
+async def test_a_broken_ca_file_is_503_with_the_reason(started: Started, content: bytes | None, problem: str) -> None:
     relay = await started()
     assert relay.files.ca_file is not None
     if content is None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from failover.core.api import RESOURCES, WORK, GroupKind
-from failover.state.profiles import load_profiles
 from failover.admission.registry import ADMITTED_OPERATIONS, VALIDATORS, WEBHOOKS, Endpoint
+from failover.core.api import RESOURCES, WORK, GroupKind
 from failover.core.verdict import ALLOWED, Verdict
+from failover.state.profiles import load_profiles
 from relay.manifests import WebhookOptions, mutating_configuration, url_endpoint, validating_configuration
 from relay.settings import SavepointSettings
 from webhook.handlers import AdmissionHandlers
@@ -29,8 +29,12 @@ async def decides(_: AdmissionRequest) -> Verdict:
 
 def handlers_as_served() -> AdmissionHandlers:
     savepoint = SavepointSettings()
-    profiles = load_profiles(savepoint.profiles, label=savepoint.job_id_label, layouts=savepoint.layouts,
-                             savepoint_layouts=savepoint.savepoint_layouts)
+    profiles = load_profiles(
+        savepoint.profiles,
+        label=savepoint.job_id_label,
+        layouts=savepoint.layouts,
+        savepoint_layouts=savepoint.savepoint_layouts,
+    )
     return AdmissionHandlers(mutators={**{kind: decides for kind in profiles}, WORK: decides})
 
 
@@ -38,8 +42,10 @@ def rendered() -> set[tuple[Endpoint, GroupKind, str]]:
     """(endpoint, kind, version) of every rule of both rendered configurations."""
     options = WebhookOptions(endpoint=url_endpoint("https://127.0.0.1:9443"), ca_bundle=b"x")
     found = set()
-    for endpoint, configuration in ((Endpoint.VALIDATE, validating_configuration(options)),
-                                    (Endpoint.MUTATE, mutating_configuration(options))):
+    for endpoint, configuration in (
+        (Endpoint.VALIDATE, validating_configuration(options)),
+        (Endpoint.MUTATE, mutating_configuration(options)),
+    ):
         for webhook in configuration["webhooks"]:
             assert webhook["clientConfig"]["url"].endswith(endpoint.path)
             for rule in webhook["rules"]:
@@ -54,18 +60,34 @@ def rendered() -> set[tuple[Endpoint, GroupKind, str]]:
 
 
 def request(group_kind: GroupKind, version: str, operation: str = "CREATE") -> AdmissionRequest:
-    obj: dict[str, Any] = {"apiVersion": f"{group_kind.group}/{version}", "kind": group_kind.kind,
-                           "metadata": {"name": "x", "namespace": "default"}, "spec": {}}
-    return AdmissionRequest("admission.k8s.io/v1", "uid", group_kind.group, version, group_kind.kind, operation,
-                            "default", "x", obj, None, False)
+    obj: dict[str, Any] = {
+        "apiVersion": f"{group_kind.group}/{version}",
+        "kind": group_kind.kind,
+        "metadata": {"name": "x", "namespace": "default"},
+        "spec": {},
+    }
+    return AdmissionRequest(
+        "admission.k8s.io/v1",
+        "uid",
+        group_kind.group,
+        version,
+        group_kind.kind,
+        operation,
+        "default",
+        "x",
+        obj,
+        None,
+        False,
+    )
 
 
 def test_every_registered_kind_is_handled_and_every_handled_kind_is_registered() -> None:
     handlers = handlers_as_served()
     registered = {(endpoint, group_kind) for endpoint, group_kind, _ in rendered()}
 
-    handled = ({(Endpoint.VALIDATE, group_kind) for group_kind in VALIDATORS}
-               | {(Endpoint.MUTATE, group_kind) for group_kind in (*handlers.defaulters, *handlers.mutators)})
+    handled = {(Endpoint.VALIDATE, group_kind) for group_kind in VALIDATORS} | {
+        (Endpoint.MUTATE, group_kind) for group_kind in (*handlers.defaulters, *handlers.mutators)
+    }
 
     assert registered == handled
     assert {(group_kind.group, group_kind.kind) for _, group_kind in registered} == handlers.kinds

@@ -25,20 +25,30 @@ def test_not_ours_to_judge_is_the_minimal_answer():
 
 
 def test_allowed_carries_warnings_and_audit_annotations():
-    response = complete(REQUEST, Verdict(warnings=("legacy purge mode",),
-                                         audit={"failover-relay/rule": "purge-mode"}))
+    response = complete(REQUEST, Verdict(warnings=("legacy purge mode",), audit={"failover-relay/rule": "purge-mode"}))
 
-    assert response == {"uid": UID, "allowed": True, "warnings": ["legacy purge mode"],
-                        "auditAnnotations": {"failover-relay/rule": "purge-mode"}}
+    assert response == {
+        "uid": UID,
+        "allowed": True,
+        "warnings": ["legacy purge mode"],
+        "auditAnnotations": {"failover-relay/rule": "purge-mode"},
+    }
 
 
 def test_denied_is_forbidden_with_the_message():
-    response = complete(REQUEST, Verdict(denials=(
-        Finding("spec.propagateDeps", "must be true; set spec.propagateDeps: true"),)))
+    response = complete(
+        REQUEST, Verdict(denials=(Finding("spec.propagateDeps", "must be true; set spec.propagateDeps: true"),))
+    )
 
-    assert response == {"uid": UID, "allowed": False, "status": {
-        "code": 403, "message": "spec.propagateDeps: must be true; set spec.propagateDeps: true",
-        "reason": "Forbidden"}}
+    assert response == {
+        "uid": UID,
+        "allowed": False,
+        "status": {
+            "code": 403,
+            "message": "spec.propagateDeps: must be true; set spec.propagateDeps: true",
+            "reason": "Forbidden",
+        },
+    }
 
 
 def test_patched_carries_a_base64_json_patch():
@@ -91,14 +101,23 @@ def test_no_warnings_means_no_warnings_field():
 def test_failed_is_a_500_inside_the_review():
     response = failed(REQUEST, "failover-relay could not evaluate PropagationPolicy: KeyError")
 
-    assert response == {"uid": UID, "allowed": False, "status": {
-        "code": 500, "message": "failover-relay could not evaluate PropagationPolicy: KeyError",
-        "reason": "InternalError"}}
+    assert response == {
+        "uid": UID,
+        "allowed": False,
+        "status": {
+            "code": 500,
+            "message": "failover-relay could not evaluate PropagationPolicy: KeyError",
+            "reason": "InternalError",
+        },
+    }
 
 
 def test_encode_wraps_a_response_with_the_requests_api_version():
     assert json.loads(encode(REQUEST, complete(REQUEST, None))) == {
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": UID, "allowed": True}}
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": UID, "allowed": True},
+    }
 
 
 def test_encode_without_an_api_version_answers_v1():
@@ -107,17 +126,22 @@ def test_encode_without_an_api_version_answers_v1():
 
 
 def test_denying_verdict_becomes_a_denial_with_every_finding():
-    verdict = Verdict(denials=(Finding("spec.propagateDeps", "must be true"),
-                               Finding("spec.failover.application.decisionConditions.tolerationSeconds",
-                                       "must not be negative")),
-                      warnings=("legacy purge mode",), patch=tuple(DEFAULT_PURGE))
+    verdict = Verdict(
+        denials=(
+            Finding("spec.propagateDeps", "must be true"),
+            Finding("spec.failover.application.decisionConditions.tolerationSeconds", "must not be negative"),
+        ),
+        warnings=("legacy purge mode",),
+        patch=tuple(DEFAULT_PURGE),
+    )
 
     response = complete(REQUEST, verdict)
 
     assert response["allowed"] is False and "patch" not in response
     assert response["status"]["message"] == (
         "spec.propagateDeps: must be true; "
-        "spec.failover.application.decisionConditions.tolerationSeconds: must not be negative")
+        "spec.failover.application.decisionConditions.tolerationSeconds: must not be negative"
+    )
     assert response["warnings"] == ["legacy purge mode"]
 
 

@@ -24,8 +24,11 @@ from webhook.review import complete, parse_review
 LABEL = "application.karmada.io/failover-jobid"
 JOB = "0123456789abcdef0123456789abcdef"
 ROTATED = "89abcdef0123456789abcdef01234567"
-PLURALS = {"FlinkDeployment": "flinkdeployments", "FlinkSessionJob": "flinksessionjobs",
-           "FlinkBlueGreenDeployment": "flinkbluegreendeployments"}
+PLURALS = {
+    "FlinkDeployment": "flinkdeployments",
+    "FlinkSessionJob": "flinksessionjobs",
+    "FlinkBlueGreenDeployment": "flinkbluegreendeployments",
+}
 
 
 @pytest.fixture
@@ -48,33 +51,55 @@ def root(tmp_path):
 
 
 def configuration(root, **extra):
-    return {"state.checkpoints.dir": f"file://{root}/checkpoints", "state.savepoints.dir": f"file://{root}/savepoints",
-            **extra}
+    return {
+        "state.checkpoints.dir": f"file://{root}/checkpoints",
+        "state.savepoints.dir": f"file://{root}/savepoints",
+        **extra,
+    }
 
 
 def job_spec(**job):
-    return {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar", "parallelism": 2,
-            "upgradeMode": "stateless", **job}
+    return {
+        "jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar",
+        "parallelism": 2,
+        "upgradeMode": "stateless",
+        **job,
+    }
 
 
 def flink_deployment(flink_configuration=None, labels=None, **job):
-    spec = {"image": "flink:1.20", "flinkVersion": "v1_20", "serviceAccount": "flink", "job": job_spec(**job),
-            "jobManager": {"resource": {"memory": "2048m", "cpu": 1}},
-            "taskManager": {"resource": {"memory": "2048m", "cpu": 1}}}
+    spec = {
+        "image": "flink:1.20",
+        "flinkVersion": "v1_20",
+        "serviceAccount": "flink",
+        "job": job_spec(**job),
+        "jobManager": {"resource": {"memory": "2048m", "cpu": 1}},
+        "taskManager": {"resource": {"memory": "2048m", "cpu": 1}},
+    }
     if flink_configuration is not None:
         spec["flinkConfiguration"] = flink_configuration
-    return {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-            "metadata": {"name": "basic-example", "namespace": "flink", "labels": labels or {LABEL: JOB}},
-            "spec": spec}
+    return {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": "basic-example", "namespace": "flink", "labels": labels or {LABEL: JOB}},
+        "spec": spec,
+    }
 
 
 def handlers(root, pool, **options):
     """The configured root is the checkpoint directory (for workloads that name none); the whole volume is an
     allowed root too, so the savepoint directory a workload names can be read."""
     profiles = load_profiles([], label=LABEL, layouts=("{root}/{job_id}",))
-    return AdmissionHandlers(mutators=savepoint_mutators(
-        profiles, open_store(str(root / "checkpoints")), executor=pool, cache_ttl=0,
-        allowed_roots=(open_store(str(root)),), **options))
+    return AdmissionHandlers(
+        mutators=savepoint_mutators(
+            profiles,
+            open_store(str(root / "checkpoints")),
+            executor=pool,
+            cache_ttl=0,
+            allowed_roots=(open_store(str(root)),),
+            **options,
+        )
+    )
 
 
 async def mutate(handlers, obj, operation="CREATE", old=None):
@@ -97,22 +122,38 @@ def assert_operator_accepts(patched, original, old=None):
     assert validate_redeploy(spec["job"], job_of(old)["job"] if old else None) is None
 
 
-@pytest.mark.parametrize("variant", ["no directories", "both directories", "Flink 1.20 keys only", "nested YAML",
-                                     "suspended", "last-state", "savepoint without savepoint dir"])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "no directories",
+        "both directories",
+        "Flink 1.20 keys only",
+        "nested YAML",
+        "suspended",
+        "last-state",
+        "savepoint without savepoint dir",
+    ],
+)
 async def test_created_deployments_restore_and_stay_valid_for_the_operator(root, pool, variant):
     config = {
         "no directories": None,
         "both directories": configuration(root),
-        "Flink 1.20 keys only": {"execution.checkpointing.dir": f"{root}/checkpoints",
-                                 "execution.checkpointing.savepoint-dir": f"{root}/savepoints"},
-        "nested YAML": {"state": {"checkpoints": {"dir": f"{root}/checkpoints"},
-                                  "savepoints": {"dir": f"{root}/savepoints"}}},
+        "Flink 1.20 keys only": {
+            "execution.checkpointing.dir": f"{root}/checkpoints",
+            "execution.checkpointing.savepoint-dir": f"{root}/savepoints",
+        },
+        "nested YAML": {
+            "state": {"checkpoints": {"dir": f"{root}/checkpoints"}, "savepoints": {"dir": f"{root}/savepoints"}}
+        },
         "suspended": configuration(root),
         "last-state": configuration(root, **{"high-availability.type": "kubernetes"}),
         "savepoint without savepoint dir": {"state.checkpoints.dir": f"{root}/checkpoints"},
     }[variant]
-    job = {"suspended": {"state": "suspended"}, "last-state": {"upgradeMode": "last-state"},
-           "savepoint without savepoint dir": {"upgradeMode": "savepoint"}}.get(variant, {})
+    job = {
+        "suspended": {"state": "suspended"},
+        "last-state": {"upgradeMode": "last-state"},
+        "savepoint without savepoint dir": {"upgradeMode": "savepoint"},
+    }.get(variant, {})
     obj = flink_deployment(config, **job)
     response = await mutate(handlers(root, pool), obj)
     assert response["allowed"]
@@ -120,9 +161,13 @@ async def test_created_deployments_restore_and_stay_valid_for_the_operator(root,
     assert patched["spec"]["job"]["initialSavepointPath"].endswith(f"/checkpoints/{JOB}/chk-7")
     assert patched["spec"]["job"].get("state") == job.get("state")  # never forced
     assert_operator_accepts(patched, obj)
-    expected_mode = {"both directories": "savepoint", "nested YAML": "savepoint", "suspended": "savepoint",
-                     "last-state": "last-state", "savepoint without savepoint dir": "savepoint"}.get(variant,
-                                                                                                    "stateless")
+    expected_mode = {
+        "both directories": "savepoint",
+        "nested YAML": "savepoint",
+        "suspended": "savepoint",
+        "last-state": "last-state",
+        "savepoint without savepoint dir": "savepoint",
+    }.get(variant, "stateless")
     assert patched["spec"]["job"]["upgradeMode"] == expected_mode
 
 
@@ -138,15 +183,31 @@ async def test_a_savepoint_taken_on_deletion_wins_and_is_spelled_as_the_workload
 
 
 async def test_session_job_and_blue_green_deployment_restore_within_their_schemas(root, pool):
-    session = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob",
-               "metadata": {"name": "job", "namespace": "flink",
-                            "labels": {"application.karmada.io/cluster-failover-jobid": JOB}},
-               "spec": {"deploymentName": "session", "job": job_spec()}}
-    blue_green = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment",
-                  "metadata": {"name": "bg", "namespace": "flink",
-                               "labels": {"resourcebinding.karmada.io/failover-jobid": JOB}},
-                  "spec": {"template": {"spec": {"image": "flink:1.20", "flinkVersion": "v1_20",
-                                                 "flinkConfiguration": configuration(root), "job": job_spec()}}}}
+    session = {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkSessionJob",
+        "metadata": {
+            "name": "job",
+            "namespace": "flink",
+            "labels": {"application.karmada.io/cluster-failover-jobid": JOB},
+        },
+        "spec": {"deploymentName": "session", "job": job_spec()},
+    }
+    blue_green = {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkBlueGreenDeployment",
+        "metadata": {"name": "bg", "namespace": "flink", "labels": {"resourcebinding.karmada.io/failover-jobid": JOB}},
+        "spec": {
+            "template": {
+                "spec": {
+                    "image": "flink:1.20",
+                    "flinkVersion": "v1_20",
+                    "flinkConfiguration": configuration(root),
+                    "job": job_spec(),
+                }
+            }
+        },
+    }
     for obj in (session, blue_green):
         response = await mutate(handlers(root, pool), obj)
         patched = jsonpatch.apply_patch(obj, decoded_patch(response))
@@ -168,8 +229,12 @@ async def test_a_rotated_job_id_restores_the_previous_runs_state_and_says_so(roo
 
 
 def deployed(obj):
-    return {**obj, "status": {"reconciliationStatus": {"lastReconciledSpec": json.dumps({"job": obj["spec"]["job"]}),
-                                                       "state": "DEPLOYED"}}}
+    return {
+        **obj,
+        "status": {
+            "reconciliationStatus": {"lastReconciledSpec": json.dumps({"job": obj["spec"]["job"]}), "state": "DEPLOYED"}
+        },
+    }
 
 
 async def test_a_late_path_redeploys_only_when_opted_in(root, pool):
@@ -193,8 +258,10 @@ async def test_update_keeps_a_carried_path_only_when_it_belongs(root, pool):
     created = flink_deployment(configuration(root), initialSavepointPath=f"file://{root}/checkpoints/{JOB}/chk-7")
     resynced = flink_deployment(configuration(root))
     response = await mutate(handlers(root, pool), resynced, "UPDATE", created)
-    assert jsonpatch.apply_patch(resynced, decoded_patch(response))["spec"]["job"]["initialSavepointPath"] == \
-        created["spec"]["job"]["initialSavepointPath"]
+    assert (
+        jsonpatch.apply_patch(resynced, decoded_patch(response))["spec"]["job"]["initialSavepointPath"]
+        == created["spec"]["job"]["initialSavepointPath"]
+    )
     assert response["auditAnnotations"]["savepoint-outcome"] == "found"
     foreign = flink_deployment(configuration(root), initialSavepointPath="file:///etc/other-tenant/chk-1")
     response = await mutate(handlers(root, pool), resynced, "UPDATE", foreign)
@@ -202,13 +269,16 @@ async def test_update_keeps_a_carried_path_only_when_it_belongs(root, pool):
     assert path == f"file://{root}/checkpoints/{JOB}/chk-7"  # looked up afresh, inside the root
 
 
-@pytest.mark.parametrize("directory, reason", [
-    ("checkpoints", "relative"),
-    ("{root}/../other-tenant", "'..'"),
-    ("/other-tenant/checkpoints", "outside the allowed roots"),
-    ("gopher://host/checkpoints", "scheme"),
-    ("s3://AKIA:secret@bucket/checkpoints", "credentials"),
-])
+@pytest.mark.parametrize(
+    "directory, reason",
+    [
+        ("checkpoints", "relative"),
+        ("{root}/../other-tenant", "'..'"),
+        ("/other-tenant/checkpoints", "outside the allowed roots"),
+        ("gopher://host/checkpoints", "scheme"),
+        ("s3://AKIA:secret@bucket/checkpoints", "credentials"),
+    ],
+)
 async def test_hostile_configuration_gets_the_configured_answer_with_the_reason(root, pool, directory, reason):
     obj = flink_deployment({"state.checkpoints.dir": directory.format(root=root)})
     response = await mutate(handlers(root, pool), obj)
@@ -221,8 +291,9 @@ async def test_hostile_configuration_gets_the_configured_answer_with_the_reason(
 
 
 async def test_state_loss_is_warned_at_admission(root, pool):
-    obj = flink_deployment(configuration(root, **{
-        "execution.checkpointing.externalized-checkpoint-retention": "DELETE_ON_CANCELLATION"}))
+    obj = flink_deployment(
+        configuration(root, **{"execution.checkpointing.externalized-checkpoint-retention": "DELETE_ON_CANCELLATION"})
+    )
     response = await mutate(handlers(root, pool), obj)
     assert any("DELETE_ON_CANCELLATION" in warning for warning in response["warnings"])
     response = await mutate(handlers(root, pool), flink_deployment())
@@ -230,15 +301,17 @@ async def test_state_loss_is_warned_at_admission(root, pool):
 
 
 async def test_restore_over_real_tls_with_the_default_layout(root, tmp_path):
-    settings = Settings(port=0, cert_dir=tmp_path / "certs",
-                        savepoint=SavepointSettings(checkpoint_root=f"file://{root}"))
+    settings = Settings(
+        port=0, cert_dir=tmp_path / "certs", savepoint=SavepointSettings(checkpoint_root=f"file://{root}")
+    )
     relay = RelayServer(settings)
     await relay.start()
     obj = flink_deployment(configuration(root))
     try:
         async with aiohttp.ClientSession() as session:
-            async with session.post(f"{relay.url}/mutate", json=admission_review(obj),
-                                    ssl=client_tls(relay.files.ca_file)) as http:
+            async with session.post(
+                f"{relay.url}/mutate", json=admission_review(obj), ssl=client_tls(relay.files.ca_file)
+            ) as http:
                 assert http.status == 200
                 response = (await http.json())["response"]
     finally:

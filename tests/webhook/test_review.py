@@ -154,8 +154,10 @@ def test_v1beta1_review_is_refused_with_the_fix():
     error = refusal(encoded(review))
 
     assert isinstance(error, UnsupportedVersion) and error.status == 400
-    assert str(error) == ("apiVersion 'admission.k8s.io/v1beta1' is not supported; expected admission.k8s.io/v1 "
-                          "(set admissionReviewVersions: [v1])")
+    assert str(error) == (
+        "apiVersion 'admission.k8s.io/v1beta1' is not supported; expected admission.k8s.io/v1 "
+        "(set admissionReviewVersions: [v1])"
+    )
 
 
 @pytest.mark.parametrize("api_version", [None, "v1", "admission.k8s.io/v2", ["admission.k8s.io/v1"]])
@@ -212,17 +214,20 @@ def test_uid_of_the_maximum_length_is_read():
     assert parse_review(encoded(review_with(uid="u" * MAX_UID_LENGTH))).uid == "u" * MAX_UID_LENGTH
 
 
-@pytest.mark.parametrize("gvk", [
-    "missing",
-    None,
-    "policy.karmada.io/v1alpha1, Kind=PropagationPolicy",
-    {"group": "policy.karmada.io", "version": "v1alpha1"},
-    {"group": "policy.karmada.io", "kind": "PropagationPolicy"},
-    {"version": "v1alpha1", "kind": "PropagationPolicy"},
-    {"group": "policy.karmada.io", "version": 1, "kind": "PropagationPolicy"},
-    {"group": "policy.karmada.io", "version": "v1alpha1", "kind": ""},
-    {"group": "policy.karmada.io", "version": "", "kind": "PropagationPolicy"},
-])
+@pytest.mark.parametrize(
+    "gvk",
+    [
+        "missing",
+        None,
+        "policy.karmada.io/v1alpha1, Kind=PropagationPolicy",
+        {"group": "policy.karmada.io", "version": "v1alpha1"},
+        {"group": "policy.karmada.io", "kind": "PropagationPolicy"},
+        {"version": "v1alpha1", "kind": "PropagationPolicy"},
+        {"group": "policy.karmada.io", "version": 1, "kind": "PropagationPolicy"},
+        {"group": "policy.karmada.io", "version": "v1alpha1", "kind": ""},
+        {"group": "policy.karmada.io", "version": "", "kind": "PropagationPolicy"},
+    ],
+)
 def test_request_kind_with_missing_or_mistyped_fields_is_refused(gvk):
     review = without(review_with(), "request", "kind") if gvk == "missing" else review_with(kind=gvk)
 
@@ -231,8 +236,9 @@ def test_request_kind_with_missing_or_mistyped_fields_is_refused(gvk):
 
 @pytest.mark.parametrize("operation", ["missing", "create", "PATCH", None, 1])
 def test_unknown_operation_is_refused(operation):
-    review = without(review_with(), "request", "operation") if operation == "missing" else \
-        review_with(operation=operation)
+    review = (
+        without(review_with(), "request", "operation") if operation == "missing" else review_with(operation=operation)
+    )
 
     message = str(refusal(encoded(review)))
 
@@ -257,28 +263,43 @@ def test_delete_with_a_non_object_object_is_refused():
 
 @pytest.mark.parametrize("old", ["policy", [], 0])
 def test_non_object_old_object_is_refused(old):
-    assert str(refusal(encoded(review_with(operation="UPDATE", oldObject=old)))) == \
-        "request.oldObject must be an object or null"
+    assert (
+        str(refusal(encoded(review_with(operation="UPDATE", oldObject=old))))
+        == "request.oldObject must be an object or null"
+    )
 
 
-@pytest.mark.parametrize("field, value", [
-    ("namespace", 7), ("namespace", []), ("namespace", False),
-    ("name", {"n": 1}), ("name", 0),
-    ("dryRun", "true"), ("dryRun", 0), ("dryRun", ""),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("namespace", 7),
+        ("namespace", []),
+        ("namespace", False),
+        ("name", {"n": 1}),
+        ("name", 0),
+        ("dryRun", "true"),
+        ("dryRun", 0),
+        ("dryRun", ""),
+    ],
+)
 def test_mistyped_namespace_name_or_dry_run_is_refused_not_coerced(field, value):
     assert str(refusal(encoded(review_with(**{field: value})))) == (
-        "request.namespace and request.name must be strings, request.dryRun a boolean")
+        "request.namespace and request.name must be strings, request.dryRun a boolean"
+    )
 
 
 # --- hostile JSON -------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("body", [
-    b"[" * 100_000 + b"]" * 100_000,
-    b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
-    b"[" * 100_000,
-], ids=["lists", "objects", "unclosed"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+        b"[" * 100_000,
+    ],
+    ids=["lists", "objects", "unclosed"],
+)
 def test_pathological_nesting_is_a_400_not_a_recursion_error(body):
     error = refusal(body)
 
@@ -301,11 +322,14 @@ def test_many_brackets_side_by_side_or_inside_strings_are_not_nesting():
     assert parse_review(encoded(review_with(object={"spec": spec}))).object == {"spec": spec}
 
 
-@pytest.mark.parametrize("body", [
-    b'{"kind": "AdmissionReview\xff"}',
-    b'{"kind": "\xc3"}',
-    b'{"kind": "\xed\xa0\x80"}',  # a UTF-16 surrogate encoded as UTF-8
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"kind": "AdmissionReview\xff"}',
+        b'{"kind": "\xc3"}',
+        b'{"kind": "\xed\xa0\x80"}',  # a UTF-16 surrogate encoded as UTF-8
+    ],
+)
 def test_invalid_utf8_is_refused(body):
     assert str(refusal(body)).startswith("request body is not UTF-8 (invalid byte at offset ")
 
@@ -327,27 +351,34 @@ def test_non_ascii_text_is_read():
     assert (request.name, request.uid) == ("politique-é", "uid-✓")
 
 
-@pytest.mark.parametrize("body", [
-    b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","kind":"AdmissionReview","request":{}}',
-    b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"a","uid":"b",'
-    b'"kind":{"group":"","version":"v1","kind":"ConfigMap"},"operation":"CREATE","object":{}}}',
-    b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"a",'
-    b'"kind":{"group":"","version":"v1","kind":"ConfigMap"},"operation":"CREATE",'
-    b'"object":{"spec":{"replicas":1,"replicas":100}}}}',
-], ids=["top level", "uid", "inside the object"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","kind":"AdmissionReview","request":{}}',
+        b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"a","uid":"b",'
+        b'"kind":{"group":"","version":"v1","kind":"ConfigMap"},"operation":"CREATE","object":{}}}',
+        b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"a",'
+        b'"kind":{"group":"","version":"v1","kind":"ConfigMap"},"operation":"CREATE",'
+        b'"object":{"spec":{"replicas":1,"replicas":100}}}}',
+    ],
+    ids=["top level", "uid", "inside the object"],
+)
 def test_duplicate_keys_are_refused(body):
     message = str(refusal(body))
 
     assert message.startswith("request body is not acceptable JSON: key '") and "appears twice" in message
 
 
-@pytest.mark.parametrize("number, shown", [
-    (b"1e999", "number '1e999' is out of range"),
-    (b"-1e999", "number '-1e999' is out of range"),
-    (b"NaN", "NaN is not a JSON number"),
-    (b"Infinity", "Infinity is not a JSON number"),
-    (b"-Infinity", "-Infinity is not a JSON number"),
-])
+@pytest.mark.parametrize(
+    "number, shown",
+    [
+        (b"1e999", "number '1e999' is out of range"),
+        (b"-1e999", "number '-1e999' is out of range"),
+        (b"NaN", "NaN is not a JSON number"),
+        (b"Infinity", "Infinity is not a JSON number"),
+        (b"-Infinity", "-Infinity is not a JSON number"),
+    ],
+)
 def test_non_finite_numbers_are_refused(number, shown):
     body = encoded(review_with(object={"spec": {"replicas": "PLACEHOLDER"}})).replace(b'"PLACEHOLDER"', number)
 
@@ -371,7 +402,17 @@ def test_large_and_small_finite_numbers_are_read():
 
 def test_every_review_error_is_a_4xx_with_a_one_line_message():
     """A sweep over the cases above through one assertion: the contract the server relies on."""
-    bodies = [b"", b"x", b"[]", b"{}", encoded({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}),
-              b"[" * 5000, b"\xff", b'{"a":NaN}', b'{"a":1,"a":2}', encoded(review_with(uid="\n" * 3))]
+    bodies = [
+        b"",
+        b"x",
+        b"[]",
+        b"{}",
+        encoded({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}),
+        b"[" * 5000,
+        b"\xff",
+        b'{"a":NaN}',
+        b'{"a":1,"a":2}',
+        encoded(review_with(uid="\n" * 3)),
+    ]
     for body in bodies:
         refusal(body)

@@ -31,9 +31,12 @@ def flink_deployment(job_id=JOB, **job):
     labels = {"app": "basic-example"} | ({LABEL: job_id} if job_id is not None else {})
     spec_job = {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar", "upgradeMode": "stateless"}
     spec_job.update(job)
-    return {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-            "metadata": {"name": "basic-example", "namespace": "flink", "labels": labels},
-            "spec": {"image": "flink:1.17", "flinkVersion": "v1_17", "job": spec_job}}
+    return {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": "basic-example", "namespace": "flink", "labels": labels},
+        "spec": {"image": "flink:1.17", "flinkVersion": "v1_17", "job": spec_job},
+    }
 
 
 def checkpoint_tree(root, *completed, in_progress=()):
@@ -197,9 +200,13 @@ async def test_repeated_admissions_are_served_from_the_cache_until_it_expires(tm
     local = open_store(str(tmp_path))
     fs = CountingFileSystem(local.fs)
     now = [100.0]
-    mutator = SavepointMutator(PROFILES[FLINK_DEPLOYMENT], CheckpointStore(fs, local.fs_root, local.url_root),
-                               executor=pool, cache=__import__("failover.state.checkpoints").state.checkpoints.LookupCache(10),
-                               clock=lambda: now[0])
+    mutator = SavepointMutator(
+        PROFILES[FLINK_DEPLOYMENT],
+        CheckpointStore(fs, local.fs_root, local.url_root),
+        executor=pool,
+        cache=__import__("failover.state.checkpoints").state.checkpoints.LookupCache(10),
+        clock=lambda: now[0],
+    )
     handlers = AdmissionHandlers(mutators={FLINK_DEPLOYMENT: mutator})
     with structlog.testing.capture_logs() as logs:
         first = await mutate(handlers, flink_deployment())
@@ -225,15 +232,18 @@ async def test_other_versions_of_the_kind_are_not_touched(tmp_path, pool):
 
 async def test_mutation_over_real_tls_through_the_relay_server(tmp_path):
     checkpoint_tree(tmp_path / "ckpt", 11, 12, in_progress=(13,))
-    settings = Settings(port=0, cert_dir=tmp_path / "certs",
-                        savepoint=SavepointSettings(checkpoint_root=f"file://{tmp_path / 'ckpt'}",
-                                                    layouts=(KARMADA_EXAMPLE_LAYOUT,)))
+    settings = Settings(
+        port=0,
+        cert_dir=tmp_path / "certs",
+        savepoint=SavepointSettings(checkpoint_root=f"file://{tmp_path / 'ckpt'}", layouts=(KARMADA_EXAMPLE_LAYOUT,)),
+    )
     relay = RelayServer(settings)
     await relay.start()
     try:
         async with aiohttp.ClientSession() as session:
-            async with session.post(f"{relay.url}/mutate", json=admission_review(flink_deployment()),
-                                    ssl=client_tls(relay.files.ca_file)) as http:
+            async with session.post(
+                f"{relay.url}/mutate", json=admission_review(flink_deployment()), ssl=client_tls(relay.files.ca_file)
+            ) as http:
                 assert http.status == 200
                 response = (await http.json())["response"]
             async with session.get(f"{relay.url}/metrics", ssl=client_tls(relay.files.ca_file)) as http:

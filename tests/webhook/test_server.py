@@ -11,8 +11,10 @@ import contextlib
 import json
 import ssl
 import warnings
+from collections.abc import AsyncIterator
+from datetime import UTC
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -37,8 +39,9 @@ async def session_for(relay: RelayServer) -> AsyncIterator[aiohttp.ClientSession
     """A client that verifies the relay's certificate by name, as the apiserver does."""
     assert relay.files.ca_file is not None
     connector = aiohttp.TCPConnector(ssl=client_tls(relay.files.ca_file))
-    async with aiohttp.ClientSession(base_url=relay.url.replace("127.0.0.1", "localhost"),
-                                     connector=connector) as session:
+    async with aiohttp.ClientSession(
+        base_url=relay.url.replace("127.0.0.1", "localhost"), connector=connector
+    ) as session:
         yield session
 
 
@@ -114,8 +117,9 @@ async def test_mutate_defaults_in_the_legacy_spelling_when_configured(tmp_path: 
             response = await post_review(client, "/mutate", admission_review(policy))
     finally:
         await relay.stop()
-    assert {"op": "add", "path": "/spec/failover/application/purgeMode", "value": "Graciously"} in \
-        decoded_patch(response)
+    assert {"op": "add", "path": "/spec/failover/application/purgeMode", "value": "Graciously"} in decoded_patch(
+        response
+    )
 
 
 async def test_mutate_of_a_complete_policy_carries_no_patch(client: aiohttp.ClientSession) -> None:
@@ -139,8 +143,12 @@ async def test_delete_is_not_judged(client: aiohttp.ClientSession) -> None:
 
 async def test_rebalancer_with_duplicate_workloads_is_denied(client: aiohttp.ClientSession) -> None:
     workload = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "demo", "namespace": "default"}
-    rebalancer = {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
-                  "metadata": {"name": "demo"}, "spec": {"workloads": [workload, dict(workload)]}}
+    rebalancer = {
+        "apiVersion": "apps.karmada.io/v1alpha1",
+        "kind": "WorkloadRebalancer",
+        "metadata": {"name": "demo"},
+        "spec": {"workloads": [workload, dict(workload)]},
+    }
     response = await post_review(client, "/validate", admission_review(rebalancer))
     assert response["allowed"] is False
     assert "spec.workloads[1]" in response["status"]["message"]
@@ -152,13 +160,32 @@ async def test_rebalancer_with_duplicate_workloads_is_denied(client: aiohttp.Cli
         (b"", "application/json", 400, "request body is empty"),
         (b"{not json", "application/json", 400, "not JSON"),
         (b"[1, 2]", "application/json", 400, "not a JSON object"),
-        (json.dumps({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
-                     "request": {"uid": "x"}}).encode(), "application/json", 400, "v1beta1"),
-        (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).encode(),
-         "application/json", 400, "request is missing"),
-        (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                     "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}}}).encode(),
-         "application/json", 400, "request.uid"),
+        (
+            json.dumps(
+                {"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {"uid": "x"}}
+            ).encode(),
+            "application/json",
+            400,
+            "v1beta1",
+        ),
+        (
+            json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).encode(),
+            "application/json",
+            400,
+            "request is missing",
+        ),
+        (
+            json.dumps(
+                {
+                    "apiVersion": "admission.k8s.io/v1",
+                    "kind": "AdmissionReview",
+                    "request": {"kind": {"group": "", "version": "v1", "kind": "Pod"}},
+                }
+            ).encode(),
+            "application/json",
+            400,
+            "request.uid",
+        ),
         (b"[" * 30_000 + b"]" * 30_000, "application/json", 400, "nests deeper"),
         (b"{}", "text/plain", 415, "application/json"),
     ],
@@ -199,8 +226,9 @@ async def test_health_readiness_and_metrics(client: aiohttp.ClientSession, relay
     async with client.get("/metrics") as response:
         assert response.status == 200
         exposition = await response.text()
-    assert ('failover_relay_admission_requests_total{endpoint="validate",kind="PropagationPolicy",'
-            'verdict="denied"} 1.0') in exposition
+    assert (
+        'failover_relay_admission_requests_total{endpoint="validate",kind="PropagationPolicy",verdict="denied"} 1.0'
+    ) in exposition
     assert "failover_relay_admission_latency_seconds_bucket" in exposition
     assert "failover_relay_admission_requests_in_flight" in exposition
     relay.readiness.shutting_down = True
@@ -210,7 +238,8 @@ async def test_health_readiness_and_metrics(client: aiohttp.ClientSession, relay
 
 
 async def test_metrics_name_only_served_kinds_and_count_requests_in_flight(
-        client: aiohttp.ClientSession, relay: RelayServer) -> None:
+    client: aiohttp.ClientSession, relay: RelayServer
+) -> None:
     for kind in ("MadeUpKind1", "MadeUpKind2"):
         review = admission_review({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}})
         review["request"]["kind"]["kind"] = kind
@@ -219,8 +248,9 @@ async def test_metrics_name_only_served_kinds_and_count_requests_in_flight(
     async with client.get("/metrics") as response:
         exposition = await response.text()
     relay.metrics.requests_in_flight -= 3
-    assert ('failover_relay_admission_requests_total{endpoint="validate",kind="other",'
-            'verdict="allowed"} 2.0') in exposition
+    assert (
+        'failover_relay_admission_requests_total{endpoint="validate",kind="other",verdict="allowed"} 2.0'
+    ) in exposition
     assert "MadeUpKind" not in exposition
     assert "failover_relay_admission_requests_in_flight 3.0" in exposition
 
@@ -248,13 +278,12 @@ async def test_tls_below_1_2_is_refused(relay: RelayServer) -> None:
 async def test_certificate_names_cover_loopback_addresses(relay: RelayServer) -> None:
     context = client_tls(relay.files.ca_file)  # type: ignore[arg-type]
     for server_hostname in ("localhost", "127.0.0.1"):
-        _, writer = await asyncio.open_connection("127.0.0.1", relay.port, ssl=context,
-                                                  server_hostname=server_hostname)
+        _, writer = await asyncio.open_connection("127.0.0.1", relay.port, ssl=context, server_hostname=server_hostname)
         writer.close()
 
 
 async def test_mtls_refuses_admissions_without_a_client_certificate(tmp_path: Path) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -263,20 +292,26 @@ async def test_mtls_refuses_admissions_without_a_client_certificate(tmp_path: Pa
 
     from certs.authority import generate_ca
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     client_ca = generate_ca("apiserver-client-ca", now, timedelta(days=1))
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")])
-    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(client_ca.certificate.subject)
-                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                   .not_valid_before(now - timedelta(minutes=1)).not_valid_after(now + timedelta(hours=1))
-                   .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-                   .sign(client_ca.private_key, hashes.SHA256()))
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(client_ca.certificate.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=1))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(client_ca.private_key, hashes.SHA256())
+    )
     (tmp_path / "client-ca.crt").write_bytes(client_ca.certificate_pem)
     (tmp_path / "client.pem").write_bytes(
         certificate.public_bytes(serialization.Encoding.PEM)
-        + key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption()))
+        + key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     relay = RelayServer(Settings(port=0, cert_dir=tmp_path / "certs", client_ca_file=tmp_path / "client-ca.crt"))
     await relay.start()
     try:

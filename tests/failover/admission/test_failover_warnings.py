@@ -9,14 +9,19 @@ from failover.admission.failover_warnings import failover_warnings
 from failover.admission.policy import validate_policy
 
 POLICY: dict[str, Any] = {
-    "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+    "apiVersion": "policy.karmada.io/v1alpha1",
+    "kind": "PropagationPolicy",
     "metadata": {"name": "flink", "namespace": "default"},
     "spec": {
         "propagateDeps": True,
         "resourceSelectors": [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "name": "job"}],
-        "placement": {"clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"]},
-                                            {"affinityName": "backup", "clusterNames": ["member2"]}],
-                      "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]},
+        "placement": {
+            "clusterAffinities": [
+                {"affinityName": "primary", "clusterNames": ["member1"]},
+                {"affinityName": "backup", "clusterNames": ["member2"]},
+            ],
+            "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}],
+        },
         "failover": {"application": {"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Directly"}},
     },
 }
@@ -37,9 +42,11 @@ def test_the_documented_flink_policy_with_ordered_affinities_gets_no_warning() -
 
 
 def test_kinds_karmada_cannot_judge_healthy_warn() -> None:
-    selectors = [{"apiVersion": "batch/v1", "kind": "Job"},
-                 {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob"},
-                 {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment"}]
+    selectors = [
+        {"apiVersion": "batch/v1", "kind": "Job"},
+        {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob"},
+        {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment"},
+    ]
     warnings = failover_warnings(policy(resourceSelectors=selectors))
     assert [w.split(":")[0] for w in warnings] == ["Job", "FlinkSessionJob", "FlinkBlueGreenDeployment"]
     assert all("#7843" in w and len(w) <= 120 for w in warnings)
@@ -53,26 +60,31 @@ def test_a_kind_without_health_does_not_warn_without_application_failover() -> N
 
 def test_a_placement_with_no_other_cluster_warns() -> None:
     assert failover_warnings(policy(placement={"clusterAffinity": {"clusterNames": ["member1"]}})) == [
-        "spec.placement names only member1: a failover has no other cluster to go to (#5803)"]
+        "spec.placement names only member1: a failover has no other cluster to go to (#5803)"
+    ]
     excluded = {"clusterAffinity": {"clusterNames": ["member1", "member2"], "exclude": ["member2"]}}
     assert len(failover_warnings(policy(placement=excluded))) == 1
     assert failover_warnings(policy(placement={"clusterAffinity": {"labelSelector": {"matchLabels": {}}}})) == []
 
 
 def test_cluster_failover_that_tolerates_every_no_execute_taint_warns() -> None:
-    obj = policy(placement={**POLICY["spec"]["placement"],
-                            "clusterTolerations": [{"operator": "Exists", "effect": "NoExecute"}]})
+    obj = policy(
+        placement={**POLICY["spec"]["placement"], "clusterTolerations": [{"operator": "Exists", "effect": "NoExecute"}]}
+    )
     obj["spec"]["failover"]["cluster"] = {"purgeMode": "Directly"}
     assert failover_warnings(obj) == [
-        "spec.failover.cluster: clusterTolerations tolerate every NoExecute taint, so Karmada never evicts"]
+        "spec.failover.cluster: clusterTolerations tolerate every NoExecute taint, so Karmada never evicts"
+    ]
     bounded = copy.deepcopy(obj)
     bounded["spec"]["placement"]["clusterTolerations"][0]["tolerationSeconds"] = 30
     assert failover_warnings(bounded) == []
 
 
 def test_failback_on_a_flat_affinity_of_three_warns_and_of_two_does_not() -> None:
-    flat = {"clusterAffinity": {"clusterNames": ["member1", "member2", "member3"]},
-            "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1}]}
+    flat = {
+        "clusterAffinity": {"clusterNames": ["member1", "member2", "member3"]},
+        "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1}],
+    }
     on = {"failover-relay.io/failback": "true"}
     assert "ordered clusterAffinities" in failover_warnings(policy(placement=flat, annotations=on))[0]
     two = {**flat, "clusterAffinity": {"clusterNames": ["member1", "member2"]}}
@@ -98,10 +110,15 @@ def stateful(*rules: dict[str, str], section: str = "application", **changes: An
 
 
 def test_a_stateful_flink_policy_keeping_the_job_id_under_a_trigger_label_gets_no_warning() -> None:
-    for label in ("application.karmada.io/failover-jobid", "application.karmada.io/cluster-failover-jobid",
-                  "resourcebinding.karmada.io/failover-jobid"):
-        rules = [{"aliasLabelName": "example.com/state", "jsonPath": "{ .jobStatus.state }"},
-                 {"aliasLabelName": label, "jsonPath": "{.jobStatus.jobId}"}]
+    for label in (
+        "application.karmada.io/failover-jobid",
+        "application.karmada.io/cluster-failover-jobid",
+        "resourcebinding.karmada.io/failover-jobid",
+    ):
+        rules = [
+            {"aliasLabelName": "example.com/state", "jsonPath": "{ .jobStatus.state }"},
+            {"aliasLabelName": label, "jsonPath": "{.jobStatus.jobId}"},
+        ]
         assert failover_warnings(stateful(*rules)) == []
         assert failover_warnings(stateful(*rules, section="cluster")) == []
 
@@ -117,7 +134,8 @@ def test_the_job_id_under_a_label_the_relay_does_not_restore_on_warns() -> None:
     rules = [KEEP_JOB_ID | {"aliasLabelName": "example.com/jobid"}, KEEP_JOB_ID | {"aliasLabelName": "example.com/x"}]
 
     assert failover_warnings(stateful(*rules)) == [
-        f"{APP_SP}.rules[0].aliasLabelName: no restore runs on this label (docs/restore.md)"]
+        f"{APP_SP}.rules[0].aliasLabelName: no restore runs on this label (docs/restore.md)"
+    ]
     # A relay configured with that label (savepoint.jobIdLabel) restores on it.
     assert failover_warnings(stateful(*rules), trigger_labels=("example.com/x",)) == []
 
@@ -140,8 +158,9 @@ def test_the_job_id_typo_is_left_to_its_own_warning_and_bad_rules_to_denials() -
 
 
 def test_the_policy_webhook_warns_where_flink_restarts_without_state() -> None:
-    verdict = validate_policy(stateful({"aliasLabelName": "example.com/jobid", "jsonPath": "{ .jobStatus.jobId }"},
-                                       propagateDeps=True))
+    verdict = validate_policy(
+        stateful({"aliasLabelName": "example.com/jobid", "jsonPath": "{ .jobStatus.jobId }"}, propagateDeps=True)
+    )
 
     assert verdict.allowed
     assert f"{APP_SP}.rules[0].aliasLabelName: no restore runs on this label (docs/restore.md)" in verdict.warnings

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from failover.admission.policy import validate_policy
 from failover.core.verdict import MAX_WARNING_LENGTH
@@ -104,139 +105,335 @@ DENIALS = [
     ("propagate-deps-string", {"spec.propagateDeps": "true"}, "spec.propagateDeps", "true or false, got a string"),
     ("propagate-deps-int", {"spec.propagateDeps": 1}, "spec.propagateDeps", "true or false, got a number"),
     # tolerationSeconds.
-    ("toleration-negative", {f"{APP}.decisionConditions.tolerationSeconds": -1},
-     f"{APP}.decisionConditions.tolerationSeconds", "must be 0 or more, got -1; omit it for the default 300"),
-    ("toleration-int32-min", {f"{APP}.decisionConditions.tolerationSeconds": -(2**31)},
-     f"{APP}.decisionConditions.tolerationSeconds", "must be 0 or more"),
-    ("toleration-int32-overflow", {f"{APP}.decisionConditions.tolerationSeconds": 2**31},
-     f"{APP}.decisionConditions.tolerationSeconds", "between -2147483648 and 2147483647"),
-    ("toleration-int64-underflow", {f"{APP}.decisionConditions.tolerationSeconds": -(2**63)},
-     f"{APP}.decisionConditions.tolerationSeconds", "32-bit integer"),
-    ("toleration-5000-digits", {f"{APP}.decisionConditions.tolerationSeconds": 10**5000},
-     f"{APP}.decisionConditions.tolerationSeconds", "32-bit integer"),
-    ("toleration-string", {f"{APP}.decisionConditions.tolerationSeconds": "300"},
-     f"{APP}.decisionConditions.tolerationSeconds", "must be an integer, got a string"),
-    ("toleration-fraction", {f"{APP}.decisionConditions.tolerationSeconds": 300.5},
-     f"{APP}.decisionConditions.tolerationSeconds", "must be an integer, got a number"),
-    ("toleration-infinity", {f"{APP}.decisionConditions.tolerationSeconds": float("inf")},
-     f"{APP}.decisionConditions.tolerationSeconds", "must be an integer"),
-    ("toleration-nan", {f"{APP}.decisionConditions.tolerationSeconds": float("nan")},
-     f"{APP}.decisionConditions.tolerationSeconds", "must be an integer"),
-    ("toleration-bool", {f"{APP}.decisionConditions.tolerationSeconds": True},
-     f"{APP}.decisionConditions.tolerationSeconds", "must be an integer, got a boolean"),
-    ("toleration-list", {f"{APP}.decisionConditions.tolerationSeconds": [300]},
-     f"{APP}.decisionConditions.tolerationSeconds", "must be an integer, got a list"),
-    ("decision-conditions-list", {f"{APP}.decisionConditions": [{"tolerationSeconds": 300}]},
-     f"{APP}.decisionConditions", "must be an object, got a list"),
+    (
+        "toleration-negative",
+        {f"{APP}.decisionConditions.tolerationSeconds": -1},
+        f"{APP}.decisionConditions.tolerationSeconds",
+        "must be 0 or more, got -1; omit it for the default 300",
+    ),
+    (
+        "toleration-int32-min",
+        {f"{APP}.decisionConditions.tolerationSeconds": -(2**31)},
+        f"{APP}.decisionConditions.tolerationSeconds",
+        "must be 0 or more",
+    ),
+    (
+        "toleration-int32-overflow",
+        {f"{APP}.decisionConditions.tolerationSeconds": 2**31},
+        f"{APP}.decisionConditions.tolerationSeconds",
+        "between -2147483648 and 2147483647",
+    ),
+    (
+        "toleration-int64-underflow",
+        {f"{APP}.decisionConditions.tolerationSeconds": -(2**63)},
+        f"{APP}.decisionConditions.tolerationSeconds",
+        "32-bit integer",
+    ),
+    (
+        "toleration-5000-digits",
+        {f"{APP}.decisionConditions.tolerationSeconds": 10**5000},
+        f"{APP}.decisionConditions.tolerationSeconds",
+        "32-bit integer",
+    ),
+    (
+        "toleration-string",
+        {f"{APP}.decisionConditions.tolerationSeconds": "300"},
+        f"{APP}.decisionConditions.tolerationSeconds",
+        "must be an integer, got a string",
+    ),
+    (
+        "toleration-fraction",
+        {f"{APP}.decisionConditions.tolerationSeconds": 300.5},
+        f"{APP}.decisionConditions.tolerationSeconds",
+        "must be an integer, got a number",
+    ),
+    (
+        "toleration-infinity",
+        {f"{APP}.decisionConditions.tolerationSeconds": float("inf")},
+        f"{APP}.decisionConditions.tolerationSeconds",
+        "must be an integer",
+    ),
+    (
+        "toleration-nan",
+        {f"{APP}.decisionConditions.tolerationSeconds": float("nan")},
+        f"{APP}.decisionConditions.tolerationSeconds",
+        "must be an integer",
+    ),
+    (
+        "toleration-bool",
+        {f"{APP}.decisionConditions.tolerationSeconds": True},
+        f"{APP}.decisionConditions.tolerationSeconds",
+        "must be an integer, got a boolean",
+    ),
+    (
+        "toleration-list",
+        {f"{APP}.decisionConditions.tolerationSeconds": [300]},
+        f"{APP}.decisionConditions.tolerationSeconds",
+        "must be an integer, got a list",
+    ),
+    (
+        "decision-conditions-list",
+        {f"{APP}.decisionConditions": [{"tolerationSeconds": 300}]},
+        f"{APP}.decisionConditions",
+        "must be an object, got a list",
+    ),
     # gracePeriodSeconds (Karmada rules 5 and 7).
-    ("grace-with-directly", {f"{APP}.statePreservation": DELETE, f"{APP}.gracePeriodSeconds": 600},
-     f"{APP}.gracePeriodSeconds", "not Directly; remove it or set purgeMode: Gracefully"),
-    ("grace-with-immediately", {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Immediately",
-                                f"{APP}.gracePeriodSeconds": 600},
-     f"{APP}.gracePeriodSeconds", "not Immediately; remove it or set purgeMode: Gracefully"),
-    ("grace-with-never", {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Never",
-                          f"{APP}.gracePeriodSeconds": 600},
-     f"{APP}.gracePeriodSeconds", "not Never; remove it or set purgeMode: Gracefully"),
-    ("grace-zero", {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Gracefully",
-                    f"{APP}.gracePeriodSeconds": 0},
-     f"{APP}.gracePeriodSeconds", "must be greater than 0, got 0; omit it for the default 600"),
-    ("grace-negative-graciously", {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Graciously",
-                                   f"{APP}.gracePeriodSeconds": -30},
-     f"{APP}.gracePeriodSeconds", "must be greater than 0, got -30"),
-    ("grace-zero-default-purge-mode", {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": DELETE,
-                                       f"{APP}.gracePeriodSeconds": 0},
-     f"{APP}.gracePeriodSeconds", "must be greater than 0"),
-    ("grace-overflow", {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Gracefully",
-                        f"{APP}.gracePeriodSeconds": 2**31}, f"{APP}.gracePeriodSeconds", "32-bit integer"),
-    ("grace-string", {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Gracefully",
-                      f"{APP}.gracePeriodSeconds": "10m"}, f"{APP}.gracePeriodSeconds", "must be an integer"),
+    (
+        "grace-with-directly",
+        {f"{APP}.statePreservation": DELETE, f"{APP}.gracePeriodSeconds": 600},
+        f"{APP}.gracePeriodSeconds",
+        "not Directly; remove it or set purgeMode: Gracefully",
+    ),
+    (
+        "grace-with-immediately",
+        {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Immediately", f"{APP}.gracePeriodSeconds": 600},
+        f"{APP}.gracePeriodSeconds",
+        "not Immediately; remove it or set purgeMode: Gracefully",
+    ),
+    (
+        "grace-with-never",
+        {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Never", f"{APP}.gracePeriodSeconds": 600},
+        f"{APP}.gracePeriodSeconds",
+        "not Never; remove it or set purgeMode: Gracefully",
+    ),
+    (
+        "grace-zero",
+        {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Gracefully", f"{APP}.gracePeriodSeconds": 0},
+        f"{APP}.gracePeriodSeconds",
+        "must be greater than 0, got 0; omit it for the default 600",
+    ),
+    (
+        "grace-negative-graciously",
+        {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Graciously", f"{APP}.gracePeriodSeconds": -30},
+        f"{APP}.gracePeriodSeconds",
+        "must be greater than 0, got -30",
+    ),
+    (
+        "grace-zero-default-purge-mode",
+        {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": DELETE, f"{APP}.gracePeriodSeconds": 0},
+        f"{APP}.gracePeriodSeconds",
+        "must be greater than 0",
+    ),
+    (
+        "grace-overflow",
+        {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Gracefully", f"{APP}.gracePeriodSeconds": 2**31},
+        f"{APP}.gracePeriodSeconds",
+        "32-bit integer",
+    ),
+    (
+        "grace-string",
+        {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Gracefully", f"{APP}.gracePeriodSeconds": "10m"},
+        f"{APP}.gracePeriodSeconds",
+        "must be an integer",
+    ),
     # purgeMode.
-    ("purge-unknown", {f"{APP}.purgeMode": "Soon"},
-     f"{APP}.purgeMode", "unknown purge mode 'Soon'; use one of Directly, Gracefully, Never"),
+    (
+        "purge-unknown",
+        {f"{APP}.purgeMode": "Soon"},
+        f"{APP}.purgeMode",
+        "unknown purge mode 'Soon'; use one of Directly, Gracefully, Never",
+    ),
     ("purge-wrong-case", {f"{APP}.purgeMode": "directly"}, f"{APP}.purgeMode", "unknown purge mode 'directly'"),
     ("purge-empty", {f"{APP}.purgeMode": ""}, f"{APP}.purgeMode", "unknown purge mode ''"),
     ("purge-number", {f"{APP}.purgeMode": 1}, f"{APP}.purgeMode", "must be a string, got a number"),
     ("purge-map", {f"{APP}.purgeMode": {"mode": "Directly"}}, f"{APP}.purgeMode", "must be a string, got an object"),
     ("purge-huge", {f"{APP}.purgeMode": HUGE}, f"{APP}.purgeMode", "unknown purge mode 'xxxx"),
-    ("cluster-purge-never", {f"{CLUSTER}.purgeMode": "Never"},
-     f"{CLUSTER}.purgeMode", "Never is not a purge mode of this section; use one of Directly, Gracefully"),
-    ("cluster-purge-unknown", {f"{CLUSTER}.purgeMode": "Later"},
-     f"{CLUSTER}.purgeMode", "use one of Directly, Gracefully"),
+    (
+        "cluster-purge-never",
+        {f"{CLUSTER}.purgeMode": "Never"},
+        f"{CLUSTER}.purgeMode",
+        "Never is not a purge mode of this section; use one of Directly, Gracefully",
+    ),
+    (
+        "cluster-purge-unknown",
+        {f"{CLUSTER}.purgeMode": "Later"},
+        f"{CLUSTER}.purgeMode",
+        "use one of Directly, Gracefully",
+    ),
     # statePreservation needs Directly (Karmada accepts the others and silently never injects).
-    ("state-with-gracefully", {f"{APP}.purgeMode": "Gracefully", f"{APP}.gracePeriodSeconds": 600},
-     f"{APP}.statePreservation", "but it is Gracefully: Karmada would accept it"),
-    ("state-with-graciously", {f"{APP}.purgeMode": "Graciously"},
-     f"{APP}.statePreservation", "but it is Graciously"),
+    (
+        "state-with-gracefully",
+        {f"{APP}.purgeMode": "Gracefully", f"{APP}.gracePeriodSeconds": 600},
+        f"{APP}.statePreservation",
+        "but it is Gracefully: Karmada would accept it",
+    ),
+    ("state-with-graciously", {f"{APP}.purgeMode": "Graciously"}, f"{APP}.statePreservation", "but it is Graciously"),
     ("state-with-never", {f"{APP}.purgeMode": "Never"}, f"{APP}.statePreservation", "set purgeMode: Directly"),
-    ("state-with-default-purge-mode", {f"{APP}.purgeMode": DELETE},
-     f"{APP}.statePreservation", "but it is Gracefully: Karmada would accept it"),
-    ("cluster-state-with-gracefully", {f"{CLUSTER}.purgeMode": "Gracefully"},
-     f"{CLUSTER}.statePreservation", "set purgeMode: Directly"),
-    ("cluster-state-with-default-purge-mode", {f"{CLUSTER}.purgeMode": DELETE},
-     f"{CLUSTER}.statePreservation", "but it is Gracefully"),
-    ("state-preservation-list", {f"{APP}.statePreservation": []},
-     f"{APP}.statePreservation", "must be an object, got a list"),
+    (
+        "state-with-default-purge-mode",
+        {f"{APP}.purgeMode": DELETE},
+        f"{APP}.statePreservation",
+        "but it is Gracefully: Karmada would accept it",
+    ),
+    (
+        "cluster-state-with-gracefully",
+        {f"{CLUSTER}.purgeMode": "Gracefully"},
+        f"{CLUSTER}.statePreservation",
+        "set purgeMode: Directly",
+    ),
+    (
+        "cluster-state-with-default-purge-mode",
+        {f"{CLUSTER}.purgeMode": DELETE},
+        f"{CLUSTER}.statePreservation",
+        "but it is Gracefully",
+    ),
+    (
+        "state-preservation-list",
+        {f"{APP}.statePreservation": []},
+        f"{APP}.statePreservation",
+        "must be an object, got a list",
+    ),
     # rules.
-    ("rules-empty", {f"{APP}.statePreservation.rules": []},
-     f"{APP}.statePreservation.rules", "needs at least one rule of aliasLabelName and jsonPath"),
+    (
+        "rules-empty",
+        {f"{APP}.statePreservation.rules": []},
+        f"{APP}.statePreservation.rules",
+        "needs at least one rule of aliasLabelName and jsonPath",
+    ),
     ("rules-null", {f"{APP}.statePreservation.rules": None}, f"{APP}.statePreservation.rules", "at least one rule"),
     ("rules-missing", {f"{APP}.statePreservation": {}}, f"{APP}.statePreservation.rules", "at least one rule"),
-    ("cluster-rules-empty", {f"{CLUSTER}.statePreservation.rules": []},
-     f"{CLUSTER}.statePreservation.rules", "at least one rule"),
-    ("rules-map", {f"{APP}.statePreservation.rules": {"aliasLabelName": "a", "jsonPath": "{.a}"}},
-     f"{APP}.statePreservation.rules", "must be a list, got an object"),
-    ("rule-string", {f"{APP}.statePreservation.rules": ["{ .jobStatus.jobId }"]},
-     APP_RULE_PATH, "must be an object with aliasLabelName and jsonPath"),
+    (
+        "cluster-rules-empty",
+        {f"{CLUSTER}.statePreservation.rules": []},
+        f"{CLUSTER}.statePreservation.rules",
+        "at least one rule",
+    ),
+    (
+        "rules-map",
+        {f"{APP}.statePreservation.rules": {"aliasLabelName": "a", "jsonPath": "{.a}"}},
+        f"{APP}.statePreservation.rules",
+        "must be a list, got an object",
+    ),
+    (
+        "rule-string",
+        {f"{APP}.statePreservation.rules": ["{ .jobStatus.jobId }"]},
+        APP_RULE_PATH,
+        "must be an object with aliasLabelName and jsonPath",
+    ),
     # aliasLabelName.
-    ("alias-missing", {f"{APP_RULE}.aliasLabelName": DELETE},
-     f"{APP_RULE_PATH}.aliasLabelName", "is required: the label key that carries the state"),
+    (
+        "alias-missing",
+        {f"{APP_RULE}.aliasLabelName": DELETE},
+        f"{APP_RULE_PATH}.aliasLabelName",
+        "is required: the label key that carries the state",
+    ),
     ("alias-null", {f"{APP_RULE}.aliasLabelName": None}, f"{APP_RULE_PATH}.aliasLabelName", "is required"),
-    ("alias-empty", {f"{APP_RULE}.aliasLabelName": ""},
-     f"{APP_RULE_PATH}.aliasLabelName", "'' is not a valid label key: must be a non-empty string"),
+    (
+        "alias-empty",
+        {f"{APP_RULE}.aliasLabelName": ""},
+        f"{APP_RULE_PATH}.aliasLabelName",
+        "'' is not a valid label key: must be a non-empty string",
+    ),
     ("alias-number", {f"{APP_RULE}.aliasLabelName": 7}, f"{APP_RULE_PATH}.aliasLabelName", "must be a string"),
-    ("alias-space", {f"{APP_RULE}.aliasLabelName": "failover jobid"},
-     f"{APP_RULE_PATH}.aliasLabelName", "name part must be alphanumerics"),
-    ("alias-two-slashes", {f"{APP_RULE}.aliasLabelName": "application.karmada.io/failover/state/jobid"},
-     f"{APP_RULE_PATH}.aliasLabelName", "at most one '/'"),
-    ("alias-uppercase-prefix", {f"{APP_RULE}.aliasLabelName": "Application.Karmada.io/failover-jobid"},
-     f"{APP_RULE_PATH}.aliasLabelName", "lowercase DNS subdomain"),
-    ("alias-empty-prefix", {f"{APP_RULE}.aliasLabelName": "/failover-jobid"},
-     f"{APP_RULE_PATH}.aliasLabelName", "prefix before '/' must not be empty"),
-    ("alias-empty-name", {f"{APP_RULE}.aliasLabelName": "application.karmada.io/"},
-     f"{APP_RULE_PATH}.aliasLabelName", "name part must not be empty"),
-    ("alias-name-64", {f"{APP_RULE}.aliasLabelName": "a" * 64},
-     f"{APP_RULE_PATH}.aliasLabelName", "at most 63 characters"),
-    ("alias-unicode", {f"{APP_RULE}.aliasLabelName": "application.karmada.io/jöbid"},
-     f"{APP_RULE_PATH}.aliasLabelName", "name part must be alphanumerics"),
+    (
+        "alias-space",
+        {f"{APP_RULE}.aliasLabelName": "failover jobid"},
+        f"{APP_RULE_PATH}.aliasLabelName",
+        "name part must be alphanumerics",
+    ),
+    (
+        "alias-two-slashes",
+        {f"{APP_RULE}.aliasLabelName": "application.karmada.io/failover/state/jobid"},
+        f"{APP_RULE_PATH}.aliasLabelName",
+        "at most one '/'",
+    ),
+    (
+        "alias-uppercase-prefix",
+        {f"{APP_RULE}.aliasLabelName": "Application.Karmada.io/failover-jobid"},
+        f"{APP_RULE_PATH}.aliasLabelName",
+        "lowercase DNS subdomain",
+    ),
+    (
+        "alias-empty-prefix",
+        {f"{APP_RULE}.aliasLabelName": "/failover-jobid"},
+        f"{APP_RULE_PATH}.aliasLabelName",
+        "prefix before '/' must not be empty",
+    ),
+    (
+        "alias-empty-name",
+        {f"{APP_RULE}.aliasLabelName": "application.karmada.io/"},
+        f"{APP_RULE_PATH}.aliasLabelName",
+        "name part must not be empty",
+    ),
+    (
+        "alias-name-64",
+        {f"{APP_RULE}.aliasLabelName": "a" * 64},
+        f"{APP_RULE_PATH}.aliasLabelName",
+        "at most 63 characters",
+    ),
+    (
+        "alias-unicode",
+        {f"{APP_RULE}.aliasLabelName": "application.karmada.io/jöbid"},
+        f"{APP_RULE_PATH}.aliasLabelName",
+        "name part must be alphanumerics",
+    ),
     ("alias-huge", {f"{APP_RULE}.aliasLabelName": HUGE}, f"{APP_RULE_PATH}.aliasLabelName", "not a valid label key"),
-    ("cluster-alias-invalid", {f"{CLUSTER_RULE}.aliasLabelName": "-jobid"},
-     f"{CLUSTER_RULE_PATH}.aliasLabelName", "not a valid label key"),
-    ("alias-duplicated", {f"{APP}.statePreservation.rules": [
-        {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"},
-        {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobName }"},
-    ]}, f"{APP}.statePreservation.rules[1].aliasLabelName",
-     "'application.karmada.io/failover-jobid' is used by another rule; label keys must be unique"),
+    (
+        "cluster-alias-invalid",
+        {f"{CLUSTER_RULE}.aliasLabelName": "-jobid"},
+        f"{CLUSTER_RULE_PATH}.aliasLabelName",
+        "not a valid label key",
+    ),
+    (
+        "alias-duplicated",
+        {
+            f"{APP}.statePreservation.rules": [
+                {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"},
+                {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobName }"},
+            ]
+        },
+        f"{APP}.statePreservation.rules[1].aliasLabelName",
+        "'application.karmada.io/failover-jobid' is used by another rule; label keys must be unique",
+    ),
     # jsonPath.
-    ("json-path-missing", {f"{APP_RULE}.jsonPath": DELETE},
-     f"{APP_RULE_PATH}.jsonPath", "is required, for example '{ .jobStatus.jobId }'"),
+    (
+        "json-path-missing",
+        {f"{APP_RULE}.jsonPath": DELETE},
+        f"{APP_RULE_PATH}.jsonPath",
+        "is required, for example '{ .jobStatus.jobId }'",
+    ),
     ("json-path-number", {f"{APP_RULE}.jsonPath": 1}, f"{APP_RULE_PATH}.jsonPath", "must be a string"),
-    ("json-path-unclosed", {f"{APP_RULE}.jsonPath": "{ .jobStatus.jobId"},
-     f"{APP_RULE_PATH}.jsonPath", "does not parse: unclosed action"),
-    ("json-path-bad-subscript", {f"{APP_RULE}.jsonPath": "{ .jobStatus[jobId] }"},
-     f"{APP_RULE_PATH}.jsonPath", "invalid array index jobId"),
-    ("json-path-end-without-range", {f"{APP_RULE}.jsonPath": "{ .a }{end}"},
-     f"{APP_RULE_PATH}.jsonPath", "{end} without a {range}"),
-    ("json-path-bad-filter", {f"{APP_RULE}.jsonPath": "{ .jobs[?(@.state == ] }"},
-     f"{APP_RULE_PATH}.jsonPath", "does not parse"),
+    (
+        "json-path-unclosed",
+        {f"{APP_RULE}.jsonPath": "{ .jobStatus.jobId"},
+        f"{APP_RULE_PATH}.jsonPath",
+        "does not parse: unclosed action",
+    ),
+    (
+        "json-path-bad-subscript",
+        {f"{APP_RULE}.jsonPath": "{ .jobStatus[jobId] }"},
+        f"{APP_RULE_PATH}.jsonPath",
+        "invalid array index jobId",
+    ),
+    (
+        "json-path-end-without-range",
+        {f"{APP_RULE}.jsonPath": "{ .a }{end}"},
+        f"{APP_RULE_PATH}.jsonPath",
+        "{end} without a {range}",
+    ),
+    (
+        "json-path-bad-filter",
+        {f"{APP_RULE}.jsonPath": "{ .jobs[?(@.state == ] }"},
+        f"{APP_RULE_PATH}.jsonPath",
+        "does not parse",
+    ),
     ("json-path-huge", {f"{APP_RULE}.jsonPath": "{ .a }" + HUGE}, f"{APP_RULE_PATH}.jsonPath", "longer than 1024"),
-    ("cluster-json-path-bad", {f"{CLUSTER_RULE}.jsonPath": "{ jobStatus.jobId }"},
-     f"{CLUSTER_RULE_PATH}.jsonPath", "a path starts with '.'"),
+    (
+        "cluster-json-path-bad",
+        {f"{CLUSTER_RULE}.jsonPath": "{ jobStatus.jobId }"},
+        f"{CLUSTER_RULE_PATH}.jsonPath",
+        "a path starts with '.'",
+    ),
     # Shapes.
     ("failover-list", {"spec.failover": [{"application": {}}]}, "spec.failover", "must be an object, got a list"),
     ("application-string", {f"{APP}": "enabled"}, APP, "must be an object, got a string"),
     ("cluster-list", {f"{CLUSTER}": ["Directly"]}, CLUSTER, "must be an object, got a list"),
-    ("resource-selectors-map", {"spec.resourceSelectors": {"kind": "FlinkDeployment"}},
-     "spec.resourceSelectors", "must be a list, got an object"),
+    (
+        "resource-selectors-map",
+        {"spec.resourceSelectors": {"kind": "FlinkDeployment"}},
+        "spec.resourceSelectors",
+        "must be a list, got an object",
+    ),
 ]
 
 
@@ -262,14 +459,17 @@ def test_both_policy_kinds_get_the_same_denials(kind: str) -> None:
 
 
 def test_every_problem_of_one_policy_is_reported_at_once() -> None:
-    policy = with_changes(working_flink_policy(), {
-        "spec.propagateDeps": DELETE,
-        f"{APP}.decisionConditions.tolerationSeconds": -5,
-        f"{APP}.purgeMode": "Never",
-        f"{APP}.gracePeriodSeconds": 0,
-        f"{APP_RULE}.jsonPath": "{ .jobStatus.jobId",
-        f"{CLUSTER}.purgeMode": "Never",
-    })
+    policy = with_changes(
+        working_flink_policy(),
+        {
+            "spec.propagateDeps": DELETE,
+            f"{APP}.decisionConditions.tolerationSeconds": -5,
+            f"{APP}.purgeMode": "Never",
+            f"{APP}.gracePeriodSeconds": 0,
+            f"{APP_RULE}.jsonPath": "{ .jobStatus.jobId",
+            f"{CLUSTER}.purgeMode": "Never",
+        },
+    )
 
     assert denied_paths(policy) == [
         "spec.propagateDeps",
@@ -285,8 +485,10 @@ def test_duplicated_alias_is_reported_once_per_repeat() -> None:
     rule = {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}
     policy = with_changes(working_flink_policy(), {f"{APP}.statePreservation.rules": [rule, rule, rule]})
 
-    assert denied_paths(policy) == [f"{APP}.statePreservation.rules[1].aliasLabelName",
-                                    f"{APP}.statePreservation.rules[2].aliasLabelName"]
+    assert denied_paths(policy) == [
+        f"{APP}.statePreservation.rules[1].aliasLabelName",
+        f"{APP}.statePreservation.rules[2].aliasLabelName",
+    ]
 
 
 def test_same_alias_in_application_and_cluster_sections_is_allowed() -> None:
@@ -297,10 +499,15 @@ def test_same_alias_in_application_and_cluster_sections_is_allowed() -> None:
 
 
 def test_different_aliases_are_allowed() -> None:
-    policy = with_changes(working_flink_policy(), {f"{APP}.statePreservation.rules": [
-        {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"},
-        {"aliasLabelName": "example.com/job-name", "jsonPath": "job-{ .jobStatus.jobName }"},
-    ]})
+    policy = with_changes(
+        working_flink_policy(),
+        {
+            f"{APP}.statePreservation.rules": [
+                {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"},
+                {"aliasLabelName": "example.com/job-name", "jsonPath": "job-{ .jobStatus.jobName }"},
+            ]
+        },
+    )
 
     assert validate_policy(policy).allowed
 
@@ -332,10 +539,14 @@ def test_malformed_objects_are_denied_not_raised(policy: Any, path: str) -> None
         pytest.param({f"{APP}.decisionConditions.tolerationSeconds": 300.0}, id="toleration-integral-float"),
         pytest.param({f"{APP}.decisionConditions.tolerationSeconds": None}, id="toleration-null"),
         pytest.param({f"{APP}.decisionConditions": None}, id="decision-conditions-null"),
-        pytest.param({f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Gracefully",
-                      f"{APP}.gracePeriodSeconds": 1}, id="grace-one-second"),
-        pytest.param({f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": DELETE,
-                      f"{APP}.gracePeriodSeconds": 2**31 - 1}, id="grace-int32-max-default-mode"),
+        pytest.param(
+            {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Gracefully", f"{APP}.gracePeriodSeconds": 1},
+            id="grace-one-second",
+        ),
+        pytest.param(
+            {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": DELETE, f"{APP}.gracePeriodSeconds": 2**31 - 1},
+            id="grace-int32-max-default-mode",
+        ),
         pytest.param({f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Never"}, id="never-alone"),
         pytest.param({f"{APP_RULE}.aliasLabelName": "jobid"}, id="alias-without-prefix"),
         pytest.param({f"{APP_RULE}.aliasLabelName": "a" * 253 + "/" + "b" * 63}, id="alias-longest"),
@@ -343,7 +554,7 @@ def test_malformed_objects_are_denied_not_raised(policy: Any, path: str) -> None
         pytest.param({f"{APP_RULE}.jsonPath": "constant-{ .jobStatus.state }"}, id="literal-text"),
         pytest.param({f"{APP_RULE}.jsonPath": "{.jobStatus.jobId}"}, id="no-spaces"),
         pytest.param({f"{APP_RULE}.jsonPath": "{ $.jobStatus.jobId }"}, id="dollar-root"),
-        pytest.param({f"{APP_RULE}.jsonPath": "{ .jobs[?(@.state == \"RUNNING\")].jobId }"}, id="filter"),
+        pytest.param({f"{APP_RULE}.jsonPath": '{ .jobs[?(@.state == "RUNNING")].jobId }'}, id="filter"),
     ],
 )
 def test_allowed_variations(changes: dict[str, Any]) -> None:
@@ -355,16 +566,33 @@ def test_allowed_variations(changes: dict[str, Any]) -> None:
 # --- Warnings -------------------------------------------------------------------------------------------------
 
 SINGLE_CLUSTER_PLACEMENTS = [
-    pytest.param({"clusterAffinity": {"clusterNames": ["member1", "member2"]},
-                  "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]},
-                 id="spread-by-cluster-max-1"),
+    pytest.param(
+        {
+            "clusterAffinity": {"clusterNames": ["member1", "member2"]},
+            "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}],
+        },
+        id="spread-by-cluster-max-1",
+    ),
     # Karmada's mutating webhook defaults spreadByField to cluster when neither spreadBy* is set.
     pytest.param({"spreadConstraints": [{"maxGroups": 1, "minGroups": 1}]}, id="spread-defaults-to-cluster"),
-    pytest.param({"spreadConstraints": [{"spreadByField": "region", "maxGroups": 2},
-                                        {"spreadByField": "cluster", "maxGroups": 1}]}, id="second-constraint"),
-    pytest.param({"clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"]},
-                                        {"affinityName": "backup", "clusterNames": ["member2"]}]},
-                 id="affinity-groups-of-one"),
+    pytest.param(
+        {
+            "spreadConstraints": [
+                {"spreadByField": "region", "maxGroups": 2},
+                {"spreadByField": "cluster", "maxGroups": 1},
+            ]
+        },
+        id="second-constraint",
+    ),
+    pytest.param(
+        {
+            "clusterAffinities": [
+                {"affinityName": "primary", "clusterNames": ["member1"]},
+                {"affinityName": "backup", "clusterNames": ["member2"]},
+            ]
+        },
+        id="affinity-groups-of-one",
+    ),
 ]
 
 MULTI_CLUSTER_PLACEMENTS = [
@@ -380,8 +608,10 @@ MULTI_CLUSTER_PLACEMENTS = [
     pytest.param({"spreadConstraints": [{"spreadByField": "cluster", "maxGroups": True}]}, id="max-groups-true"),
     pytest.param({"spreadConstraints": [{"spreadByField": "cluster", "maxGroups": "1"}]}, id="max-groups-string"),
     pytest.param({"spreadConstraints": {"spreadByField": "cluster", "maxGroups": 1}}, id="constraints-map"),
-    pytest.param({"clusterAffinities": [{"clusterNames": ["member1"]}, {"clusterNames": ["m2", "m3"]}]},
-                 id="one-affinity-group-of-two"),
+    pytest.param(
+        {"clusterAffinities": [{"clusterNames": ["member1"]}, {"clusterNames": ["m2", "m3"]}]},
+        id="one-affinity-group-of-two",
+    ),
     pytest.param({"clusterAffinities": []}, id="no-affinity-groups"),
 ]
 
@@ -396,8 +626,9 @@ def test_single_cluster_placement_does_not_warn(placement: Any) -> None:
 
 def test_a_placement_of_one_named_cluster_warns_only_that_failover_has_nowhere_to_go() -> None:
     """Single-cluster, so no injection warning; but a failover has no other cluster (#5803, issue 12 point 9)."""
-    verdict = validate_policy(with_changes(working_flink_policy(),
-                                           {"spec.placement": {"clusterAffinity": {"clusterNames": ["member1"]}}}))
+    verdict = validate_policy(
+        with_changes(working_flink_policy(), {"spec.placement": {"clusterAffinity": {"clusterNames": ["member1"]}}})
+    )
 
     assert verdict.allowed
     assert verdict.warnings == ("spec.placement names only member1: a failover has no other cluster to go to (#5803)",)
@@ -424,30 +655,51 @@ def test_multi_cluster_placement_without_state_preservation_does_not_warn() -> N
 @pytest.mark.parametrize(
     ("changes", "warning"),
     [
-        pytest.param({f"{APP}.purgeMode": "Immediately"},
-                     f"{APP}.purgeMode: Immediately is a legacy name removed in Karmada v1.19; use Directly",
-                     id="application-immediately"),
-        pytest.param({f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Graciously"},
-                     f"{APP}.purgeMode: Graciously is a legacy name removed in Karmada v1.19; use Gracefully",
-                     id="application-graciously"),
-        pytest.param({f"{CLUSTER}.purgeMode": "Immediately"},
-                     f"{CLUSTER}.purgeMode: Immediately is a legacy name removed in Karmada v1.19; use Directly",
-                     id="cluster-immediately"),
-        pytest.param({f"{CLUSTER}.statePreservation": DELETE, f"{CLUSTER}.purgeMode": "Graciously"},
-                     f"{CLUSTER}.purgeMode: Graciously is a legacy name removed in Karmada v1.19; use Gracefully",
-                     id="cluster-graciously"),
-        pytest.param({f"{APP}.decisionConditions.tolerationSeconds": 0},
-                     f"{APP}.decisionConditions.tolerationSeconds: 0 fails over on the first unhealthy report",
-                     id="toleration-zero"),
-        pytest.param({f"{APP}.decisionConditions.tolerationSeconds": 0.0},
-                     f"{APP}.decisionConditions.tolerationSeconds: 0 fails over on the first unhealthy report",
-                     id="toleration-zero-float"),
-        pytest.param({f"{APP_RULE}.jsonPath": "{ .jobStatus.jobID }"},
-                     f"{APP_RULE_PATH}.jsonPath: use jobId: FlinkDeployment status has no jobID", id="job-id-typo"),
-        pytest.param({f"{APP_RULE}.jsonPath": "{.jobStatus['jobID']}"},
-                     f"{APP_RULE_PATH}.jsonPath: {JOB_ID_TYPO}", id="job-id-typo-bracket"),
-        pytest.param({f"{CLUSTER_RULE}.jsonPath": "flink-{ .jobStatus.jobID }"},
-                     f"{CLUSTER_RULE_PATH}.jsonPath: {JOB_ID_TYPO}", id="job-id-typo-cluster"),
+        pytest.param(
+            {f"{APP}.purgeMode": "Immediately"},
+            f"{APP}.purgeMode: Immediately is a legacy name removed in Karmada v1.19; use Directly",
+            id="application-immediately",
+        ),
+        pytest.param(
+            {f"{APP}.statePreservation": DELETE, f"{APP}.purgeMode": "Graciously"},
+            f"{APP}.purgeMode: Graciously is a legacy name removed in Karmada v1.19; use Gracefully",
+            id="application-graciously",
+        ),
+        pytest.param(
+            {f"{CLUSTER}.purgeMode": "Immediately"},
+            f"{CLUSTER}.purgeMode: Immediately is a legacy name removed in Karmada v1.19; use Directly",
+            id="cluster-immediately",
+        ),
+        pytest.param(
+            {f"{CLUSTER}.statePreservation": DELETE, f"{CLUSTER}.purgeMode": "Graciously"},
+            f"{CLUSTER}.purgeMode: Graciously is a legacy name removed in Karmada v1.19; use Gracefully",
+            id="cluster-graciously",
+        ),
+        pytest.param(
+            {f"{APP}.decisionConditions.tolerationSeconds": 0},
+            f"{APP}.decisionConditions.tolerationSeconds: 0 fails over on the first unhealthy report",
+            id="toleration-zero",
+        ),
+        pytest.param(
+            {f"{APP}.decisionConditions.tolerationSeconds": 0.0},
+            f"{APP}.decisionConditions.tolerationSeconds: 0 fails over on the first unhealthy report",
+            id="toleration-zero-float",
+        ),
+        pytest.param(
+            {f"{APP_RULE}.jsonPath": "{ .jobStatus.jobID }"},
+            f"{APP_RULE_PATH}.jsonPath: use jobId: FlinkDeployment status has no jobID",
+            id="job-id-typo",
+        ),
+        pytest.param(
+            {f"{APP_RULE}.jsonPath": "{.jobStatus['jobID']}"},
+            f"{APP_RULE_PATH}.jsonPath: {JOB_ID_TYPO}",
+            id="job-id-typo-bracket",
+        ),
+        pytest.param(
+            {f"{CLUSTER_RULE}.jsonPath": "flink-{ .jobStatus.jobID }"},
+            f"{CLUSTER_RULE_PATH}.jsonPath: {JOB_ID_TYPO}",
+            id="job-id-typo-cluster",
+        ),
     ],
 )
 def test_warning(changes: dict[str, Any], warning: str) -> None:
@@ -466,13 +718,21 @@ NO_JOB_ID = f"{APP}.statePreservation: no rule keeps {{ .jobStatus.jobId }}: Fli
     ("changes", "warning"),
     [
         # Valid for client-go's jsonpath (Karmada evaluates them), but not one usable label value: warned.
-        pytest.param({f"{APP_RULE}.jsonPath": ""},
-                     f"{APP_RULE_PATH}.jsonPath: no {{...}} action: always the same literal text", id="json-path-empty"),
-        pytest.param({f"{APP_RULE}.jsonPath": "true"},
-                     f"{APP_RULE_PATH}.jsonPath: no {{...}} action: always the same literal text",
-                     id="json-path-constant-karmada-5788"),
-        pytest.param({f"{APP_RULE}.jsonPath": "{range .items[0]}{.id}{end}"},
-                     f"{APP_RULE_PATH}.jsonPath: a range loop joins values into one string", id="json-path-range"),
+        pytest.param(
+            {f"{APP_RULE}.jsonPath": ""},
+            f"{APP_RULE_PATH}.jsonPath: no {{...}} action: always the same literal text",
+            id="json-path-empty",
+        ),
+        pytest.param(
+            {f"{APP_RULE}.jsonPath": "true"},
+            f"{APP_RULE_PATH}.jsonPath: no {{...}} action: always the same literal text",
+            id="json-path-constant-karmada-5788",
+        ),
+        pytest.param(
+            {f"{APP_RULE}.jsonPath": "{range .items[0]}{.id}{end}"},
+            f"{APP_RULE_PATH}.jsonPath: a range loop joins values into one string",
+            id="json-path-range",
+        ),
     ],
 )
 def test_warning_of_an_unusable_json_path(changes: dict[str, Any], warning: str) -> None:
@@ -510,8 +770,9 @@ def test_job_id_typo_warns_for_both_policy_kinds(kind: str) -> None:
     ],
 )
 def test_job_id_typo_is_only_flagged_for_flink_deployments(selectors: Any) -> None:
-    policy = with_changes(working_flink_policy(), {"spec.resourceSelectors": selectors,
-                                                   f"{APP_RULE}.jsonPath": "{ .status.jobID }"})
+    policy = with_changes(
+        working_flink_policy(), {"spec.resourceSelectors": selectors, f"{APP_RULE}.jsonPath": "{ .status.jobID }"}
+    )
 
     assert validate_policy(policy).warnings == ()
 
@@ -525,13 +786,16 @@ def test_job_id_typo_is_found_among_several_selectors() -> None:
 
 def test_every_warning_together_stays_within_the_length_limit() -> None:
     rules = [{"aliasLabelName": f"example.com/state-{i}", "jsonPath": "{ .jobStatus.jobID }"} for i in range(12)]
-    policy = with_changes(working_flink_policy(), {
-        "spec.placement": DELETE,
-        f"{APP}.purgeMode": "Immediately",
-        f"{APP}.decisionConditions.tolerationSeconds": 0,
-        f"{APP}.statePreservation.rules": rules,
-        f"{CLUSTER}.purgeMode": "Immediately",
-    })
+    policy = with_changes(
+        working_flink_policy(),
+        {
+            "spec.placement": DELETE,
+            f"{APP}.purgeMode": "Immediately",
+            f"{APP}.decisionConditions.tolerationSeconds": 0,
+            f"{APP}.statePreservation.rules": rules,
+            f"{CLUSTER}.purgeMode": "Immediately",
+        },
+    )
 
     verdict = validate_policy(policy)
 
@@ -550,24 +814,46 @@ def test_warnings_of_a_thousand_rules_are_clipped_to_the_limit() -> None:
 
 
 def test_unicode_and_huge_values_do_not_break_messages() -> None:
-    policy = with_changes(working_flink_policy(), {
-        f"{APP}.purgeMode": "Directly\u200b",
-        f"{APP_RULE}.aliasLabelName": "故障/jobid",
-        f"{APP_RULE}.jsonPath": "{ .jobStatus." + "é" * 2000 + " }",
-    })
+    policy = with_changes(
+        working_flink_policy(),
+        {
+            f"{APP}.purgeMode": "Directly\u200b",
+            f"{APP_RULE}.aliasLabelName": "故障/jobid",
+            f"{APP_RULE}.jsonPath": "{ .jobStatus." + "é" * 2000 + " }",
+        },
+    )
 
     verdict = validate_policy(policy)
 
     assert [denial.path for denial in verdict.denials] == [
-        f"{APP}.purgeMode", f"{APP_RULE_PATH}.aliasLabelName", f"{APP_RULE_PATH}.jsonPath"]
+        f"{APP}.purgeMode",
+        f"{APP_RULE_PATH}.aliasLabelName",
+        f"{APP_RULE_PATH}.jsonPath",
+    ]
     assert all(len(denial.message) < 200 for denial in verdict.denials)
 
 
 # --- Property -------------------------------------------------------------------------------------------------
 
-JSON_SCALARS = st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats() | st.text(
-    max_size=20) | st.sampled_from(["Directly", "Gracefully", "Never", "Immediately", "Graciously",
-                                    "application.karmada.io/failover-jobid", "{ .jobStatus.jobID }", "cluster"])
+JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats()
+    | st.text(max_size=20)
+    | st.sampled_from(
+        [
+            "Directly",
+            "Gracefully",
+            "Never",
+            "Immediately",
+            "Graciously",
+            "application.karmada.io/failover-jobid",
+            "{ .jobStatus.jobID }",
+            "cluster",
+        ]
+    )
+)
 JSON_VALUES = st.recursive(
     JSON_SCALARS,
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
@@ -579,20 +865,37 @@ def _policy_shaped(leaf: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     """Objects with the right keys and arbitrary values, so the walk reaches deep before meeting a wrong type."""
     rule = st.fixed_dictionaries({}, optional={"aliasLabelName": leaf, "jsonPath": leaf})
     preservation = st.fixed_dictionaries({}, optional={"rules": st.lists(rule | leaf, max_size=3) | leaf})
-    section = st.fixed_dictionaries({}, optional={
-        "decisionConditions": st.fixed_dictionaries({}, optional={"tolerationSeconds": leaf}) | leaf,
-        "purgeMode": leaf, "gracePeriodSeconds": leaf, "statePreservation": preservation | leaf})
+    section = st.fixed_dictionaries(
+        {},
+        optional={
+            "decisionConditions": st.fixed_dictionaries({}, optional={"tolerationSeconds": leaf}) | leaf,
+            "purgeMode": leaf,
+            "gracePeriodSeconds": leaf,
+            "statePreservation": preservation | leaf,
+        },
+    )
     selector = st.fixed_dictionaries({}, optional={"apiVersion": leaf, "kind": leaf})
     constraint = st.fixed_dictionaries({}, optional={"spreadByField": leaf, "spreadByLabel": leaf, "maxGroups": leaf})
-    placement = st.fixed_dictionaries({}, optional={
-        "clusterAffinity": st.fixed_dictionaries({}, optional={"clusterNames": st.lists(leaf, max_size=2) | leaf}),
-        "clusterAffinities": st.lists(st.fixed_dictionaries({"clusterNames": st.lists(leaf, max_size=2)}), max_size=2),
-        "spreadConstraints": st.lists(constraint | leaf, max_size=2) | leaf})
-    spec = st.fixed_dictionaries({}, optional={
-        "propagateDeps": leaf, "resourceSelectors": st.lists(selector | leaf, max_size=2) | leaf,
-        "placement": placement | leaf,
-        "failover": st.fixed_dictionaries({}, optional={"application": section | leaf, "cluster": section | leaf}) | leaf,
-    })
+    placement = st.fixed_dictionaries(
+        {},
+        optional={
+            "clusterAffinity": st.fixed_dictionaries({}, optional={"clusterNames": st.lists(leaf, max_size=2) | leaf}),
+            "clusterAffinities": st.lists(
+                st.fixed_dictionaries({"clusterNames": st.lists(leaf, max_size=2)}), max_size=2
+            ),
+            "spreadConstraints": st.lists(constraint | leaf, max_size=2) | leaf,
+        },
+    )
+    spec = st.fixed_dictionaries(
+        {},
+        optional={
+            "propagateDeps": leaf,
+            "resourceSelectors": st.lists(selector | leaf, max_size=2) | leaf,
+            "placement": placement | leaf,
+            "failover": st.fixed_dictionaries({}, optional={"application": section | leaf, "cluster": section | leaf})
+            | leaf,
+        },
+    )
     return st.fixed_dictionaries({"spec": spec | leaf}) | leaf
 
 

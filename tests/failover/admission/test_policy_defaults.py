@@ -8,7 +8,8 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from failover.admission.policy import default_policy, validate_policy
 from tests.failover.karmada_examples import (
@@ -40,44 +41,81 @@ def nginx_with_application(application: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("application", "ops"),
     [
-        pytest.param({}, [
-            {"op": "add", "path": f"{BASE}/decisionConditions", "value": {"tolerationSeconds": 300}},
-            {"op": "add", "path": f"{BASE}/purgeMode", "value": "Gracefully"},
-            {"op": "add", "path": f"{BASE}/gracePeriodSeconds", "value": 600},
-        ], id="empty-section"),
-        pytest.param({"decisionConditions": {}, "purgeMode": "Never"}, [
-            {"op": "add", "path": f"{BASE}/decisionConditions/tolerationSeconds", "value": 300},
-        ], id="empty-decision-conditions"),
-        pytest.param({"decisionConditions": {"tolerationSeconds": None}, "purgeMode": "Never"}, [
-            {"op": "add", "path": f"{BASE}/decisionConditions/tolerationSeconds", "value": 300},
-        ], id="null-toleration"),
-        pytest.param({"decisionConditions": None, "purgeMode": "Directly"}, [
-            {"op": "add", "path": f"{BASE}/decisionConditions", "value": {"tolerationSeconds": 300}},
-        ], id="null-decision-conditions"),
-        pytest.param({"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Gracefully"}, [
-            {"op": "add", "path": f"{BASE}/gracePeriodSeconds", "value": 600},
-        ], id="gracefully-without-grace"),
-        pytest.param({"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Graciously"}, [
-            {"op": "add", "path": f"{BASE}/gracePeriodSeconds", "value": 600},
-        ], id="legacy-graciously-without-grace"),
-        pytest.param({"decisionConditions": {"tolerationSeconds": 60}, "gracePeriodSeconds": 120}, [
-            {"op": "add", "path": f"{BASE}/purgeMode", "value": "Gracefully"},
-        ], id="grace-without-purge-mode"),
-        pytest.param({"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": None}, [
-            {"op": "add", "path": f"{BASE}/purgeMode", "value": "Gracefully"},
-            {"op": "add", "path": f"{BASE}/gracePeriodSeconds", "value": 600},
-        ], id="null-purge-mode"),
+        pytest.param(
+            {},
+            [
+                {"op": "add", "path": f"{BASE}/decisionConditions", "value": {"tolerationSeconds": 300}},
+                {"op": "add", "path": f"{BASE}/purgeMode", "value": "Gracefully"},
+                {"op": "add", "path": f"{BASE}/gracePeriodSeconds", "value": 600},
+            ],
+            id="empty-section",
+        ),
+        pytest.param(
+            {"decisionConditions": {}, "purgeMode": "Never"},
+            [
+                {"op": "add", "path": f"{BASE}/decisionConditions/tolerationSeconds", "value": 300},
+            ],
+            id="empty-decision-conditions",
+        ),
+        pytest.param(
+            {"decisionConditions": {"tolerationSeconds": None}, "purgeMode": "Never"},
+            [
+                {"op": "add", "path": f"{BASE}/decisionConditions/tolerationSeconds", "value": 300},
+            ],
+            id="null-toleration",
+        ),
+        pytest.param(
+            {"decisionConditions": None, "purgeMode": "Directly"},
+            [
+                {"op": "add", "path": f"{BASE}/decisionConditions", "value": {"tolerationSeconds": 300}},
+            ],
+            id="null-decision-conditions",
+        ),
+        pytest.param(
+            {"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Gracefully"},
+            [
+                {"op": "add", "path": f"{BASE}/gracePeriodSeconds", "value": 600},
+            ],
+            id="gracefully-without-grace",
+        ),
+        pytest.param(
+            {"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Graciously"},
+            [
+                {"op": "add", "path": f"{BASE}/gracePeriodSeconds", "value": 600},
+            ],
+            id="legacy-graciously-without-grace",
+        ),
+        pytest.param(
+            {"decisionConditions": {"tolerationSeconds": 60}, "gracePeriodSeconds": 120},
+            [
+                {"op": "add", "path": f"{BASE}/purgeMode", "value": "Gracefully"},
+            ],
+            id="grace-without-purge-mode",
+        ),
+        pytest.param(
+            {"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": None},
+            [
+                {"op": "add", "path": f"{BASE}/purgeMode", "value": "Gracefully"},
+                {"op": "add", "path": f"{BASE}/gracePeriodSeconds", "value": 600},
+            ],
+            id="null-purge-mode",
+        ),
         pytest.param({"decisionConditions": {"tolerationSeconds": 0}, "purgeMode": "Directly"}, [], id="complete"),
-        pytest.param({"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Immediately"}, [],
-                     id="complete-legacy"),
+        pytest.param(
+            {"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Immediately"}, [], id="complete-legacy"
+        ),
         # Wrong types are left for validation to refuse, not papered over.
         pytest.param({"decisionConditions": [300], "purgeMode": "Never"}, [], id="decision-conditions-list"),
-        pytest.param({"decisionConditions": {"tolerationSeconds": "300"}, "purgeMode": "Never"}, [],
-                     id="toleration-string"),
+        pytest.param(
+            {"decisionConditions": {"tolerationSeconds": "300"}, "purgeMode": "Never"}, [], id="toleration-string"
+        ),
         pytest.param({"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": 5}, [], id="purge-mode-number"),
         pytest.param({"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Soon"}, [], id="purge-unknown"),
-        pytest.param({"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Gracefully",
-                      "gracePeriodSeconds": "10m"}, [], id="grace-string"),
+        pytest.param(
+            {"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Gracefully", "gracePeriodSeconds": "10m"},
+            [],
+            id="grace-string",
+        ),
     ],
 )
 def test_defaults(application: dict[str, Any], ops: list[dict[str, Any]]) -> None:
@@ -93,14 +131,25 @@ def test_legacy_spelling_defaults_the_purge_mode_as_graciously() -> None:
     assert {"op": "add", "path": f"{BASE}/purgeMode", "value": "Graciously"} in ops
     assert {"op": "add", "path": f"{BASE}/gracePeriodSeconds", "value": 600} in ops
     assert default_policy(apply(policy, ops), legacy_purge_modes=True) == ()
-    assert default_policy(nginx_with_application({"decisionConditions": {"tolerationSeconds": 60},
-                                                  "purgeMode": "Never"}), legacy_purge_modes=True) == ()
+    assert (
+        default_policy(
+            nginx_with_application({"decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Never"}),
+            legacy_purge_modes=True,
+        )
+        == ()
+    )
 
 
 @pytest.mark.parametrize(
     "example",
-    [DOC_NGINX_EXAMPLE, DOC_PURGE_GRACIOUSLY, DOC_PURGE_NEVER, DOC_FLINK_STATE_PRESERVATION, RELEASE_NOTES_FLINK,
-     RELEASE_NOTES_NGINX_PP],
+    [
+        DOC_NGINX_EXAMPLE,
+        DOC_PURGE_GRACIOUSLY,
+        DOC_PURGE_NEVER,
+        DOC_FLINK_STATE_PRESERVATION,
+        RELEASE_NOTES_FLINK,
+        RELEASE_NOTES_NGINX_PP,
+    ],
 )
 def test_documented_examples_that_spell_everything_out_get_no_patch(example: str) -> None:
     assert default_policy(load(example)) == ()
@@ -110,7 +159,10 @@ def test_guide_snippet_without_purge_mode_gets_gracefully_and_its_grace_period()
     policy = load(DOC_DECISION_CONDITIONS)
 
     assert apply(policy, default_policy(policy))["spec"]["failover"]["application"] == {
-        "decisionConditions": {"tolerationSeconds": 300}, "purgeMode": "Gracefully", "gracePeriodSeconds": 600}
+        "decisionConditions": {"tolerationSeconds": 300},
+        "purgeMode": "Gracefully",
+        "gracePeriodSeconds": 600,
+    }
 
 
 @pytest.mark.parametrize("kind", ["PropagationPolicy", "ClusterPropagationPolicy"])
@@ -155,8 +207,11 @@ SECTIONS = [
     {"decisionConditions": {"tolerationSeconds": 0}},
     {"decisionConditions": "300s", "purgeMode": ["Directly"]},
     {"purgeMode": "", "gracePeriodSeconds": True},
-    {"statePreservation": {"rules": [{"aliasLabelName": "application.karmada.io/failover-jobid",
-                                      "jsonPath": "{ .jobStatus.jobId }"}]}},
+    {
+        "statePreservation": {
+            "rules": [{"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}]
+        }
+    },
     {"purgeMode": "Directly", "statePreservation": {"rules": [{"aliasLabelName": "a/b/c", "jsonPath": "{"}]}},
 ]
 
@@ -174,8 +229,15 @@ def test_defaulting_is_idempotent_and_does_not_change_the_verdict(section: dict[
 
 @pytest.mark.parametrize(
     "example",
-    [DOC_DECISION_CONDITIONS, DOC_PURGE_GRACIOUSLY, DOC_PURGE_NEVER, DOC_NGINX_EXAMPLE, DOC_FLINK_STATE_PRESERVATION,
-     RELEASE_NOTES_FLINK, RELEASE_NOTES_NGINX_PP],
+    [
+        DOC_DECISION_CONDITIONS,
+        DOC_PURGE_GRACIOUSLY,
+        DOC_PURGE_NEVER,
+        DOC_NGINX_EXAMPLE,
+        DOC_FLINK_STATE_PRESERVATION,
+        RELEASE_NOTES_FLINK,
+        RELEASE_NOTES_NGINX_PP,
+    ],
 )
 def test_documented_examples_judged_the_same_before_and_after_defaulting(example: str) -> None:
     policy = load(example)
@@ -196,18 +258,39 @@ def test_defaulting_does_not_modify_its_input() -> None:
 
 
 FIELD_VALUES = st.none() | st.sampled_from(
-    ["Directly", "Gracefully", "Never", "Immediately", "Graciously", "Soon", "", 0, -1, 1, 600, 2**31, True, 1.5,
-     [], {}, "300"]
+    [
+        "Directly",
+        "Gracefully",
+        "Never",
+        "Immediately",
+        "Graciously",
+        "Soon",
+        "",
+        0,
+        -1,
+        1,
+        600,
+        2**31,
+        True,
+        1.5,
+        [],
+        {},
+        "300",
+    ]
 )
 
 
 @settings(max_examples=50, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    section=st.fixed_dictionaries({}, optional={
-        "decisionConditions": st.fixed_dictionaries({}, optional={"tolerationSeconds": FIELD_VALUES}) | FIELD_VALUES,
-        "purgeMode": FIELD_VALUES,
-        "gracePeriodSeconds": FIELD_VALUES,
-    }),
+    section=st.fixed_dictionaries(
+        {},
+        optional={
+            "decisionConditions": st.fixed_dictionaries({}, optional={"tolerationSeconds": FIELD_VALUES})
+            | FIELD_VALUES,
+            "purgeMode": FIELD_VALUES,
+            "gracePeriodSeconds": FIELD_VALUES,
+        },
+    ),
     propagate_deps=st.sampled_from([True, False, None, "true"]),
 )
 def test_defaulting_property(section: dict[str, Any], propagate_deps: Any) -> None:

@@ -36,61 +36,128 @@ def test_guide_batch_example_as_printed_is_denied_for_its_missing_workloads() ->
     verdict = validate_rebalancer(load(DOC_REBALANCER_BATCH_AS_PRINTED))
 
     assert [str(denial) for denial in verdict.denials] == [
-        "spec.workloads: needs at least one workload (apiVersion, kind, name, namespace)"]
+        "spec.workloads: needs at least one workload (apiVersion, kind, name, namespace)"
+    ]
 
 
 @pytest.mark.parametrize(
     ("obj", "path", "message"),
     [
-        pytest.param({"kind": "WorkloadRebalancer"}, "spec", "is required, with at least one entry in spec.workloads",
-                     id="missing-spec"),
+        pytest.param(
+            {"kind": "WorkloadRebalancer"},
+            "spec",
+            "is required, with at least one entry in spec.workloads",
+            id="missing-spec",
+        ),
         pytest.param({"spec": None}, "spec", "is required", id="null-spec"),
         pytest.param({"spec": ["x"]}, "spec", "must be an object, got a list", id="spec-list"),
         pytest.param([NGINX], "(object)", "must be a WorkloadRebalancer object", id="object-is-list"),
-        pytest.param(rebalancer(spec__workloads=DELETE), "spec.workloads", "needs at least one workload",
-                     id="missing-workloads"),
-        pytest.param(rebalancer(spec__workloads=None), "spec.workloads", "needs at least one workload",
-                     id="null-workloads"),
-        pytest.param(rebalancer(spec__workloads=[]), "spec.workloads", "needs at least one workload",
-                     id="empty-workloads"),
-        pytest.param(rebalancer(spec__workloads=NGINX), "spec.workloads", "must be a list, got an object",
-                     id="workloads-map"),
-        pytest.param(rebalancer(spec__workloads="nginx"), "spec.workloads", "must be a list, got a string",
-                     id="workloads-string"),
-        pytest.param(rebalancer(spec__workloads=["nginx"]), "spec.workloads[0]",
-                     "must be an object with apiVersion, kind, name and namespace", id="workload-string"),
-        pytest.param(rebalancer(spec__workloads=[NGINX, None]), "spec.workloads[1]", "must be an object",
-                     id="workload-null"),
-        pytest.param(rebalancer(spec__workloads__0__name=DELETE), "spec.workloads[0].name",
-                     "is required; set the workload's name, e.g. nginx", id="missing-name"),
-        pytest.param(rebalancer(spec__workloads__0__name=""), "spec.workloads[0].name", "is required",
-                     id="empty-name"),
-        pytest.param(rebalancer(spec__workloads__0__name=None), "spec.workloads[0].name", "is required",
-                     id="null-name"),
-        pytest.param(rebalancer(spec__workloads__0__name=42), "spec.workloads[0].name",
-                     "must be a string, got a number", id="name-number"),
-        pytest.param(rebalancer(spec__workloads__0__kind=DELETE), "spec.workloads[0].kind",
-                     "is required; set the workload's kind, e.g. Deployment", id="missing-kind"),
-        pytest.param(rebalancer(spec__workloads__0__kind=["Deployment"]), "spec.workloads[0].kind",
-                     "must be a string, got a list", id="kind-list"),
-        pytest.param(rebalancer(spec__workloads__0__apiVersion=DELETE), "spec.workloads[0].apiVersion",
-                     "is required; set the workload's apiVersion, e.g. apps/v1", id="missing-api-version"),
-        pytest.param(rebalancer(spec__workloads__0__namespace=7), "spec.workloads[0].namespace",
-                     "must be a string, got a number", id="namespace-number"),
-        pytest.param(rebalancer(spec__workloads=[NGINX, dict(NGINX)]), "spec.workloads[1]",
-                     "duplicates spec.workloads[0]; list each workload once", id="duplicate"),
-        pytest.param(rebalancer(spec__workloads=[{**NGINX, "namespace": ""}, {**NGINX, "namespace": None}]),
-                     "spec.workloads[1]", "duplicates spec.workloads[0]", id="duplicate-cluster-scoped"),
-        pytest.param(rebalancer(spec__ttlSecondsAfterFinished=-1), "spec.ttlSecondsAfterFinished",
-                     "must be 0 or more, got -1; omit it to keep the rebalancer after it finishes", id="negative-ttl"),
-        pytest.param(rebalancer(spec__ttlSecondsAfterFinished=2**31), "spec.ttlSecondsAfterFinished",
-                     "32-bit integer", id="ttl-overflow"),
-        pytest.param(rebalancer(spec__ttlSecondsAfterFinished="60s"), "spec.ttlSecondsAfterFinished",
-                     "must be an integer, got a string", id="ttl-string"),
-        pytest.param(rebalancer(spec__ttlSecondsAfterFinished=True), "spec.ttlSecondsAfterFinished",
-                     "must be an integer, got a boolean", id="ttl-bool"),
-        pytest.param(rebalancer(spec__ttlSecondsAfterFinished=1.5), "spec.ttlSecondsAfterFinished",
-                     "must be an integer", id="ttl-fraction"),
+        pytest.param(
+            rebalancer(spec__workloads=DELETE), "spec.workloads", "needs at least one workload", id="missing-workloads"
+        ),
+        pytest.param(
+            rebalancer(spec__workloads=None), "spec.workloads", "needs at least one workload", id="null-workloads"
+        ),
+        pytest.param(
+            rebalancer(spec__workloads=[]), "spec.workloads", "needs at least one workload", id="empty-workloads"
+        ),
+        pytest.param(
+            rebalancer(spec__workloads=NGINX), "spec.workloads", "must be a list, got an object", id="workloads-map"
+        ),
+        pytest.param(
+            rebalancer(spec__workloads="nginx"), "spec.workloads", "must be a list, got a string", id="workloads-string"
+        ),
+        pytest.param(
+            rebalancer(spec__workloads=["nginx"]),
+            "spec.workloads[0]",
+            "must be an object with apiVersion, kind, name and namespace",
+            id="workload-string",
+        ),
+        pytest.param(
+            rebalancer(spec__workloads=[NGINX, None]), "spec.workloads[1]", "must be an object", id="workload-null"
+        ),
+        pytest.param(
+            rebalancer(spec__workloads__0__name=DELETE),
+            "spec.workloads[0].name",
+            "is required; set the workload's name, e.g. nginx",
+            id="missing-name",
+        ),
+        pytest.param(rebalancer(spec__workloads__0__name=""), "spec.workloads[0].name", "is required", id="empty-name"),
+        pytest.param(
+            rebalancer(spec__workloads__0__name=None), "spec.workloads[0].name", "is required", id="null-name"
+        ),
+        pytest.param(
+            rebalancer(spec__workloads__0__name=42),
+            "spec.workloads[0].name",
+            "must be a string, got a number",
+            id="name-number",
+        ),
+        pytest.param(
+            rebalancer(spec__workloads__0__kind=DELETE),
+            "spec.workloads[0].kind",
+            "is required; set the workload's kind, e.g. Deployment",
+            id="missing-kind",
+        ),
+        pytest.param(
+            rebalancer(spec__workloads__0__kind=["Deployment"]),
+            "spec.workloads[0].kind",
+            "must be a string, got a list",
+            id="kind-list",
+        ),
+        pytest.param(
+            rebalancer(spec__workloads__0__apiVersion=DELETE),
+            "spec.workloads[0].apiVersion",
+            "is required; set the workload's apiVersion, e.g. apps/v1",
+            id="missing-api-version",
+        ),
+        pytest.param(
+            rebalancer(spec__workloads__0__namespace=7),
+            "spec.workloads[0].namespace",
+            "must be a string, got a number",
+            id="namespace-number",
+        ),
+        pytest.param(
+            rebalancer(spec__workloads=[NGINX, dict(NGINX)]),
+            "spec.workloads[1]",
+            "duplicates spec.workloads[0]; list each workload once",
+            id="duplicate",
+        ),
+        pytest.param(
+            rebalancer(spec__workloads=[{**NGINX, "namespace": ""}, {**NGINX, "namespace": None}]),
+            "spec.workloads[1]",
+            "duplicates spec.workloads[0]",
+            id="duplicate-cluster-scoped",
+        ),
+        pytest.param(
+            rebalancer(spec__ttlSecondsAfterFinished=-1),
+            "spec.ttlSecondsAfterFinished",
+            "must be 0 or more, got -1; omit it to keep the rebalancer after it finishes",
+            id="negative-ttl",
+        ),
+        pytest.param(
+            rebalancer(spec__ttlSecondsAfterFinished=2**31),
+            "spec.ttlSecondsAfterFinished",
+            "32-bit integer",
+            id="ttl-overflow",
+        ),
+        pytest.param(
+            rebalancer(spec__ttlSecondsAfterFinished="60s"),
+            "spec.ttlSecondsAfterFinished",
+            "must be an integer, got a string",
+            id="ttl-string",
+        ),
+        pytest.param(
+            rebalancer(spec__ttlSecondsAfterFinished=True),
+            "spec.ttlSecondsAfterFinished",
+            "must be an integer, got a boolean",
+            id="ttl-bool",
+        ),
+        pytest.param(
+            rebalancer(spec__ttlSecondsAfterFinished=1.5),
+            "spec.ttlSecondsAfterFinished",
+            "must be an integer",
+            id="ttl-fraction",
+        ),
     ],
 )
 def test_denial(obj: Any, path: str, message: str) -> None:
@@ -151,4 +218,5 @@ def test_duplicate_far_down_a_long_list_is_found() -> None:
     verdict = validate_rebalancer(rebalancer(spec__workloads=workloads))
 
     assert [str(denial) for denial in verdict.denials] == [
-        "spec.workloads[5000]: duplicates spec.workloads[0]; list each workload once"]
+        "spec.workloads[5000]: duplicates spec.workloads[0]; list each workload once"
+    ]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from failover.core.api import CLUSTER_PROPAGATION_POLICY, PROPAGATION_POLICY, WORKLOAD_REBALANCER, GroupKind
 from failover.admission.policy import mutate_policy, validate_policy
 from failover.admission.rebalancer_rules import validate_rebalancer
 from failover.admission.registry import DEFAULTERS, VALIDATORS, defaulters_for, group_kind_of
+from failover.core.api import CLUSTER_PROPAGATION_POLICY, PROPAGATION_POLICY, WORKLOAD_REBALANCER, GroupKind
 from failover.core.verdict import ALLOWED, MAX_WARNING_LENGTH, Finding, Findings, Verdict, clip
 
 

@@ -13,5 +13,7 @@ def test_a_collection_path() -> None:
 
 
 def test_a_namespaced_object_path() -> None:
-    assert WORKS.path("flink", "karmada-es-member1") == \
-        "/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-member1/works/flink"
+    assert (
+        WORKS.path("flink", "karmada-es-member1")
+        == "/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-member1/works/flink"
+    )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -75,8 +76,12 @@ def test_absent_or_null_is_none_without_denial(reader: Reader, parent: dict[str,
         (int32_at, INT32_MAX + 1, "spec.field: must be between -2147483648 and 2147483647 (a 32-bit integer)"),
         (int32_at, INT32_MIN - 1, "spec.field: must be between -2147483648 and 2147483647 (a 32-bit integer)"),
         (int32_at, 2**63, "spec.field: must be between -2147483648 and 2147483647 (a 32-bit integer)"),
-        pytest.param(int32_at, 10**5000, "spec.field: must be between -2147483648 and 2147483647 (a 32-bit integer)",
-                     id="int32_at-5000-digits"),
+        pytest.param(
+            int32_at,
+            10**5000,
+            "spec.field: must be between -2147483648 and 2147483647 (a 32-bit integer)",
+            id="int32_at-5000-digits",
+        ),
         (int32_at, 1e300, "spec.field: must be between -2147483648 and 2147483647 (a 32-bit integer)"),
     ],
 )

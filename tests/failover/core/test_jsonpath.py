@@ -11,7 +11,8 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from failover.core.jsonpath import (
     MAX_TEMPLATE_LENGTH,
@@ -52,8 +53,12 @@ TYPES = json.loads("""{"bools": [true, false, true, false], "integers": [1, 2, 3
   "strings": ["one", "two", "three", "four"], "interfaces": [true, "one", 1, 1.1],
   "maps": [{"name": "one", "value": 1}, {"name": "two", "value": 2.02}]}""")
 CONTAINERS = {"spec": {"containers": [{"name": f"fake{i}"} for i in range(6)]}}
-PODS = {"items": [{"metadata": {"name": "pod1"}, "spec": {"containers": [{"name": "foo"}, {"name": "bar"}]}},
-                  {"metadata": {"name": "pod2"}, "spec": {"containers": [{"name": "baz"}]}}]}
+PODS = {
+    "items": [
+        {"metadata": {"name": "pod1"}, "spec": {"containers": [{"name": "foo"}, {"name": "bar"}]}},
+        {"metadata": {"name": "pod2"}, "spec": {"containers": [{"name": "baz"}]}},
+    ]
+}
 
 
 @pytest.mark.parametrize(
@@ -64,19 +69,30 @@ PODS = {"items": [{"metadata": {"name": "pod1"}, "spec": {"containers": [{"name"
         pytest.param("{$.jobStatus.jobId}", STATUS, JOB_ID, id="dollar-root"),
         pytest.param("{@.jobStatus.jobId}", STATUS, JOB_ID, id="at-root"),
         pytest.param("{ .jobStatus['jobId'] }", STATUS, JOB_ID, id="single-quoted"),
-        pytest.param("{.jobStatus.savepointInfo.lastSavepoint.location}", STATUS,
-                     "s3://checkpoints/streaming/foo/savepoint-5b3c8a-1", id="deep"),
+        pytest.param(
+            "{.jobStatus.savepointInfo.lastSavepoint.location}",
+            STATUS,
+            "s3://checkpoints/streaming/foo/savepoint-5b3c8a-1",
+            id="deep",
+        ),
         pytest.param("job-{ .jobStatus.jobName }-{ .jobStatus.state }", STATUS, "job-foo-RUNNING", id="literal-text"),
         pytest.param('{"job-"}{.jobStatus.jobId}', STATUS, f"job-{JOB_ID}", id="literal-action"),
         pytest.param("true", STATUS, "true", id="no-braces-is-literal-text-karmada-5788"),
         pytest.param(".jobStatus.jobId", STATUS, ".jobStatus.jobId", id="path-without-braces-is-text"),
         pytest.param("", STATUS, "", id="empty"),
         pytest.param("{ .taskManager.replicas }", STATUS, "2", id="number-as-float64"),
-        pytest.param("{ .jobStatus.checkpointInfo.lastCheckpoint }", STATUS,
-                     '{"formatType":"FULL","timeStamp":1730000000000,"triggerType":"PERIODIC"}',
-                     id="object-as-go-json-sorted"),
-        pytest.param("{ .jobStatus.checkpointInfo.lastCheckpoint.timeStamp }", STATUS, "1.73e+12",
-                     id="large-number-prints-as-go-float"),
+        pytest.param(
+            "{ .jobStatus.checkpointInfo.lastCheckpoint }",
+            STATUS,
+            '{"formatType":"FULL","timeStamp":1730000000000,"triggerType":"PERIODIC"}',
+            id="object-as-go-json-sorted",
+        ),
+        pytest.param(
+            "{ .jobStatus.checkpointInfo.lastCheckpoint.timeStamp }",
+            STATUS,
+            "1.73e+12",
+            id="large-number-prints-as-go-float",
+        ),
         pytest.param("{.items[0].name}", OBJ, "a", id="index"),
         pytest.param("{.items[-1].name}", OBJ, "b", id="negative-index"),
         pytest.param("{.items[*].name}", OBJ, "a b", id="wildcard-joined-by-space"),
@@ -105,23 +121,52 @@ PODS = {"items": [{"metadata": {"name": "pod1"}, "spec": {"containers": [{"name"
         pytest.param("{[0:2]}", ["Monday", "Tudesday"], "Monday Tudesday", id="client-go-array"),
         pytest.param("{[?(@.z)].id}", POINTS, "i2 i5", id="client-go-exists-filter"),
         pytest.param("{[0]['id']}", POINTS, "i1", id="client-go-bracket-key"),
-        pytest.param("{range .items[*]}{.metadata.name}, {end}{.kind}", NODES, "127.0.0.1, 127.0.0.2, List",
-                     id="client-go-range-item"),
-        pytest.param('{range .items[*]}{.metadata.name}{"\\t"}{end}', NODES, "127.0.0.1\t127.0.0.2\t",
-                     id="client-go-range-item-with-quote"),
-        pytest.param("{.items[*].status.addresses[*].address}", NODES, "127.0.0.1 127.0.0.2 127.0.0.3",
-                     id="client-go-range-addresses"),
-        pytest.param("{range .items[*]}{range .status.addresses[*]}{.address}, {end}{end}", NODES,
-                     "127.0.0.1, 127.0.0.2, 127.0.0.3, ", id="client-go-double-range"),
-        pytest.param("{.items[*]['metadata.name', 'status.capacity']}", NODES,
-                     '127.0.0.1 127.0.0.2 {"cpu":"4"} {"cpu":"8"}', id="client-go-union-nodes-capacity"),
-        pytest.param("{range .items[*]}[{.metadata.name}, {.status.capacity}] {end}", NODES,
-                     '[127.0.0.1, {"cpu":"4"}] [127.0.0.2, {"cpu":"8"}] ', id="client-go-range-nodes-capacity"),
+        pytest.param(
+            "{range .items[*]}{.metadata.name}, {end}{.kind}",
+            NODES,
+            "127.0.0.1, 127.0.0.2, List",
+            id="client-go-range-item",
+        ),
+        pytest.param(
+            '{range .items[*]}{.metadata.name}{"\\t"}{end}',
+            NODES,
+            "127.0.0.1\t127.0.0.2\t",
+            id="client-go-range-item-with-quote",
+        ),
+        pytest.param(
+            "{.items[*].status.addresses[*].address}",
+            NODES,
+            "127.0.0.1 127.0.0.2 127.0.0.3",
+            id="client-go-range-addresses",
+        ),
+        pytest.param(
+            "{range .items[*]}{range .status.addresses[*]}{.address}, {end}{end}",
+            NODES,
+            "127.0.0.1, 127.0.0.2, 127.0.0.3, ",
+            id="client-go-double-range",
+        ),
+        pytest.param(
+            "{.items[*]['metadata.name', 'status.capacity']}",
+            NODES,
+            '127.0.0.1 127.0.0.2 {"cpu":"4"} {"cpu":"8"}',
+            id="client-go-union-nodes-capacity",
+        ),
+        pytest.param(
+            "{range .items[*]}[{.metadata.name}, {.status.capacity}] {end}",
+            NODES,
+            '[127.0.0.1, {"cpu":"4"}] [127.0.0.2, {"cpu":"8"}] ',
+            id="client-go-range-nodes-capacity",
+        ),
         pytest.param('{.users[?(@.name=="e2e")].user.password}', NODES, "secret", id="client-go-user-password"),
-        pytest.param("{.items[0].metadata.labels.kubernetes\\.io/hostname}", NODES, "127.0.0.1",
-                     id="client-go-hostname"),
-        pytest.param('{.items[?(@.metadata.labels.kubernetes\\.io/hostname=="127.0.0.1")].kind}', NODES, "None",
-                     id="client-go-hostname-filter"),
+        pytest.param(
+            "{.items[0].metadata.labels.kubernetes\\.io/hostname}", NODES, "127.0.0.1", id="client-go-hostname"
+        ),
+        pytest.param(
+            '{.items[?(@.metadata.labels.kubernetes\\.io/hostname=="127.0.0.1")].kind}',
+            NODES,
+            "None",
+            id="client-go-hostname-filter",
+        ),
         pytest.param("{.items[?(@..ready==true)].metadata.name}", NODES, "127.0.0.1", id="client-go-bool-item"),
         pytest.param("{..name}", NODES, "127.0.0.1 127.0.0.2 myself e2e", id="client-go-recursive-name"),
         pytest.param("{ .bools[-1] }", TYPES, "false", id="client-go-bool-slice-index"),
@@ -134,13 +179,18 @@ PODS = {"items": [{"metadata": {"name": "pod1"}, "spec": {"containers": [{"name"
         pytest.param("{ .interfaces[:4:2] }", TYPES, "true 1", id="client-go-interface-step"),
         pytest.param("{ .maps[0] }", TYPES, '{"name":"one","value":1}', id="client-go-map-index"),
         pytest.param("{.spec.containers[0:0].name}", CONTAINERS, "", id="client-go-empty-slice"),
-        pytest.param("{.spec.containers[0:-1].name}", CONTAINERS, "fake0 fake1 fake2 fake3 fake4",
-                     id="client-go-negative-end"),
+        pytest.param(
+            "{.spec.containers[0:-1].name}", CONTAINERS, "fake0 fake1 fake2 fake3 fake4", id="client-go-negative-end"
+        ),
         pytest.param("{.spec.containers[-2:].name}", CONTAINERS, "fake4 fake5", id="client-go-negative-start"),
         pytest.param("{.spec.containers[5:5].name}", CONTAINERS, "", id="client-go-empty-at-end"),
         pytest.param("{.spec.containers[0:6:5].name}", CONTAINERS, "fake0 fake5", id="client-go-step-5"),
-        pytest.param('{range .items[*]}{.metadata.name}{":"}{range @.spec.containers[*]}{.name}{","}{end}{"+"}{end}',
-                     PODS, "pod1:foo,bar,+pod2:baz,+", id="client-go-nested-range"),
+        pytest.param(
+            '{range .items[*]}{.metadata.name}{":"}{range @.spec.containers[*]}{.name}{","}{end}{"+"}{end}',
+            PODS,
+            "pod1:foo,bar,+pod2:baz,+",
+            id="client-go-nested-range",
+        ),
     ],
 )
 def test_render(template: str, obj: Any, rendered: str) -> None:
@@ -151,21 +201,39 @@ def test_render(template: str, obj: Any, rendered: str) -> None:
     ("template", "obj", "error"),
     [
         pytest.param("{.hello}", NODES, "hello is not found", id="client-go-nonexistent-field"),
-        pytest.param("{.items[0].metadata.labels[0]}", NODES, "map[string]interface {} is not array or slice",
-                     id="client-go-invalid-array"),
-        pytest.param("{.items[?(@.kind<>10)]}", NODES, "unrecognized filter operator <>",
-                     id="client-go-invalid-filter-operator"),
-        pytest.param("{.spec.containers[-7].name}", CONTAINERS, "array index out of bounds",
-                     id="client-go-index-out-of-bounds"),
-        pytest.param("{.spec.containers[3:1].name}", CONTAINERS, "starting index 3 is greater than ending index 1",
-                     id="client-go-start-after-end"),
+        pytest.param(
+            "{.items[0].metadata.labels[0]}",
+            NODES,
+            "map[string]interface {} is not array or slice",
+            id="client-go-invalid-array",
+        ),
+        pytest.param(
+            "{.items[?(@.kind<>10)]}", NODES, "unrecognized filter operator <>", id="client-go-invalid-filter-operator"
+        ),
+        pytest.param(
+            "{.spec.containers[-7].name}", CONTAINERS, "array index out of bounds", id="client-go-index-out-of-bounds"
+        ),
+        pytest.param(
+            "{.spec.containers[3:1].name}",
+            CONTAINERS,
+            "starting index 3 is greater than ending index 1",
+            id="client-go-start-after-end",
+        ),
         pytest.param("{.spec.containers[0:6:0].name}", CONTAINERS, "step must be > 0", id="client-go-zero-step"),
         # Karmada decodes the status into `any`: numbers are float64, an integer literal is Go's int.
-        pytest.param("{.items[?(@.n > 1)].name}", OBJ, "incompatible types for comparison",
-                     id="integer-literal-against-a-float64"),
+        pytest.param(
+            "{.items[?(@.n > 1)].name}",
+            OBJ,
+            "incompatible types for comparison",
+            id="integer-literal-against-a-float64",
+        ),
         pytest.param("{.labels['app.kubernetes.io/name']}", OBJ, "app is not found", id="unescaped-dots-in-key"),
-        pytest.param('{.items[?(@.missing == "x")].name}', OBJ, "missing is not found",
-                     id="client-go-filter-on-a-sometimes-missing-key"),
+        pytest.param(
+            '{.items[?(@.missing == "x")].name}',
+            OBJ,
+            "missing is not found",
+            id="client-go-filter-on-a-sometimes-missing-key",
+        ),
     ],
 )
 def test_evaluation_errors_are_client_gos(template: str, obj: Any, error: str) -> None:
@@ -209,8 +277,9 @@ def test_field_names(template: str, names: set[str]) -> None:
         pytest.param("{ jobStatus.jobId }", "unrecognized identifier 'jobStatus'", id="no-leading-dot"),
         pytest.param("{end}", "{end} without a {range}", id="end-without-range"),
         pytest.param("{range .a[*]}{@}{end}{end}", "{end} without a {range}", id="client-go-redundant-end"),
-        pytest.param("{ .a }" + "x" * MAX_TEMPLATE_LENGTH, f"longer than {MAX_TEMPLATE_LENGTH} characters",
-                     id="too-long"),
+        pytest.param(
+            "{ .a }" + "x" * MAX_TEMPLATE_LENGTH, f"longer than {MAX_TEMPLATE_LENGTH} characters", id="too-long"
+        ),
     ],
 )
 def test_syntax_errors(template: str, reason: str) -> None:
@@ -235,8 +304,16 @@ def test_valid_forms_that_may_not_yield_one_label_value_are_flagged(template: st
     assert any(problem in found for found in parse_template(template).unusable_as_label())
 
 
-@pytest.mark.parametrize("template", ["{ .jobStatus.jobId }", '{"job-"}{.jobStatus.jobId}', "{.items[0].name}",
-                                      "{.items[-1].name}", '{.items[?(@.state == "x")].name}'])
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{ .jobStatus.jobId }",
+        '{"job-"}{.jobStatus.jobId}',
+        "{.items[0].name}",
+        "{.items[-1].name}",
+        '{.items[?(@.state == "x")].name}',
+    ],
+)
 def test_single_value_forms_are_not_flagged(template: str) -> None:
     assert parse_template(template).unusable_as_label() == []
 
@@ -300,11 +377,21 @@ def test_parse_raises_only_syntax_errors_and_render_only_evaluation_errors(templ
         pass
 
 
-@pytest.mark.parametrize(("number", "fmt", "marshal"), [
-    (2.0, "2", "2"), (0.5, "0.5", "0.5"), (1e6, "1e+06", "1000000"), (123456.0, "123456", "123456"),
-    (1730000000000.0, "1.73e+12", "1730000000000"), (1e21, "1e+21", "1e+21"), (0.0001, "0.0001", "0.0001"),
-    (0.00001, "1e-05", "0.00001"), (1e-7, "1e-07", "1e-7"), (-2.5, "-2.5", "-2.5"),
-])
+@pytest.mark.parametrize(
+    ("number", "fmt", "marshal"),
+    [
+        (2.0, "2", "2"),
+        (0.5, "0.5", "0.5"),
+        (1e6, "1e+06", "1000000"),
+        (123456.0, "123456", "123456"),
+        (1730000000000.0, "1.73e+12", "1730000000000"),
+        (1e21, "1e+21", "1e+21"),
+        (0.0001, "0.0001", "0.0001"),
+        (0.00001, "1e-05", "0.00001"),
+        (1e-7, "1e-07", "1e-7"),
+        (-2.5, "-2.5", "-2.5"),
+    ],
+)
 def test_numbers_print_as_go_prints_a_float64(number: float, fmt: str, marshal: str) -> None:
     assert go_float(number) == fmt
     assert go_json(number) == marshal

@@ -15,14 +15,16 @@ def test_not_dns_labels(value):
     assert not is_dns_label(value)
 
 
-@pytest.mark.parametrize("value", ["a", "flink.apache.org", "a-b.c-d", ".".join(["a" * 63] * 3) + "." + "b" * 61,
-                                   "a" * 253])
+@pytest.mark.parametrize(
+    "value", ["a", "flink.apache.org", "a-b.c-d", ".".join(["a" * 63] * 3) + "." + "b" * 61, "a" * 253]
+)
 def test_dns_subdomains(value):
     assert is_dns_subdomain(value)
 
 
-@pytest.mark.parametrize("value", ["", "a..b", ".a", "a.", "A.b", "a" * 254, ".".join(["a" * 63] * 4),
-                                   "a/b", None, 1.5])
+@pytest.mark.parametrize(
+    "value", ["", "a..b", ".a", "a.", "A.b", "a" * 254, ".".join(["a" * 63] * 4), "a/b", None, 1.5]
+)
 def test_not_dns_subdomains(value):
     assert not is_dns_subdomain(value)
 
@@ -35,8 +37,11 @@ def test_keys_round_trip_for_namespaced_and_cluster_scoped_objects():
     assert key_of({"metadata": {"name": "member1"}}) == "member1"
 
 
-@pytest.mark.parametrize("value,expected", [(3, True), (0, True), (-1, True), (True, False), (False, False),
-                                            (3.0, False), ("3", False), (None, False)])
+@pytest.mark.parametrize(
+    "value,expected",
+    [(3, True), (0, True), (-1, True), (True, False), (False, False), (3.0, False), ("3", False), (None, False)],
+)
 def test_is_int_refuses_booleans(value, expected):
     from failover.core.fields import is_int
+
     assert is_int(value) is expected

@@ -51,17 +51,19 @@ def test_failover_after_toleration_removes_cluster_and_appends_task():
     decision, after = step(stored, 60)
     assert decision.evicted == ("member1",)
     assert after["spec"]["clusters"] == []
-    assert after["spec"]["gracefulEvictionTasks"] == [{
-        "fromCluster": "member1",
-        "purgeMode": "Directly",
-        "reason": "ApplicationFailure",
-        "message": "application on member1 was Unhealthy for longer than tolerationSeconds",
-        "producer": "resource-binding-application-failover-controller",
-        "replicas": 1,
-        "preservedLabelState": {ALIAS: JOB_ID},
-        "clustersBeforeFailover": ["member1"],
-        "creationTimestamp": stamp(60),
-    }]
+    assert after["spec"]["gracefulEvictionTasks"] == [
+        {
+            "fromCluster": "member1",
+            "purgeMode": "Directly",
+            "reason": "ApplicationFailure",
+            "message": "application on member1 was Unhealthy for longer than tolerationSeconds",
+            "producer": "resource-binding-application-failover-controller",
+            "replicas": 1,
+            "preservedLabelState": {ALIAS: JOB_ID},
+            "clustersBeforeFailover": ["member1"],
+            "creationTimestamp": stamp(60),
+        }
+    ]
     assert UNHEALTHY_SINCE_ANNOTATION not in after["metadata"]["annotations"]
     assert [event.reason for event in decision.events] == ["ApplicationFailover"]
 
@@ -113,11 +115,17 @@ def test_missing_toleration_uses_karmada_default_300():
     assert decision.requeue_after == timedelta(seconds=300)
 
 
-@pytest.mark.parametrize("policy_mode, spelling, written", [
-    ("Gracefully", "new", "Gracefully"), ("Graciously", "new", "Gracefully"),
-    ("Gracefully", "legacy", "Graciously"), ("Directly", "legacy", "Immediately"),
-    ("Immediately", "new", "Directly"), ("Never", "legacy", "Never"),
-])
+@pytest.mark.parametrize(
+    "policy_mode, spelling, written",
+    [
+        ("Gracefully", "new", "Gracefully"),
+        ("Graciously", "new", "Gracefully"),
+        ("Gracefully", "legacy", "Graciously"),
+        ("Directly", "legacy", "Immediately"),
+        ("Immediately", "new", "Directly"),
+        ("Never", "legacy", "Never"),
+    ],
+)
 def test_purge_mode_is_written_in_the_configured_spelling(policy_mode, spelling, written):
     binding = nginx_binding(["member1", "member2"], purge_mode=policy_mode)
     binding["spec"]["failover"]["application"]["decisionConditions"]["tolerationSeconds"] = 0
@@ -194,8 +202,9 @@ def test_without_failover_application_a_stale_timer_is_dropped():
 
 def test_cluster_already_in_an_eviction_task_is_not_timed_again():
     binding = nginx_binding(["member1", "member2"])
-    binding["spec"]["gracefulEvictionTasks"] = [{"fromCluster": "member1", "reason": "TaintUntolerated",
-                                                 "producer": "TaintManager"}]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {"fromCluster": "member1", "reason": "TaintUntolerated", "producer": "TaintManager"}
+    ]
     set_health(binding, "member1", "Unhealthy")
     decision, _ = step(binding, 0)
     assert decision.patch is None
@@ -220,6 +229,7 @@ def test_malformed_binding_does_not_raise():
 
 
 # --- state preservation ---------------------------------------------------------------------------------------
+
 
 def unhealthy_flink_without_job_id():
     binding = flink_binding(member1="Unhealthy")
@@ -278,7 +288,8 @@ def test_literal_text_rule_is_preserved_as_rendered():
     """Issue #5788's constant label: jsonPath text outside braces is literal."""
     binding = flink_binding(member1="Unhealthy")
     binding["spec"]["failover"]["application"]["statePreservation"]["rules"].append(
-        {"aliasLabelName": "example.com/restore", "jsonPath": "from-{ .lifecycleState }"})
+        {"aliasLabelName": "example.com/restore", "jsonPath": "from-{ .lifecycleState }"}
+    )
     binding["spec"]["failover"]["application"]["decisionConditions"]["tolerationSeconds"] = 0
     state = step(binding, 0)[0].new_tasks[0]["preservedLabelState"]
     assert state == {ALIAS: JOB_ID, "example.com/restore": "from-STABLE"}
@@ -313,10 +324,17 @@ def test_second_failover_of_a_never_healthy_copy_keeps_the_first_state():
 def test_failover_of_a_cluster_that_ran_before_the_first_failover_reads_its_own_state():
     binding = flink_binding(member1="Healthy")
     binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
-    binding["spec"]["gracefulEvictionTasks"] = [{
-        "fromCluster": "member1", "reason": "ApplicationFailure", "producer": "x", "purgeMode": "Directly",
-        "preservedLabelState": {ALIAS: "1" * 32}, "clustersBeforeFailover": ["member1", "member2"],
-        "creationTimestamp": stamp(0)}]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {
+            "fromCluster": "member1",
+            "reason": "ApplicationFailure",
+            "producer": "x",
+            "purgeMode": "Directly",
+            "preservedLabelState": {ALIAS: "1" * 32},
+            "clustersBeforeFailover": ["member1", "member2"],
+            "creationTimestamp": stamp(0),
+        }
+    ]
     set_health(binding, "member2", "Unhealthy", {"jobStatus": {"jobId": JOB_ID}})
     binding["spec"]["failover"]["application"]["decisionConditions"]["tolerationSeconds"] = 0
     decision, _ = step(binding, 10)

@@ -13,8 +13,13 @@ from tests.support import merge_patch
 
 # What Karmada's taint manager writes (pkg/controllers/cluster/taint_manager.go syncBindingEviction) without
 # StatefulFailoverInjection: no preservedLabelState, no clustersBeforeFailover, no creationTimestamp.
-TAINT_TASK = {"fromCluster": "member1", "purgeMode": "Directly", "reason": "TaintUntolerated",
-              "producer": "TaintManager", "replicas": 1}
+TAINT_TASK = {
+    "fromCluster": "member1",
+    "purgeMode": "Directly",
+    "reason": "TaintUntolerated",
+    "producer": "TaintManager",
+    "replicas": 1,
+}
 
 
 def evicted_by_taint(binding: dict[str, Any]) -> dict[str, Any]:
@@ -58,10 +63,16 @@ def test_a_second_failover_inherits_the_first_ones_state() -> None:
     binding["spec"]["clusters"] = [{"name": "member3", "replicas": 1}]
     set_health(binding, "member2", "Unhealthy", {"jobStatus": {"jobId": OTHER_JOB}})
     binding["spec"]["gracefulEvictionTasks"] = [
-        {"fromCluster": "member1", "purgeMode": "Directly", "reason": "ApplicationFailure",
-         "preservedLabelState": {CLUSTER_LABEL: JOB_ID}, "clustersBeforeFailover": ["member1"],
-         "creationTimestamp": "2025-03-01T12:00:00Z"},
-        {**TAINT_TASK, "fromCluster": "member2"}]
+        {
+            "fromCluster": "member1",
+            "purgeMode": "Directly",
+            "reason": "ApplicationFailure",
+            "preservedLabelState": {CLUSTER_LABEL: JOB_ID},
+            "clustersBeforeFailover": ["member1"],
+            "creationTimestamp": "2025-03-01T12:00:00Z",
+        },
+        {**TAINT_TASK, "fromCluster": "member2"},
+    ]
     assert filled_task(binding)["preservedLabelState"] == {CLUSTER_LABEL: JOB_ID}
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from failover.reconcile.decision import DecisionSettings
 from failover.core.api import FAILBACK_ANNOTATION
+from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.failback import RECOVERY_ANNOTATION, decide_failback
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
 from tests.failover.binding_builders import at, nginx_binding, stamp
@@ -17,11 +17,23 @@ OFF = DecisionSettings(failback_settle=timedelta(seconds=300))
 
 
 def cluster(ready="True", ready_since=100, taints=(), annotations=None):
-    obj = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-           "metadata": {"name": "member1", "annotations": dict(annotations or {})},
-           "spec": {"taints": list(taints)},
-           "status": {"conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": stamp(ready_since),
-                                      "reason": "ClusterReady", "message": "cluster is healthy and ready"}]}}
+    obj = {
+        "apiVersion": "cluster.karmada.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": "member1", "annotations": dict(annotations or {})},
+        "spec": {"taints": list(taints)},
+        "status": {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": ready,
+                    "lastTransitionTime": stamp(ready_since),
+                    "reason": "ClusterReady",
+                    "message": "cluster is healthy and ready",
+                }
+            ]
+        },
+    }
     return obj
 
 
@@ -32,8 +44,11 @@ def evicted_nginx(evicted_at=50):
     return binding
 
 
-POLICY = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
-          "metadata": {"name": "nginx-propagation", "namespace": "default", "annotations": {}}}
+POLICY = {
+    "apiVersion": "policy.karmada.io/v1alpha1",
+    "kind": "PropagationPolicy",
+    "metadata": {"name": "nginx-propagation", "namespace": "default", "annotations": {}},
+}
 
 
 def policy(choice=None):
@@ -49,9 +64,10 @@ def test_recovered_cluster_gets_one_rebalancer_after_settle_time():
     assert rebalancer["kind"] == "WorkloadRebalancer" and rebalancer["apiVersion"] == "apps.karmada.io/v1alpha1"
     assert rebalancer["metadata"]["name"].startswith("failback-member1-")
     assert rebalancer["metadata"]["labels"] == {"failover-relay.io/failback-cluster": "member1"}
-    assert rebalancer["spec"] == {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx",
-                                                 "namespace": "default"}],
-                                  "ttlSecondsAfterFinished": 3600}
+    assert rebalancer["spec"] == {
+        "workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx", "namespace": "default"}],
+        "ttlSecondsAfterFinished": 3600,
+    }
     assert [e.reason for e in decision.events] == ["FailbackTriggered"]
 
 
@@ -117,10 +133,14 @@ def test_failback_is_off_by_default_and_opt_in_per_policy():
 def test_cluster_policy_opt_in():
     binding = evicted_nginx()
     binding["kind"] = "ClusterResourceBinding"
-    binding["metadata"]["annotations"] = {"clusterpropagationpolicy.karmada.io/name": "everything",
-                                          EVICTED_FROM_ANNOTATION: json.dumps({"member1": stamp(50)})}
-    cpp = {"kind": "ClusterPropagationPolicy",
-           "metadata": {"name": "everything", "annotations": {FAILBACK_ANNOTATION: "true"}}}
+    binding["metadata"]["annotations"] = {
+        "clusterpropagationpolicy.karmada.io/name": "everything",
+        EVICTED_FROM_ANNOTATION: json.dumps({"member1": stamp(50)}),
+    }
+    cpp = {
+        "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": "everything", "annotations": {FAILBACK_ANNOTATION: "true"}},
+    }
     assert decide_failback(cluster(), [binding], [cpp], OFF, at(400)).rebalancer is not None
 
 
@@ -133,16 +153,30 @@ def test_workload_back_on_the_cluster_or_still_being_evicted_is_not_affected():
     back = evicted_nginx()
     back["spec"]["clusters"].append({"name": "member1", "replicas": 1})
     evicting = evicted_nginx()
-    evicting["spec"]["gracefulEvictionTasks"] = [{"fromCluster": "member1", "reason": "TaintUntolerated",
-                                                  "producer": "TaintManager", "creationTimestamp": stamp(50)}]
+    evicting["spec"]["gracefulEvictionTasks"] = [
+        {
+            "fromCluster": "member1",
+            "reason": "TaintUntolerated",
+            "producer": "TaintManager",
+            "creationTimestamp": stamp(50),
+        }
+    ]
     assert decide_failback(cluster(), [back, evicting], [policy()], ON, at(400)).rebalancer is None
 
 
 def test_clusters_before_failover_of_a_pending_task_counts():
     binding = nginx_binding(["member3"])
-    binding["spec"]["gracefulEvictionTasks"] = [{
-        "fromCluster": "member2", "reason": "ApplicationFailure", "producer": "x", "purgeMode": "Never",
-        "suppressDeletion": True, "clustersBeforeFailover": ["member1", "member2"], "creationTimestamp": stamp(50)}]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {
+            "fromCluster": "member2",
+            "reason": "ApplicationFailure",
+            "producer": "x",
+            "purgeMode": "Never",
+            "suppressDeletion": True,
+            "clustersBeforeFailover": ["member1", "member2"],
+            "creationTimestamp": stamp(50),
+        }
+    ]
     decision = decide_failback(cluster(), [binding], [policy()], ON, at(400))
     assert decision.rebalancer["spec"]["workloads"][0]["name"] == "nginx" and decision.binding_patches == ()
 
@@ -162,13 +196,20 @@ def test_going_down_again_clears_the_recovery_record():
     stored["status"]["conditions"][0]["status"] = "False"
     down = decide_failback(stored, [], [], ON, at(500))
     assert json.loads(merge_patch(stored, down.cluster_patch)["metadata"]["annotations"][RECOVERY_ANNOTATION]) == {
-        "downSeenAt": stamp(500)}
+        "downSeenAt": stamp(500)
+    }
 
 
 def test_malformed_input_does_not_raise():
-    for junk in ({}, [], {"metadata": {"name": "x"}, "status": {"conditions": "no"}},
-                 {"metadata": {"name": "member1", "annotations": {RECOVERY_ANNOTATION: "{"}},
-                  "status": {"conditions": [{"type": "Ready", "status": "True"}]}}):
+    for junk in (
+        {},
+        [],
+        {"metadata": {"name": "x"}, "status": {"conditions": "no"}},
+        {
+            "metadata": {"name": "member1", "annotations": {RECOVERY_ANNOTATION: "{"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        },
+    ):
         decide_failback(junk, [{}, [], {"spec": {"clusters": 3}}], [[], {}], ON, at(0))
 
 
@@ -181,22 +222,30 @@ def test_policy_annotations_of_the_wrong_type_do_not_raise():
 # --- failback that carries state and actually moves back (a bare rebalancer writes no eviction task, and
 # ClusterLocality keeps a single-cluster placement where it is)
 
+
 def flink_on(current, placement, evicted_at=50, job="9a27d37ad0e5486283a527060f190710"):
     """A FlinkDeployment's binding now on `current` after an eviction from member1, its copy healthy there."""
     binding = nginx_binding([current])
     binding["metadata"]["resourceVersion"] = "42"
     binding["metadata"]["annotations"][EVICTED_FROM_ANNOTATION] = json.dumps({"member1": stamp(evicted_at)})
     binding["metadata"]["annotations"]["failover-relay.io/last-state"] = json.dumps(
-        {current: {"labels": {"application.karmada.io/failover-jobid": job}, "at": stamp(60)}})
+        {current: {"labels": {"application.karmada.io/failover-jobid": job}, "at": stamp(60)}}
+    )
     binding["spec"]["placement"] = placement
     return binding
 
 
-FLAT = {"clusterAffinity": {"clusterNames": ["member1", "member2", "member3"]},
-        "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]}
-ORDERED = {"clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"]},
-                                 {"affinityName": "backup", "clusterNames": ["member2", "member3"]}],
-           "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]}
+FLAT = {
+    "clusterAffinity": {"clusterNames": ["member1", "member2", "member3"]},
+    "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}],
+}
+ORDERED = {
+    "clusterAffinities": [
+        {"affinityName": "primary", "clusterNames": ["member1"]},
+        {"affinityName": "backup", "clusterNames": ["member2", "member3"]},
+    ],
+    "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}],
+}
 
 
 def test_a_single_cluster_workload_moves_back_by_an_eviction_that_carries_its_state():
@@ -217,9 +266,10 @@ def test_a_single_cluster_workload_moves_back_by_an_eviction_that_carries_its_st
 
 
 def test_ordered_affinities_are_also_rescheduled_from_the_first_term():
-    stored = merge_patch(flink_on("member2", ORDERED),
-                         decide_failback(cluster(), [flink_on("member2", ORDERED)], [policy()], ON,
-                                         at(400)).binding_patches[0].patch)
+    stored = merge_patch(
+        flink_on("member2", ORDERED),
+        decide_failback(cluster(), [flink_on("member2", ORDERED)], [policy()], ON, at(400)).binding_patches[0].patch,
+    )
     assert stored["spec"]["rescheduleTriggeredAt"] == stamp(400)
 
 
@@ -234,8 +284,11 @@ def test_a_flat_placement_whose_tie_goes_to_another_cluster_is_not_moved_and_say
 
 def test_a_cluster_that_cannot_be_scheduled_does_not_win_the_tie():
     binding = flink_on("member3", {**FLAT, "clusterAffinity": {"clusterNames": ["member0", "member1", "member3"]}})
-    tainted = {"metadata": {"name": "member0"}, "spec": {"taints": [{"key": "x", "effect": "NoSchedule"}]},
-               "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": stamp(0)}]}}
+    tainted = {
+        "metadata": {"name": "member0"},
+        "spec": {"taints": [{"key": "x", "effect": "NoSchedule"}]},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": stamp(0)}]},
+    }
     decision = decide_failback(cluster(), [binding], [policy()], ON, at(400), {"member0": tainted})
     assert decision.binding_patches[0].patch["spec"]["gracefulEvictionTasks"][0]["fromCluster"] == "member3"
 
@@ -252,19 +305,29 @@ def test_at_most_the_configured_number_of_failback_evictions_at_once():
         binding = flink_on("member2", FLAT)
         binding["metadata"]["name"] = f"job{index}"
         bindings.append(binding)
-    decision = decide_failback(cluster(), bindings, [policy()],
-                               DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300),
-                                                failback_max_in_flight=2), at(400))
+    decision = decide_failback(
+        cluster(),
+        bindings,
+        [policy()],
+        DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300), failback_max_in_flight=2),
+        at(400),
+    )
     assert len(decision.binding_patches) == 2 and decision.requeue_after == timedelta(seconds=10)
     in_flight = [merge_patch(b, p.patch) for b, p in zip(bindings, decision.binding_patches)] + bindings[2:]
-    later = decide_failback(cluster(), in_flight, [policy()],
-                            DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300),
-                                             failback_max_in_flight=2), at(410))
+    later = decide_failback(
+        cluster(),
+        in_flight,
+        [policy()],
+        DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300), failback_max_in_flight=2),
+        at(410),
+    )
     assert later.binding_patches == () and later.requeue_after == timedelta(seconds=10)
 
 
 def test_a_spread_workload_still_gets_the_rebalancer():
     binding = evicted_nginx()
-    binding["spec"]["placement"] = {"clusterAffinity": {"clusterNames": ["member1", "member2"]},
-                                    "replicaScheduling": {"replicaSchedulingType": "Divided"}}
+    binding["spec"]["placement"] = {
+        "clusterAffinity": {"clusterNames": ["member1", "member2"]},
+        "replicaScheduling": {"replicaSchedulingType": "Divided"},
+    }
     assert decide_failback(cluster(), [binding], [policy()], ON, at(400)).rebalancer is not None

@@ -64,14 +64,16 @@ def test_a_copy_still_restoring_is_not_counted_unhealthy_within_the_grace():
     settings = DecisionSettings(restore_grace=timedelta(seconds=120))
     binding = flink_binding()
     binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
-    binding["spec"]["gracefulEvictionTasks"] = [{"fromCluster": "member1", "purgeMode": "Directly",
-                                                 "reason": "TaintUntolerated", "creationTimestamp": stamp(0)}]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {"fromCluster": "member1", "purgeMode": "Directly", "reason": "TaintUntolerated", "creationTimestamp": stamp(0)}
+    ]
     set_health(binding, "member2", "Unhealthy", {})
     early = decide_application_failover(binding, settings, at(30))
     assert early.patch is None and early.requeue_after == timedelta(seconds=90)
     later = decide_application_failover(binding, settings, at(120))
-    assert "member2" in json.loads(merge_patch(binding, later.patch)["metadata"]["annotations"][
-        "failover-relay.io/unhealthy-since"])
+    assert "member2" in json.loads(
+        merge_patch(binding, later.patch)["metadata"]["annotations"]["failover-relay.io/unhealthy-since"]
+    )
 
 
 def test_a_hand_edited_history_is_read_tolerantly():

@@ -30,26 +30,60 @@ def evicted(message: str = "application on member1 was Unhealthy") -> dict[str, 
     binding = flink_binding()
     binding["metadata"]["labels"] = {"resourcebinding.karmada.io/permanent-id": "b-1"}
     binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
-    binding["spec"]["gracefulEvictionTasks"] = [{"fromCluster": "member1", "purgeMode": "Directly",
-                                                 "reason": "ApplicationFailure", "message": message,
-                                                 "creationTimestamp": stamp(0)}]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {
+            "fromCluster": "member1",
+            "purgeMode": "Directly",
+            "reason": "ApplicationFailure",
+            "message": message,
+            "creationTimestamp": stamp(0),
+        }
+    ]
     return binding
 
 
-def work(cluster: str = "member1", deleting: float | None = 0, finalizers: tuple[str, ...] = (EXECUTION_FINALIZER,),
-         name: str = "foo-5d8f") -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": f"karmada-es-{cluster}", "resourceVersion": "77",
-                                "finalizers": list(finalizers)}
+def work(
+    cluster: str = "member1",
+    deleting: float | None = 0,
+    finalizers: tuple[str, ...] = (EXECUTION_FINALIZER,),
+    name: str = "foo-5d8f",
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": f"karmada-es-{cluster}",
+        "resourceVersion": "77",
+        "finalizers": list(finalizers),
+    }
     if deleting is not None:
         metadata["deletionTimestamp"] = stamp(deleting)
-    return {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work", "metadata": metadata,
-            "spec": {"workload": {"manifests": [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-                                                 "metadata": {"name": "foo", "namespace": "default"}}]}}}
+    return {
+        "apiVersion": "work.karmada.io/v1alpha1",
+        "kind": "Work",
+        "metadata": metadata,
+        "spec": {
+            "workload": {
+                "manifests": [
+                    {
+                        "apiVersion": "flink.apache.org/v1beta1",
+                        "kind": "FlinkDeployment",
+                        "metadata": {"name": "foo", "namespace": "default"},
+                    }
+                ]
+            }
+        },
+    }
 
 
 def cluster(name: str, ready: bool, since: float, taint: bool = False) -> dict[str, Any]:
-    obj: dict[str, Any] = {"metadata": {"name": name}, "spec": {}, "status": {"conditions": [
-        {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": stamp(since)}]}}
+    obj: dict[str, Any] = {
+        "metadata": {"name": name},
+        "spec": {},
+        "status": {
+            "conditions": [
+                {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": stamp(since)}
+            ]
+        },
+    }
     if taint:
         obj["spec"]["taints"] = [{"key": "cluster.karmada.io/not-ready", "effect": "NoExecute"}]
     return obj
@@ -74,21 +108,28 @@ def test_an_unreachable_clusters_old_work_waits_then_is_fenced() -> None:
     fenced = decide_fencing(binding, [work()], clusters(False, since=-30), SETTINGS, at(30))
     (release,) = fenced.releases
     assert (release.namespace, release.name, release.finalizers, release.delete_first, release.probe) == (
-        "karmada-es-member1", "foo-5d8f", (), (), False)
+        "karmada-es-member1",
+        "foo-5d8f",
+        (),
+        (),
+        False,
+    )
     assert release.resource_version == "77"
     assert fenced_copies(merge_patch(binding, fenced.binding_patch)) == {"member1": [COPY]}
     assert [event.reason for event in fenced.events] == [EVENT_FENCED]
 
 
 def test_fencing_keeps_other_finalizers() -> None:
-    decision = decide_fencing(evicted(), [work(finalizers=("other.io/x", EXECUTION_FINALIZER))],
-                              clusters(False, since=-100), SETTINGS, at(0))
+    decision = decide_fencing(
+        evicted(), [work(finalizers=("other.io/x", EXECUTION_FINALIZER))], clusters(False, since=-100), SETTINGS, at(0)
+    )
     assert decision.releases[0].finalizers == ("other.io/x",)
 
 
 def test_fencing_off_never_releases_without_deleting_and_says_why() -> None:
-    decision = decide_fencing(evicted(), [work()], clusters(False, since=-1000),
-                              DecisionSettings(fence_after=None), at(0))
+    decision = decide_fencing(
+        evicted(), [work()], clusters(False, since=-1000), DecisionSettings(fence_after=None), at(0)
+    )
     assert all(release.probe and release.delete_first for release in decision.releases)
     assert decision.binding_patch is None and decision.requeue_after == timedelta(seconds=5)
     assert "fencing is off" in decision.events[0].message
@@ -104,13 +145,15 @@ def test_a_required_no_execute_taint_must_be_there() -> None:
 
 
 def test_a_work_karmada_has_not_started_deleting_is_left_to_karmada() -> None:
-    assert decide_fencing(evicted(), [work(deleting=None)], clusters(False, since=-1000), SETTINGS,
-                          at(0)).releases == ()
+    assert (
+        decide_fencing(evicted(), [work(deleting=None)], clusters(False, since=-1000), SETTINGS, at(0)).releases == ()
+    )
 
 
 def test_a_work_without_the_execution_finalizer_is_not_ours_to_release() -> None:
-    assert decide_fencing(evicted(), [work(finalizers=())], clusters(False, since=-1000), SETTINGS,
-                          at(0)).releases == ()
+    assert (
+        decide_fencing(evicted(), [work(finalizers=())], clusters(False, since=-1000), SETTINGS, at(0)).releases == ()
+    )
 
 
 def test_a_gracefully_purged_copy_is_never_fenced() -> None:
@@ -129,8 +172,9 @@ def test_a_stuck_deletion_on_a_ready_cluster_is_finished_with_its_copy() -> None
 
 
 def test_fenced_copies_are_cleaned_up_when_their_cluster_is_ready_again() -> None:
-    binding = merge_patch(evicted(), decide_fencing(evicted(), [work()], clusters(False, since=-100), SETTINGS,
-                                                    at(0)).binding_patch)
+    binding = merge_patch(
+        evicted(), decide_fencing(evicted(), [work()], clusters(False, since=-100), SETTINGS, at(0)).binding_patch
+    )
     member2_work = work("member2", deleting=None, name="foo-9a1c")
     # Tried through the proxy as long as the cluster is not Ready: the copy goes as soon as the member answers.
     while_down = decide_fencing(binding, [member2_work], clusters(False, since=-100), SETTINGS, at(10))
@@ -142,12 +186,12 @@ def test_fenced_copies_are_cleaned_up_when_their_cluster_is_ready_again() -> Non
 
 
 def test_a_workload_scheduled_back_keeps_the_copy_karmada_owns_again() -> None:
-    binding = merge_patch(evicted(), decide_fencing(evicted(), [work()], clusters(False, since=-100), SETTINGS,
-                                                    at(0)).binding_patch)
+    binding = merge_patch(
+        evicted(), decide_fencing(evicted(), [work()], clusters(False, since=-100), SETTINGS, at(0)).binding_patch
+    )
     binding["spec"]["clusters"] = [{"name": "member1", "replicas": 1}]
     binding["spec"]["gracefulEvictionTasks"] = []
-    decision = decide_fencing(binding, [work(deleting=None, finalizers=())], clusters(True, since=20), SETTINGS,
-                              at(21))
+    decision = decide_fencing(binding, [work(deleting=None, finalizers=())], clusters(True, since=20), SETTINGS, at(21))
     assert decision.cleanups == ()
     assert merge_patch(binding, decision.binding_patch)["metadata"]["annotations"].get(FENCED_ANNOTATION) is None
 
@@ -160,8 +204,9 @@ def test_the_binding_controller_is_woken_once_when_the_old_work_is_gone() -> Non
     task = decision.binding_patch["spec"]["gracefulEvictionTasks"][0]
     assert task["message"].startswith("application on member1 was Unhealthy ")
     assert "old copy on member1 is gone" in task["message"]
-    again = decide_fencing(merge_patch(binding, decision.binding_patch), [], clusters(True, since=-100), SETTINGS,
-                           at(2))
+    again = decide_fencing(
+        merge_patch(binding, decision.binding_patch), [], clusters(True, since=-100), SETTINGS, at(2)
+    )
     assert again.woken == () and again.binding_patch is None
 
 
@@ -178,12 +223,21 @@ def test_a_task_without_message_gets_just_the_note() -> None:
 
 
 def test_only_the_object_the_fenced_work_put_there_is_deleted() -> None:
-    ours = {"metadata": {"annotations": {"work.karmada.io/name": "foo-5d8f",
-                                         "work.karmada.io/namespace": "karmada-es-member1"}}}
+    ours = {
+        "metadata": {
+            "annotations": {"work.karmada.io/name": "foo-5d8f", "work.karmada.io/namespace": "karmada-es-member1"}
+        }
+    }
     assert is_fenced_copy(ours, COPY)
     assert not is_fenced_copy({"metadata": {}}, COPY)
-    assert not is_fenced_copy({"metadata": {"annotations": {"work.karmada.io/name": "foo-5d8f",
-                                                            "work.karmada.io/namespace": "karmada-es-x"}}}, COPY)
+    assert not is_fenced_copy(
+        {
+            "metadata": {
+                "annotations": {"work.karmada.io/name": "foo-5d8f", "work.karmada.io/namespace": "karmada-es-x"}
+            }
+        },
+        COPY,
+    )
 
 
 def test_a_hand_edited_fenced_annotation_is_read_tolerantly() -> None:
@@ -197,6 +251,7 @@ def test_the_note_keeps_a_long_message_within_the_crd_limit() -> None:
     decision = decide_fencing(binding, [], clusters(True, since=-100), SETTINGS, at(1))
     message = decision.binding_patch["spec"]["gracefulEvictionTasks"][0]["message"]
     assert len(message) <= 1024 and message.endswith("is gone]")
-    again = decide_fencing(merge_patch(binding, decision.binding_patch), [], clusters(True, since=-100), SETTINGS,
-                           at(2))
+    again = decide_fencing(
+        merge_patch(binding, decision.binding_patch), [], clusters(True, since=-100), SETTINGS, at(2)
+    )
     assert again.woken == ()

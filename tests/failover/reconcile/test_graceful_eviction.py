@@ -18,9 +18,15 @@ def evicting_binding(task: dict, clusters=("member2",), scheduled=True) -> dict:
     binding = nginx_binding(list(clusters))
     binding["metadata"]["generation"] = 2
     binding["status"]["schedulerObservedGeneration"] = 2 if scheduled else 1
-    binding["spec"]["gracefulEvictionTasks"] = [{"fromCluster": "member1", "reason": "ApplicationFailure",
-                                                 "producer": "resource-binding-application-failover-controller",
-                                                 "purgeMode": "Gracefully", **task}]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {
+            "fromCluster": "member1",
+            "reason": "ApplicationFailure",
+            "producer": "resource-binding-application-failover-controller",
+            "purgeMode": "Gracefully",
+            **task,
+        }
+    ]
     return binding
 
 
@@ -55,8 +61,9 @@ def test_task_ends_when_scheduled_and_every_target_healthy():
 
 
 def test_task_stays_while_a_target_is_not_healthy():
-    binding = evicting_binding({"gracePeriodSeconds": 600, "creationTimestamp": stamp(0)},
-                               clusters=("member2", "member3"))
+    binding = evicting_binding(
+        {"gracePeriodSeconds": 600, "creationTimestamp": stamp(0)}, clusters=("member2", "member3")
+    )
     for health in ("Unhealthy", "Unknown"):
         set_health(binding, "member3", health)
         assert decide_graceful_eviction(binding, SETTINGS, at(10)).patch is None
@@ -88,8 +95,9 @@ def test_suppress_deletion_true_stays_forever():
 
 
 def test_suppress_deletion_false_ends_at_once():
-    binding = evicting_binding({"purgeMode": "Never", "suppressDeletion": False, "creationTimestamp": stamp(0)},
-                               scheduled=False)
+    binding = evicting_binding(
+        {"purgeMode": "Never", "suppressDeletion": False, "creationTimestamp": stamp(0)}, scheduled=False
+    )
     decision = decide_graceful_eviction(binding, SETTINGS, at(1))
     assert decision.ended[0].why == "suppressDeletion set to false"
 
@@ -102,10 +110,20 @@ def test_directly_tasks_follow_the_same_rules():
 def test_only_the_finished_task_is_removed_and_requeue_is_the_nearest_deadline():
     binding = evicting_binding({"gracePeriodSeconds": 100, "creationTimestamp": stamp(0)}, scheduled=False)
     binding["spec"]["gracefulEvictionTasks"] += [
-        {"fromCluster": "member3", "reason": "TaintUntolerated", "producer": "TaintManager",
-         "gracePeriodSeconds": 300, "creationTimestamp": stamp(0)},
-        {"fromCluster": "member4", "reason": "TaintUntolerated", "producer": "TaintManager",
-         "gracePeriodSeconds": 500, "creationTimestamp": stamp(0)},
+        {
+            "fromCluster": "member3",
+            "reason": "TaintUntolerated",
+            "producer": "TaintManager",
+            "gracePeriodSeconds": 300,
+            "creationTimestamp": stamp(0),
+        },
+        {
+            "fromCluster": "member4",
+            "reason": "TaintUntolerated",
+            "producer": "TaintManager",
+            "gracePeriodSeconds": 500,
+            "creationTimestamp": stamp(0),
+        },
     ]
     decision = decide_graceful_eviction(binding, SETTINGS, at(150))
     assert [t["fromCluster"] for t in decision.patch["spec"]["gracefulEvictionTasks"]] == ["member3", "member4"]

@@ -9,8 +9,8 @@ import jsonpatch
 import pytest
 import yaml
 
-from failover.reconcile.migration import crd_purge_mode_enum, spelling_to_write
 from failover.admission.policy import legacy_purge_modes_in, mutate_policy
+from failover.reconcile.migration import crd_purge_mode_enum, spelling_to_write
 from tests.relay.karmada_source import karmada_crd_dir
 from tests.support import flink_policy
 
@@ -25,8 +25,9 @@ def test_mutate_rewrites_legacy_names_with_a_warning() -> None:
     verdict = mutate_policy(graciously_policy())
 
     assert {"op": "replace", "path": "/spec/failover/application/purgeMode", "value": "Gracefully"} in verdict.patch
-    assert verdict.warnings == ("spec.failover.application.purgeMode: Graciously rewritten to Gracefully (removed "
-                                "in Karmada v1.19)",)
+    assert verdict.warnings == (
+        "spec.failover.application.purgeMode: Graciously rewritten to Gracefully (removed in Karmada v1.19)",
+    )
     mutated = jsonpatch.apply_patch(graciously_policy(), list(verdict.patch))
     assert mutated["spec"]["failover"]["application"]["purgeMode"] == "Gracefully"
     assert mutated["spec"]["failover"]["application"]["gracePeriodSeconds"] == 600
@@ -43,7 +44,8 @@ def test_cluster_section_is_rewritten_too() -> None:
     policy["spec"]["failover"]["cluster"] = {"purgeMode": "Immediately"}
 
     assert {"op": "replace", "path": "/spec/failover/cluster/purgeMode", "value": "Directly"} in (
-        mutate_policy(policy).patch)
+        mutate_policy(policy).patch
+    )
 
 
 def test_nothing_is_rewritten_for_karmada_v1_12_to_v1_14() -> None:
@@ -53,19 +55,34 @@ def test_nothing_is_rewritten_for_karmada_v1_12_to_v1_14() -> None:
 
 
 def test_legacy_names_are_found_in_bindings_and_their_eviction_tasks() -> None:
-    binding = {"spec": {"failover": {"application": {"purgeMode": "Immediately"}},
-                        "gracefulEvictionTasks": [{"fromCluster": "m1", "purgeMode": "Directly"},
-                                                  {"fromCluster": "m2", "purgeMode": "Graciously"}]}}
+    binding = {
+        "spec": {
+            "failover": {"application": {"purgeMode": "Immediately"}},
+            "gracefulEvictionTasks": [
+                {"fromCluster": "m1", "purgeMode": "Directly"},
+                {"fromCluster": "m2", "purgeMode": "Graciously"},
+            ],
+        }
+    }
 
     found = [(path, pointer, mode.value) for path, pointer, mode in legacy_purge_modes_in(binding)]
 
-    assert found == [("spec.failover.application.purgeMode", "/spec/failover/application/purgeMode", "Immediately"),
-                     ("spec.gracefulEvictionTasks[1].purgeMode", "/spec/gracefulEvictionTasks/1/purgeMode",
-                      "Graciously")]
+    assert found == [
+        ("spec.failover.application.purgeMode", "/spec/failover/application/purgeMode", "Immediately"),
+        ("spec.gracefulEvictionTasks[1].purgeMode", "/spec/gracefulEvictionTasks/1/purgeMode", "Graciously"),
+    ]
 
 
-@pytest.mark.parametrize("obj", [None, [], {"spec": "x"}, {"spec": {"gracefulEvictionTasks": "x"}},
-                                 {"spec": {"failover": {"application": {"purgeMode": 3}}}}])
+@pytest.mark.parametrize(
+    "obj",
+    [
+        None,
+        [],
+        {"spec": "x"},
+        {"spec": {"gracefulEvictionTasks": "x"}},
+        {"spec": {"failover": {"application": {"purgeMode": 3}}}},
+    ],
+)
 def test_odd_shapes_hold_no_legacy_names(obj: Any) -> None:
     assert legacy_purge_modes_in(obj) == []
 
@@ -75,12 +92,19 @@ V1_15_TO_V1_18 = V1_19 | {"Immediately", "Graciously"}
 V1_12_TO_V1_14 = frozenset({"Immediately", "Graciously", "Never"})
 
 
-@pytest.mark.parametrize(("enum", "configured", "written"), [
-    (V1_19, "legacy", "new"), (V1_19, "new", "new"),
-    (V1_12_TO_V1_14, "new", "legacy"), (V1_12_TO_V1_14, "legacy", "legacy"),
-    (V1_15_TO_V1_18, "legacy", "legacy"), (V1_15_TO_V1_18, "new", "new"),
-    (None, "legacy", "legacy"), (frozenset(), "new", "new"),
-])
+@pytest.mark.parametrize(
+    ("enum", "configured", "written"),
+    [
+        (V1_19, "legacy", "new"),
+        (V1_19, "new", "new"),
+        (V1_12_TO_V1_14, "new", "legacy"),
+        (V1_12_TO_V1_14, "legacy", "legacy"),
+        (V1_15_TO_V1_18, "legacy", "legacy"),
+        (V1_15_TO_V1_18, "new", "new"),
+        (None, "legacy", "legacy"),
+        (frozenset(), "new", "new"),
+    ],
+)
 def test_the_loop_writes_what_the_installed_crd_accepts(enum: Any, configured: Any, written: str) -> None:
     assert spelling_to_write(enum, configured) == written
 

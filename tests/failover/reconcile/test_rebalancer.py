@@ -20,10 +20,17 @@ CRB = ObjectRef("ClusterResourceBinding", "demo-role-clusterrole")
 
 def rebalancer(*workloads, ttl=None, created=0, generation=1):
     """The rebalancing guide's example: `demo` WorkloadRebalancer over a Deployment and a ClusterRole."""
-    obj = {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
-           "metadata": {"name": "demo", "creationTimestamp": stamp(created), "generation": generation,
-                        "resourceVersion": "7"},
-           "spec": {"workloads": [copy.deepcopy(w) for w in (workloads or (DEMO, ROLE))]}}
+    obj = {
+        "apiVersion": "apps.karmada.io/v1alpha1",
+        "kind": "WorkloadRebalancer",
+        "metadata": {
+            "name": "demo",
+            "creationTimestamp": stamp(created),
+            "generation": generation,
+            "resourceVersion": "7",
+        },
+        "spec": {"workloads": [copy.deepcopy(w) for w in (workloads or (DEMO, ROLE))]},
+    }
     if ttl is not None:
         obj["spec"]["ttlSecondsAfterFinished"] = ttl
     return obj
@@ -49,12 +56,16 @@ def test_referenced_bindings_are_those_not_yet_decided():
 def test_stamps_each_binding_with_the_rebalancer_creation_timestamp():
     decision = decide_rebalance(rebalancer(created=5), {RB: binding(RB), CRB: binding(CRB)}, SETTINGS, at(10))
     assert {s.binding: s.patch for s in decision.stamps} == {
-        RB: {"spec": {"rescheduleTriggeredAt": stamp(5)}}, CRB: {"spec": {"rescheduleTriggeredAt": stamp(5)}}}
+        RB: {"spec": {"rescheduleTriggeredAt": stamp(5)}},
+        CRB: {"spec": {"rescheduleTriggeredAt": stamp(5)}},
+    }
     status = decision.status_patch["status"]
     # Sorted by "apiVersion kind namespace name", as Karmada sorts them.
-    assert status == {"observedWorkloads": [{"workload": DEMO, "result": "Successful"},
-                                            {"workload": ROLE, "result": "Successful"}],
-                      "observedGeneration": 1, "finishTime": stamp(10)}
+    assert status == {
+        "observedWorkloads": [{"workload": DEMO, "result": "Successful"}, {"workload": ROLE, "result": "Successful"}],
+        "observedGeneration": 1,
+        "finishTime": stamp(10),
+    }
     assert {e.regarding for e in decision.events} == {RB, CRB}
     assert decision.delete is False and decision.requeue_after is None
 
@@ -74,7 +85,10 @@ def test_binding_stamped_by_an_older_rebalancer_is_stamped_again():
 def test_missing_binding_is_failed_with_referenced_binding_not_found():
     decision = decide_rebalance(rebalancer(), {RB: binding(RB), CRB: None}, SETTINGS, at(10))
     assert decision.status_patch["status"]["observedWorkloads"][1] == {
-        "workload": ROLE, "result": "Failed", "reason": "ReferencedBindingNotFound"}
+        "workload": ROLE,
+        "result": "Failed",
+        "reason": "ReferencedBindingNotFound",
+    }
     assert decision.status_patch["status"]["finishTime"] == stamp(10)
     assert [e.reason for e in decision.events if e.type == "Warning"] == ["ReferencedBindingNotFound"]
 
@@ -119,7 +133,9 @@ def test_removed_workload_stays_only_if_it_was_successful():
     stored["spec"]["workloads"] = [ROLE]  # DEMO removed after success: its record stays
     decision = decide_rebalance(stored, {CRB: binding(CRB)}, SETTINGS, at(30))
     assert [e["workload"]["name"] for e in decision.status_patch["status"]["observedWorkloads"]] == [
-        "demo-deploy", "demo-role"]
+        "demo-deploy",
+        "demo-role",
+    ]
 
 
 def test_modified_workload_counts_as_removed_plus_added():
@@ -136,8 +152,9 @@ def test_modified_workload_counts_as_removed_plus_added():
 
 def test_reordering_workloads_changes_nothing():
     obj = rebalancer(DEMO, ROLE)
-    stored = merge_patch(obj, decide_rebalance(obj, {RB: binding(RB), CRB: binding(CRB)}, SETTINGS,
-                                               at(10)).status_patch)
+    stored = merge_patch(
+        obj, decide_rebalance(obj, {RB: binding(RB), CRB: binding(CRB)}, SETTINGS, at(10)).status_patch
+    )
     stored["spec"]["workloads"].reverse()
     assert decide_rebalance(stored, {}, SETTINGS, at(20)).status_patch is None
 
@@ -167,8 +184,12 @@ def test_ttl_waits_while_bindings_are_pending():
 
 
 def test_malformed_rebalancers_do_not_raise():
-    for junk in ({}, [], {"metadata": {"creationTimestamp": stamp(0)}, "spec": {"workloads": "x"}},
-                 {"metadata": {"creationTimestamp": stamp(0)}, "spec": {"workloads": [{"kind": "Deployment"}]}}):
+    for junk in (
+        {},
+        [],
+        {"metadata": {"creationTimestamp": stamp(0)}, "spec": {"workloads": "x"}},
+        {"metadata": {"creationTimestamp": stamp(0)}, "spec": {"workloads": [{"kind": "Deployment"}]}},
+    ):
         decide_rebalance(junk, {}, SETTINGS, at(0))
     nameless = decide_rebalance(rebalancer({"apiVersion": "v1", "kind": "ConfigMap"}), {}, SETTINGS, at(0))
     assert nameless.status_patch["status"]["observedWorkloads"][0]["result"] == "Failed"

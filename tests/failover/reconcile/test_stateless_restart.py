@@ -15,22 +15,39 @@ STATEFUL_CONFIG = {"state.checkpoints.dir": "s3://state/checkpoints", "state.sav
 
 def binding(section: str = "application", preservation: Any = RULES) -> dict[str, Any]:
     failover = {section: {"purgeMode": "Directly", **({"statePreservation": preservation} if preservation else {})}}
-    return {"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
-            "metadata": {"name": "job-flinkdeployment", "namespace": "flink"}, "spec": {"failover": failover}}
+    return {
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": {"name": "job-flinkdeployment", "namespace": "flink"},
+        "spec": {"failover": failover},
+    }
 
 
-def flink(configuration: Any, name: str = "job", kind: str = "FlinkDeployment",
-          api_version: str = "flink.apache.org/v1beta1") -> dict[str, Any]:
-    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": "flink"},
-            "spec": {"image": "flink:1.20", "flinkConfiguration": configuration,
-                     "job": {"jarURI": "local:///opt/flink/job.jar", "upgradeMode": "savepoint"}}}
+def flink(
+    configuration: Any, name: str = "job", kind: str = "FlinkDeployment", api_version: str = "flink.apache.org/v1beta1"
+) -> dict[str, Any]:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "flink"},
+        "spec": {
+            "image": "flink:1.20",
+            "flinkConfiguration": configuration,
+            "job": {"jarURI": "local:///opt/flink/job.jar", "upgradeMode": "savepoint"},
+        },
+    }
 
 
 def work(*manifests: dict[str, Any], cluster: str = "member1") -> dict[str, Any]:
     """A Work as the loop's cache keeps it."""
-    return work_cached_form({"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
-                             "metadata": {"name": "job-1234", "namespace": f"karmada-es-{cluster}"},
-                             "spec": {"workload": {"manifests": list(manifests)}}})
+    return work_cached_form(
+        {
+            "apiVersion": "work.karmada.io/v1alpha1",
+            "kind": "Work",
+            "metadata": {"name": "job-1234", "namespace": f"karmada-es-{cluster}"},
+            "spec": {"workload": {"manifests": list(manifests)}},
+        }
+    )
 
 
 def test_a_flink_deployment_with_its_state_dirs_gets_no_event() -> None:
@@ -38,18 +55,32 @@ def test_a_flink_deployment_with_its_state_dirs_gets_no_event() -> None:
 
 
 def test_no_checkpoint_dir_under_stateful_failover_warns_with_every_reason() -> None:
-    [event] = stateless_restart_events(binding(), [work(flink({
-        "execution.checkpointing.externalized-checkpoint-retention": "DELETE_ON_CANCELLATION"}))])
+    [event] = stateless_restart_events(
+        binding(),
+        [work(flink({"execution.checkpointing.externalized-checkpoint-retention": "DELETE_ON_CANCELLATION"}))],
+    )
 
     assert (event.type, event.reason, event.regarding) == (WARNING, EVENT_STATELESS_RESTART, None)
-    assert event.message.startswith("FlinkDeployment flink/job restarts without state after a failover: "
-                                    "flinkConfiguration sets no checkpoint dir")
+    assert event.message.startswith(
+        "FlinkDeployment flink/job restarts without state after a failover: flinkConfiguration sets no checkpoint dir"
+    )
     assert "DELETE_ON_CANCELLATION" in event.message
 
 
 def test_cluster_failover_with_state_is_judged_too() -> None:
-    [event] = stateless_restart_events(binding("cluster"), [work(flink({
-        **STATEFUL_CONFIG, "execution.checkpointing.externalized-checkpoint-retention": "delete_on_cancellation"}))])
+    [event] = stateless_restart_events(
+        binding("cluster"),
+        [
+            work(
+                flink(
+                    {
+                        **STATEFUL_CONFIG,
+                        "execution.checkpointing.externalized-checkpoint-retention": "delete_on_cancellation",
+                    }
+                )
+            )
+        ],
+    )
 
     assert "DELETE_ON_CANCELLATION: the checkpoints go with the old copy" in event.message
 
@@ -72,23 +103,34 @@ def test_stateless_failover_and_other_kinds_say_nothing() -> None:
 
 
 def test_one_event_per_workload_even_in_the_works_of_several_clusters() -> None:
-    works = [work(flink({}), cluster="member1"), work(flink({}), cluster="member2"),
-             work(flink({}, name="other"), cluster="member2")]
+    works = [
+        work(flink({}), cluster="member1"),
+        work(flink({}), cluster="member2"),
+        work(flink({}, name="other"), cluster="member2"),
+    ]
 
     assert [event.message.split(" restarts")[0] for event in stateless_restart_events(binding(), works)] == [
-        "FlinkDeployment flink/job", "FlinkDeployment flink/other"]
+        "FlinkDeployment flink/job",
+        "FlinkDeployment flink/other",
+    ]
 
 
 def test_malformed_works_and_bindings_are_no_crash() -> None:
-    broken = [{"spec": {"workload": {"manifests": "x"}}}, {"spec": {"workload": "x"}}, {},
-              {"spec": {"workload": {"manifests": [None, 3, {"kind": "FlinkDeployment"}]}}}]
+    broken = [
+        {"spec": {"workload": {"manifests": "x"}}},
+        {"spec": {"workload": "x"}},
+        {},
+        {"spec": {"workload": {"manifests": [None, 3, {"kind": "FlinkDeployment"}]}}},
+    ]
     assert stateless_restart_events(binding(), broken) == ()
     assert stateless_restart_events({"spec": {"failover": {"application": "x", "cluster": []}}}, broken) == ()
 
 
 def test_the_cache_keeps_only_a_flink_deployments_configuration_of_a_manifest() -> None:
-    cached = work(flink(STATEFUL_CONFIG), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
-                                           "data": {"big": "x" * 1000}})
+    cached = work(
+        flink(STATEFUL_CONFIG),
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"big": "x" * 1000}},
+    )
     manifests = cached["spec"]["workload"]["manifests"]
 
     assert manifests[0]["spec"] == {"flinkConfiguration": STATEFUL_CONFIG}

@@ -9,17 +9,19 @@ from pathlib import Path
 from typing import Any
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
-from failover.state.restore import PREVIOUS_JOB_ID
 from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_view
+from failover.state.restore import PREVIOUS_JOB_ID
 from relay.settings import SavepointSettings
 from relay.status import open_storage
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
 from tests.failover.state.test_history import ROTATED, failed_over, reconcile
 
 TEMPLATE: dict[str, Any] = {
-    "apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+    "apiVersion": "flink.apache.org/v1beta1",
+    "kind": "FlinkDeployment",
     "metadata": {"name": "foo", "namespace": "default"},
-    "spec": {"job": {"jarURI": "local:///opt/flink/job.jar", "upgradeMode": "stateless"}}}
+    "spec": {"job": {"jarURI": "local:///opt/flink/job.jar", "upgradeMode": "stateless"}},
+}
 READY = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
 CLUSTERS = {"member1": READY, "member2": READY}
 
@@ -31,7 +33,10 @@ def test_an_unhealthy_target_shows_since_when_and_when_it_will_be_evicted() -> N
     [target] = workload_view(binding, CLUSTERS, at(20))["targets"]
     assert (target["cluster"], target["health"], target["clusterReady"]) == ("member1", "Unhealthy", True)
     assert (target["unhealthySince"], target["evictionAt"], target["evictionIn"]) == (
-        "2025-03-01T12:00:05Z", "2025-03-01T12:01:05Z", 45)
+        "2025-03-01T12:00:05Z",
+        "2025-03-01T12:01:05Z",
+        45,
+    )
     assert target["jobId"] == JOB_ID
 
 
@@ -51,14 +56,25 @@ def test_a_failover_in_flight_shows_its_task_its_state_and_the_restore_a_new_cop
     assert view["placement"] == [] and view["tolerationSeconds"] == 60 and view["purgeMode"] == "Directly"
     [task] = view["evictions"]
     assert (task["fromCluster"], task["purgeMode"], task["preservedState"]) == (
-        "member1", "Directly", {DEFAULT_JOB_ID_LABEL: ROTATED})
+        "member1",
+        "Directly",
+        {DEFAULT_JOB_ID_LABEL: ROTATED},
+    )
     assert view["restore"]["path"] == f"file://{tmp_path}/{JOB_ID}/chk-41"
     assert view["restore"]["fallback"] == PREVIOUS_JOB_ID and view["restore"]["storage"] == f"file://{tmp_path}"
     assert [move["kind"] for move in view["history"]] == ["failover"]
     table = render_table([view])
-    for text in ("default/foo (FlinkDeployment)", "nothing (being rescheduled)", "EVICTION FROM", "Directly",
-                 "failover-jobid=01234567…", f"file://{tmp_path}/{JOB_ID}/chk-41", "fallback previous-job-id",
-                 "HISTORY AT", "failover"):
+    for text in (
+        "default/foo (FlinkDeployment)",
+        "nothing (being rescheduled)",
+        "EVICTION FROM",
+        "Directly",
+        "failover-jobid=01234567…",
+        f"file://{tmp_path}/{JOB_ID}/chk-41",
+        "fallback previous-job-id",
+        "HISTORY AT",
+        "failover",
+    ):
         assert text in table, text
 
 

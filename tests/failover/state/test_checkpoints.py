@@ -162,8 +162,9 @@ def test_the_newest_of_the_jobs_savepoints_is_found(tmp_path):
     assert result.path == f"{tmp_path}/savepoints/flink/{JOB}/savepoint-012345-aaaaaaaaaaaa"
 
 
-@pytest.mark.parametrize("checkpoint_time, savepoint_time, source", [(2000, 1000, "checkpoint"),
-                                                                       (1000, 2000, "savepoint")])
+@pytest.mark.parametrize(
+    "checkpoint_time, savepoint_time, source", [(2000, 1000, "checkpoint"), (1000, 2000, "savepoint")]
+)
 def test_checkpoint_and_savepoint_compare_by_completion_time(tmp_path, checkpoint_time, savepoint_time, source):
     completed_at(checkpoint(job_dir(tmp_path), 1), checkpoint_time)
     sp = tmp_path / "savepoints" / "flink" / JOB.value / "savepoint-012345-aaaaaaaaaaaa"
@@ -244,9 +245,15 @@ class RaisingFileSystem:
         raise self.error
 
 
-@pytest.mark.parametrize("error", [ConnectionError("connection reset"), OSError(5, "Input/output error"),
-                                   PermissionError(13, "Permission denied"),
-                                   RuntimeError("throttled")])
+@pytest.mark.parametrize(
+    "error",
+    [
+        ConnectionError("connection reset"),
+        OSError(5, "Input/output error"),
+        PermissionError(13, "Permission denied"),
+        RuntimeError("throttled"),
+    ],
+)
 def test_a_raising_filesystem_is_a_storage_error(error):
     store = CheckpointStore(RaisingFileSystem(error), "root", "s3://root")
     result = lookup(store, DEFAULT, (), "flink", JOB)
@@ -291,18 +298,21 @@ def test_memory_filesystem_through_fsspec_url():
     fs.rm("/ckpt", recursive=True)
 
 
-@pytest.mark.parametrize("template, message", [
-    ("", "non-empty"),
-    ("/data/{job_id}", "start with {root}"),
-    ("{root}/{namespace}", "must contain {job_id}"),
-    ("{root}/{jobId}", "unknown field {jobId}"),
-    ("{root}/{job_id!r}", "no format spec"),
-    ("{root}/{job_id:>40}", "no format spec"),
-    ("{root}/../{job_id}", "'..'"),
-    ("{root}{job_id}", "'/' after {root}"),
-    ("{root}/{root}/{job_id}", "name it once"),
-    ("{root}/{job_id", "layout"),
-])
+@pytest.mark.parametrize(
+    "template, message",
+    [
+        ("", "non-empty"),
+        ("/data/{job_id}", "start with {root}"),
+        ("{root}/{namespace}", "must contain {job_id}"),
+        ("{root}/{jobId}", "unknown field {jobId}"),
+        ("{root}/{job_id!r}", "no format spec"),
+        ("{root}/{job_id:>40}", "no format spec"),
+        ("{root}/../{job_id}", "'..'"),
+        ("{root}{job_id}", "'/' after {root}"),
+        ("{root}/{root}/{job_id}", "name it once"),
+        ("{root}/{job_id", "layout"),
+    ],
+)
 def test_bad_layouts_are_refused(template, message):
     with pytest.raises(LayoutError, match=None) as error:
         parse_layout(template)

@@ -44,19 +44,28 @@ def reconcile(binding: dict[str, Any], now: float, works: list[dict[str, Any]] =
 
 
 def work(cluster: str, path: str | None) -> dict[str, Any]:
-    manifest: dict[str, Any] = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-                                "metadata": {"name": "foo", "namespace": "default"}}
+    manifest: dict[str, Any] = {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": "foo", "namespace": "default"},
+    }
     if path:
         manifest["spec"] = {"job": {"initialSavepointPath": path}}
-    return {"metadata": {"name": "foo", "namespace": f"karmada-es-{cluster}"},
-            "spec": {"workload": {"manifests": [manifest]}}}
+    return {
+        "metadata": {"name": "foo", "namespace": f"karmada-es-{cluster}"},
+        "spec": {"workload": {"manifests": [manifest]}},
+    }
 
 
 def failed_over() -> dict[str, Any]:
     """member1 ran JOB_ID, then a rotated run started (its id in the status) that went Unhealthy; evicted at 70 s."""
     binding = reconcile(flink_binding(), 0)
-    set_health(binding, "member1", "Unhealthy", {"jobStatus": {
-        "jobId": ROTATED, "state": "RECONCILING", "upgradeSavepointPath": RESTORE}})
+    set_health(
+        binding,
+        "member1",
+        "Unhealthy",
+        {"jobStatus": {"jobId": ROTATED, "state": "RECONCILING", "upgradeSavepointPath": RESTORE}},
+    )
     binding = reconcile(binding, 5)
     return reconcile(binding, 70)
 
@@ -78,15 +87,19 @@ def test_a_failover_is_recorded_once_with_the_preserved_job_id_then_where_it_wen
 
 def test_every_run_karmada_reflected_is_kept_newest_first_with_its_start_path() -> None:
     runs = read_history(failed_over()).runs
-    assert [(run.job_id, run.cluster, run.seen) for run in runs] == [(ROTATED, "member1", at(5)),
-                                                                    (JOB_ID, "member1", at(0))]
+    assert [(run.job_id, run.cluster, run.seen) for run in runs] == [
+        (ROTATED, "member1", at(5)),
+        (JOB_ID, "member1", at(0)),
+    ]
     assert runs[0].upgrade_savepoint_path == RESTORE and not runs[1].upgrade_savepoint_path
 
 
 def test_restore_hints_name_the_earlier_runs_and_the_failed_runs_start_path() -> None:
     binding = failed_over()
-    assert restore_hints(binding, {LABEL: ROTATED}) == {PREVIOUS_JOB_IDS_ANNOTATION: JOB_ID,
-                                                        UPGRADE_SAVEPOINT_PATH_ANNOTATION: RESTORE}
+    assert restore_hints(binding, {LABEL: ROTATED}) == {
+        PREVIOUS_JOB_IDS_ANNOTATION: JOB_ID,
+        UPGRADE_SAVEPOINT_PATH_ANNOTATION: RESTORE,
+    }
     assert restore_hints(binding, {LABEL: JOB_ID}) == {PREVIOUS_JOB_IDS_ANNOTATION: ROTATED}
     assert restore_hints(binding, {LABEL: "../../etc"}) == {}
     assert restore_hints(flink_binding(), {LABEL: ROTATED}) == {}
@@ -94,9 +107,15 @@ def test_restore_hints_name_the_earlier_runs_and_the_failed_runs_start_path() ->
 
 def test_a_failback_and_a_dead_clusters_return_are_moves_too_and_the_return_is_recorded_once() -> None:
     binding = failed_over()
-    binding["spec"]["gracefulEvictionTasks"].append({
-        "fromCluster": "member2", "reason": "Failback", "producer": "failover-relay-failback",
-        "purgeMode": "Directly", "creationTimestamp": stamp(900)})
+    binding["spec"]["gracefulEvictionTasks"].append(
+        {
+            "fromCluster": "member2",
+            "reason": "Failback",
+            "producer": "failover-relay-failback",
+            "purgeMode": "Directly",
+            "creationTimestamp": stamp(900),
+        }
+    )
     binding = merge_patch(binding, decide_history(binding, [], at(900)))
     patch = returned_cluster_patch(binding, ["member3"], at(950))
     binding = merge_patch(binding, patch)
@@ -108,10 +127,12 @@ def test_the_history_is_bounded_in_count_and_bytes_and_keeps_the_newest() -> Non
     binding = flink_binding()
     binding["spec"]["gracefulEvictionTasks"] = [
         {"fromCluster": f"member{i}", "reason": "ApplicationFailure" + "x" * 2000, "creationTimestamp": stamp(i)}
-        for i in range(3 * MAX_MOVES)]
+        for i in range(3 * MAX_MOVES)
+    ]
     for i in range(3 * MAX_RUNS):
-        set_health(binding, "member1", "Healthy", {"jobStatus": {"jobId": f"{i:032x}",
-                                                                 "upgradeSavepointPath": "/p" * 2000}})
+        set_health(
+            binding, "member1", "Healthy", {"jobStatus": {"jobId": f"{i:032x}", "upgradeSavepointPath": "/p" * 2000}}
+        )
         binding = merge_patch(binding, decide_history(binding, [], at(i)))
     history = read_history(binding)
     assert len(history.moves) == MAX_MOVES and history.moves[-1].from_cluster == f"member{3 * MAX_MOVES - 1}"
@@ -123,8 +144,12 @@ def test_an_unstamped_task_waits_for_its_stamp_and_a_hostile_annotation_is_read_
     binding = flink_binding()
     binding["spec"]["gracefulEvictionTasks"] = [{"fromCluster": "member1", "reason": "TaintUntolerated"}]
     assert not read_history(merge_patch(binding, decide_history(binding, [], at(0)))).moves
-    for raw in ("not json", "[]", json.dumps({"moves": [1, {"at": "x"}], "runs": "no"}),
-                json.dumps({"moves": [{"at": stamp(1), "kind": "failover", "from": "m", "to": "m2"}]})):
+    for raw in (
+        "not json",
+        "[]",
+        json.dumps({"moves": [1, {"at": "x"}], "runs": "no"}),
+        json.dumps({"moves": [{"at": stamp(1), "kind": "failover", "from": "m", "to": "m2"}]}),
+    ):
         hostile = copy.deepcopy(binding)
         hostile["metadata"]["annotations"][HISTORY_ANNOTATION] = raw
         assert isinstance(read_history(hostile).moves, tuple)

@@ -11,18 +11,21 @@ def test_flink_job_id_is_accepted():
     assert str(JobId(VALID)) == VALID
 
 
-@pytest.mark.parametrize("value", [
-    "../../etc",
-    VALID.upper(),
-    VALID[:-1],
-    VALID + "0",
-    VALID[:-1] + "/",
-    VALID[:-2] + "..",
-    "",
-    "x" * 200,
-    VALID + "\n",
-    " " + VALID[1:],
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "../../etc",
+        VALID.upper(),
+        VALID[:-1],
+        VALID + "0",
+        VALID[:-1] + "/",
+        VALID[:-2] + "..",
+        "",
+        "x" * 200,
+        VALID + "\n",
+        " " + VALID[1:],
+    ],
+)
 def test_anything_but_32_lowercase_hex_is_refused(value):
     assert job_id_problem(value)
     with pytest.raises(InvalidJobId):

@@ -25,8 +25,10 @@ OTHER_JOB = "0123456789abcdef0123456789abcdef"
 
 
 def with_cluster_rules(binding: dict[str, Any]) -> dict[str, Any]:
-    binding["spec"]["failover"]["cluster"] = {"purgeMode": "Directly", "statePreservation": {"rules": [
-        {"aliasLabelName": CLUSTER_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]}}
+    binding["spec"]["failover"]["cluster"] = {
+        "purgeMode": "Directly",
+        "statePreservation": {"rules": [{"aliasLabelName": CLUSTER_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]},
+    }
     return binding
 
 
@@ -111,8 +113,9 @@ def test_a_binding_without_rules_drops_the_annotation() -> None:
 
 def test_an_edited_annotation_is_read_tolerantly() -> None:
     binding = copy.deepcopy(flink_binding())
-    binding["metadata"]["annotations"][LAST_STATE_ANNOTATION] = json.dumps({
-        "member1": {"labels": {LABEL: 5}, "at": stamp(0)}, "member2": "x", "member3": {"labels": {}, "at": "no"}})
+    binding["metadata"]["annotations"][LAST_STATE_ANNOTATION] = json.dumps(
+        {"member1": {"labels": {LABEL: 5}, "at": stamp(0)}, "member2": "x", "member3": {"labels": {}, "at": "no"}}
+    )
     assert recorded_states(binding) == {}
     binding["metadata"]["annotations"][LAST_STATE_ANNOTATION] = "not json"
     assert recorded_states(binding) == {}
@@ -121,7 +124,8 @@ def test_an_edited_annotation_is_read_tolerantly() -> None:
 def test_rules_of_both_failover_kinds_are_read_in_order_without_duplicates() -> None:
     binding = with_cluster_rules(flink_binding())
     binding["spec"]["failover"]["cluster"]["statePreservation"]["rules"].append(
-        {"aliasLabelName": LABEL, "jsonPath": "{ .other }"})
+        {"aliasLabelName": LABEL, "jsonPath": "{ .other }"}
+    )
     assert [rule.alias for rule in preservation_rules(binding)] == [LABEL, CLUSTER_LABEL]
     assert [rule.alias for rule in preservation_rules(binding, "cluster")] == [CLUSTER_LABEL, LABEL]
 

@@ -34,23 +34,40 @@ def flink_manifest(labels: dict[str, str] | None = None) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": "foo", "namespace": "default"}
     if labels is not None:
         metadata["labels"] = labels
-    return {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "metadata": metadata,
-            "spec": {"job": {"jarURI": "local:///job.jar", "upgradeMode": "stateless"}}}
+    return {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": metadata,
+        "spec": {"job": {"jarURI": "local:///job.jar", "upgradeMode": "stateless"}},
+    }
 
 
 def work(cluster: str = "member2", *manifests: dict[str, Any]) -> dict[str, Any]:
     """A Work as the binding controller renders it for `cluster`."""
-    return {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
-            "metadata": {"name": "foo-5d8f", "namespace": f"karmada-es-{cluster}",
-                         "annotations": {"resourcebinding.karmada.io/namespace": "default",
-                                         "resourcebinding.karmada.io/name": "foo-flinkdeployment"}},
-            "spec": {"workload": {"manifests": list(manifests) or [flink_manifest({"app": "foo"})]}}}
+    return {
+        "apiVersion": "work.karmada.io/v1alpha1",
+        "kind": "Work",
+        "metadata": {
+            "name": "foo-5d8f",
+            "namespace": f"karmada-es-{cluster}",
+            "annotations": {
+                "resourcebinding.karmada.io/namespace": "default",
+                "resourcebinding.karmada.io/name": "foo-flinkdeployment",
+            },
+        },
+        "spec": {"workload": {"manifests": list(manifests) or [flink_manifest({"app": "foo"})]}},
+    }
 
 
-def task(from_cluster: str, state: dict[str, Any] | None, before: list[str] | None, created: float | None = 0,
-         **extra: Any) -> dict[str, Any]:
-    entry: dict[str, Any] = {"fromCluster": from_cluster, "purgeMode": "Directly", "reason": "ApplicationFailure",
-                             **extra}
+def task(
+    from_cluster: str, state: dict[str, Any] | None, before: list[str] | None, created: float | None = 0, **extra: Any
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "fromCluster": from_cluster,
+        "purgeMode": "Directly",
+        "reason": "ApplicationFailure",
+        **extra,
+    }
     if state is not None:
         entry["preservedLabelState"] = state
     if before is not None:
@@ -62,10 +79,16 @@ def task(from_cluster: str, state: dict[str, Any] | None, before: list[str] | No
 
 def binding(clusters: list[str], *tasks: dict[str, Any], **spec: Any) -> dict[str, Any]:
     """The binding after member1 failed over to the given clusters."""
-    return {"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
-            "metadata": {"name": "foo-flinkdeployment", "namespace": "default"},
-            "spec": {"clusters": [{"name": name, "replicas": 1} for name in clusters],
-                     "gracefulEvictionTasks": list(tasks), **spec}}
+    return {
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": {"name": "foo-flinkdeployment", "namespace": "default"},
+        "spec": {
+            "clusters": [{"name": name, "replicas": 1} for name in clusters],
+            "gracefulEvictionTasks": list(tasks),
+            **spec,
+        },
+    }
 
 
 FAILED_OVER = binding(["member2"], task("member1", {LABEL: JOB_ID}, ["member1"]))
@@ -87,7 +110,8 @@ def test_label_keys_are_escaped_in_the_json_pointer() -> None:
     plan = plan_work_labels(work(), FAILED_OVER)
 
     assert [op["path"] for op in plan.patch] == [
-        "/spec/workload/manifests/0/metadata/labels/application.karmada.io~1failover-jobid"]
+        "/spec/workload/manifests/0/metadata/labels/application.karmada.io~1failover-jobid"
+    ]
 
 
 def test_missing_labels_and_metadata_are_created_whole() -> None:
@@ -134,9 +158,11 @@ def test_a_placement_over_several_clusters_gets_nothing() -> None:
 
 
 def test_clusters_required_by_dependants_count_as_targets() -> None:
-    dependency = binding(["member2"], task("member1", {LABEL: JOB_ID}, ["member1"]),
-                         requiredBy=[{"name": "app", "namespace": "default",
-                                      "clusters": [{"name": "member3", "replicas": 1}]}])
+    dependency = binding(
+        ["member2"],
+        task("member1", {LABEL: JOB_ID}, ["member1"]),
+        requiredBy=[{"name": "app", "namespace": "default", "clusters": [{"name": "member3", "replicas": 1}]}],
+    )
 
     assert plan_work_labels(work(), dependency).patch == ()
 
@@ -175,9 +201,11 @@ def test_a_binding_without_preserved_state_leaves_the_work_alone_silently() -> N
 def test_second_failover_in_a_row_uses_the_newest_task() -> None:
     # member1 failed over to member2, whose copy never became healthy; the decision layer carried the first
     # task's state into the task for member2. The Work for member3 gets it.
-    second = binding(["member3"],
-                     task("member1", {LABEL: JOB_ID}, ["member1"], created=0),
-                     task("member2", {LABEL: OTHER_JOB}, ["member2"], created=600))
+    second = binding(
+        ["member3"],
+        task("member1", {LABEL: JOB_ID}, ["member1"], created=0),
+        task("member2", {LABEL: OTHER_JOB}, ["member2"], created=600),
+    )
 
     plan = plan_work_labels(work("member3"), second)
 
@@ -186,33 +214,45 @@ def test_second_failover_in_a_row_uses_the_newest_task() -> None:
 
 
 def test_newest_is_by_creation_time_not_list_position() -> None:
-    reordered = binding(["member3"],
-                        task("member2", {LABEL: OTHER_JOB}, ["member2"], created=600),
-                        task("member1", {LABEL: JOB_ID}, ["member1"], created=0))
+    reordered = binding(
+        ["member3"],
+        task("member2", {LABEL: OTHER_JOB}, ["member2"], created=600),
+        task("member1", {LABEL: JOB_ID}, ["member1"], created=0),
+    )
 
     assert plan_work_labels(work("member3"), reordered).source == "member2"
 
 
 def test_an_unstamped_task_is_the_newest() -> None:
-    fresh = binding(["member3"],
-                    task("member1", {LABEL: JOB_ID}, ["member1"], created=600),
-                    task("member2", {LABEL: OTHER_JOB}, ["member2"], created=None))
+    fresh = binding(
+        ["member3"],
+        task("member1", {LABEL: JOB_ID}, ["member1"], created=600),
+        task("member2", {LABEL: OTHER_JOB}, ["member2"], created=None),
+    )
 
     assert plan_work_labels(work("member3"), fresh).source == "member2"
 
 
 def test_a_newer_task_that_does_not_qualify_does_not_hide_an_older_one() -> None:
     # The second failover left member3 for member2, which ran the workload before: only member1's task applies.
-    mixed = binding(["member2"],
-                    task("member1", {LABEL: JOB_ID}, ["member1"], created=0),
-                    task("member3", {LABEL: OTHER_JOB}, ["member2", "member3"], created=600))
+    mixed = binding(
+        ["member2"],
+        task("member1", {LABEL: JOB_ID}, ["member1"], created=0),
+        task("member3", {LABEL: OTHER_JOB}, ["member2", "member3"], created=600),
+    )
 
     assert plan_work_labels(work("member2"), mixed).source == "member1"
 
 
 def test_hostile_values_are_never_written() -> None:
-    hostile = {LABEL: "../../etc", "app.example.com/long": "x" * 200, "app.example.com/newline": "a\nb",
-               "bad key!": "value", "app.example.com/fine": "ok", "app.example.com/number": 7}
+    hostile = {
+        LABEL: "../../etc",
+        "app.example.com/long": "x" * 200,
+        "app.example.com/newline": "a\nb",
+        "bad key!": "value",
+        "app.example.com/fine": "ok",
+        "app.example.com/number": 7,
+    }
     plan = plan_work_labels(work(), binding(["member2"], task("member1", hostile, ["member1"])))
 
     assert labels_after(work(), plan.patch) == {"app": "foo", "app.example.com/fine": "ok"}
@@ -260,33 +300,44 @@ def test_the_owning_binding_comes_from_the_annotations() -> None:
 def test_binding_names_that_are_not_kubernetes_names_are_refused() -> None:
     for namespace, name in (("../kube-system", "x"), ("default", "a/b"), ("default", "x" * 300), (None, "x")):
         obj = work()
-        obj["metadata"]["annotations"] = {"resourcebinding.karmada.io/namespace": namespace,
-                                          "resourcebinding.karmada.io/name": name}
+        obj["metadata"]["annotations"] = {
+            "resourcebinding.karmada.io/namespace": namespace,
+            "resourcebinding.karmada.io/name": name,
+        }
         ref, problem = owning_binding(obj)
         assert ref is None and problem
 
 
 def test_the_savepoint_decision_runs_on_the_labelled_manifest_under_its_place_in_the_work() -> None:
     profile = flink_deployment_profile(LABEL, [parse_layout("{root}/{namespace}/{job_id}/checkpoints")])
-    obj = work("member2", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "conf"}},
-               flink_manifest({"app": "foo"}))
+    obj = work(
+        "member2",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "conf"}},
+        flink_manifest({"app": "foo"}),
+    )
     plan = plan_work_labels(obj, FAILED_OVER)
     labelled = with_labels(obj["spec"]["workload"]["manifests"][1], plan.labels)
     checkpoint = f"s3://bucket/default/{JOB_ID}/checkpoints/chk-42"
 
-    savepoint = injection_verdict(profile, labelled, LookupResult(Outcome.FOUND, checkpoint, "checkpoint"),
-                                  FAIL_OPEN, "default")
+    savepoint = injection_verdict(
+        profile, labelled, LookupResult(Outcome.FOUND, checkpoint, "checkpoint"), FAIL_OPEN, "default"
+    )
     patch = list(plan.patch) + list(under_manifest(1, savepoint).patch)
     patched = jsonpatch.apply_patch(copy.deepcopy(obj), patch)
 
     flink = patched["spec"]["workload"]["manifests"][1]
     assert flink["metadata"]["labels"] == {"app": "foo", LABEL: JOB_ID}
     # No checkpoint or savepoint directory configured: upgradeMode stays (issue 13 point 1), job.state is never forced.
-    assert flink["spec"]["job"] == {"jarURI": "local:///job.jar", "upgradeMode": "stateless",
-                                    "initialSavepointPath": checkpoint}
+    assert flink["spec"]["job"] == {
+        "jarURI": "local:///job.jar",
+        "upgradeMode": "stateless",
+        "initialSavepointPath": checkpoint,
+    }
     config_map = patched["spec"]["workload"]["manifests"][0]
-    assert config_map == {**obj["spec"]["workload"]["manifests"][0], "metadata": {"name": "conf",
-                                                                                  "labels": {LABEL: JOB_ID}}}
+    assert config_map == {
+        **obj["spec"]["workload"]["manifests"][0],
+        "metadata": {"name": "conf", "labels": {LABEL: JOB_ID}},
+    }
 
 
 # --- state beyond the task: the last healthy report (failover/state/last_state.py), re-renders, the cluster failover label
@@ -294,13 +345,25 @@ def test_the_savepoint_decision_runs_on_the_labelled_manifest_under_its_place_in
 CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
 
 
-def recorded(states: dict[str, tuple[str, float]], rules: tuple[str, ...] = (LABEL,),
-             which: str = "application") -> dict[str, Any]:
-    annotation = {cluster: {"labels": {label: job for label in rules}, "at": stamp(seconds)}
-                  for cluster, (job, seconds) in states.items()}
-    return {"metadata": {"annotations": {"failover-relay.io/last-state": json.dumps(annotation)}},
-            "spec": {"failover": {which: {"statePreservation": {"rules": [
-                {"aliasLabelName": label, "jsonPath": "{ .jobStatus.jobId }"} for label in rules]}}}}}
+def recorded(
+    states: dict[str, tuple[str, float]], rules: tuple[str, ...] = (LABEL,), which: str = "application"
+) -> dict[str, Any]:
+    annotation = {
+        cluster: {"labels": {label: job for label in rules}, "at": stamp(seconds)}
+        for cluster, (job, seconds) in states.items()
+    }
+    return {
+        "metadata": {"annotations": {"failover-relay.io/last-state": json.dumps(annotation)}},
+        "spec": {
+            "failover": {
+                which: {
+                    "statePreservation": {
+                        "rules": [{"aliasLabelName": label, "jsonPath": "{ .jobStatus.jobId }"} for label in rules]
+                    }
+                }
+            }
+        },
+    }
 
 
 def with_record(base: dict[str, Any], states: dict[str, tuple[str, float]], **kwargs: Any) -> dict[str, Any]:
@@ -312,16 +375,22 @@ def with_record(base: dict[str, Any], states: dict[str, tuple[str, float]], **kw
 
 
 def test_a_taint_manager_task_without_state_injects_the_evicted_copys_last_healthy_report() -> None:
-    unfilled = binding(["member2"], {"fromCluster": "member1", "purgeMode": "Directly", "reason": "TaintUntolerated",
-                                     "producer": "TaintManager"})
+    unfilled = binding(
+        ["member2"],
+        {"fromCluster": "member1", "purgeMode": "Directly", "reason": "TaintUntolerated", "producer": "TaintManager"},
+    )
     dead = with_record(unfilled, {"member1": (JOB_ID, 0)}, rules=(CLUSTER_LABEL,), which="cluster")
     plan = plan_work_labels(work(), dead)
     assert plan.labels == {CLUSTER_LABEL: JOB_ID} and plan.source == "member1"
 
 
 def test_a_task_carries_the_last_healthy_report_for_the_rules_of_its_failover_kind_only() -> None:
-    taint_task = {"fromCluster": "member1", "purgeMode": "Directly", "reason": "TaintUntolerated",
-                  "producer": "TaintManager"}
+    taint_task = {
+        "fromCluster": "member1",
+        "purgeMode": "Directly",
+        "reason": "TaintUntolerated",
+        "producer": "TaintManager",
+    }
     only_application_rules = with_record(binding(["member2"], taint_task), {"member1": (JOB_ID, 0)})
     assert task_state(only_application_rules, taint_task) == {}
     # The workload still moved away from a copy whose state was recorded: the new copy gets it (moved_state).

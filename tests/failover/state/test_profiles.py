@@ -18,8 +18,10 @@ def session_job(**overrides):
         "kind": "FlinkSessionJob",
         "group": "flink.apache.org",
         "version": "v1beta1",
-        "targets": [{"field": "spec.job.initialSavepointPath", "value": "{path}"},
-                    {"field": "spec.job.upgradeMode", "value": "savepoint", "keep": ["savepoint", "last-state"]}],
+        "targets": [
+            {"field": "spec.job.initialSavepointPath", "value": "{path}"},
+            {"field": "spec.job.upgradeMode", "value": "savepoint", "keep": ["savepoint", "last-state"]},
+        ],
     }
     profile.update(overrides)
     return profile
@@ -43,8 +45,7 @@ def test_flink_deployment_is_built_in():
 def test_the_operators_other_kinds_are_built_in():
     profiles = load()
     assert profiles[FLINK_SESSION_JOB].path_targets[0].field == "spec.job.initialSavepointPath"
-    assert profiles[FLINK_BLUE_GREEN_DEPLOYMENT].path_targets[0].field == \
-        "spec.template.spec.job.initialSavepointPath"
+    assert profiles[FLINK_BLUE_GREEN_DEPLOYMENT].path_targets[0].field == "spec.template.spec.job.initialSavepointPath"
 
 
 def test_a_configured_job_id_label_comes_first_and_the_conventions_stay():
@@ -63,39 +64,44 @@ def test_configured_profile_takes_defaults_from_the_savepoint_settings():
 
 def test_configured_profile_with_its_own_label_and_layout():
     profile = load(session_job(label="example.com/job", layouts=["{root}/{job_id}"]))[
-        GroupKind("flink.apache.org", "FlinkSessionJob")]
+        GroupKind("flink.apache.org", "FlinkSessionJob")
+    ]
     assert profile.label == "example.com/job"
     assert profile.layouts[0].template == "{root}/{job_id}"
 
 
 def test_configured_flink_deployment_replaces_the_built_in_one():
-    custom = session_job(kind="FlinkDeployment", targets=[{"field": "spec.job.initialSavepointPath",
-                                                           "value": "{path}"}])
+    custom = session_job(
+        kind="FlinkDeployment", targets=[{"field": "spec.job.initialSavepointPath", "value": "{path}"}]
+    )
     assert len(load(custom)[FLINK_DEPLOYMENT].targets) == 1
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"kind": "flinkSessionJob"}, "kind"),
-    ({"group": "Flink.Apache.org"}, "group"),
-    ({"version": "1"}, "version"),
-    ({"label": "bad label"}, "not a valid label key"),
-    ({"targets": []}, "at least one"),
-    ({"targets": [{"field": "spec.job.state", "value": "running"}]}, "give one the value \"{path}\""),
-    ({"targets": [{"field": "spec.jobs[0].path", "value": "{path}"}]}, "not a dotted field path"),
-    ({"targets": [{"field": "metadata.annotations.x", "value": "{path}"}]}, "under spec"),
-    ({"targets": [{"field": "spec.restore", "value": "{checkpoint}"}]}, "unknown field {checkpoint}"),
-    ({"targets": [{"field": "spec.restore", "value": "{path"}]}, "expected '}'"),
-    ({"targets": [{"field": "spec.restore", "value": 3}]}, "must be a string"),
-    ({"targets": [{"field": "spec.restore", "value": "{path}", "keep": "x"}]}, "keep"),
-    ({"targets": [{"field": "spec.restore", "value": "{path}", "when": "x"}]}, "unknown key(s) when"),
-    ({"targets": [{"field": "spec.a", "value": "{path}"}, {"field": "spec.a", "value": "x"}]}, "set twice"),
-    ({"targets": [{"field": "spec.a", "value": "{path}"}, {"field": "spec.a.b", "value": "x"}]}, "contains"),
-    ({"layouts": ["{root}/{jobID}"]}, "unknown field {jobID}"),
-    ({"layouts": "{root}/{job_id}"}, "must be a list"),
-    ({"layouts": []}, "at least one"),
-    ({"savepointLayouts": ["/abs/{job_id}"]}, "start with {root}"),
-    ({"path": "x"}, "unknown key(s) path"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"kind": "flinkSessionJob"}, "kind"),
+        ({"group": "Flink.Apache.org"}, "group"),
+        ({"version": "1"}, "version"),
+        ({"label": "bad label"}, "not a valid label key"),
+        ({"targets": []}, "at least one"),
+        ({"targets": [{"field": "spec.job.state", "value": "running"}]}, 'give one the value "{path}"'),
+        ({"targets": [{"field": "spec.jobs[0].path", "value": "{path}"}]}, "not a dotted field path"),
+        ({"targets": [{"field": "metadata.annotations.x", "value": "{path}"}]}, "under spec"),
+        ({"targets": [{"field": "spec.restore", "value": "{checkpoint}"}]}, "unknown field {checkpoint}"),
+        ({"targets": [{"field": "spec.restore", "value": "{path"}]}, "expected '}'"),
+        ({"targets": [{"field": "spec.restore", "value": 3}]}, "must be a string"),
+        ({"targets": [{"field": "spec.restore", "value": "{path}", "keep": "x"}]}, "keep"),
+        ({"targets": [{"field": "spec.restore", "value": "{path}", "when": "x"}]}, "unknown key(s) when"),
+        ({"targets": [{"field": "spec.a", "value": "{path}"}, {"field": "spec.a", "value": "x"}]}, "set twice"),
+        ({"targets": [{"field": "spec.a", "value": "{path}"}, {"field": "spec.a.b", "value": "x"}]}, "contains"),
+        ({"layouts": ["{root}/{jobID}"]}, "unknown field {jobID}"),
+        ({"layouts": "{root}/{job_id}"}, "must be a list"),
+        ({"layouts": []}, "at least one"),
+        ({"savepointLayouts": ["/abs/{job_id}"]}, "start with {root}"),
+        ({"path": "x"}, "unknown key(s) path"),
+    ],
+)
 def test_a_profile_that_cannot_work_is_refused_with_its_reason(overrides, message):
     with pytest.raises(ProfileError) as error:
         load(session_job(**overrides))

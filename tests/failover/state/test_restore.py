@@ -47,6 +47,7 @@ def find(root: Path, *job_ids: JobId, layouts=NATIVE, savepoint_layouts=(), extr
 
 # The workload's own directories (point 2) and the newest restorable state (point 3).
 
+
 def test_native_layout_under_the_workloads_own_checkpoint_dir(tmp_path):
     state(tmp_path / "team-a" / "checkpoints" / JOB.value, "chk-7")
     result = find(tmp_path, checkpoint_dir=f"file://{tmp_path}/team-a/checkpoints")
@@ -75,8 +76,12 @@ def test_a_newer_checkpoint_wins_over_an_older_savepoint(tmp_path):
 
 
 def test_only_flinks_savepoint_names_of_the_job_count(tmp_path):
-    for name in (f"savepoint-{JOB.value[:6]}", f"savepoint-{JOB.value[:6]}-xyz", f"savepoint-{JOB.value[:5]}-a1b2c3d4e5f6",
-                 f"savepoint-{JOB.value[:6]}-A1B2C3D4E5F6"):
+    for name in (
+        f"savepoint-{JOB.value[:6]}",
+        f"savepoint-{JOB.value[:6]}-xyz",
+        f"savepoint-{JOB.value[:5]}-a1b2c3d4e5f6",
+        f"savepoint-{JOB.value[:6]}-A1B2C3D4E5F6",
+    ):
         state(tmp_path / "s", name, completed_at=9000)
     state(tmp_path / "s", savepoint_name(JOB, "000000000000"), completed_at=10)
     state(tmp_path / "s", savepoint_name(JOB, "111111111111"), completed_at=None)  # in progress
@@ -93,6 +98,7 @@ def test_create_subdir_off_compares_checkpoints_by_time_across_runs(tmp_path):
 
 
 # Rotated job ids: the fallbacks, each named.
+
 
 def test_a_rotated_job_id_falls_back_to_the_previous_job_id(tmp_path):
     state(tmp_path / JOB.value, "chk-12", completed_at=1000)
@@ -128,8 +134,10 @@ def test_an_id_from_another_trigger_label_is_named(tmp_path):
     assert (result.job_id, result.fallback) == (OTHER.value, OTHER_LABEL)
 
 
-@pytest.mark.parametrize("start", ["/etc", "s3://other-bucket/savepoints/savepoint-012345-a1b2c3d4e5f6",
-                                   "relative/savepoint", "file:///../etc"])
+@pytest.mark.parametrize(
+    "start",
+    ["/etc", "s3://other-bucket/savepoints/savepoint-012345-a1b2c3d4e5f6", "relative/savepoint", "file:///../etc"],
+)
 def test_a_start_path_outside_the_roots_is_not_used_and_says_so(tmp_path, start):
     result = find(tmp_path, ROTATED, upgrade_savepoint_path=start)
     assert result.outcome is Outcome.NOT_FOUND
@@ -144,22 +152,26 @@ def test_an_incomplete_start_path_is_not_used(tmp_path):
 
 # Bad input in the workload's configuration: refused with the reason, never looked up outside the roots.
 
-@pytest.mark.parametrize("directory, reason", [
-    ("checkpoints", "relative"),
-    ("./checkpoints", "relative"),
-    ("{root}/../other-tenant", "'..'"),
-    ("{root}/a/../../etc", "'..'"),
-    ("{root}//a", "empty"),
-    ("{other}", "outside the allowed roots"),
-    ("/etc", "outside the allowed roots"),
-    ("hdfs://namenode/flink", "scheme is not that of any allowed root"),
-    ("s3://user:secret@bucket/checkpoints", "carries credentials"),
-    ("{root}/a%2F..%2Fb", "'%'"),
-    ("{root}/a?x=1", "'?'"),
-    ("{root}/a b", "whitespace"),
-    ("file://otherhost{root}", "names a host"),
-    ("", "non-empty"),
-])
+
+@pytest.mark.parametrize(
+    "directory, reason",
+    [
+        ("checkpoints", "relative"),
+        ("./checkpoints", "relative"),
+        ("{root}/../other-tenant", "'..'"),
+        ("{root}/a/../../etc", "'..'"),
+        ("{root}//a", "empty"),
+        ("{other}", "outside the allowed roots"),
+        ("/etc", "outside the allowed roots"),
+        ("hdfs://namenode/flink", "scheme is not that of any allowed root"),
+        ("s3://user:secret@bucket/checkpoints", "carries credentials"),
+        ("{root}/a%2F..%2Fb", "'%'"),
+        ("{root}/a?x=1", "'?'"),
+        ("{root}/a b", "whitespace"),
+        ("file://otherhost{root}", "names a host"),
+        ("", "non-empty"),
+    ],
+)
 def test_hostile_checkpoint_dirs_are_refused_with_the_reason(tmp_path, directory, reason):
     root, other = tmp_path / "tenant-a", tmp_path / "tenant-b"
     state(other / JOB.value, "chk-1")
@@ -188,6 +200,7 @@ def test_s3_spellings_are_one_family_and_the_workloads_spelling_is_kept():
 
 # Symbolic links anywhere on the path must not lead outside the root (point 4).
 
+
 @pytest.mark.parametrize("level", ["namespace", "job", "checkpoints", "chk", "metadata"])
 def test_a_link_at_any_level_does_not_lead_outside_the_root(tmp_path, level):
     root, outside = tmp_path / "root", tmp_path / "outside"
@@ -196,14 +209,17 @@ def test_a_link_at_any_level_does_not_lead_outside_the_root(tmp_path, level):
     state(outside_tree, "chk-99", completed_at=9000)
     inside = root / "flink" / JOB.value / "checkpoints"
     state(inside, "chk-1", completed_at=1000)
-    link_at = {"namespace": (root / "flink", outside / "flink"),
-               "job": (root / "flink" / JOB.value, outside_tree.parent),
-               "checkpoints": (inside, outside_tree),
-               "chk": (inside / "chk-99", outside_tree / "chk-99"),
-               "metadata": (inside / "chk-98" / "_metadata", outside_tree / "chk-99" / "_metadata")}
+    link_at = {
+        "namespace": (root / "flink", outside / "flink"),
+        "job": (root / "flink" / JOB.value, outside_tree.parent),
+        "checkpoints": (inside, outside_tree),
+        "chk": (inside / "chk-99", outside_tree / "chk-99"),
+        "metadata": (inside / "chk-98" / "_metadata", outside_tree / "chk-99" / "_metadata"),
+    }
     link, target = link_at[level]
     if link.exists():
         import shutil
+
         shutil.rmtree(link)
     link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(target)
@@ -231,6 +247,7 @@ def test_a_link_inside_the_savepoint_dir_is_not_followed(tmp_path):
 
 # A path carried forward from oldObject (point 4).
 
+
 def test_a_carried_path_is_kept_only_inside_the_roots_and_for_the_same_job(tmp_path):
     roots = (open_store(str(tmp_path)),)
     query = RestoreQuery("flink", (JOB,), previous_job_ids=(ROTATED,))
@@ -248,8 +265,7 @@ def test_a_carried_path_through_a_link_is_not_kept(tmp_path):
     state(outside / JOB.value, "chk-3")
     root.mkdir()
     (root / "c").symlink_to(outside)
-    assert not carried_path_belongs(f"{root}/c/{JOB}/chk-3", (open_store(str(root)),),
-                                    RestoreQuery("flink", (JOB,)))
+    assert not carried_path_belongs(f"{root}/c/{JOB}/chk-3", (open_store(str(root)),), RestoreQuery("flink", (JOB,)))
 
 
 def test_a_flat_directory_carried_path_belongs_to_its_workload(tmp_path):
@@ -261,25 +277,34 @@ def test_a_flat_directory_carried_path_belongs_to_its_workload(tmp_path):
 
 # Any text in the workload's configuration: an answer, never an exception, never a path outside the root.
 
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 from tests.webhook.test_hostile_input import HOSTILE_STRINGS  # noqa: E402
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(checkpoint_dir=st.one_of(st.sampled_from(HOSTILE_STRINGS), st.text(max_size=80)),
-       savepoint_dir=st.one_of(st.none(), st.sampled_from(HOSTILE_STRINGS), st.text(max_size=80)),
-       start=st.one_of(st.none(), st.sampled_from(HOSTILE_STRINGS)), flat=st.booleans())
-def test_any_configured_directory_gets_an_answer_inside_the_root(tmp_path, checkpoint_dir, savepoint_dir, start,
-                                                                 flat):
+@given(
+    checkpoint_dir=st.one_of(st.sampled_from(HOSTILE_STRINGS), st.text(max_size=80)),
+    savepoint_dir=st.one_of(st.none(), st.sampled_from(HOSTILE_STRINGS), st.text(max_size=80)),
+    start=st.one_of(st.none(), st.sampled_from(HOSTILE_STRINGS)),
+    flat=st.booleans(),
+)
+def test_any_configured_directory_gets_an_answer_inside_the_root(tmp_path, checkpoint_dir, savepoint_dir, start, flat):
     root = tmp_path / "root"
     if not root.exists():
         state(root / JOB.value, "chk-1")
     outside = tmp_path / "outside"
     if not outside.exists():
         state(outside / JOB.value, "chk-9", completed_at=9999)
-    query = RestoreQuery("flink", (JOB,), checkpoint_dir=checkpoint_dir or None, savepoint_dir=savepoint_dir,
-                         per_job_checkpoints=not flat, upgrade_savepoint_path=start)
+    query = RestoreQuery(
+        "flink",
+        (JOB,),
+        checkpoint_dir=checkpoint_dir or None,
+        savepoint_dir=savepoint_dir,
+        per_job_checkpoints=not flat,
+        upgrade_savepoint_path=start,
+    )
     result = find_restore_point((open_store(str(root)),), NATIVE, (), query)
     assert result.outcome in (Outcome.FOUND, Outcome.NOT_FOUND, Outcome.REFUSED_DIRECTORY)
     if result.path is not None:

@@ -36,8 +36,11 @@ STATEFUL = {"state.checkpoints.dir": "s3://flink/checkpoints", "state.savepoints
 
 def flink_deployment(job_id=JOB, configuration=None, **job):
     """The Flink operator's basic example, as Karmada propagates it after a failover (label injected)."""
-    spec_job = {"jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar", "parallelism": 2,
-                "upgradeMode": "stateless"}
+    spec_job = {
+        "jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar",
+        "parallelism": 2,
+        "upgradeMode": "stateless",
+    }
     spec_job.update(job)
     labels = {"app": "basic-example"}
     if job_id is not None:
@@ -81,19 +84,23 @@ def test_upgrade_mode_becomes_savepoint_when_both_directories_are_configured():
     assert operator_refusal(patched) == []
 
 
-@pytest.mark.parametrize("configuration", [
-    {"state.checkpoints.dir": "s3://flink/checkpoints"},  # no savepoint dir: "could not be upgraded with savepoint"
-    {"state.savepoints.dir": "s3://flink/savepoints"},  # no checkpoint dir: "Checkpoint directory ... defined"
-    {"state.checkpoints.dir": " ", "state.savepoints.dir": "s3://flink/savepoints"},  # whitespace-only is unset
-    # Flink 1.20 keys only: operators 1.8/1.9 (built on Flink 1.18) read only the state.* keys.
-    {"execution.checkpointing.dir": "s3://flink/c", "execution.checkpointing.savepoint-dir": "s3://flink/s"},
-])
+@pytest.mark.parametrize(
+    "configuration",
+    [
+        {"state.checkpoints.dir": "s3://flink/checkpoints"},  # no savepoint dir: "could not be upgraded with savepoint"
+        {"state.savepoints.dir": "s3://flink/savepoints"},  # no checkpoint dir: "Checkpoint directory ... defined"
+        {"state.checkpoints.dir": " ", "state.savepoints.dir": "s3://flink/savepoints"},  # whitespace-only is unset
+        # Flink 1.20 keys only: operators 1.8/1.9 (built on Flink 1.18) read only the state.* keys.
+        {"execution.checkpointing.dir": "s3://flink/c", "execution.checkpointing.savepoint-dir": "s3://flink/s"},
+    ],
+)
 def test_upgrade_mode_is_left_alone_where_the_validator_would_refuse_savepoint(configuration):
     obj = flink_deployment(configuration=configuration)
     patched = apply(obj, injection_verdict(PROFILE, obj, FOUND, FAIL_OPEN))
     assert patched["spec"]["job"]["upgradeMode"] == "stateless"
-    assert operator_refusal({**patched, "spec": {**patched["spec"], "job": {
-        **patched["spec"]["job"], "upgradeMode": "savepoint"}}}), "the refused alternative really is refused"
+    assert operator_refusal(
+        {**patched, "spec": {**patched["spec"], "job": {**patched["spec"]["job"], "upgradeMode": "savepoint"}}}
+    ), "the refused alternative really is refused"
 
 
 def test_job_state_is_never_forced():
@@ -122,18 +129,22 @@ def test_stateful_upgrade_mode_is_kept(mode):
 
 def test_validator_port_matches_the_operators_rules():
     job = {"upgradeMode": "savepoint"}
-    assert validate_job_spec(job, {}) == ("Checkpoint directory[execution.checkpointing.dir] must be defined for "
-                                          "last-state and savepoint upgrade modes")
+    assert validate_job_spec(job, {}) == (
+        "Checkpoint directory[execution.checkpointing.dir] must be defined for last-state and savepoint upgrade modes"
+    )
     assert validate_job_spec(job, {"state.checkpoints.dir": "s3://c"}) == (
-        "Job could not be upgraded with savepoint while config key[execution.checkpointing.savepoint-dir] is not set")
+        "Job could not be upgraded with savepoint while config key[execution.checkpointing.savepoint-dir] is not set"
+    )
     assert validate_job_spec(job, {"execution.checkpointing.dir": "s3://c"}, OPERATOR_1_8).startswith(
-        "Checkpoint directory[state.checkpoints.dir]")
+        "Checkpoint directory[state.checkpoints.dir]"
+    )
     assert validate_job_spec({"upgradeMode": "last-state"}, {"state.checkpoints.dir": "s3://c"}) is None
     assert validate_job_spec({}, {}) is None  # JobSpec's default upgradeMode is stateless
     nested = {"state": {"checkpoints": {"dir": "s3://c"}, "savepoints": {"dir": "s3://s"}}}  # YAML config, 1.11+
     assert validate_job_spec(job, nested, OPERATOR_1_8) is None
     assert validate_redeploy({"savepointRedeployNonce": 1}, {}) == (
-        "InitialSavepointPath must not be empty for savepoint redeployment")
+        "InitialSavepointPath must not be empty for savepoint redeployment"
+    )
     assert validate_redeploy({"savepointRedeployNonce": 1, "initialSavepointPath": "s3://p"}, {}) is None
     assert validate_redeploy({"savepointRedeployNonce": 1}, {"savepointRedeployNonce": 1}) is None
 
@@ -238,12 +249,15 @@ def test_update_with_a_changed_job_id_looks_up_again():
     assert plan.carried is None and plan.query.job_ids[0].value == JOB
 
 
-@pytest.mark.parametrize("outcome, reason", [
-    (Outcome.NOT_FOUND, "no completed checkpoint in s3://x"),
-    (Outcome.TIMEOUT, "checkpoint lookup timed out after 2s"),
-    (Outcome.STORAGE_ERROR, "storage error: PermissionError: denied (x)"),
-    (Outcome.INVALID_JOB_ID, "job id '../../etc' is not a Flink JobID"),
-])
+@pytest.mark.parametrize(
+    "outcome, reason",
+    [
+        (Outcome.NOT_FOUND, "no completed checkpoint in s3://x"),
+        (Outcome.TIMEOUT, "checkpoint lookup timed out after 2s"),
+        (Outcome.STORAGE_ERROR, "storage error: PermissionError: denied (x)"),
+        (Outcome.INVALID_JOB_ID, "job id '../../etc' is not a Flink JobID"),
+    ],
+)
 def test_fail_open_admits_unchanged_with_warning_and_audit(outcome, reason):
     verdict = injection_verdict(PROFILE, flink_deployment(), LookupResult(outcome, reason=reason), FAIL_OPEN)
     assert verdict.allowed and verdict.patch == ()
@@ -255,8 +269,9 @@ def test_fail_closed_denies_with_the_reason():
     result = LookupResult(Outcome.TIMEOUT, reason="checkpoint lookup timed out after 2s")
     verdict = injection_verdict(PROFILE, flink_deployment(), result, FAIL_CLOSED)
     assert not verdict.allowed
-    assert verdict.message == ("spec.job.initialSavepointPath: no restore point for flink/basic-example: "
-                               "checkpoint lookup timed out after 2s")
+    assert verdict.message == (
+        "spec.job.initialSavepointPath: no restore point for flink/basic-example: checkpoint lookup timed out after 2s"
+    )
     assert verdict.audit[AUDIT_OUTCOME] == "timeout"
 
 
@@ -268,8 +283,9 @@ def test_fail_closed_names_the_label_for_an_invalid_job_id():
 
 
 def test_long_reasons_are_clipped_in_audit_annotations():
-    verdict = injection_verdict(PROFILE, flink_deployment(), LookupResult(Outcome.NOT_FOUND, reason="r" * 2000),
-                                FAIL_OPEN)
+    verdict = injection_verdict(
+        PROFILE, flink_deployment(), LookupResult(Outcome.NOT_FOUND, reason="r" * 2000), FAIL_OPEN
+    )
     assert len(verdict.audit[AUDIT_REASON]) == 512
 
 
@@ -277,10 +293,21 @@ def test_value_templates_render_job_id_and_namespace():
     from failover.core.api import GroupKind
     from failover.state.profiles import load_profiles as load
 
-    profile = load([{"kind": "Job", "group": "example.com", "version": "v1", "targets": [
-        {"field": "spec.restore.from", "value": "{path}"},
-        {"field": "spec.restore.note", "value": "{namespace}/{job_id}"}]}],
-        label=LABEL, layouts=(DEFAULT_LAYOUT,))[GroupKind("example.com", "Job")]
+    profile = load(
+        [
+            {
+                "kind": "Job",
+                "group": "example.com",
+                "version": "v1",
+                "targets": [
+                    {"field": "spec.restore.from", "value": "{path}"},
+                    {"field": "spec.restore.note", "value": "{namespace}/{job_id}"},
+                ],
+            }
+        ],
+        label=LABEL,
+        layouts=(DEFAULT_LAYOUT,),
+    )[GroupKind("example.com", "Job")]
     obj = {"apiVersion": "example.com/v1", "kind": "Job", "metadata": {"labels": {LABEL: JOB}}, "spec": {}}
     patched = apply(obj, injection_verdict(profile, obj, FOUND, FAIL_OPEN, "team"))
     assert patched["spec"]["restore"] == {"from": CHECKPOINT, "note": f"team/{JOB}"}
@@ -302,20 +329,28 @@ def test_patch_does_not_modify_the_input():
 
 # Point 2: where the state is comes from the workload's own configuration.
 
+
 def test_the_query_takes_the_workloads_own_directories():
-    configuration = {"execution.checkpointing.dir": "s3://flink/new", "state.checkpoints.dir": "s3://flink/old",
-                     "state.savepoints.dir": "s3://flink/savepoints"}
+    configuration = {
+        "execution.checkpointing.dir": "s3://flink/new",
+        "state.checkpoints.dir": "s3://flink/old",
+        "state.savepoints.dir": "s3://flink/savepoints",
+    }
     query = plan_lookup(PROFILE, flink_deployment(configuration=configuration), "CREATE").query
     assert (query.checkpoint_dir, query.savepoint_dir, query.per_job_checkpoints) == (
-        "s3://flink/new", "s3://flink/savepoints", True)
+        "s3://flink/new",
+        "s3://flink/savepoints",
+        True,
+    )
 
 
 def test_create_subdir_off_searches_the_directory_itself():
     configuration = {"state.checkpoints.dir": "s3://flink/c", "execution.checkpointing.create-subdir": "FALSE"}
     assert not plan_lookup(PROFILE, flink_deployment(configuration=configuration), "CREATE").query.per_job_checkpoints
     # Without a directory of its own, there is nothing flat to search: the configured root keeps its layouts.
-    query = plan_lookup(PROFILE, flink_deployment(configuration={"state.checkpoints.create-subdir": False}),
-                        "CREATE").query
+    query = plan_lookup(
+        PROFILE, flink_deployment(configuration={"state.checkpoints.create-subdir": False}), "CREATE"
+    ).query
     assert query.per_job_checkpoints and query.checkpoint_dir is None
 
 
@@ -330,9 +365,15 @@ def test_a_refused_directory_fails_closed_on_the_configuration():
 
 # Point 3: fallbacks are named; their inputs are read from the object, untrusted.
 
+
 def test_fallbacks_are_named_in_the_audit_and_a_warning():
-    result = LookupResult(Outcome.FOUND, "s3://flink/checkpoints/" + OTHER + "/chk-3", "checkpoint", job_id=OTHER,
-                          fallback="previous-job-id")
+    result = LookupResult(
+        Outcome.FOUND,
+        "s3://flink/checkpoints/" + OTHER + "/chk-3",
+        "checkpoint",
+        job_id=OTHER,
+        fallback="previous-job-id",
+    )
     verdict = injection_verdict(PROFILE, flink_deployment(), result, FAIL_OPEN)
     assert verdict.audit[AUDIT_FALLBACK] == "previous-job-id" and verdict.audit[AUDIT_JOB_ID] == OTHER
     assert any("fallback previous-job-id" in warning for warning in verdict.warnings)
@@ -340,8 +381,10 @@ def test_fallbacks_are_named_in_the_audit_and_a_warning():
 
 def test_recorded_fallbacks_are_read_and_hostile_ids_dropped():
     obj = flink_deployment()
-    obj["metadata"]["annotations"] = {PREVIOUS_JOB_IDS_ANNOTATION: f"{OTHER}, ../../etc,{JOB.upper()},{OTHER}",
-                                      UPGRADE_SAVEPOINT_PATH_ANNOTATION: "s3://flink/savepoints/savepoint-fedcba-1"}
+    obj["metadata"]["annotations"] = {
+        PREVIOUS_JOB_IDS_ANNOTATION: f"{OTHER}, ../../etc,{JOB.upper()},{OTHER}",
+        UPGRADE_SAVEPOINT_PATH_ANNOTATION: "s3://flink/savepoints/savepoint-fedcba-1",
+    }
     query = plan_lookup(PROFILE, obj, "CREATE").query
     assert [job.value for job in query.previous_job_ids] == [OTHER]
     assert query.upgrade_savepoint_path == "s3://flink/savepoints/savepoint-fedcba-1"
@@ -351,6 +394,7 @@ def test_recorded_fallbacks_are_read_and_hostile_ids_dropped():
 
 
 # Point 5: several trigger labels, built-in profiles for the operator's other kinds.
+
 
 @pytest.mark.parametrize("label", TRIGGER_LABELS)
 def test_every_trigger_label_convention_is_accepted(label):
@@ -379,10 +423,19 @@ def test_session_job_and_blue_green_deployment_are_built_in():
     assert session.path_targets[0].field == "spec.job.initialSavepointPath" and session.version == "v1beta1"
     blue_green = PROFILES[FLINK_BLUE_GREEN_DEPLOYMENT]
     assert blue_green.path_targets[0].field == "spec.template.spec.job.initialSavepointPath"
-    obj = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment",
-           "metadata": {"name": "bg", "namespace": "flink", "labels": {LABEL: JOB}},
-           "spec": {"template": {"spec": {"flinkConfiguration": STATEFUL,
-                                          "job": {"jarURI": "local:///x.jar", "upgradeMode": "stateless"}}}}}
+    obj = {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkBlueGreenDeployment",
+        "metadata": {"name": "bg", "namespace": "flink", "labels": {LABEL: JOB}},
+        "spec": {
+            "template": {
+                "spec": {
+                    "flinkConfiguration": STATEFUL,
+                    "job": {"jarURI": "local:///x.jar", "upgradeMode": "stateless"},
+                }
+            }
+        },
+    }
     query = plan_lookup(blue_green, obj, "CREATE").query
     assert query.checkpoint_dir == "s3://flink/checkpoints"
     job = apply(obj, injection_verdict(blue_green, obj, FOUND, FAIL_OPEN))["spec"]["template"]["spec"]["job"]
@@ -391,14 +444,16 @@ def test_session_job_and_blue_green_deployment_are_built_in():
 
 # Point 6: a path that arrives late, on an UPDATE of a deployed job.
 
+
 def deployed(obj):
     return {**obj, "status": {"reconciliationStatus": {"lastReconciledSpec": '{"job": {}}', "state": "DEPLOYED"}}}
 
 
 def test_late_path_on_a_deployed_job_warns_without_the_opt_in():
     old = deployed(flink_deployment())
-    verdict = injection_verdict(PROFILE, deployed(flink_deployment()), FOUND, FAIL_OPEN, operation="UPDATE",
-                                old_object=old)
+    verdict = injection_verdict(
+        PROFILE, deployed(flink_deployment()), FOUND, FAIL_OPEN, operation="UPDATE", old_object=old
+    )
     assert [op["path"] for op in verdict.patch] == ["/spec/job/initialSavepointPath"]
     assert any("operator ignores it" in warning for warning in verdict.warnings)
 
@@ -406,38 +461,44 @@ def test_late_path_on_a_deployed_job_warns_without_the_opt_in():
 def test_late_path_on_a_deployed_job_redeploys_with_the_opt_in():
     old = deployed(flink_deployment(savepointRedeployNonce=4))
     obj = deployed(flink_deployment(savepointRedeployNonce=4))
-    verdict = injection_verdict(PROFILE, obj, FOUND, FAIL_OPEN, operation="UPDATE", old_object=old,
-                                late_restore=True)
+    verdict = injection_verdict(PROFILE, obj, FOUND, FAIL_OPEN, operation="UPDATE", old_object=old, late_restore=True)
     patched = apply(obj, verdict)
     assert patched["spec"]["job"]["savepointRedeployNonce"] == 5
     assert validate_redeploy(patched["spec"]["job"], old["spec"]["job"]) is None
     # Judged again (a reinvocation, or the same object re-sent), nothing changes: the nonce moves once.
-    again = injection_verdict(PROFILE, patched, FOUND, FAIL_OPEN, operation="UPDATE", old_object=old,
-                              late_restore=True)
+    again = injection_verdict(PROFILE, patched, FOUND, FAIL_OPEN, operation="UPDATE", old_object=old, late_restore=True)
     assert again.patch == ()
 
 
 def test_late_path_before_the_first_deployment_needs_no_redeploy():
     # Created suspended (or never deployed): the operator still reads initialSavepointPath when it deploys.
     obj = flink_deployment(state="suspended")
-    verdict = injection_verdict(PROFILE, obj, FOUND, FAIL_OPEN, operation="UPDATE", old_object=flink_deployment(),
-                                late_restore=True)
+    verdict = injection_verdict(
+        PROFILE, obj, FOUND, FAIL_OPEN, operation="UPDATE", old_object=flink_deployment(), late_restore=True
+    )
     assert [op["path"] for op in verdict.patch] == ["/spec/job/initialSavepointPath"] and not verdict.warnings
 
 
 # Point 7: warnings where the configuration guarantees a stateless restart.
 
-@pytest.mark.parametrize("configuration, expected", [
-    (None, "sets no checkpoint dir"),
-    ({**STATEFUL, "execution.checkpointing.externalized-checkpoint-retention": "delete_on_cancellation"},
-     "DELETE_ON_CANCELLATION"),
-    ({"state.checkpoints.create-subdir": "false"}, "create-subdir is off"),
-])
+
+@pytest.mark.parametrize(
+    "configuration, expected",
+    [
+        (None, "sets no checkpoint dir"),
+        (
+            {**STATEFUL, "execution.checkpointing.externalized-checkpoint-retention": "delete_on_cancellation"},
+            "DELETE_ON_CANCELLATION",
+        ),
+        ({"state.checkpoints.create-subdir": "false"}, "create-subdir is off"),
+    ],
+)
 def test_stateless_restart_is_warned_at_admission(configuration, expected):
     plan = plan_lookup(PROFILE, flink_deployment(configuration=configuration), "CREATE")
     assert any(expected in warning for warning in plan.warnings)
-    verdict = injection_verdict(PROFILE, flink_deployment(), LookupResult(Outcome.NOT_FOUND, reason="none"),
-                                FAIL_OPEN, warnings=plan.warnings)
+    verdict = injection_verdict(
+        PROFILE, flink_deployment(), LookupResult(Outcome.NOT_FOUND, reason="none"), FAIL_OPEN, warnings=plan.warnings
+    )
     assert all(len(warning) <= 120 for warning in verdict.warnings) and len(verdict.warnings) >= 2
 
 
