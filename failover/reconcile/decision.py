@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from failover.core.api import PurgeMode
 from failover.core.names import ObjectRef
 
-NORMAL = "Normal"
-WARNING = "Warning"
+# Final, so that mypy reads them as the Literal types `Event.type` takes.
+NORMAL: Final = "Normal"
+WARNING: Final = "Warning"
 
 # Kubernetes truncates event messages at 1024 bytes; eviction task messages have the same limit in the CRD.
 MAX_MESSAGE_LENGTH = 1024
