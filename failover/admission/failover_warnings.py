@@ -53,7 +53,8 @@ def failover_warnings(policy: Mapping[str, Any], trigger_labels: Sequence[str] =
     failover = spec.get("failover")
     if not isinstance(failover, dict):
         return []
-    placement = spec.get("placement") if isinstance(spec.get("placement"), dict) else {}
+    placement = spec.get("placement")
+    placement = placement if isinstance(placement, dict) else {}
     warnings = []
     kinds = _selected_kinds(spec)
     if isinstance(failover.get("application"), dict):

@@ -98,7 +98,8 @@ def affinity_clusters(affinity: Any) -> frozenset[str] | None:
     names = affinity.get("clusterNames")
     if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
         return None
-    excluded = affinity.get("exclude") if isinstance(affinity.get("exclude"), list) else []
+    exclude = affinity.get("exclude")
+    excluded = exclude if isinstance(exclude, list) else []
     return frozenset(name for name in names if name not in excluded)
 
 
@@ -114,7 +115,8 @@ def clusters_by_name_only(affinity: Any) -> list[str] | None:
         return None
     if affinity_clusters(affinity) is None:
         return None
-    excluded = affinity.get("exclude") if isinstance(affinity.get("exclude"), list) else []
+    exclude = affinity.get("exclude")
+    excluded = exclude if isinstance(exclude, list) else []
     return [name for name in affinity["clusterNames"] if name not in excluded]
 
 

@@ -371,8 +371,9 @@ def _patch(
         annotations[UNHEALTHY_SINCE_ANNOTATION] = new_raw  # None deletes it
     if evicted:
         spec = b.spec(binding)
-        clusters = spec.get("clusters") if isinstance(spec.get("clusters"), list) else []
-        tasks = spec.get("gracefulEvictionTasks") if isinstance(spec.get("gracefulEvictionTasks"), list) else []
+        clusters, tasks = spec.get("clusters"), spec.get("gracefulEvictionTasks")
+        clusters = clusters if isinstance(clusters, list) else []
+        tasks = tasks if isinstance(tasks, list) else []
         patch["spec"] = {
             "clusters": [entry for entry in clusters if not (isinstance(entry, dict) and entry.get("name") in evicted)],
             "gracefulEvictionTasks": [*tasks, *new_tasks],

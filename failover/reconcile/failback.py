@@ -286,8 +286,9 @@ def _failback_eviction(
 ) -> dict[str, Any]:
     """spec of the eviction that moves the workload off `current`, carrying its state as a failover does."""
     spec = b.spec(binding)
-    clusters = spec.get("clusters") if isinstance(spec.get("clusters"), list) else []
-    tasks = spec.get("gracefulEvictionTasks") if isinstance(spec.get("gracefulEvictionTasks"), list) else []
+    clusters, tasks = spec.get("clusters"), spec.get("gracefulEvictionTasks")
+    clusters = clusters if isinstance(clusters, list) else []
+    tasks = tasks if isinstance(tasks, list) else []
     replicas = next((target.replicas for target in b.target_clusters(binding) if target.name == current), 0)
     task: dict[str, Any] = {
         "fromCluster": current,

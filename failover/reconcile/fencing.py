@@ -214,7 +214,8 @@ def decide_fencing(
         ready, since, tainted = cluster_reachability(clusters.get(cluster_name))
         for work in works:
             meta = b.metadata(work)
-            finalizers = meta.get("finalizers") if isinstance(meta.get("finalizers"), list) else []
+            finalizers = meta.get("finalizers")
+            finalizers = finalizers if isinstance(finalizers, list) else []
             deleting = parse_time(meta.get("deletionTimestamp"))
             if work_cluster(work) != cluster_name or deleting is None or EXECUTION_FINALIZER not in finalizers:
                 continue
