@@ -140,7 +140,7 @@ def spread_picks_one_cluster(placement: Any) -> bool:
     if not isinstance(placement, dict) or _ignores_spread_constraints(placement.get("replicaScheduling")):
         return False
     constraints = placement.get("spreadConstraints")
-    by_field = {}
+    by_field: dict[str, Mapping[str, Any]] = {}
     for constraint in constraints if isinstance(constraints, list) else ():
         if isinstance(constraint, dict):
             field = _spread_field(constraint)

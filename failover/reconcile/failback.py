@@ -375,7 +375,7 @@ def _affected(binding: Mapping[str, Any], cluster: str, recovered: datetime) -> 
 
 
 def _index_policies(policies: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], Mapping[str, Any]]:
-    index = {}
+    index: dict[tuple[str, str, str], Mapping[str, Any]] = {}
     for policy in policies:
         if isinstance(policy, dict):
             ref = b.object_ref(policy)

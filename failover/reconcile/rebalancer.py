@@ -161,7 +161,7 @@ def decide_rebalance(
     if new_core != old_core:
         if not pending:
             finish_raw = format_time(now)
-        status = {"observedWorkloads": observed}
+        status: dict[str, Any] = {"observedWorkloads": observed}
         if isinstance(generation, int):
             status["observedGeneration"] = generation
         status["finishTime"] = finish_raw if finish_raw else None

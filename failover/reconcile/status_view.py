@@ -171,7 +171,9 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
             f"{', '.join(view['placement']) or 'nothing (being rescheduled)'}"
             f"  toleration: {_or(view.get('tolerationSeconds'))}s  purge: {_or(view.get('purgeMode'))}"
         ]
-        rows = [("TARGET", "CLUSTER", "HEALTH", "JOB", "JOB STATE", "UNHEALTHY SINCE", "EVICTION AT")]
+        rows: list[tuple[str, ...]] = [
+            ("TARGET", "CLUSTER", "HEALTH", "JOB", "JOB STATE", "UNHEALTHY SINCE", "EVICTION AT")
+        ]
         for target in view["targets"]:
             eviction = target["evictionAt"]
             if eviction and target["evictionIn"] is not None:
