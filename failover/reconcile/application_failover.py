@@ -107,9 +107,9 @@ def decide_application_failover(
         return _forget_timers(old_timers_raw, ())
     if not is_cluster_binding and b.spec(binding).get("propagateDeps") is not True:
         unhealthy = [name for name, item in b.aggregated_status(binding).items() if b.health_of(item) == b.UNHEALTHY]
-        events = ()
+        warnings: tuple[Event, ...] = ()
         if unhealthy:
-            events = (
+            warnings = (
                 Event(
                     WARNING,
                     EVENT_NEEDS_PROPAGATE_DEPS,
@@ -119,7 +119,7 @@ def decide_application_failover(
                     ),
                 ),
             )
-        return _forget_timers(old_timers_raw, events)
+        return _forget_timers(old_timers_raw, warnings)
 
     toleration = timedelta(seconds=toleration_seconds(application))
     timers = read_time_annotation(old_timers_raw)
@@ -234,9 +234,9 @@ def _preserved_state(
         return _StateOutcome(state={}, events=())
     inherited = inherited_state(tasks, cluster)
     if inherited is not None:
-        origin, state = inherited
+        origin, kept = inherited
         return _StateOutcome(
-            state=state,
+            state=kept,
             events=(
                 Event(
                     NORMAL,

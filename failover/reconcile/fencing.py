@@ -290,16 +290,16 @@ def decide_fencing(
 
     cleanups: list[MemberCopy] = []
     targets = {target.name for target in b.target_clusters(binding)}
-    for cluster_name, copies in fenced.items():
+    for cluster_name, held in fenced.items():
         if not cluster_reachability(clusters.get(cluster_name))[0]:
             delays.append(settings.probe_interval)  # tried through the proxy until the member answers
         back = cluster_name in targets or any(
             work_cluster(work) == cluster_name and not b.is_deleting(work) for work in works
         )
         if back:  # Karmada put the workload there again and owns that copy
-            new_fenced[cluster_name] = [c for c in new_fenced.get(cluster_name, []) if c not in copies]
+            new_fenced[cluster_name] = [c for c in new_fenced.get(cluster_name, []) if c not in held]
         else:
-            cleanups.extend(copies)
+            cleanups.extend(held)
 
     patch: dict[str, Any] = {}
     if {k: v for k, v in new_fenced.items() if v} != fenced:
