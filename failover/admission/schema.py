@@ -20,7 +20,7 @@ import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from failover.core.fields import is_int
 from failover.core.labels import label_key_problems, label_value_problems
@@ -306,7 +306,7 @@ def _annotation_problems(annotations: Mapping[str, str]) -> list[tuple[str, str]
 def _property(schema: Schema, key: str) -> Schema | None:
     properties = schema.get("properties")
     if properties and key in properties:
-        return properties[key]
+        return cast(Schema, properties[key])  # a structural schema's properties are schemas
     additional = schema.get("additionalProperties")
     return additional if isinstance(additional, dict) else None
 
