@@ -234,7 +234,7 @@ def _completed_by_prefix(store: CheckpointStore, directory: str, prefix: str) ->
         return {}
     except TypeError:  # a find without prefix or detail
         return None
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001  fsspec backends raise anything; each failure becomes a StorageError
         raise StorageError(_describe(error, directory)) from None
     completed: dict[str, float] = {}
     base = directory.rstrip("/") + "/"
@@ -278,7 +278,7 @@ def _entry_names(store: CheckpointStore, directory: str) -> list[str]:
         entries = store.fs.ls(directory, detail=False)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    except Exception as error:  # any backend failure: permissions, network, throttling
+    except Exception as error:  # noqa: BLE001  fsspec backends raise anything: permissions, network, throttling
         raise StorageError(_describe(error, directory)) from None
     names = []
     for entry in entries:
@@ -309,7 +309,7 @@ def _info(fs: FileSystem, path: str) -> dict[str, Any] | None:
         return fs.info(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001  fsspec backends raise anything; each failure becomes a StorageError
         raise StorageError(_describe(error, path)) from None
 
 
@@ -318,7 +318,7 @@ def _exists(fs: FileSystem, path: str) -> bool:
         fs.info(path)
     except FileNotFoundError:
         return False
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001  fsspec backends raise anything; each failure becomes a StorageError
         raise StorageError(_describe(error, path)) from None
     return True
 
