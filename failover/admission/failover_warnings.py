@@ -17,8 +17,8 @@ will not do what its author expects.
 - Stateful failover of FlinkDeployments whose preserved state cannot restore a job (issue 13 point 7, the policy
   side): no statePreservation rule keeps the job id (`{ .jobStatus.jobId }`), by which the restore finds the job's
   checkpoints and savepoints; or the rule that keeps it writes a label the relay's savepoint webhook is not
-  registered for (`failover.state.profiles.TRIGGER_LABELS`), so the restored copy gets the label and no restore path. The
-  workloads' own configuration (no checkpoint dir, DELETE_ON_CANCELLATION) cannot be judged here: the policy webhook
+  registered for (`failover.state.profiles.TRIGGER_LABELS`), so the restored copy gets the label and no restore path.
+  The workloads' own configuration (no checkpoint dir, DELETE_ON_CANCELLATION) cannot be judged here: the policy webhook
   answers from the object alone, without reading the selected workloads from the apiserver; those come at the
   workload's admission with a trigger label (`failover.state.savepoint`) and as the loop's StatelessRestart Event
   (`failover.reconcile.stateless_restart`).

@@ -73,7 +73,8 @@ def bool_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) 
 
 
 def int32_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) -> int | None:
-    """An int32 field (Karmada declares its seconds fields `*int32`); 300.0 is accepted as 300, like JSON decoding in Go."""
+    """An int32 field (Karmada declares its seconds fields `*int32`); 300.0 is accepted as 300, like JSON decoding in
+    Go."""
     value = parent.get(key)
     if value is None:
         return None

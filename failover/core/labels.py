@@ -1,4 +1,5 @@
-"""Kubernetes label syntax: what a key and a value may be (apimachinery `validation.IsQualifiedName`/`IsValidLabelValue`).
+"""Kubernetes label syntax: what a key and a value may be
+(apimachinery `validation.IsQualifiedName`/`IsValidLabelValue`).
 
 Preserved state arrives as label values taken from another cluster's status, so it is untrusted text: these checks
 decide whether it may be written into an object or joined into anything at all.

@@ -2,7 +2,8 @@
 
 Kubernetes' own rules (k8s.io/apimachinery/pkg/util/validation: IsDNS1123Label, IsDNS1123Subdomain): a label is at
 most 63 lowercase alphanumerics or '-', starting and ending alphanumeric; a subdomain is dot-separated parts of that
-shape (of any length each), at most 253 characters in all. Namespaces and cluster names are labels; most object names are subdomains.
+shape (of any length each), at most 253 characters in all. Namespaces and cluster names are labels; most object names
+are subdomains.
 """
 
 from __future__ import annotations

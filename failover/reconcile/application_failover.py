@@ -17,7 +17,8 @@ preserved state, clustersBeforeFailover). Where this differs from Karmada:
   Warning instead of being written into a task whose injection would break the member apply.
 - A second failover away from a copy that never became healthy keeps the first failover's preserved state instead
   of re-reading it from the broken copy (Karmada issue #6232).
-- No ping-pong: a failover budget, backoff and a restore grace (`failover.reconcile.failover_budget`, Karmada #4480, #6233).
+- No ping-pong: a failover budget, backoff and a restore grace (`failover.reconcile.failover_budget`, Karmada #4480,
+  #6233).
 - Missing `propagateDeps` on a ResourceBinding is reported with a Warning event instead of silently doing nothing
   (Karmada issue #3738); ClusterResourceBindings are not checked, as in Karmada.
 """
@@ -114,8 +115,8 @@ def decide_application_failover(
                     WARNING,
                     EVENT_NEEDS_PROPAGATE_DEPS,
                     clip_message(
-                        f"spec.failover.application is set but propagateDeps is not true, so the workload is not failed over"
-                        f" from {', '.join(sorted(unhealthy))}; set propagateDeps: true in the PropagationPolicy"
+                        "spec.failover.application is set but propagateDeps is not true, so the workload is not failed"
+                        f" over from {', '.join(sorted(unhealthy))}; set propagateDeps: true in the PropagationPolicy"
                     ),
                 ),
             )

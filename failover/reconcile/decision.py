@@ -72,10 +72,11 @@ class DecisionSettings:
     failover_budget_window: timedelta = timedelta(hours=1)
     failover_backoff: timedelta = timedelta(0)
     restore_grace: timedelta = timedelta(0)
-    # Fencing (failover/reconcile/fencing.py): the old Work of a Directly eviction from a cluster that has not been Ready this
-    # long is released so the workload starts elsewhere; None never fences. Karmada marks a cluster NotReady after
-    # --cluster-failure-threshold (30 s); one more minute keeps a brief network blip from duplicating the job, and with
-    # the taint manager's eviction it brings a dead cluster's workload back within two minutes (docs/operations.md).
+    # Fencing (failover/reconcile/fencing.py): the old Work of a Directly eviction from a cluster that has not been
+    # Ready this long is released so the workload starts elsewhere; None never fences. Karmada marks a cluster NotReady
+    # after --cluster-failure-threshold (30 s); one more minute keeps a brief network blip from duplicating the job, and
+    # with the taint manager's eviction it brings a dead cluster's workload back within two minutes
+    # (docs/operations.md).
     fence_after: timedelta | None = timedelta(seconds=60)
     # Fence only a cluster that also carries a NoExecute taint (a ClusterTaintPolicy or an operator put it there).
     fence_needs_no_execute_taint: bool = False

@@ -166,8 +166,8 @@ def decide_failback(
                     NORMAL,
                     EVENT_FAILBACK,
                     clip_message(
-                        f"cluster {name} recovered at {format_time(recovered)}; evicted the workload from {detail} so that it"
-                        f" moves back to {name} with its state"
+                        f"cluster {name} recovered at {format_time(recovered)}; evicted the workload from {detail} so"
+                        f" that it moves back to {name} with its state"
                     ),
                     b.object_ref(binding),
                 )

@@ -236,8 +236,9 @@ def decide_fencing(
                             NORMAL,
                             EVENT_STUCK_DELETION,
                             clip_message(
-                                f"the old copy on {cluster_name} was still being deleted {_seconds(now - deleting)}s after"
-                                f" the eviction and {cluster_name} is Ready: deleting it and releasing Work {release.name}"
+                                f"the old copy on {cluster_name} was still being deleted {_seconds(now - deleting)}s"
+                                f" after the eviction and {cluster_name} is Ready: deleting it and releasing Work"
+                                f" {release.name}"
                             ),
                         )
                     )
@@ -256,8 +257,9 @@ def decide_fencing(
                         WARNING,
                         EVENT_FENCED,
                         clip_message(
-                            f"{cluster_name} not Ready for {_seconds(now - since) if since else 'an unknown time'}s: released"
-                            f" Work {release.name} so the workload starts elsewhere; its copy there is deleted as soon as"
+                            f"{cluster_name} not Ready for {_seconds(now - since) if since else 'an unknown time'}s:"
+                            f" released Work {release.name} so the workload starts elsewhere; its copy there is deleted"
+                            " as soon as"
                             f" {cluster_name} answers again"
                         ),
                     )
@@ -282,8 +284,8 @@ def decide_fencing(
                     WARNING,
                     EVENT_WAITING,
                     clip_message(
-                        f"the new copy waits until the old one on {cluster_name} is deleted; {cluster_name} is not Ready"
-                        f" since {format_time(since) if since else 'an unknown time'}; {why}"
+                        f"the new copy waits until the old one on {cluster_name} is deleted; {cluster_name} is not"
+                        f" Ready since {format_time(since) if since else 'an unknown time'}; {why}"
                     ),
                 )
             )

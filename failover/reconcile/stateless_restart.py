@@ -1,8 +1,8 @@
 """The reconcile side of issue 13 point 7: a FlinkDeployment under stateful failover whose own configuration
 guarantees that a failover restarts it without state.
 
-The policy webhook cannot judge this (it answers from the policy alone, failover/admission/failover_warnings.py), and the
-savepoint webhook sees a workload only once it carries a trigger label, that is on a member after a failover. The
+The policy webhook cannot judge this (it answers from the policy alone, failover/admission/failover_warnings.py), and
+the savepoint webhook sees a workload only once it carries a trigger label, that is on a member after a failover. The
 loop sees both halves on the control plane: the binding, into which Karmada copies the policy's `failover`
 (`spec.failover.application` / `.cluster`), and the binding's Works, which hold the FlinkDeployment as it will run
 on the member (overrides applied). A binding with statePreservation rules whose Work holds a FlinkDeployment that

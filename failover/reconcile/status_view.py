@@ -4,8 +4,8 @@ A plain function of the binding (as Karmada and the loop left it), the Clusters,
 `now`: where the workload runs, each target's health as Karmada reflects it (`status.aggregatedStatus`), since when
 it is Unhealthy and when the loop will evict it (`failover-relay.io/unhealthy-since` + tolerationSeconds), the eviction
 tasks in flight with their preserved state and purge mode, the state a new copy would be given now, and the last
-moves of the failover history (failover/state/history.py). `restore_subject` says which object the restore lookup must be
-asked about; relay/status.py fetches, looks up and prints, and changes nothing.
+moves of the failover history (failover/state/history.py). `restore_subject` says which object the restore lookup must
+be asked about; relay/status.py fetches, looks up and prints, and changes nothing.
 """
 
 from __future__ import annotations

@@ -77,13 +77,14 @@ class LabelPlan:
     """What the preserved state does to one Work.
 
     `labels` are the (valid) labels every manifest must carry, empty when nothing applies; `patch` puts them and the
-    `annotations` there (empty when they already are); `source` is the cluster the state was preserved from; `reason` says why
-    nothing applies when a task with state exists but cannot be used here.
+    `annotations` there (empty when they already are); `source` is the cluster the state was preserved from; `reason`
+    says why nothing applies when a task with state exists but cannot be used here.
     """
 
     labels: Mapping[str, str] = field(default_factory=dict)
     patch: tuple[Mapping[str, Any], ...] = ()
-    # The restore hints of `failover.state.history` (earlier job ids, the failed run's start path) set beside the labels.
+    # The restore hints of `failover.state.history` (earlier job ids, the failed run's start path), set beside the
+    # labels.
     annotations: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     source: str = ""
