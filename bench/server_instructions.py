@@ -211,10 +211,12 @@ def stop(server: Server) -> None:
         server.process.terminate()
     try:
         server.process.wait(timeout=STOP_SECONDS)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as err:
         server.process.kill()
         server.process.wait()
-        raise RuntimeError(f"{server.name} did not stop within {STOP_SECONDS:g}s after SIGTERM; see {server.log}")
+        raise RuntimeError(
+            f"{server.name} did not stop within {STOP_SECONDS:g}s after SIGTERM; see {server.log}"
+        ) from err
 
 
 def per_review(steps: list[int], requests: int) -> dict[str, float]:
