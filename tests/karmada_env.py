@@ -1282,7 +1282,7 @@ class KarmadaEnv:
 
         for member in self.members:
             self.wait_until(
-                lambda: registered(member),
+                lambda: registered(member),  # noqa: B023  wait_until calls it in this iteration only
                 self.startup_timeout,
                 f"Cluster {member} Ready with FlinkDeployment in status.apiEnablements",
             )
