@@ -101,7 +101,8 @@ class Legit:
             f"  during {phase}: "
             + ", ".join(
                 f"{what} {self.count.get(f'{phase}/{what}', 0)} answered-or-failed, slowest "
-                f"{self.slowest.get(f'{phase}/{what}', 0.0) * 1000:.0f} ms, failed {self.failed.get(f'{phase}/{what}', 0)}"
+                f"{self.slowest.get(f'{phase}/{what}', 0.0) * 1000:.0f} ms, "
+                f"failed {self.failed.get(f'{phase}/{what}', 0)}"
                 for what in ("review", "healthz")
             )
             for phase in phases

@@ -27,12 +27,12 @@ from kopf._core.reactor import inventory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from failover.admission.policy import validate_policy  # noqa: E402
-from failover.core.api import FLINK_DEPLOYMENT  # noqa: E402
-from failover.state.checkpoints import DEFAULT_LAYOUT, LookupCache, open_store  # noqa: E402
-from failover.state.profiles import load_profiles  # noqa: E402
-from failover.state.restore import find_restore_point  # noqa: E402
-from failover.state.savepoint import FAIL_OPEN, injection_verdict, plan_lookup  # noqa: E402
+from failover.admission.policy import validate_policy
+from failover.core.api import FLINK_DEPLOYMENT
+from failover.state.checkpoints import DEFAULT_LAYOUT, LookupCache, open_store
+from failover.state.profiles import load_profiles
+from failover.state.restore import find_restore_point
+from failover.state.savepoint import FAIL_OPEN, injection_verdict, plan_lookup
 
 LABEL = "application.karmada.io/failover-jobid"
 # The relay's defaults (relay/settings.py SavepointSettings), so both servers do the same work per review.

@@ -39,13 +39,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from failover.core.api import FLINK_DEPLOYMENT  # noqa: E402
-from failover.state.checkpoints import DEFAULT_LAYOUT, LookupCache, open_store  # noqa: E402
-from failover.state.jobid import JobId  # noqa: E402
-from failover.state.profiles import load_profiles  # noqa: E402
-from failover.state.restore import RestoreQuery, find_restore_point  # noqa: E402
-from webhook.mutators import SavepointMutator, lookup_pool  # noqa: E402
-from webhook.review import AdmissionRequest  # noqa: E402
+from failover.core.api import FLINK_DEPLOYMENT
+from failover.state.checkpoints import DEFAULT_LAYOUT, LookupCache, open_store
+from failover.state.jobid import JobId
+from failover.state.profiles import load_profiles
+from failover.state.restore import RestoreQuery, find_restore_point
+from webhook.mutators import SavepointMutator, lookup_pool
+from webhook.review import AdmissionRequest
 
 NAMESPACE = "flink"
 LABEL = "application.karmada.io/failover-jobid"

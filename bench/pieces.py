@@ -22,17 +22,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import structlog  # noqa: E402
+import structlog
 
-from bench import bodies  # noqa: E402
-from failover.admission.registry import DEFAULTERS, VALIDATORS  # noqa: E402
-from failover.core.api import PROPAGATION_POLICY  # noqa: E402
-from relay.logs import configure_logging  # noqa: E402
-from relay.settings import SavepointSettings  # noqa: E402
-from webhook.blocking import BlockingPool  # noqa: E402
-from webhook.metrics import AdmissionMetrics  # noqa: E402
-from webhook.mutators import savepoint_mutators  # noqa: E402
-from webhook.review import complete, encode, parse_review  # noqa: E402
+from bench import bodies
+from failover.admission.registry import DEFAULTERS, VALIDATORS
+from failover.core.api import PROPAGATION_POLICY
+from relay.logs import configure_logging
+from relay.settings import SavepointSettings
+from webhook.blocking import BlockingPool
+from webhook.metrics import AdmissionMetrics
+from webhook.mutators import savepoint_mutators
+from webhook.review import complete, encode, parse_review
 
 
 def best_us(function: Callable[[], object], number: int) -> float:

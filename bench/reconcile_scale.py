@@ -40,13 +40,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kubernetes import client, config, watch  # noqa: E402
+from kubernetes import client, config, watch
 
 from failover.core.annotations import parse_time
 from failover.core.api import RESOURCE_BINDINGS
-from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION  # noqa: E402
-from tests.crd_sources import envtest_crds, karmada_tree  # noqa: E402
-from tests.envtest import REPO_ROOT, ControlPlane, ensure_binaries, free_port  # noqa: E402
+from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
+from tests.crd_sources import envtest_crds, karmada_tree
+from tests.envtest import REPO_ROOT, ControlPlane, ensure_binaries, free_port
 
 NAMESPACE = "bench"
 CLUSTER = "member1"

@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bodies, load, profile  # noqa: E402
-from bench.servers import BENCH, FAST_STACK, OUR_STACK, REPO, Server, servers  # noqa: E402
+from bench import bodies, load, profile
+from bench.servers import BENCH, FAST_STACK, OUR_STACK, REPO, Server, servers
 
 KOPF_VERSION = "1.45.2"
 RATES = (200, 500, 1000)

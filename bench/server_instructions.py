@@ -41,9 +41,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.report import same_stack  # noqa: E402
-from bench.run import check_answers, ensure_kopf_venv, ensure_load_tools, set_up  # noqa: E402
-from bench.servers import BENCH, FAST_STACK, OUR_STACK, Server  # noqa: E402
+from bench.report import same_stack
+from bench.run import check_answers, ensure_kopf_venv, ensure_load_tools, set_up
+from bench.servers import BENCH, FAST_STACK, OUR_STACK, Server
 
 ENDPOINTS = ("validate", "mutate")
 STEPS = len(ENDPOINTS) + 1  # step k sends N reviews to each of the first k endpoints
@@ -211,10 +211,12 @@ def stop(server: Server) -> None:
         server.process.terminate()
     try:
         server.process.wait(timeout=STOP_SECONDS)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as err:
         server.process.kill()
         server.process.wait()
-        raise RuntimeError(f"{server.name} did not stop within {STOP_SECONDS:g}s after SIGTERM; see {server.log}")
+        raise RuntimeError(
+            f"{server.name} did not stop within {STOP_SECONDS:g}s after SIGTERM; see {server.log}"
+        ) from err
 
 
 def per_review(steps: list[int], requests: int) -> dict[str, float]:

@@ -53,7 +53,9 @@ class Server:
                 return self.post("/validate", body)
             except (OSError, http.client.HTTPException, RuntimeError) as error:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"{self.name} did not answer within {timeout:g}s ({error}); see {self.log}")
+                    raise RuntimeError(
+                        f"{self.name} did not answer within {timeout:g}s ({error}); see {self.log}"
+                    ) from error
                 time.sleep(0.2)
 
     def post(self, path: str, body: bytes) -> dict:

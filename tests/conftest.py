@@ -8,7 +8,7 @@ import pytest
 # The tests import their shared builders as `tests.support` whether pytest runs from the repo root or elsewhere.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.helm import HelmError, HelmUnavailable, helm_binary  # noqa: E402
+from tests.helm import HelmError, HelmUnavailable, helm_binary
 
 # Tiers by marker, most specific first: a test is in the first tier whose marker it carries, else "unit".
 TIERS = ("karmada", "envtest")

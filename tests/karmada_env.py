@@ -28,8 +28,9 @@ What ``KarmadaEnv.start()`` brings up, all on 127.0.0.1 with free ports (``../sh
    Push-mode Clusters (secretRef + impersonatorSecretRef, ``spec.id`` = the member's kube-system UID), waited for
    until Ready with FlinkDeployment in ``status.apiEnablements``.
 5. failover-relay the way docs/operations.md installs it: ``manifests/deploy/{namespace,serviceaccount,rbac}.yaml``
-   applied (and ``manifests/member/*.yaml`` to every member), ``failover-relay serve --config relay.yaml`` (``RELAY_CONFIG``: control-plane mode with Work labels
-   and Work savepoints, checkpoints under ``checkpoint_root``), and ``failover-relay manifests webhook`` applied.
+   applied (and ``manifests/member/*.yaml`` to every member), ``failover-relay serve --config relay.yaml``
+   (``RELAY_CONFIG``: control-plane mode with Work labels and Work savepoints, checkpoints under ``checkpoint_root``),
+   and ``failover-relay manifests webhook`` applied.
 
 API (everything else is private):
 
@@ -52,8 +53,8 @@ API (everything else is private):
   name="")``: the admission webhooks' audit annotations of those requests.
 - ``checkpoint_root``: the relay's ``savepoint.checkpointRoot`` (a directory; the tier's FlinkDeployments name
   ``<root>/<namespace>`` as their checkpoint dir, Flink's layout ``<dir>/<job id>/chk-N/_metadata`` below it).
-- ``rss_bytes()``: resident memory of every process the harness runs; ``pids()``; ``ports()``; ``logs()``: name -> log file;
-  ``log_tails(lines)``: the end of each log, for failure reports.
+- ``rss_bytes()``: resident memory of every process the harness runs; ``pids()``; ``ports()``; ``logs()``: name -> log
+  file; ``log_tails(lines)``: the end of each log, for failure reports.
 - ``wait_until(condition, timeout, what)``: poll until ``condition()`` returns something truthy, return it.
 
 Ports: ``free_port()`` picks each one; a component that exits with "address already in use" (another process took
@@ -1281,7 +1282,7 @@ class KarmadaEnv:
 
         for member in self.members:
             self.wait_until(
-                lambda: registered(member),
+                lambda: registered(member),  # noqa: B023  wait_until calls it in this iteration only
                 self.startup_timeout,
                 f"Cluster {member} Ready with FlinkDeployment in status.apiEnablements",
             )

@@ -37,7 +37,7 @@ def common_names(name: x509.Name) -> tuple[str, ...]:
 def assert_reads_as_cryptography_does(pem: bytes) -> None:
     ours, theirs = read_pem_certificates(pem), x509.load_pem_x509_certificates(pem)
     assert len(ours) == len(theirs)
-    for mine, reference in zip(ours, theirs):
+    for mine, reference in zip(ours, theirs, strict=True):
         assert mine.subject_common_names == common_names(reference.subject)
         assert mine.issuer_common_names == common_names(reference.issuer)
         assert mine.not_after == reference.not_valid_after_utc

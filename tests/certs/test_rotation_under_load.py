@@ -155,7 +155,8 @@ async def test_renewal_under_load_fails_no_request_and_new_handshakes_get_the_ne
         == renewed.not_after.timestamp()
     )
     assert [entry["event"] for entry in logs if entry["event"].startswith("certificate")] == ["certificate_reloaded"]
-    key_lines = {line for line in Path(renewed.key_file).read_text().splitlines() if "-----" not in line}
+    key_pem = await asyncio.to_thread(Path(renewed.key_file).read_text)
+    key_lines = {line for line in key_pem.splitlines() if "-----" not in line}
     logged = " ".join(str(value) for entry in logs for value in entry.values())
     assert "PRIVATE KEY" not in logged and not any(line in logged for line in key_lines)
 

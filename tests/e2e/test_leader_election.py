@@ -92,7 +92,7 @@ async def test_a_stopped_leader_always_releases_its_lease(control_plane: Control
 
         campaign = asyncio.create_task(elector.run(lead))
         async with asyncio.timeout(10):
-            while not elector.is_leader:
+            while not elector.is_leader:  # noqa: ASYNC110  is_leader is a plain attribute, the elector has no event
                 await asyncio.sleep(0.01)
         await asyncio.sleep(random.uniform(0, 0.2))
         campaign.cancel()

@@ -61,7 +61,9 @@ async def start_loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Cal
 
 
 async def eventually(
-    read: Callable[[], Awaitable[Any] | Any], accept: Callable[[Any], bool], timeout: float = DEADLINE_SECONDS
+    read: Callable[[], Awaitable[Any] | Any],
+    accept: Callable[[Any], bool],
+    timeout: float = DEADLINE_SECONDS,  # noqa: ASYNC109  own deadline: on expiry it fails with the last value read
 ) -> Any:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:

@@ -86,7 +86,9 @@ def test_relay_installed_from_the_chart_fails_over_with_its_restore_path(
         for member in env.members:
             members_api = env.api(member)
             env.wait_until(
-                lambda: members_api.get(resource_path("v1", "namespaces", namespace)),
+                lambda: members_api.get(  # noqa: B023  wait_until calls it in this iteration only
+                    resource_path("v1", "namespaces", namespace)
+                ),
                 30,
                 f"namespace {namespace} propagated to {member}",
             )

@@ -5,6 +5,7 @@ other's mutations, and a valid stateful policy goes through both."""
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ RELAY_REBALANCERS = "rebalancers.validate.failover-relay.io"
 KARMADA_PERMANENT_ID = "propagationpolicy.karmada.io/permanent-id"
 
 
-def create(env: KarmadaEnv, obj: dict[str, Any]):  # noqa: ANN201 - CompletedProcess
+def create(env: KarmadaEnv, obj: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     return env.kubectl("create", "-f", "-", input=json.dumps(obj), check=False)
 
 

@@ -1,8 +1,8 @@
 """What the relay's /metrics really exports: a relay run in-process, exercised so every family has samples, scraped.
 
-The registry is put together as `failover-relay serve` does it (relay/serve.py, relay/start_controllers.py): the admission
-server's metrics, and on the same registry the reconcile loop's (``ReconcileLoop``) and the caBundle updater's
-(``CaBundleInjector``). Then, through the real code paths:
+The registry is put together as `failover-relay serve` does it (relay/serve.py, relay/start_controllers.py): the
+admission server's metrics, and on the same registry the reconcile loop's (``ReconcileLoop``) and the caBundle
+updater's (``CaBundleInjector``). Then, through the real code paths:
 
 - reviews over real TLS: a policy allowed, one denied, a body that is not JSON (an admission error), a
   FlinkDeployment with a job id label whose checkpoint root does not exist (savepoint lookup ``storage-error``);

@@ -690,8 +690,8 @@ async def test_a_body_that_arrives_too_slowly_gets_408(plain_server: int) -> Non
             b"content encoding 'gzip' is not supported",
         ),
         (
-            b"POST /validate HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-            b"zz\r\n{}\r\n0\r\n\r\n",
+            b"POST /validate HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
             b"400",
             b"Invalid character in chunk size",
         ),

@@ -1,4 +1,5 @@
-"""Savepoint injection through `/mutate`: real AdmissionReviews, real checkpoint trees, patches applied with jsonpatch."""
+"""Savepoint injection through `/mutate`: real AdmissionReviews, real checkpoint trees, patches applied with
+jsonpatch."""
 
 import asyncio
 import json

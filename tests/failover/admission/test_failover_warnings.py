@@ -1,4 +1,5 @@
-"""Warnings at admission for stateful failover that cannot happen (failover/admission/failover_warnings.py, issue 12 point 9)."""
+"""Warnings at admission for stateful failover that cannot happen (failover/admission/failover_warnings.py,
+issue 12 point 9)."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def test_documented_examples(example: str, denials: list[str], warnings: list[st
 
     assert [denial.path for denial in verdict.denials] == denials
     assert len(verdict.warnings) == len(warnings)
-    for expected, warning in zip(warnings, verdict.warnings):
+    for expected, warning in zip(warnings, verdict.warnings, strict=True):
         assert expected in warning
     assert_warnings_fit(verdict.warnings)
 

@@ -1,5 +1,5 @@
-"""Cluster failover with state without Karmada's alpha gate (failover/reconcile/cluster_failover.py): the taint manager's
-tasks get their preservedLabelState from us."""
+"""Cluster failover with state without Karmada's alpha gate (failover/reconcile/cluster_failover.py): the taint
+manager's tasks get their preservedLabelState from us."""
 
 from __future__ import annotations
 

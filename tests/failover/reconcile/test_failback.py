@@ -313,7 +313,9 @@ def test_at_most_the_configured_number_of_failback_evictions_at_once():
         at(400),
     )
     assert len(decision.binding_patches) == 2 and decision.requeue_after == timedelta(seconds=10)
-    in_flight = [merge_patch(b, p.patch) for b, p in zip(bindings, decision.binding_patches)] + bindings[2:]
+    in_flight = [
+        merge_patch(b, p.patch) for b, p in zip(bindings[:2], decision.binding_patches, strict=True)
+    ] + bindings[2:]
     later = decide_failback(
         cluster(),
         in_flight,

@@ -1,5 +1,5 @@
-"""No ping-pong (failover/reconcile/failover_budget.py): budget, backoff and restore grace, through the application failover
-decision with an injected clock."""
+"""No ping-pong (failover/reconcile/failover_budget.py): budget, backoff and restore grace, through the application
+failover decision with an injected clock."""
 
 from __future__ import annotations
 

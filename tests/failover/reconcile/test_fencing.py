@@ -1,5 +1,5 @@
-"""The old copy of a Directly-purged workload (failover/reconcile/fencing.py): fence an unreachable cluster, finish a stuck
-deletion, remove fenced copies on return, wake the binding controller."""
+"""The old copy of a Directly-purged workload (failover/reconcile/fencing.py): fence an unreachable cluster, finish a
+stuck deletion, remove fenced copies on return, wake the binding controller."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The reconcile side of issue 13 point 7 (failover/reconcile/stateless_restart.py): a binding under stateful failover whose
-Works hold a FlinkDeployment configured to lose its state gets a Warning Event."""
+"""The reconcile side of issue 13 point 7 (failover/reconcile/stateless_restart.py): a binding under stateful failover
+whose Works hold a FlinkDeployment configured to lose its state gets a Warning Event."""
 
 from __future__ import annotations
 

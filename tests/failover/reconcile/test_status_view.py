@@ -1,5 +1,5 @@
-"""The view of `failover-relay status` (failover/reconcile/status_view.py), computed without any server: timers, tasks in
-flight, the state a new copy would restore (looked up in a real directory tree with the relay's settings) and the
+"""The view of `failover-relay status` (failover/reconcile/status_view.py), computed without any server: timers, tasks
+in flight, the state a new copy would restore (looked up in a real directory tree with the relay's settings) and the
 history."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The failover history on the binding (failover/state/history.py): recorded from what the other decisions wrote, bounded,
-never duplicated by a retry or a restart, and turned into the restore hints of a new copy."""
+"""The failover history on the binding (failover/state/history.py): recorded from what the other decisions wrote,
+bounded, never duplicated by a retry or a restart, and turned into the restore hints of a new copy."""
 
 from __future__ import annotations
 

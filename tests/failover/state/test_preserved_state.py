@@ -340,7 +340,8 @@ def test_the_savepoint_decision_runs_on_the_labelled_manifest_under_its_place_in
     }
 
 
-# --- state beyond the task: the last healthy report (failover/state/last_state.py), re-renders, the cluster failover label
+# --- state beyond the task: the last healthy report (failover/state/last_state.py), re-renders,
+# the cluster failover label
 
 CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
 

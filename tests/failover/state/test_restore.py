@@ -5,6 +5,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from failover.state.checkpoints import FLINK_NATIVE_LAYOUT, KARMADA_EXAMPLE_LAYOUT, Outcome, open_store, parse_layout
 from failover.state.jobid import JobId
@@ -17,6 +19,7 @@ from failover.state.restore import (
     find_restore_point,
 )
 from failover.state.state_roots import DirectoryRefused, locate, parse_state_url
+from tests.webhook.test_hostile_input import HOSTILE_STRINGS
 
 JOB = JobId("0123456789abcdef0123456789abcdef")
 ROTATED = JobId("89abcdef0123456789abcdef01234567")  # the id the operator gave the run that never checkpointed
@@ -276,11 +279,6 @@ def test_a_flat_directory_carried_path_belongs_to_its_workload(tmp_path):
 
 
 # Any text in the workload's configuration: an answer, never an exception, never a path outside the root.
-
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st
-
-from tests.webhook.test_hostile_input import HOSTILE_STRINGS  # noqa: E402
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
