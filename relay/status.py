@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import yaml
 from kubernetes import client
@@ -208,9 +208,10 @@ def _listed(api_client: client.ApiClient, resource: Resource) -> Iterable[Mappin
 def _get(api_client: client.ApiClient, resource: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
     api = client.CustomObjectsApi(api_client)
     try:
-        return api.get_namespaced_custom_object(
+        found = api.get_namespaced_custom_object(
             resource.group, resource.version, namespace, resource.plural, name, _request_timeout=REQUEST_TIMEOUT_SECONDS
         )
+        return cast(Mapping[str, Any], found)  # the client types a custom object as `object`: it is decoded JSON
     except ApiException:
         return None  # a template being deleted: shown without a restore
     except (HTTPError, OSError) as error:
