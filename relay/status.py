@@ -1,7 +1,8 @@
 """`failover-relay status [WORKLOAD]`: where each workload under a stateful failover policy stands in its failover
 lifecycle. Reads the Karmada apiserver (bindings, Clusters, the resource template) and the checkpoint storage with
 the relay's own settings; changes nothing. The view is computed by `failover.reconcile.status_view`; this module
-fetches and prints. Exit 0, or 2 with one line for bad input (unknown workload, unreachable server, bad kubeconfig or config).
+fetches and prints. Exit 0, or 2 with one line for bad input (unknown workload, unreachable server, bad kubeconfig
+or config).
 """
 
 from __future__ import annotations
