@@ -2,8 +2,8 @@
 
 ``chart/failover-relay/templates/webhooks.yaml`` is this module's output (``python -m relay.chart > ...``;
 tests/chart/test_chart.py fails when it drifts). The webhooks themselves come from ``relay.manifests`` and the
-admission registry (``failover.admission.registry.WEBHOOKS``); this module only turns what varies per install into template
-expressions:
+admission registry (``failover.admission.registry.WEBHOOKS``); this module only turns what varies per install into
+template expressions:
 
 - the client config: the Service in the release namespace, or ``webhooks.url`` (the karmada-apiserver reaches the
   relay by URL), plus ``webhooks.caBundle`` when given;
@@ -43,9 +43,11 @@ from relay.manifests import (
 # What a member cluster's relay registers: the Flink operator's objects get their restore state there.
 MEMBER_DECIDERS = frozenset({Decider.SAVEPOINT})
 
+# A line ending in a backslash goes on in the next one: the rendered header keeps its long line.
 HEADER = """\
 {{/*
-  Rendered by `python -m relay.chart` from relay/manifests.py and the admission registry (failover/admission/registry.py), the
+  Rendered by `python -m relay.chart` from relay/manifests.py and the admission registry \
+(failover/admission/registry.py), the
   source of manifests/deploy/webhooks.yaml; re-render rather than edit (tests/chart/test_chart.py checks it).
   caBundle is left to the relays (certificates.mode selfManaged), to cert-manager's CA injector (certManager), or
   given as webhooks.caBundle.

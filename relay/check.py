@@ -60,8 +60,10 @@ def check_object(
     relay_mutation: bool = True,
 ) -> Result:
     """One object's result; `relay_mutation` False models a control plane without the relay's /mutate."""
-    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "?"
-    api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else ""
+    kind = obj.get("kind")
+    kind = kind if isinstance(kind, str) else "?"
+    api_version = obj.get("apiVersion")
+    api_version = api_version if isinstance(api_version, str) else ""
     label = f"{kind} {object_name(obj) or '<unnamed>'}"
     group_kind = group_kind_of(api_version, kind)
     if schemas is None:
@@ -77,8 +79,9 @@ def check_object(
         return Result("unknown", f"{label}: error: {_not_served(schemas, group_kind.group, api_version, kind)}")
     findings = Findings()
     unknown_fields(findings, kind_schema.schema, obj)
-    if findings.denied:  # strict decoding fails before anything else runs
-        return _result(label, findings.verdict())
+    decoded = findings.verdict()  # a Verdict: mypy would keep `findings.denied` False past schema_findings below
+    if not decoded.allowed:  # strict decoding fails before anything else runs
+        return _result(label, decoded)
     request_namespace = "" if not kind_schema.namespaced else _namespace_of(obj) or namespace
     stored = defaulted(kind_schema.schema, obj)
     if group_kind in POLICY_KINDS:

@@ -30,7 +30,7 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+class _Loader(_BaseLoader):
     """SafeLoader with YAML 1.2 floats (`1e3`, `.5`) and timestamps left as strings, as sigs.k8s.io/yaml decodes
     them into JSON (a date is a string field in every Kubernetes API)."""
 
@@ -147,7 +147,8 @@ def _bounds_problem(text: str) -> str | None:
             if event.anchor is not None:
                 anchored[event.anchor] = 1
         elif isinstance(event, yaml.AliasEvent):
-            size = anchored.get(event.anchor, 1)
+            # An alias always names its anchor; PyYAML's event type leaves it optional.
+            size = anchored.get(event.anchor, 1) if event.anchor is not None else 1
         elif isinstance(event, yaml.DocumentEndEvent):
             total = 0
             continue

@@ -62,7 +62,8 @@ def run_inject(
             return 2
         labels = metadata.get("labels")
         metadata["labels"] = {**(labels if isinstance(labels, dict) else {}), profile.label: job_id}
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metadata = obj.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
     request = AdmissionRequest(
         api_version="admission.k8s.io/v1",
         uid="inject",
@@ -115,7 +116,8 @@ def _read_object(path: Path, err: TextIO) -> dict[str, Any] | None:
     if problem is not None:
         print(f"failover-relay: {problem}", file=err)
         return None
-    if len(found) != 1:
+    objects = [item for item in found if not isinstance(item, Unreadable)]  # all of them, as nothing was unreadable
+    if len(objects) != 1:
         print(f"failover-relay: {path} must hold exactly one object", file=err)
         return None
-    return dict(found[0])
+    return dict(objects[0])

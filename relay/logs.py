@@ -11,6 +11,7 @@ from typing import TextIO
 
 import structlog
 import structlog.contextvars
+from structlog.typing import EventDict, WrappedLogger
 
 from webhook.encoding import dumps
 
@@ -50,7 +51,7 @@ class LineHeader:
         # (second, its text) as one value: threads log too (lookups, the loop), and each reads a consistent pair.
         self._second_text: tuple[int, str] = (-1, "")
 
-    def __call__(self, logger: object, method_name: str, event_dict: dict) -> dict:
+    def __call__(self, logger: WrappedLogger, method_name: str, event_dict: EventDict) -> EventDict:
         name = getattr(logger, "name", None)
         if name and "logger" not in event_dict:
             event_dict["logger"] = name

@@ -1,10 +1,10 @@
 """`failover-relay manifests webhook`: the Validating- and MutatingWebhookConfiguration that register the relay.
 
 Which kinds go to which endpoint comes from the admission registry the handlers dispatch from
-(``failover.admission.registry.WEBHOOKS``, the resources from the catalogue in ``failover.core.api``); this module adds only how each
-webhook is called (failure policy, timeout, selectors) and renders them either for a URL (a relay outside the
-cluster, the test control plane) or for a Service (in-cluster). Everything here is a plain function of its inputs
-except ``ca_bundle_from_*``, which read files; the CLI wrapper only parses flags and prints.
+(``failover.admission.registry.WEBHOOKS``, the resources from the catalogue in ``failover.core.api``); this module
+adds only how each webhook is called (failure policy, timeout, selectors) and renders them either for a URL (a relay
+outside the cluster, the test control plane) or for a Service (in-cluster). Everything here is a plain function of its
+inputs except ``ca_bundle_from_*``, which read files; the CLI wrapper only parses flags and prints.
 
 Choices, each for a reason:
 

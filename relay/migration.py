@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import structlog
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 from controllers.kube import NoClusterConfig, load_api_client
 from failover.admission.policy import legacy_purge_modes_in
@@ -56,8 +57,9 @@ def stored_objects(api_client: client.ApiClient, resource: Resource) -> Iterator
             if error.status == 404:  # this kind is not installed: nothing of it is stored
                 return
             raise
-        yield from page.get("items") or ()
-        token = (page.get("metadata") or {}).get("continue")
+        listed = cast(Mapping[str, Any], page)  # the client types it `object`: a JSON list object, decoded
+        yield from listed.get("items") or ()
+        token = (listed.get("metadata") or {}).get("continue")
         if not token:
             return
 
@@ -85,7 +87,7 @@ def run_legacy_purge_modes(kubeconfig: Path | None, out: TextIO, err: TextIO) ->
     except ApiException as error:
         print(f"failover-relay: listing failed: HTTP {error.status} {error.reason}", file=err)
         return EXIT_UNUSABLE
-    except Exception as error:  # connection refused, TLS, DNS: one line, never a traceback
+    except (HTTPError, OSError) as error:  # connection refused, TLS, DNS (urllib3 wraps them): one line, no traceback
         print(
             f"failover-relay: the cluster does not answer: {type(error).__name__}: "
             f"{' '.join(str(error).split())[:160]}",
@@ -108,7 +110,7 @@ def installed_spelling(api_client: client.ApiClient, configured: Spelling) -> Sp
         if status != 200:
             raise LookupError(f"HTTP {status}")
         crd = json.loads(data)
-    except Exception as error:  # no RBAC to read CRDs, an old cluster: the setting stays in charge
+    except Exception as error:  # noqa: BLE001  no RBAC for CRDs, an old cluster, anything: the setting stays in charge
         log.warning("purge_mode_spelling_undetected", crd=name, error=type(error).__name__, configured=configured)
         return configured
     enum = crd_purge_mode_enum(crd)

@@ -18,14 +18,20 @@ ALLOW_ENV = "FAILOVER_RELAY_ALLOW_PYTHON_GH109534"
 AFFECTED = (((3, 11, 0), (3, 11, 7)), ((3, 12, 0), (3, 12, 1)))
 
 
+def _running() -> tuple[int, int, int]:
+    """This interpreter's (major, minor, micro)."""
+    info = sys.version_info
+    return info.major, info.minor, info.micro
+
+
 def affected_by_ssl_leak(version: tuple[int, int, int] | None = None) -> bool:
-    current = version or tuple(sys.version_info[:3])
+    current = version or _running()
     return any(low <= current <= high for low, high in AFFECTED)
 
 
 def ssl_leak_problem(version: tuple[int, int, int] | None = None) -> str | None:
     """One line saying why this Python is unfit to serve, or None."""
-    current = version or tuple(sys.version_info[:3])
+    current = version or _running()
     if not affected_by_ssl_leak(current):
         return None
     return (

@@ -158,7 +158,7 @@ class RelayServer:
             self.files = ensure_certificates(
                 self.settings.cert_dir, self.settings.service_name, self.settings.namespace, now_utc()
             )
-        except Exception as error:  # keep serving with the loaded certificate; readiness reports expiry
+        except Exception as error:  # noqa: BLE001  the renewal loop outlives any failure; the loaded cert serves on
             log.error("certificate_renewal_failed", error=str(error))
             return
         self._report_repairs()
@@ -215,9 +215,11 @@ def install_signal_handlers(stop: Callable[[], None]) -> None:
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, _stopping, signum, stop)
     for signum in IGNORED_SIGNALS:
-        loop.add_signal_handler(
-            signum, lambda number=signum: log.info("signal_ignored", signal=signal.Signals(number).name)
-        )
+        loop.add_signal_handler(signum, _ignored, signum)
+
+
+def _ignored(signum: int) -> None:
+    log.info("signal_ignored", signal=signal.Signals(signum).name)
 
 
 def _stopping(signum: int, stop: Callable[[], None]) -> None:

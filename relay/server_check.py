@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 from controllers.kube import NoClusterConfig, load_api_client
 from failover.admission.registry import VALIDATORS, group_kind_of
@@ -44,13 +45,16 @@ class ServerCheck:
 
     def __call__(self, obj: Mapping[str, Any], namespace: str) -> Verdict | str:
         """The server's verdict, merged with the relay's rules; a string (the reason) for a kind it does not serve."""
-        api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else ""
-        kind = obj.get("kind") if isinstance(obj.get("kind"), str) else ""
+        api_version = obj.get("apiVersion")
+        api_version = api_version if isinstance(api_version, str) else ""
+        kind = obj.get("kind")
+        kind = kind if isinstance(kind, str) else ""
         served = self._discover(api_version)
         if served is None or kind not in served:
             return f"{api_version or '?'} {kind or '?'}: the server serves no such kind"
         plural, namespaced = served[kind]
-        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        metadata = obj.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
         object_namespace = metadata.get("namespace") or namespace
         base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
         collection = f"{base}/namespaces/{quote(object_namespace)}/{plural}" if namespaced else f"{base}/{plural}"
@@ -120,7 +124,7 @@ def raw_request(
             raise ServerCheckError(f"{api.configuration.host} does not answer: {error.reason}") from None
         body_bytes = error.body.encode() if isinstance(error.body, str) else (error.body or b"")
         return error.status, error.headers, body_bytes
-    except Exception as error:  # connection refused, TLS, DNS: the cluster does not answer
+    except (HTTPError, OSError) as error:  # connection refused, TLS, DNS (urllib3 wraps them): no answer at all
         raise ServerCheckError(
             f"{api.configuration.host} does not answer: {type(error).__name__}: {' '.join(str(error).split())[:160]}"
         ) from None

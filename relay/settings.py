@@ -463,14 +463,14 @@ def declared() -> dict[str, Declared]:
         hints = typing.get_type_hints(cls)
         for item in fields(cls):
             hint = hints[item.name]
-            if is_dataclass(hint):
+            if isinstance(hint, type) and is_dataclass(hint):
                 walk(hint, (*path, item.name))
                 continue
             spec: Spec = item.metadata["setting"]
             arguments = typing.get_args(hint)
             optional = type(None) in arguments and typing.get_origin(hint) is not tuple
             kind = next(a for a in arguments if a is not type(None)) if optional else hint
-            default = item.default_factory() if item.default is MISSING else item.default  # type: ignore[misc]
+            default = item.default_factory() if item.default_factory is not MISSING else item.default
             found[spec.key] = Declared((*path, item.name), spec, kind, optional, default)
 
     walk(Settings, ())
@@ -578,8 +578,8 @@ def check_settings(settings: Settings) -> None:
     """Every declared bound and choice, then the checks across settings; the file's and the flags' values alike."""
     for entry in declared().values():
         value: Any = settings
-        for name in entry.path:
-            value = getattr(value, name)
+        for attribute in entry.path:
+            value = getattr(value, attribute)
         _check_bounds(entry, value)
     for key, name in (("server.serviceName", settings.service_name), ("server.namespace", settings.namespace)):
         # certs/names.py spells the certificate's Service names from these as they are.
@@ -661,7 +661,7 @@ def _check_bounds(entry: Declared, value: Any) -> None:
 
 def has_password(url: str) -> bool:
     """True for `scheme://user:password@host/...`; plain paths and URLs without a password are False."""
-    scheme, separator, rest = url.partition("://")
+    _, separator, rest = url.partition("://")
     if not separator:
         return False
     authority = rest.partition("/")[0].partition("?")[0].partition("#")[0]
@@ -672,7 +672,7 @@ def has_password(url: str) -> bool:
 def _secret_in_url(url: str) -> str | None:
     """What in `url` may be a credential: a query or fragment (`?token=`, a presigned `?X-Amz-Signature=`) or a user
     name (a token passed as `https://TOKEN@host/`); None for a plain path or URL."""
-    scheme, separator, rest = url.partition("://")
+    _, separator, rest = url.partition("://")
     if not separator:
         return None
     authority, _, _ = rest.partition("/")

@@ -1,7 +1,8 @@
 """`failover-relay status [WORKLOAD]`: where each workload under a stateful failover policy stands in its failover
 lifecycle. Reads the Karmada apiserver (bindings, Clusters, the resource template) and the checkpoint storage with
 the relay's own settings; changes nothing. The view is computed by `failover.reconcile.status_view`; this module
-fetches and prints. Exit 0, or 2 with one line for bad input (unknown workload, unreachable server, bad kubeconfig or config).
+fetches and prints. Exit 0, or 2 with one line for bad input (unknown workload, unreachable server, bad kubeconfig
+or config).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import yaml
 from kubernetes import client
@@ -208,9 +209,10 @@ def _listed(api_client: client.ApiClient, resource: Resource) -> Iterable[Mappin
 def _get(api_client: client.ApiClient, resource: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
     api = client.CustomObjectsApi(api_client)
     try:
-        return api.get_namespaced_custom_object(
+        found = api.get_namespaced_custom_object(
             resource.group, resource.version, namespace, resource.plural, name, _request_timeout=REQUEST_TIMEOUT_SECONDS
         )
+        return cast(Mapping[str, Any], found)  # the client types a custom object as `object`: it is decoded JSON
     except ApiException:
         return None  # a template being deleted: shown without a restore
     except (HTTPError, OSError) as error:

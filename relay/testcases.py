@@ -116,16 +116,18 @@ def _objects(paths: list[Path]) -> list[Mapping[str, Any]]:
                 raise TestFileError(str(document))
             if document.get("kind") == "AdmissionReview":
                 request = document.get("request")
-                document = request.get("object") if isinstance(request, dict) else None
-                if not isinstance(document, dict):
+                reviewed = request.get("object") if isinstance(request, dict) else None
+                if not isinstance(reviewed, dict):
                     raise TestFileError(f"{path}: error: an AdmissionReview without request.object")
+                document = reviewed
             objects.append(document)
     return objects
 
 
 def _find(objects: list[Mapping[str, Any]], expected: Expectation) -> Mapping[str, Any] | None:
     for obj in objects:
-        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        metadata = obj.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
         if (
             obj.get("kind") == expected.kind
             and metadata.get("name") == expected.name

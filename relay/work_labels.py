@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from kubernetes import client
@@ -41,11 +41,13 @@ def binding_reader(api_client: client.ApiClient) -> BindingReader:
         try:
             if ref.namespace:
                 r = RESOURCE_BINDINGS
-                return api.get_namespaced_custom_object(
+                found = api.get_namespaced_custom_object(
                     r.group, r.version, ref.namespace, r.plural, ref.name, _request_timeout=timeout
                 )
-            r = CLUSTER_RESOURCE_BINDINGS
-            return api.get_cluster_custom_object(r.group, r.version, r.plural, ref.name, _request_timeout=timeout)
+            else:
+                r = CLUSTER_RESOURCE_BINDINGS
+                found = api.get_cluster_custom_object(r.group, r.version, r.plural, ref.name, _request_timeout=timeout)
+            return cast(Mapping[str, Any], found)  # the client types a custom object as `object`: it is decoded JSON
         except ApiException as error:
             if not_found(error):
                 return None
