@@ -87,7 +87,7 @@ def run_legacy_purge_modes(kubeconfig: Path | None, out: TextIO, err: TextIO) ->
     except ApiException as error:
         print(f"failover-relay: listing failed: HTTP {error.status} {error.reason}", file=err)
         return EXIT_UNUSABLE
-    except (HTTPError, OSError) as error:  # connection refused, TLS, DNS (urllib3 wraps them): one line, no traceback
+    except (HTTPError, OSError, ValueError) as error:  # refused, TLS, DNS (urllib3 wraps them), a body not JSON
         print(
             f"failover-relay: the cluster does not answer: {type(error).__name__}: "
             f"{' '.join(str(error).split())[:160]}",
