@@ -208,7 +208,7 @@ def _recover_ca(
             for certificate in ca_bundle
             if _public_key_bytes(certificate.public_key()) == _public_key_bytes(key.public_key())
         ]
-        if own and own[0] == (ca_bundle or [None])[0]:
+        if own and own[0] == ca_bundle[0]:  # own is taken from ca_bundle, so that is not empty
             return KeyPair(certificate_pem=_pem_of(own[:1]), private_key_pem=key_pem), []
         if own:  # ours, but not first: the first certificate is read back as the CA
             ca = KeyPair(certificate_pem=_pem_of(own[:1]), private_key_pem=key_pem)
