@@ -183,10 +183,10 @@ def _time(tag: int, value: bytes) -> datetime:
     match = pattern.fullmatch(value) if pattern is not None else None
     if match is None:
         raise DerError("validity time is neither UTCTime nor GeneralizedTime in RFC 5280's form")
-    year, *rest = (int(group) for group in match.groups())
+    year, month, day, hour, minute, second = (int(group) for group in match.groups())
     if tag == UTC_TIME:
         year += 2000 if year < 50 else 1900  # RFC 5280, 4.1.2.5.1
     try:
-        return datetime(year, *rest, tzinfo=UTC)
+        return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError:
         raise DerError("validity time is not a date") from None

@@ -36,7 +36,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes, PublicKeyTypes
 from cryptography.x509.oid import NameOID
 
 from certs.authority import SIGNING_KEY_TYPES, KeyPair, generate_ca, generate_serving_certificate
@@ -208,7 +208,7 @@ def _recover_ca(
             for certificate in ca_bundle
             if _public_key_bytes(certificate.public_key()) == _public_key_bytes(key.public_key())
         ]
-        if own and own[0] == (ca_bundle or [None])[0]:
+        if own and own[0] == ca_bundle[0]:  # own is taken from ca_bundle, so that is not empty
             return KeyPair(certificate_pem=_pem_of(own[:1]), private_key_pem=key_pem), []
         if own:  # ours, but not first: the first certificate is read back as the CA
             ca = KeyPair(certificate_pem=_pem_of(own[:1]), private_key_pem=key_pem)
@@ -358,7 +358,5 @@ def _pem_of(certificates: Sequence[x509.Certificate]) -> bytes:
     return b"".join(certificate.public_bytes(serialization.Encoding.PEM) for certificate in certificates)
 
 
-def _public_key_bytes(public_key: object) -> bytes:
-    return public_key.public_bytes(  # type: ignore[attr-defined]
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
+def _public_key_bytes(public_key: PublicKeyTypes) -> bytes:
+    return public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)

@@ -27,9 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
+import urllib3
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.serialization import Encoding
@@ -233,7 +234,11 @@ class CaBundleInjector:
             if target.kind == VALIDATING
             else self.api.read_mutating_webhook_configuration
         )
-        response = read(target.name, _preload_content=False, _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS)
+        # With _preload_content=False the client returns the raw urllib3 response, whatever its annotation says.
+        response = cast(
+            "urllib3.HTTPResponse",
+            read(target.name, _preload_content=False, _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS),
+        )
         return json.loads(response.data)
 
     def _patch(self, target: Target, patch: list[dict[str, Any]]) -> None:

@@ -6,6 +6,7 @@ Decisions are made on these snapshots and made again on a fresh GET before anyth
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,7 +38,8 @@ def with_identity(obj: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
 
 def _read_spec(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """Of a manifest's spec, what the loop reads, in one `spec`: a FlinkDeployment's flinkConfiguration (a few keys,
-    which failover/reconcile/stateless_restart.py judges) and the restore path (`failover.state.history.restore_paths`)."""
+    which failover/reconcile/stateless_restart.py judges) and the restore path
+    (`failover.state.history.restore_paths`)."""
     spec: dict[str, Any] = {}
     configuration = b.spec(manifest).get("flinkConfiguration")
     if is_flink_deployment(manifest) and isinstance(configuration, dict):
@@ -98,10 +100,11 @@ class Cache:
             return []
         return [with_identity(obj, self._resources[kind]) for obj in list(informer.cache.values())]
 
-    def bindings(self) -> list[dict[str, Any]]:
+    # From here on `list` in the class body is the method above, so annotations spell the builtin `builtins.list`.
+    def bindings(self) -> builtins.list[dict[str, Any]]:
         return [obj for resource in BINDING_RESOURCES for obj in self.list(resource.kind)]
 
-    def policies(self) -> list[dict[str, Any]]:
+    def policies(self) -> builtins.list[dict[str, Any]]:
         return [obj for resource in POLICY_RESOURCES for obj in self.list(resource.kind)]
 
     def clusters(self) -> dict[str, dict[str, Any]]:
@@ -111,7 +114,7 @@ class Cache:
         informer = self.informers.get(kind)
         return informer is not None and informer.synced.is_set()
 
-    def works_of(self, binding: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def works_of(self, binding: Mapping[str, Any]) -> builtins.list[dict[str, Any]]:
         ref = b.object_ref(binding)
         keys = self._works_of.get((ref.kind, object_key(ref.namespace, ref.name)), set())
         return [work for key in sorted(keys) if (work := self.get(WORKS.kind, key)) is not None]
@@ -130,7 +133,7 @@ class Cache:
         self._works_of.setdefault(owner, set()).add(key)
         return owner
 
-    def bindings_touching(self, cluster: str) -> list[BindingKey]:
+    def bindings_touching(self, cluster: str) -> builtins.list[BindingKey]:
         """Bindings with an eviction task from `cluster` or fenced copies on it: a change of the cluster's
         readiness changes what fencing decides for them."""
         touching = []

@@ -59,7 +59,7 @@ class EventRecorder:
         try:
             await asyncio.to_thread(
                 self.api.create_namespaced_event,
-                body.metadata.namespace,
+                event_namespace(obj),
                 body,
                 _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
             )
@@ -70,10 +70,9 @@ class EventRecorder:
         self, obj: Mapping[str, Any], event_type: str, reason: str, message: str, now: datetime
     ) -> client.CoreV1Event:
         metadata = obj.get("metadata") or {}
-        namespace = metadata.get("namespace") or CLUSTER_SCOPED_EVENT_NAMESPACE
         return client.CoreV1Event(
             metadata=client.V1ObjectMeta(
-                name=f"{metadata.get('name', 'object')}.{uuid.uuid4().hex[:16]}", namespace=namespace
+                name=f"{metadata.get('name', 'object')}.{uuid.uuid4().hex[:16]}", namespace=event_namespace(obj)
             ),
             involved_object=client.V1ObjectReference(
                 api_version=obj.get("apiVersion"),
@@ -93,6 +92,12 @@ class EventRecorder:
             reporting_component=COMPONENT,
             reporting_instance=self.host,
         )
+
+
+def event_namespace(obj: Mapping[str, Any]) -> str:
+    """Where the Event about ``obj`` goes: its namespace, or a fixed one for a cluster-scoped object."""
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return str(namespace) if namespace else CLUSTER_SCOPED_EVENT_NAMESPACE
 
 
 def reference_object(ref: ObjectRef) -> dict[str, Any]:

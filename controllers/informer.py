@@ -75,7 +75,7 @@ class Informer:
         if self._watch is not None:
             self._watch.stop()
 
-    async def wait_synced(self, timeout: float) -> bool:
+    async def wait_synced(self, timeout: float) -> bool:  # noqa: ASYNC109  bounds the thread's wait; a cancel can't end it
         return await asyncio.to_thread(self.synced.wait, timeout)
 
     def _run(self) -> None:

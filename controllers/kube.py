@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from kubernetes import client, config
@@ -68,6 +68,11 @@ def conflict(error: BaseException) -> bool:
     return isinstance(error, ApiException) and error.status == 409
 
 
+def _object(response: object) -> dict[str, Any]:
+    """The client types what the custom-objects API returns as `object`; it is the decoded JSON body, a dict."""
+    return cast("dict[str, Any]", response)
+
+
 class CustomObjects:
     """Blocking calls on one custom resource, by key (`ns/name` or `name`), each with a request timeout."""
 
@@ -87,40 +92,61 @@ class CustomObjects:
     def get(self, key: str) -> dict[str, Any]:
         r, (namespace, name) = self.resource, split_key(key)
         if r.namespaced:
-            return self.api.get_namespaced_custom_object(
-                r.group, r.version, namespace, r.plural, name, _request_timeout=self.timeout
+            return _object(
+                self.api.get_namespaced_custom_object(
+                    r.group, r.version, namespace, r.plural, name, _request_timeout=self.timeout
+                )
             )
-        return self.api.get_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
+        return _object(
+            self.api.get_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
+        )
 
     def patch(self, key: str, merge_patch: Mapping[str, Any]) -> dict[str, Any]:
         """A JSON merge patch; put metadata.resourceVersion in it to make it conditional (409 when stale)."""
         r, (namespace, name) = self.resource, split_key(key)
         if r.namespaced:
-            return self.api.patch_namespaced_custom_object(
-                r.group, r.version, namespace, r.plural, name, merge_patch, _request_timeout=self.timeout
+            return _object(
+                self.api.patch_namespaced_custom_object(
+                    r.group, r.version, namespace, r.plural, name, dict(merge_patch), _request_timeout=self.timeout
+                )
             )
-        return self.api.patch_cluster_custom_object(
-            r.group, r.version, r.plural, name, merge_patch, _request_timeout=self.timeout
+        return _object(
+            self.api.patch_cluster_custom_object(
+                r.group, r.version, r.plural, name, dict(merge_patch), _request_timeout=self.timeout
+            )
         )
 
     def patch_status(self, key: str, merge_patch: Mapping[str, Any]) -> dict[str, Any]:
         r, (namespace, name) = self.resource, split_key(key)
         if r.namespaced:
-            return self.api.patch_namespaced_custom_object_status(
-                r.group, r.version, namespace, r.plural, name, merge_patch, _request_timeout=self.timeout
+            return _object(
+                self.api.patch_namespaced_custom_object_status(
+                    r.group, r.version, namespace, r.plural, name, dict(merge_patch), _request_timeout=self.timeout
+                )
             )
-        return self.api.patch_cluster_custom_object_status(
-            r.group, r.version, r.plural, name, merge_patch, _request_timeout=self.timeout
+        return _object(
+            self.api.patch_cluster_custom_object_status(
+                r.group, r.version, r.plural, name, dict(merge_patch), _request_timeout=self.timeout
+            )
         )
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         r = self.resource
         if r.namespaced:
             namespace = (obj.get("metadata") or {}).get("namespace")
-            return self.api.create_namespaced_custom_object(
-                r.group, r.version, namespace, r.plural, obj, _request_timeout=self.timeout
+            if not isinstance(namespace, str):
+                # What the client's own argument validation raised here (pydantic's ValidationError is a ValueError).
+                raise ValueError(f"{r.kind}: a namespaced object to create needs metadata.namespace")
+            return _object(
+                self.api.create_namespaced_custom_object(
+                    r.group, r.version, namespace, r.plural, dict(obj), _request_timeout=self.timeout
+                )
             )
-        return self.api.create_cluster_custom_object(r.group, r.version, r.plural, obj, _request_timeout=self.timeout)
+        return _object(
+            self.api.create_cluster_custom_object(
+                r.group, r.version, r.plural, dict(obj), _request_timeout=self.timeout
+            )
+        )
 
     def delete(self, key: str, resource_version: str | None = None) -> None:
         r, (namespace, name) = self.resource, split_key(key)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -91,7 +91,7 @@ class LeaderElector:
         self._in_flight: asyncio.Future[bool] | None = None
         self.is_leader = False
 
-    async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
+    async def run(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Campaign forever; while leader, run `lead()` and cancel it when leadership is lost. Cancel to stop."""
         task: asyncio.Task[None] | None = None
         renewing: asyncio.Task[None] | None = None
@@ -116,7 +116,7 @@ class LeaderElector:
                 await self.release()
 
     async def _acquire(self) -> None:
-        while not await self.try_acquire_or_renew():
+        while not await self.try_acquire_or_renew():  # noqa: ASYNC110  polls the apiserver's Lease, no local Event to wait on
             await asyncio.sleep(self.retry_period.total_seconds())
         log.info("leadership_acquired", lease=object_key(self.namespace, self.name), identity=self.identity)
 

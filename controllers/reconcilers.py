@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 from kubernetes.client.exceptions import ApiException
@@ -421,7 +421,7 @@ class RebalancerReconciler:
             return None
         return decision.requeue_after
 
-    async def _read(self, ref: ObjectRef) -> Mapping[str, Any] | bool | None:
+    async def _read(self, ref: ObjectRef) -> Mapping[str, Any] | Literal[False] | None:
         """The binding, None when it does not exist, False when it could not be read (retried later)."""
         try:
             return await self.client.get(ref)

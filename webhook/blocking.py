@@ -8,6 +8,7 @@ deadline is abandoned (a thread cannot be cancelled) and holds one of a fixed nu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import queue
 import threading
@@ -42,12 +43,10 @@ class BlockingPool:
             loop, future, context, function, args = job
             try:
                 outcome, error = context.run(function, *args), None
-            except BaseException as raised:  # delivered to the awaiting coroutine, not lost in this thread
+            except BaseException as raised:  # noqa: BLE001  the call's failure, whatever it is, goes to the awaiting coroutine
                 outcome, error = None, raised
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop closed while we were waiting
                 loop.call_soon_threadsafe(_settle, future, outcome, error)
-            except RuntimeError:  # the loop closed while we were waiting
-                pass
 
 
 def _settle(future: asyncio.Future[Any], outcome: Any, error: BaseException | None) -> None:

@@ -1,9 +1,10 @@
 """Routing of admission requests to the rules in `failover/`, by kind and operation.
 
 The handlers translate only: an `AdmissionRequest` in, a `Verdict` out, or None when the request is not ours to
-judge (a kind no webhook of `failover.admission.registry.WEBHOOKS` serves, DELETE, CONNECT). The server completes the response.
-Every decision is made by a function of `failover/` (validators and defaulters from `failover.admission.registry`) or by a
-registered mutator (savepoint injection, preserved-state labels), themselves thin adapters over `failover/`.
+judge (a kind no webhook of `failover.admission.registry.WEBHOOKS` serves, DELETE, CONNECT). The server completes
+the response. Every decision is made by a function of `failover/` (validators and defaulters from
+`failover.admission.registry`) or by a registered mutator (savepoint injection, preserved-state labels), themselves
+thin adapters over `failover/`.
 """
 
 from __future__ import annotations

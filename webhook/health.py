@@ -13,6 +13,7 @@ only name in a cert-manager Certificate), never the address we dial ourselves (l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 import time
 from collections.abc import Callable
@@ -97,8 +98,6 @@ class Readiness:
         except (TimeoutError, OSError, ssl.SSLError) as error:
             return f"TLS listener on {host}:{self.port} does not answer: {type(error).__name__}: {error}"[:200]
         writer.close()
-        try:
+        with contextlib.suppress(OSError, ssl.SSLError):
             await writer.wait_closed()
-        except (OSError, ssl.SSLError):
-            pass
         return None

@@ -179,7 +179,7 @@ class CappedListener:
             self.ssl_context(),
             handshake,
             server_side=True,
-            ssl_handshake_timeout=self.limits.handshake_seconds,
+            ssl_handshake_timeout=self.limits.handshake_seconds,  # type: ignore[arg-type]  # typeshed says int; asyncio takes float seconds
             ssl_shutdown_timeout=TLS_SHUTDOWN_SECONDS,
         )
         try:
@@ -197,7 +197,7 @@ class CappedListener:
 class CappedTLSSite(web.BaseSite):
     """aiohttp's TCPSite with the CappedListener in place of `loop.create_server`."""
 
-    __slots__ = ("_context_source", "_host", "_limits", "_on_refused", "_port")
+    __slots__ = ("_context_source", "_host", "_limits", "_listener", "_on_refused", "_port")
 
     def __init__(
         self,
@@ -213,11 +213,12 @@ class CappedTLSSite(web.BaseSite):
         super().__init__(runner, ssl_context=ssl_context(), backlog=backlog)
         self._context_source = ssl_context
         self._host, self._port, self._limits, self._on_refused = host, port, limits, on_refused
+        self._listener: CappedListener | None = None
 
     @property
     def listener(self) -> CappedListener:
-        assert isinstance(self._server, CappedListener), "start() the site first"
-        return self._server
+        assert self._listener is not None, "start() the site first"
+        return self._listener
 
     @property
     def name(self) -> str:
@@ -234,4 +235,5 @@ class CappedTLSSite(web.BaseSite):
             await loop.getaddrinfo(self._host or None, self._port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         )[0]
         sock = socket.create_server(address, family=family, backlog=self._backlog)
-        self._server = CappedListener(sock, self._runner.server, self._context_source, self._limits, self._on_refused)  # type: ignore[assignment]
+        self._listener = CappedListener(sock, self._runner.server, self._context_source, self._limits, self._on_refused)
+        self._server = self._listener  # type: ignore[assignment]  # aiohttp uses only close() and sockets, which it has

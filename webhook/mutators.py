@@ -177,9 +177,8 @@ class SavepointMutator:
     def _find(self, query: RestoreQuery, carried: str | None) -> LookupResult:
         """Keep the carried path when it still belongs to the job (it also checks links), else look up afresh."""
         try:
-            if carried is not None:
-                if carried_path_belongs(carried, self.roots, query):
-                    return LookupResult(Outcome.FOUND, carried, CARRIED_FORWARD)
+            if carried is not None and carried_path_belongs(carried, self.roots, query):
+                return LookupResult(Outcome.FOUND, carried, CARRIED_FORWARD)
             result = find_restore_point(self.roots, self.profile.layouts, self.profile.savepoint_layouts, query)
             if carried is not None and not result.reason:
                 result = replace(result, reason="the previous admission's path is not this job's state in the roots")

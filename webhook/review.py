@@ -17,7 +17,7 @@ import base64
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
+from typing import Any, Literal, NamedTuple, NotRequired, TypedDict, TypeGuard
 
 from failover.core.names import object_key
 from failover.core.verdict import Verdict, clip
@@ -277,7 +277,7 @@ def _nesting_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-def _is_uid(value: Any) -> bool:
+def _is_uid(value: object) -> TypeGuard[str]:
     # Echoed into the response and the logs: control characters, spaces and lone surrogates would let a caller
     # forge log lines; an apiserver's uid is a UUID and has none of them.
     return isinstance(value, str) and 0 < len(value) <= MAX_UID_LENGTH and value.isprintable() and " " not in value

@@ -137,7 +137,8 @@ class AdmissionServer:
         metrics = self.metrics
         metrics.requests_in_flight += 1
         try:
-            if self.require_client_certificate and not http.transport.get_extra_info("peercert"):
+            # No transport (the peer is gone) reads as no certificate: refused, not an AttributeError.
+            if self.require_client_certificate and not http.get_extra_info("peercert"):
                 return self._bad_request(
                     endpoint,
                     ClientCertificateRequired("a client certificate signed by the configured client CA is required"),
