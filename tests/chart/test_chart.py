@@ -11,6 +11,7 @@ import base64
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -483,3 +484,17 @@ def test_a_bad_value_fails_the_render_naming_it(helm_bin: Path, values: dict[str
 def test_good_values_pass_the_schema(helm_bin: Path, values: dict[str, Any]) -> None:
     assert template(helm_bin, values=values)
 
+
+def test_the_chart_readme_is_generated_from_values_yaml() -> None:
+    readme = CHART / "README.md"
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "hack" / "chart-readme.py"), "--check"], capture_output=True, text=True
+    )
+
+    assert result.returncode == 0, (
+        f"{readme.relative_to(REPO_ROOT)} differs from values.yaml's comments: run `python hack/chart-readme.py`"
+    )
+    # Every value is in it.
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    for name in values:
+        assert f"| `{name}" in readme.read_text(), name
