@@ -1,13 +1,17 @@
 """The Helm chart (chart/failover-relay) and the kustomize install (manifests/) are one install: `helm template` with
-the defaults renders exactly manifests/deploy's objects (Helm's own labels aside), the webhook template is generated
+the defaults renders exactly manifests/deploy's objects (Helm's own labels aside) but the Namespace, which the chart
+renders only with namespace.create (`helm install --create-namespace` makes it), the webhook template is generated
 from the code that renders manifests/deploy/webhooks.yaml, and every value reaches the relay as a flag its own
-parser accepts. The server-side dry runs of each mode are in tests/e2e/test_chart_dry_run.py."""
+parser accepts; values.schema.json refuses a bad value by name. The server-side dry runs of each mode are in
+tests/e2e/test_chart_dry_run.py, a real `helm install` and the release notes in tests/e2e/test_chart_install.py."""
 
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +19,7 @@ import pytest
 import yaml
 
 from failover.admission.registry import WEBHOOKS
+from failover.state.savepoint import FailureMode
 from relay.chart import MEMBER_DECIDERS, render_chart_webhooks
 from relay.cli import build_parser
 from relay.manifests import (
@@ -24,13 +29,38 @@ from relay.manifests import (
     service_endpoint,
     webhook_entries,
 )
-from relay.settings import ControllerMode, Settings, apply, check_settings, flag_values, load_settings
+from relay.settings import (
+    ControllerMode,
+    LogFormat,
+    Settings,
+    apply,
+    check_settings,
+    flag_values,
+    load_settings,
+)
 from tests.helm import CHART, HelmError, helm, template, template_text, without_helm_labels
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = REPO_ROOT / "manifests" / "deploy"
 MONITORING = REPO_ROOT / "manifests" / "monitoring"
 NAMESPACE = "failover-relay"
+SCHEMA = CHART / "values.schema.json"
+# The scheduling and metadata values of the usual charts (cert-manager's, Kyverno's, Karmada's), each set.
+SCHEDULING: dict[str, Any] = {
+    "nodeSelector": {"kubernetes.io/os": "linux"},
+    "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}],
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["system"]}]}]
+            }
+        }
+    },
+    "priorityClassName": "system-cluster-critical",
+    "podAnnotations": {"example.com/team": "streaming"},
+    "podLabels": {"example.com/tier": "platform"},
+    "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/relay"}},
+}
 
 
 def _documents(path: Path) -> list[dict[str, Any]]:
@@ -85,8 +115,9 @@ def test_webhook_template_is_generated_from_the_registry() -> None:
             "certificates": {"mode": "certManager"},
             "networkPolicy": {"enabled": True, "apiserverCIDRs": ["10.0.0.0/28"]},
         },
+        {"namespace": {"create": True}, **SCHEDULING},
     ],
-    ids=["control-plane", "member", "cert-manager"],
+    ids=["control-plane", "member", "cert-manager", "namespace-and-scheduling"],
 )
 def test_chart_lints_in_every_mode(helm_bin: Path, values: dict[str, Any]) -> None:
     result = helm(
@@ -109,10 +140,16 @@ def test_chart_lints_in_every_mode(helm_bin: Path, values: dict[str, Any]) -> No
 def test_defaults_render_the_kustomize_install(helm_bin: Path) -> None:
     rendered = _by_key(template(helm_bin))
     kustomize = _by_key(_kustomize_install())
+    # The one difference: manifests/deploy makes the namespace; the chart leaves it to `helm install
+    # --create-namespace` unless namespace.create renders it, as manifests/deploy's.
+    namespace = kustomize.pop(("Namespace", NAMESPACE))
 
     assert sorted(rendered) == sorted(kustomize)
     for key, expected in kustomize.items():
         assert rendered[key] == expected, f"{key} differs between the chart and manifests/deploy"
+    with_namespace = _by_key(template(helm_bin, values={"namespace": {"create": True}}))
+    assert with_namespace.pop(("Namespace", NAMESPACE)) == namespace
+    assert with_namespace == rendered
 
 
 @pytest.mark.parametrize("name", ["prometheus-rules.yaml", "grafana-dashboard.json"])
@@ -168,19 +205,15 @@ def test_network_policy_is_the_optional_manifest(helm_bin: Path) -> None:
 
 
 def test_namespace_is_kept_out_of_karmadas_propagation(helm_bin: Path) -> None:
-    for namespace in (_one(template(helm_bin), "Namespace", NAMESPACE), _documents(DEPLOY / "namespace.yaml")[0]):
+    rendered = template(helm_bin, values={"namespace": {"create": True}})
+    for namespace in (_one(rendered, "Namespace", NAMESPACE), _documents(DEPLOY / "namespace.yaml")[0]):
         assert namespace["metadata"]["labels"]["namespace.karmada.io/skip-auto-propagation"] == "true"
 
 
-def test_the_documented_helm_install_creates_the_namespace_first(helm_bin: Path) -> None:
-    """docs/operations.md, "Helm": the Namespace alone, then the release without it."""
-    namespace_only = helm(
-        helm_bin, "template", "failover-relay", str(CHART), "-n", NAMESPACE, "--show-only", "templates/namespace.yaml"
-    ).stdout
-    without = template(helm_bin, values={"namespace": {"create": False}})
-
-    assert [o["kind"] for o in yaml.safe_load_all(namespace_only) if o] == ["Namespace"]
-    assert "Namespace" not in {o["kind"] for o in without} and len(without) == len(template(helm_bin)) - 1
+def test_the_release_namespace_is_left_to_helm_install_by_default(helm_bin: Path) -> None:
+    """`helm install -n NS --create-namespace` refuses a chart that renders NS itself (docs/operations.md, "Helm")."""
+    assert "Namespace" not in {o["kind"] for o in template(helm_bin)}
+    assert "Namespace" not in {o["kind"] for o in template(helm_bin, values={"mode": "member"})}
 
 
 def test_member_mode_registers_the_flink_mutation_only(helm_bin: Path) -> None:
@@ -249,7 +282,8 @@ def test_values_reach_the_relay_as_flags_its_parser_accepts(helm_bin: Path, tmp_
         "savepoint": {"checkpointRoot": "s3://flink/checkpoints", "storageSecret": "flink-s3"},
         "failback": True,
         "karmadaKubeconfigSecret": "failover-relay-karmada",
-        "replicas": 3,
+        "replicaCount": 3,
+        "extraArgs": ["--savepoint-failure-mode=closed", "--log-level=debug"],
         "resources": {"requests": {"cpu": "50m", "memory": "96Mi"}, "limits": {"memory": "256Mi"}},
         "config": {"savepoint": {"lateRestore": True}, "controllers": {"workers": 4}},
     }
@@ -269,11 +303,14 @@ def test_values_reach_the_relay_as_flags_its_parser_accepts(helm_bin: Path, tmp_
     assert settings.controllers.kubeconfig == f"{mounts['karmada']}/kubeconfig"
     assert settings.savepoint.late_restore is True and settings.controllers.workers == 4
     assert settings.controllers.mode is ControllerMode.AUTO
+    # extraArgs come last, so they win over the chart's own flags.
+    assert settings.savepoint.failure_mode is FailureMode.CLOSED
+    assert container["args"][-2:] == values["extraArgs"]
     assert container["envFrom"] == [{"secretRef": {"name": "flink-s3"}}]
     assert container["resources"] == values["resources"]
     assert _one(rendered, "Deployment")["spec"]["replicas"] == 3
     # One replica: no PodDisruptionBudget (minAvailable 1 would block every drain).
-    assert "PodDisruptionBudget" not in {o["kind"] for o in template(helm_bin, values={"replicas": 1})}
+    assert "PodDisruptionBudget" not in {o["kind"] for o in template(helm_bin, values={"replicaCount": 1})}
     assert f"--config={mounts['config']}/config.yaml" in container["args"]
     # A changed config rolls the pods.
     annotations = _one(rendered, "Deployment")["spec"]["template"]["metadata"]["annotations"]
@@ -356,19 +393,108 @@ def test_webhooks_by_url_for_an_apiserver_without_the_service(helm_bin: Path) ->
     }
 
 
+def test_scheduling_and_metadata_values_reach_the_pod(helm_bin: Path) -> None:
+    rendered = template(helm_bin, values={**SCHEDULING, "config": {"savepoint": {"lateRestore": True}}})
+    pod = _one(rendered, "Deployment")["spec"]["template"]
+    defaults = _one(template(helm_bin), "Deployment")["spec"]["template"]
+
+    for key in ("nodeSelector", "tolerations", "affinity", "priorityClassName"):
+        assert pod["spec"][key] == SCHEDULING[key]
+    assert pod["metadata"]["labels"].items() >= SCHEDULING["podLabels"].items()
+    assert pod["metadata"]["labels"]["app.kubernetes.io/name"] == "failover-relay"
+    # The pod's annotations beside the checksum that rolls it on a config change.
+    assert set(pod["metadata"]["annotations"]) == {"example.com/team", "checksum/config"}
+    assert _one(rendered, "ServiceAccount")["metadata"]["annotations"] == SCHEDULING["serviceAccount"]["annotations"]
+    # Spreading stays; the default affinity (one replica per node) is what affinity replaces.
+    assert pod["spec"]["topologySpreadConstraints"] == defaults["spec"]["topologySpreadConstraints"]
+    assert set(defaults["spec"]["affinity"]) == {"podAntiAffinity"}
+    assert not {"nodeSelector", "tolerations", "priorityClassName"} & set(defaults["spec"])
+
+
+def _undescribed(schema: dict[str, Any], node: dict[str, Any], values: dict[str, Any], prefix: str = "") -> list[str]:
+    """The dotted names in ``values`` that ``node`` of ``schema`` does not describe; maps of the user's own keys
+    (labels, selectors, config: no ``properties``) end the walk."""
+    if "$ref" in node:
+        node = schema["definitions"][node["$ref"].removeprefix("#/definitions/")]
+    if "properties" not in node:
+        return []
+    missing = []
+    for name, value in values.items():
+        if name not in node["properties"]:
+            missing.append(prefix + name)
+        elif isinstance(value, dict):
+            missing += _undescribed(schema, node["properties"][name], value, f"{prefix}{name}.")
+    return missing
+
+
+def test_the_schema_describes_every_value_and_the_relays_choices() -> None:
+    schema = json.loads(SCHEMA.read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+
+    assert _undescribed(schema, schema, values) == []
+    assert schema["properties"]["logFormat"]["enum"] == [str(choice) for choice in LogFormat]
+
+
 @pytest.mark.parametrize(
     ("values", "named"),
     [
-        ({"mode": "members"}, 'mode "members"'),
-        ({"certificates": {"mode": "vault"}}, 'certificates.mode "vault"'),
-        (
-            {"webhooks": {"savepointFailurePolicy": "ignore"}},
-            'webhooks.savepointFailurePolicy "ignore": use Fail or Ignore',
-        ),
+        ({"mode": "members"}, "at '/mode': value must be one of 'controlPlane', 'member'"),
+        ({"certificates": {"mode": "vault"}}, "at '/certificates/mode'"),
+        ({"webhooks": {"savepointFailurePolicy": "ignore"}}, "at '/webhooks/savepointFailurePolicy'"),
+        ({"webhooks": {"url": "http://relay.example"}}, "at '/webhooks/url'"),
+        # Renamed in 0.1.0 as the usual charts spell it: the old name is refused, not ignored.
+        ({"replicas": 3}, "additional properties 'replicas' not allowed"),
+        ({"replicaCount": "2"}, "at '/replicaCount': got string, want integer"),
+        ({"replicaCount": 0}, "at '/replicaCount'"),
+        ({"failback": "yes"}, "at '/failback': got string, want boolean"),
+        ({"logFormat": "text"}, "at '/logFormat'"),
+        ({"nodeSelector": {"pool": True}}, "at '/nodeSelector/pool': got boolean, want string"),
+        ({"tolerations": {"key": "x"}}, "at '/tolerations': got object, want array"),
+        ({"affinity": {"nodeSelector": {}}}, "at '/affinity': additional properties 'nodeSelector' not allowed"),
+        ({"podLabels": {"app.kubernetes.io/name": "mine"}}, "at '/podLabels'"),
+        ({"extraArgs": "--failback"}, "at '/extraArgs': got string, want array"),
+        ({"extraArgs": ["failback"]}, "at '/extraArgs/0'"),
+        ({"serviceAccount": {"name": "other"}}, "at '/serviceAccount': additional properties 'name' not allowed"),
+        ({"namespace": {"create": "true"}}, "at '/namespace/create': got string, want boolean"),
+        ({"certificates": {"certManager": {"issuerRef": {"kind": "ClusterIssuer"}}}}, "missing property 'name'"),
+        ({"certificates": {"certManager": {"duration": "90d"}}}, "at '/certificates/certManager/duration'"),
+        ({"savepoint": {"checkpointRoot": 3}}, "at '/savepoint/checkpointRoot': got number, want string"),
+        ({"monitoring": {"serviceMonitor": {"enabled": 1}}}, "at '/monitoring/serviceMonitor/enabled'"),
+        ({"imagePullSecrets": ["regcred"]}, "at '/imagePullSecrets/0': got string, want object"),
     ],
 )
-def test_an_unknown_mode_fails_the_render_naming_it(helm_bin: Path, values: dict[str, Any], named: str) -> None:
+def test_a_bad_value_fails_the_render_naming_it(helm_bin: Path, values: dict[str, Any], named: str) -> None:
     with pytest.raises(HelmError) as failure:
         template_text(helm_bin, values=values)
 
     assert named in str(failure.value)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        SCHEDULING,
+        {"certificates": {"certManager": {"issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer"}}}},
+        {"imagePullSecrets": [{"name": "regcred"}], "image": {"tag": "0.1.1", "pullPolicy": "Always"}},
+        {"resources": {"requests": {"cpu": 0.5, "memory": "1Gi"}}, "replicaCount": 1, "logFormat": "console"},
+        {"webhooks": {"url": "https://relay.example:9443", "caBundle": "LS0tLS1CRUdJTg=="}},
+        {"global": {"imageRegistry": "registry.example.com"}},
+    ],
+)
+def test_good_values_pass_the_schema(helm_bin: Path, values: dict[str, Any]) -> None:
+    assert template(helm_bin, values=values)
+
+
+def test_the_chart_readme_is_generated_from_values_yaml() -> None:
+    readme = CHART / "README.md"
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "hack" / "chart-readme.py"), "--check"], capture_output=True, text=True
+    )
+
+    assert result.returncode == 0, (
+        f"{readme.relative_to(REPO_ROOT)} differs from values.yaml's comments: run `python hack/chart-readme.py`"
+    )
+    # Every value is in it.
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    for name in values:
+        assert f"| `{name}" in readme.read_text(), name

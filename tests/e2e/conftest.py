@@ -78,10 +78,16 @@ def crd_sources(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 @pytest.fixture(scope="session")
-def control_plane(pytestconfig: pytest.Config, crd_sources: list[Path]) -> Iterator[ControlPlane]:
+def envtest_binaries(pytestconfig: pytest.Config) -> Path:
+    """The directory of etcd and kube-apiserver, for a test that needs a control plane of its own."""
+    return _binaries(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def control_plane(envtest_binaries: Path, crd_sources: list[Path]) -> Iterator[ControlPlane]:
     """etcd + kube-apiserver for the whole session, with Karmada's CRDs and the others (tests/crd_sources.py)
     Established."""
-    binaries = _binaries(pytestconfig)
+    binaries = envtest_binaries
     if shutil.which("kubectl") is None:
         pytest.fail(
             "kubectl is not on PATH; the end-to-end tests apply objects with it (.ci/run installs it)", pytrace=False

@@ -13,12 +13,14 @@ import yaml
 from tests.crd_sources import CertManagerUnavailable, cert_manager_crds
 from tests.e2e.objects import applied_names
 from tests.envtest import ControlPlane
-from tests.helm import template_text
+from tests.helm import CHART, template_text
 
 pytestmark = pytest.mark.envtest
 
 MODES = {
     "control-plane": ("failover-relay", {}),
+    # The Namespace rendered with the release (namespace.create), for `helm template | kubectl apply -f -`.
+    "with-namespace": ("relay-with-namespace", {"namespace": {"create": True}}),
     "member": (
         "failover-relay",
         {"mode": "member", "savepoint": {"checkpointRoot": "s3://flink/checkpoints", "storageSecret": "flink-s3"}},
@@ -51,6 +53,11 @@ MODES = {
 }
 
 
+def _namespace_labels() -> dict[str, str]:
+    """The labels docs/operations.md gives the release namespace: the chart's namespace.labels."""
+    return yaml.safe_load((CHART / "values.yaml").read_text())["namespace"]["labels"]
+
+
 @pytest.fixture(scope="module")
 def cert_manager(control_plane: ControlPlane) -> ControlPlane:
     try:
@@ -71,15 +78,19 @@ def test_chart_is_accepted_by_the_apiserver(
     namespace, values = MODES[mode]
     rendered = template_text(helm_bin, namespace, values)
     objects = [document for document in yaml.safe_load_all(rendered) if document]
-    # The namespace for real (a dry run of it does not make the namespaced objects' namespace exist).
-    [own_namespace] = [o for o in objects if o["kind"] == "Namespace"]
+    # The namespace for real (a dry run of it does not make the namespaced objects' namespace exist): the chart's
+    # own when it renders one, else as docs/operations.md makes it (`--create-namespace`, then `kubectl label`).
+    own_namespace = [o for o in objects if o["kind"] == "Namespace"] or [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": _namespace_labels()}}
+    ]
+    assert len(own_namespace) == 1 and own_namespace[0]["metadata"]["name"] == namespace
     cert_manager.kubectl(
         "apply",
         "--server-side",
         "--field-manager=failover-relay-install",
         "-f",
         "-",
-        input=yaml.safe_dump(own_namespace),
+        input=yaml.safe_dump(own_namespace[0]),
     )
     manifest = tmp_path / "chart.yaml"
     manifest.write_text(rendered)
@@ -105,5 +116,6 @@ def test_chart_is_accepted_by_the_apiserver(
     kinds = {o["kind"] for o in objects}
     if mode == "cert-manager":
         assert {"Certificate", "Issuer", "NetworkPolicy", "ConfigMap", "ServiceMonitor", "PrometheusRule"} <= kinds
+    assert ("Namespace" in kinds) is (mode == "with-namespace")
     if mode == "member":
         assert "ValidatingWebhookConfiguration" not in kinds and "Role" not in kinds

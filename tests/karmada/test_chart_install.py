@@ -47,6 +47,8 @@ def test_relay_installed_from_the_chart_fails_over_with_its_restore_path(
 ) -> None:
     env = karmada_env
     values: dict[str, Any] = {
+        # Rendered and applied with kubectl, as on a karmada-apiserver: the chart's Namespace with its labels too.
+        "namespace": {"create": True},
         "webhooks": {"url": env.relay_url},
         "savepoint": {"checkpointRoot": str(env.checkpoint_root)},
         "karmadaKubeconfigSecret": "failover-relay-karmada",
