@@ -6,8 +6,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit
 
 bin="${VENV:-.venv}/bin"
-# The Python the linters see: production packages, tests and benchmarks (rule sets in pyproject.toml).
-python_paths=(failover webhook controllers certs relay tests bench)
+# The Python the linters see: production packages, tests, benchmarks and hack scripts (rule sets in pyproject.toml).
+python_paths=(failover webhook controllers certs relay tests bench hack)
 failed=()
 
 check() {
