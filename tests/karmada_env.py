@@ -29,7 +29,8 @@ What ``KarmadaEnv.start()`` brings up, all on 127.0.0.1 with free ports (``../sh
    until Ready with FlinkDeployment in ``status.apiEnablements``.
 5. failover-relay the way docs/operations.md installs it: ``manifests/deploy/{namespace,serviceaccount,rbac}.yaml``
    applied (and ``manifests/member/*.yaml`` to every member), ``failover-relay serve --config relay.yaml``
-   (``RELAY_CONFIG``: control-plane mode with Work labels and Work savepoints, checkpoints under ``checkpoint_root``),
+   (docs/quickstart.md's configuration, ``quickstart_relay_config()``: control-plane mode with Work labels and Work
+   savepoints; checkpoints under ``checkpoint_root``),
    and ``failover-relay manifests webhook`` applied.
 
 API (everything else is private):
@@ -44,7 +45,7 @@ API (everything else is private):
 - ``stop_member(name)`` / ``start_member(name)``: SIGTERM/SIGKILL that member's kube-apiserver by PID (its data
   stays in etcd) and start it again on the same port; ``member_pid(name)``.
 - ``restart_relay(config=None, args=())``: stop the relay and start it again on the same port and certificates,
-  with ``config`` merged over ``RELAY_CONFIG`` (per section) and extra ``serve`` flags; ``stop_relay()``,
+  with ``config`` merged over the page's configuration (per section) and extra ``serve`` flags; ``stop_relay()``,
   ``start_relay(...)``; ``relay_log``, ``relay_config_file``; returns the seconds until ``/readyz``.
 - ``restart_controller_manager(controllers=..., feature_gates=..., args=())``: e.g.
   ``restart_controller_manager(KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES)`` to compare with Karmada's own
@@ -77,6 +78,7 @@ import datetime
 import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
 import ssl
@@ -134,13 +136,36 @@ AUDIT_POLICY = {
 
 RELAY_NAMESPACE = "failover-relay"
 RELAY_USER = f"system:serviceaccount:{RELAY_NAMESPACE}:failover-relay"
-# The relay as docs/operations.md runs it in control-plane mode; restart_relay(config=...) merges per section.
-RELAY_CONFIG: dict[str, dict[str, Any]] = {
-    "logging": {"format": "json", "level": "info"},
-    # No layout: the tier's FlinkDeployments name their own state dirs, searched in Flink's layout (the default).
-    "savepoint": {"workLabels": True, "workSavepoints": True},
-    "controllers": {"mode": "on", "leaseNamespace": RELAY_NAMESPACE},
+# The relay's configuration is docs/quickstart.md's (step 2, the block marked `quickstart-test: relay-config`), so the
+# tier tests what the page installs; restart_relay(config=...) merges per section over it. Only these are the tier's
+# own, each for a reason the page's install does not have (tests/karmada/test_quickstart.py holds the rest to the page):
+TIER_RELAY_CONFIG: dict[str, dict[str, Any]] = {
+    "logging": {"format": "json", "level": "info"},  # the harness reads the relay's log lines
+    # A process has no Pod namespace to put its Lease in (a pod's is failover-relay, the page's namespace).
+    "controllers": {"leaseNamespace": RELAY_NAMESPACE},
 }
+# And per start (_base_relay_config): where it listens and its certificates, its kubeconfig, the tier's checkpoint root.
+TIER_RELAY_KEYS = {
+    ("logging", "format"),
+    ("logging", "level"),
+    ("controllers", "leaseNamespace"),
+    ("server", "host"),
+    ("server", "port"),
+    ("server", "certDir"),
+    ("controllers", "kubeconfig"),
+    ("savepoint", "checkpointRoot"),
+}
+QUICKSTART_PAGE = REPO_ROOT / "docs" / "quickstart.md"
+_RELAY_CONFIG_BLOCK = re.compile(r"^<!-- quickstart-test: relay-config\b.*?-->\n```yaml\n(.*?)^```$", re.M | re.S)
+
+
+def quickstart_relay_config() -> dict[str, Any]:
+    """The relay's configuration file as docs/quickstart.md gives it."""
+    [block] = _RELAY_CONFIG_BLOCK.findall(QUICKSTART_PAGE.read_text())
+    config = yaml.safe_load(block)
+    assert isinstance(config, dict), "docs/quickstart.md: the relay-config block is not a mapping"
+    return config
+
 
 # Cold start on two busy cores: an apiserver takes up to ~20 s, Clusters turn Ready after one status round.
 STARTUP_TIMEOUT_SECONDS = 180.0
@@ -593,7 +618,7 @@ class KarmadaEnv:
 
     @property
     def relay_config_file(self) -> Path:
-        """The relay's ``--config`` file as it was last started (``RELAY_CONFIG`` with the harness's paths)."""
+        """The relay's ``--config`` file as it was last started: the page's configuration and the harness's own keys."""
         return self.root / "relay.yaml"
 
     @property
@@ -794,7 +819,7 @@ class KarmadaEnv:
             process.stop(timeout=30)
 
     def start_relay(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
-        """Start the relay with ``config`` merged over ``RELAY_CONFIG``; return the seconds until ``/readyz``."""
+        """Start the relay with ``config`` merged over the page's configuration; the seconds until ``/readyz``."""
         started = time.monotonic()
         overrides, self._relay_args = config, tuple(args)
         config_file = self.relay_config_file
@@ -1288,7 +1313,7 @@ class KarmadaEnv:
             )
 
     def _base_relay_config(self) -> dict[str, Any]:
-        config = copy.deepcopy(RELAY_CONFIG)
+        config = _merge(quickstart_relay_config(), TIER_RELAY_CONFIG)
         config["server"] = {"host": LOOPBACK, "port": self._ports["relay"], "certDir": str(self.relay_cert_dir)}
         config["savepoint"]["checkpointRoot"] = str(self.checkpoint_root)
         config["controllers"]["kubeconfig"] = str(self.relay_kubeconfig)

@@ -1,8 +1,10 @@
 """docs/quickstart.md, run: every `sh` block of the page, in order, against the tier's Karmada control plane, with a
 real failover in the middle (the test plays the Flink operator) so that the page's `failover-relay status` is run
 while it happens. Blocks marked `quickstart-test: skip` need a host cluster with nodes; there are exactly
-SKIPPED_BLOCKS of them, and the karmada-controller-manager flags the page names are those the tier's process runs
-with (read from /proc), so the page cannot drift from what is tested."""
+SKIPPED_BLOCKS of them, the karmada-controller-manager flags the page names are those the tier's process runs with
+(read from /proc), and the tier's relay runs with the page's configuration file and nothing else but the tier's own
+keys (tests/karmada_env.py, TIER_RELAY_KEYS), so the page cannot drift from what is tested. The page's last block
+reads the restored copy from its member: it must print the path the relay gave it."""
 
 from __future__ import annotations
 
@@ -12,11 +14,21 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
+from tests.crd_sources import flink_deployment_crd
 from tests.karmada.workloads import POLICIES, FlinkJob, new_job_id
-from tests.karmada_env import KARMADA, REPO_ROOT, KarmadaEnv, resource_path
+from tests.karmada_env import (
+    KARMADA,
+    REPO_ROOT,
+    TIER_RELAY_KEYS,
+    KarmadaEnv,
+    quickstart_relay_config,
+    resource_path,
+)
 from tests.support import report
 
 pytestmark = pytest.mark.karmada
@@ -24,7 +36,7 @@ pytestmark = pytest.mark.karmada
 QUICKSTART = REPO_ROOT / "docs" / "quickstart.md"
 MARKER = re.compile(r"<!-- quickstart-test: (\w+)")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
-SKIPPED_BLOCKS = 3
+SKIPPED_BLOCKS = 6
 NAMESPACE, NAME = "streaming", "wordcount"  # as the page spells them
 TOLERATION_SECONDS = 30  # the page's policy
 
@@ -76,6 +88,7 @@ def test_the_quick_start_runs_as_written(karmada_env: KarmadaEnv, request: pytes
         "CHECKPOINTS": f"file://{env.checkpoint_root}",
         "RELAY_URL": env.relay_url,
         "RELAY_CA": str(env.relay_cert_dir / "ca.crt"),
+        "FLINK_DEPLOYMENT_CRD": str(flink_deployment_crd()),
     }
     assert set(re.findall(r"^export (\w+)=", exports.text, re.MULTILINE)) == set(values)
     environment = {
@@ -92,15 +105,27 @@ def test_the_quick_start_runs_as_written(karmada_env: KarmadaEnv, request: pytes
     named = flags.text.split()
     assert sorted(named) == sorted(arg for arg in running if arg.split("=")[0] in {f.split("=")[0] for f in named})
 
+    # The relay runs with the page's configuration file: every key of it, and no other but the tier's own.
+    running = yaml.safe_load(env.relay_config_file.read_text())
+    if without(running, TIER_RELAY_KEYS) != without(quickstart_relay_config(), TIER_RELAY_KEYS):
+        env.start_relay()  # an earlier test left its overrides: back to what the page says
+        running = yaml.safe_load(env.relay_config_file.read_text())
+    assert without(running, TIER_RELAY_KEYS) == without(quickstart_relay_config(), TIER_RELAY_KEYS)
+
     job = FlinkJob(env, NAMESPACE, NAME)
     outputs = []
+    restored_path = ""
     try:
         for block in shell:
             if block.marker:
                 continue
             if "failover-relay status" in block.text:
                 outputs.append(("Unhealthy, before the eviction", _during_toleration(env, job, block, environment)))
-                outputs.append(("after the failover", _after_failover(env, job, block, environment)))
+                after, restored_path = _after_failover(env, job, block, environment)
+                outputs.append(("after the failover", after))
+            elif "initialSavepointPath" in block.text:
+                assert restored_path, "the page reads the restored copy after the failover"
+                assert run(block, environment).strip() == restored_path
             else:
                 run(block, environment)
     finally:
@@ -109,6 +134,7 @@ def test_the_quick_start_runs_as_written(karmada_env: KarmadaEnv, request: pytes
             job.delete()
         karmada.delete(resource_path(POLICIES, "propagationpolicies", NAME, NAMESPACE))
     assert len(outputs) == 2, "the page runs failover-relay status once"
+    assert restored_path.endswith("/chk-7"), "the new copy restores the newest completed checkpoint"
     report(
         request,
         "karmada",
@@ -133,8 +159,9 @@ def _during_toleration(env: KarmadaEnv, job: FlinkJob, block: Block, environment
     return output
 
 
-def _after_failover(env: KarmadaEnv, job: FlinkJob, block: Block, environment: dict[str, str]) -> str:
-    """The loop evicted it after tolerationSeconds; the new copy restored: status shows the task and the move."""
+def _after_failover(env: KarmadaEnv, job: FlinkJob, block: Block, environment: dict[str, str]) -> tuple[str, str]:
+    """The loop evicted it after tolerationSeconds; the new copy restored: status shows the task and the move.
+    Returns that output and the restore path the new copy was given."""
     first = job.placed_on()[0]
     second, restored = job.wait_restored_outside(first, timeout=TOLERATION_SECONDS + 60)
     path = restored["spec"]["job"]["initialSavepointPath"]
@@ -146,4 +173,12 @@ def _after_failover(env: KarmadaEnv, job: FlinkJob, block: Block, environment: d
         "status with the move and its restore path",
     )
     assert f"placed on: {second}" in output and "EVICTION FROM" in output and "ApplicationFailure" in output
-    return output
+    return output, path
+
+
+def without(config: dict[str, Any], keys: set[tuple[str, str]]) -> dict[str, Any]:
+    """`config` without the (section, key) pairs in `keys`, and without sections left empty."""
+    kept = {
+        section: {k: v for k, v in values.items() if (section, k) not in keys} for section, values in config.items()
+    }
+    return {section: values for section, values in kept.items() if values}
