@@ -84,7 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check", help="what kubectl apply will say about manifests; exit 1 on a deny, 2 on bad input"
     )
-    check.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="YAML files or directories")
+    check.add_argument(
+        "paths", nargs="+", type=Path, metavar="PATH", help="YAML files or directories; - reads the standard input"
+    )
+    check.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print only denials, errors and the summary (no allowed, skipped or warning lines)",
+    )
     _add_check_flags(check)
 
     test = commands.add_parser(
@@ -227,7 +235,7 @@ def _check(args: argparse.Namespace) -> int:
             check = local_checker(from_directory(args.crds) if args.crds else bundled(), args.namespace)
         if args.command == "test":
             return run_test_dirs(args.paths, check, sys.stdout, sys.stderr)
-        return run_objects(args.paths, check, sys.stdout, sys.stderr)
+        return run_objects(args.paths, check, sys.stdout, sys.stderr, args.quiet, namespace=args.namespace)
     except (SchemaSourceError, ServerCheckError) as error:
         print(f"failover-relay: {error}", file=sys.stderr)
         return EXIT_UNREADABLE

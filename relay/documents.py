@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -26,6 +26,9 @@ MAX_DEPTH = 100
 # Nodes after alias expansion: a "billion laughs" file is refused instead of expanded.
 MAX_NODES = 1_000_000
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+# A path of "-" is the standard input, as kubectl's `-f -`; it is named so in messages.
+STDIN = Path("-")
+STDIN_NAME = "<stdin>"
 
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -62,10 +65,50 @@ class Unreadable:
         return f"{self.location}: error: {self.reason}"
 
 
+@dataclass(frozen=True)
+class Located:
+    """An object with where it is: the file, the line its document (or `List` item) starts on, and its YAML node,
+    from which `line_of` finds the line of a field."""
+
+    obj: Mapping[str, Any]
+    where: str
+    line: int
+    node: yaml.Node
+
+    def line_of(self, path: str) -> int:
+        """The line of the field `path` (`spec.rules[0].jsonPath`); of its deepest ancestor present when the field is
+        missing (a required field), and the document's own line when not even the first key is there."""
+        node, line = self.node, self.line
+        for key, index in _SEGMENT.findall(path):
+            child: yaml.Node | None = None
+            if key and isinstance(node, yaml.MappingNode):
+                for key_node, value_node in node.value:
+                    if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+                        line, child = key_node.start_mark.line + 1, value_node
+                        break
+            elif index and isinstance(node, yaml.SequenceNode) and int(index) < len(node.value):
+                child = node.value[int(index)]
+                line = child.start_mark.line + 1
+            if child is None:
+                break
+            node = child
+        return line
+
+
+_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
 def manifest_files(paths: list[Path]) -> Iterator[Path | Unreadable]:
+    """The manifest files of `paths`: files as named, directories walked for MANIFEST_SUFFIXES, `-` for stdin.
+    A directory holding no manifest file is Unreadable: there is nothing to check in it."""
     for path in paths:
-        if path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+        if path == STDIN:
+            yield path
+        elif path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+            if not found:
+                yield Unreadable(str(path), f"no {', '.join(MANIFEST_SUFFIXES)} file in this directory")
+            yield from found
         elif path.exists():
             yield path
         else:
@@ -74,16 +117,23 @@ def manifest_files(paths: list[Path]) -> Iterator[Path | Unreadable]:
 
 def read_text(path: Path) -> str | Unreadable:
     try:
-        # Bounded by what is read, not by stat(): /dev/zero, a FIFO or a /proc file report a size of 0.
         with path.open("rb") as file:
-            data = file.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            return Unreadable(str(path), f"file exceeds the limit of {MAX_FILE_BYTES} bytes")
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return Unreadable(str(path), f"not UTF-8 (byte {error.start})")
+            return read_stream(file, str(path))
     except OSError as error:
         return Unreadable(str(path), error.strerror or type(error).__name__)
+
+
+def read_stream(stream: BinaryIO, where: str) -> str | Unreadable:
+    try:
+        # Bounded by what is read, not by stat(): /dev/zero, a FIFO or a /proc file report a size of 0.
+        data = stream.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            return Unreadable(where, f"file exceeds the limit of {MAX_FILE_BYTES} bytes")
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return Unreadable(where, f"not UTF-8 (byte {error.start})")
+    except OSError as error:
+        return Unreadable(where, error.strerror or type(error).__name__)
 
 
 def documents(path: Path) -> Iterator[Mapping[str, Any] | Unreadable]:
@@ -96,24 +146,40 @@ def documents(path: Path) -> Iterator[Mapping[str, Any] | Unreadable]:
 
 
 def documents_in(text: str, where: str) -> Iterator[Mapping[str, Any] | Unreadable]:
+    for document in located_documents_in(text, where):
+        yield document.obj if isinstance(document, Located) else document
+
+
+def located_documents_in(text: str, where: str) -> Iterator[Located | Unreadable]:
+    """As `documents_in`, each object with its location (composed first, so the nodes keep their lines)."""
     try:
         problem = _bounds_problem(text)
         if problem is not None:
             yield Unreadable(where, problem)
             return
-        for document in yaml.load_all(text, Loader=_Loader):
-            if document is None:
-                continue
-            if (
-                isinstance(document, dict)
-                and document.get("kind") == "List"
-                and isinstance(document.get("items"), list)
-            ):
-                yield from (item for item in document["items"] if isinstance(item, dict))
-            elif isinstance(document, dict):
-                yield document
-            else:
-                yield Unreadable(where, f"a document is a {type(document).__name__}, not a Kubernetes object")
+        loader = _Loader(text)
+        try:
+            while loader.check_node():
+                node = loader.get_node()
+                document = loader.construct_document(node)
+                if document is None:
+                    continue
+                if (
+                    isinstance(document, dict)
+                    and document.get("kind") == "List"
+                    and isinstance(document.get("items"), list)
+                ):
+                    items = _value_of(node, "items")
+                    item_nodes = items.value if isinstance(items, yaml.SequenceNode) else []
+                    for item, item_node in zip(document["items"], item_nodes, strict=False):
+                        if isinstance(item, dict):
+                            yield Located(item, where, item_node.start_mark.line + 1, item_node)
+                elif isinstance(document, dict):
+                    yield Located(document, where, node.start_mark.line + 1, node)
+                else:
+                    yield Unreadable(where, f"a document is a {type(document).__name__}, not a Kubernetes object")
+        finally:
+            loader.dispose()
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         location = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark is not None else where
@@ -121,6 +187,14 @@ def documents_in(text: str, where: str) -> Iterator[Mapping[str, Any] | Unreadab
         yield Unreadable(location, f"invalid YAML: {problem}")
     except (ValueError, OverflowError) as error:  # a timestamp or number PyYAML cannot construct
         yield Unreadable(where, f"invalid YAML value: {' '.join(str(error).split())[:100]}")
+
+
+def _value_of(node: yaml.Node, key: str) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+                return value_node
+    return None
 
 
 def _bounds_problem(text: str) -> str | None:

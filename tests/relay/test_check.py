@@ -1,4 +1,6 @@
-"""`failover-relay check`: exit codes, one line per object, locations of unreadable files."""
+"""`failover-relay check`: exit codes, one `file:line` line per finding and a summary, locations of unreadable files,
+nothing to check, objects without apiVersion or kind, misspelled groups, stdin, and FlinkDeployments that a stateful
+policy among the files would fail over without state."""
 
 from __future__ import annotations
 
@@ -44,9 +46,12 @@ def test_good_policies_and_rebalancers_exit_0(tmp_path: Path) -> None:
     (tmp_path / "rebalancer.yml").write_text(REBALANCER)
     code, out, err = check(tmp_path)
     assert code == EXIT_OK
-    assert out == ["PropagationPolicy default/flink-pp: allowed", "WorkloadRebalancer demo: allowed"]
+    assert out == [
+        f"{policies}:1: PropagationPolicy/flink-pp: allowed",
+        f"{tmp_path / 'rebalancer.yml'}:1: WorkloadRebalancer/demo: allowed",
+        "2 files, 2 objects: 0 denied, 0 warnings, 0 skipped, 0 errors",
+    ]
     assert err == []
-    assert policies.exists()
 
 
 def test_a_denied_object_exits_1_and_says_why(tmp_path: Path) -> None:
@@ -55,10 +60,19 @@ def test_a_denied_object_exits_1_and_says_why(tmp_path: Path) -> None:
     code, out, err = check(path, schemas=None)
     assert err == [RULES_ONLY_NOTE]
     assert code == EXIT_DENIED
-    assert out[0].startswith("PropagationPolicy default/flink-pp: denied: spec.failover.application.statePreservation")
-    assert out[1].startswith(
-        "PropagationPolicy default/flink-pp: warning: spec.failover.application.purgeMode: Immediately is a legacy name"
+    # Each finding on the line of its field: the first document's statePreservation, the second's purgeMode.
+    lines = path.read_text().splitlines()
+    state_preservation = lines.index("      statePreservation:") + 1
+    legacy = lines.index("      purgeMode: Immediately") + 1
+    assert out[0].startswith(
+        f"{path}:{state_preservation}: PropagationPolicy/flink-pp: denied: "
+        "spec.failover.application.statePreservation: needs purgeMode Directly"
     )
+    assert out[1].startswith(
+        f"{path}:{legacy}: PropagationPolicy/flink-pp: warning: "
+        "spec.failover.application.purgeMode: Immediately is a legacy name"
+    )
+    assert out[-1] == "1 file, 2 objects: 1 denied, 1 warning, 0 skipped, 0 errors"
 
 
 def test_other_kinds_are_skipped_and_said_so(tmp_path: Path) -> None:
@@ -68,7 +82,10 @@ def test_other_kinds_are_skipped_and_said_so(tmp_path: Path) -> None:
     )
     code, out, _ = check(path)
     assert code == EXIT_OK
-    assert out == ["Deployment shop/web: skipped: apps/v1 Deployment is not a kind failover-relay checks"]
+    assert out == [
+        f"{path}:1: Deployment/web: skipped: apps/v1 Deployment is not a kind failover-relay checks",
+        "1 file, 1 object: 0 denied, 0 warnings, 1 skipped, 0 errors",
+    ]
 
 
 def test_list_documents_are_expanded(tmp_path: Path) -> None:
@@ -78,7 +95,8 @@ def test_list_documents_are_expanded(tmp_path: Path) -> None:
     )
     code, out, _ = check(path)
     assert code == EXIT_DENIED
-    assert len(out) == 2 and out[0].endswith("allowed") and ": denied: " in out[1]
+    assert len(out) == 3 and out[0].endswith("allowed") and ": denied: " in out[1]
+    assert out[2].startswith("1 file, 2 objects: 1 denied")
 
 
 def test_malformed_yaml_exits_2_with_file_line_and_column(tmp_path: Path) -> None:
@@ -90,7 +108,8 @@ def test_malformed_yaml_exits_2_with_file_line_and_column(tmp_path: Path) -> Non
     # libyaml's parser (the C loader) says "did not find expected ',' or ']'", PyYAML's "expected ',' or ']'".
     assert len(err) == 1 and err[0].startswith(f"{broken}:3:9: error: invalid YAML: ")
     assert "expected ',' or ']'" in err[0]
-    assert out == ["PropagationPolicy default/flink-pp: allowed"]  # the other files are still checked
+    assert out[0] == f"{good}:1: PropagationPolicy/flink-pp: allowed"  # the other files are still checked
+    assert out[1] == "2 files, 1 object: 0 denied, 0 warnings, 0 skipped, 1 error"
 
 
 @pytest.mark.parametrize("content", [b"\xff\xfe not utf-8", b"- just\n- a list\n", b"42\n"])
@@ -123,3 +142,168 @@ def test_the_console_script_exit_code(tmp_path: Path) -> None:
     )
     assert result.returncode == EXIT_DENIED
     assert "denied" in result.stdout
+
+
+# Issue 24: nothing to check, objects that are not objects, misspelled groups, stdin, CI output, FlinkDeployments.
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [("", "holds no object"), ("# only a comment\n---\n# and another\n", "holds no object"), ("---\n", "holds no")],
+)
+def test_a_file_with_nothing_to_check_exits_2(tmp_path: Path, content: str, why: str) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text(content)
+    code, out, err = check(path)
+    assert code == EXIT_UNREADABLE
+    assert err == [f"{path}: error: holds no object (empty, or only comments): nothing to check"]
+    assert out == ["1 file, 0 objects: 0 denied, 0 warnings, 0 skipped, 1 error"]
+
+
+def test_an_empty_directory_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("no manifests here\n")
+    code, _, err = check(tmp_path)
+    assert code == EXIT_UNREADABLE
+    assert err == [f"{tmp_path}: error: no .yaml, .yml, .json file in this directory"]
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        ({"metadata": {"name": "x"}, "spec": {}}, "error: apiVersion and kind not set: not a Kubernetes object"),
+        ({"apiVersion": "policy.karmada.io/v1alpha1", "metadata": {"name": "x"}}, "error: kind not set"),
+        ({"kind": "PropagationPolicy", "metadata": {"name": "x"}}, "error: apiVersion not set"),
+    ],
+)
+def test_an_object_without_api_version_or_kind_exits_2(tmp_path: Path, obj: dict[str, Any], message: str) -> None:
+    path = write_yaml(tmp_path / "o.yaml", obj)
+    for schemas in ("bundled", None):
+        code, out, _ = check(path, schemas=schemas)
+        assert code == EXIT_UNREADABLE
+        assert out[0].startswith(f"{path}:1: ") and message in out[0], out
+
+
+@pytest.mark.parametrize(
+    ("api_version", "message"),
+    [
+        ("policy.karmda.io/v1alpha1", "unknown group policy.karmda.io: did you mean policy.karmada.io?"),
+        ("flink.apache.com/v1beta1", "unknown group flink.apache.com: did you mean flink.apache.org?"),
+        ("policies.karmada.io/v1alpha1", "unknown group policies.karmada.io: did you mean policy.karmada.io?"),
+        ("failover.karmada.io/v1alpha1", "unknown group failover.karmada.io: Karmada's are apps.karmada.io, "),
+    ],
+)
+def test_a_misspelled_or_unknown_group_exits_2_with_a_suggestion(
+    tmp_path: Path, api_version: str, message: str
+) -> None:
+    path = write_yaml(tmp_path / "p.yaml", {**flink_policy(), "apiVersion": api_version})
+    code, out, _ = check(path)
+    assert code == EXIT_UNREADABLE
+    assert out[0].startswith(f"{path}:1: PropagationPolicy/flink-pp: error: {api_version} PropagationPolicy: {message}")
+
+
+@pytest.mark.parametrize(
+    "api_version", ["networking.k8s.io/v1", "policy/v1", "cluster.karmada.io/v1alpha1", "monitoring.coreos.com/v1"]
+)
+def test_real_groups_of_other_kinds_are_still_skipped(tmp_path: Path, api_version: str) -> None:
+    path = write_yaml(tmp_path / "o.yaml", {"apiVersion": api_version, "kind": "Thing", "metadata": {"name": "t"}})
+    code, out, _ = check(path)
+    assert code == EXIT_OK
+    assert ": skipped: " in out[0]
+
+
+def test_dash_reads_the_standard_input(tmp_path: Path) -> None:
+    text = yaml.safe_dump(flink_policy(purgeMode="Never"), sort_keys=False)
+    out, err = io.StringIO(), io.StringIO()
+    code = run_check([Path("-")], out, err, stdin=io.BytesIO(text.encode()))
+    assert code == EXIT_DENIED
+    assert out.getvalue().splitlines()[0].startswith("<stdin>:")
+    result = subprocess.run(
+        [sys.executable, "-m", "relay.cli", "check", "-"], input=text, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == EXIT_DENIED, result.stderr
+    assert result.stdout.splitlines()[-1] == "1 file, 1 object: 1 denied, 0 warnings, 0 skipped, 0 errors"
+
+
+def test_one_finding_per_line_each_with_the_line_of_its_field(tmp_path: Path) -> None:
+    # Two denials of one object: two lines, each where its field is, not one line of everything.
+    obj = flink_policy(gracePeriodSeconds=30)
+    obj["spec"]["propagateDeps"] = False
+    path = write_yaml(tmp_path / "p.yaml", obj)
+    code, out, _ = check(path)
+    lines = path.read_text().splitlines()
+    assert code == EXIT_DENIED
+    denied = [line for line in out if ": denied: " in line]
+    assert len(denied) >= 2, out  # Karmada's webhook and the relay each say so
+    assert all(len(line) < 300 for line in denied)
+    assert any(
+        line.startswith(
+            f"{path}:{lines.index('      gracePeriodSeconds: 30') + 1}: PropagationPolicy/flink-pp: denied:"
+        )
+        for line in denied
+    ), denied
+
+
+def test_warnings_alone_exit_0(tmp_path: Path) -> None:
+    rule = {"aliasLabelName": "failover", "jsonPath": "true"}
+    path = write_yaml(tmp_path / "p.yaml", flink_policy(statePreservation={"rules": [rule]}))
+    code, out, _ = check(path)
+    assert code == EXIT_OK
+    assert out[-1].startswith("1 file, 1 object: 0 denied, ") and " 0 errors" in out[-1]
+    assert any(": warning: " in line for line in out)
+
+
+def test_quiet_prints_only_denials_errors_and_the_summary(tmp_path: Path) -> None:
+    path = write_yaml(
+        tmp_path / "p.yaml",
+        flink_policy(),
+        flink_policy(purgeMode="Never"),
+        flink_policy(statePreservation={"rules": [{"aliasLabelName": "failover", "jsonPath": "true"}]}),
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}},
+    )
+    code, out, _ = check(path, quiet=True)
+    assert code == EXIT_DENIED
+    assert len(out) == 2 and ": denied: " in out[0]
+    assert out[1].startswith("1 file, 4 objects: 1 denied, ")
+    result = subprocess.run(
+        [sys.executable, "-m", "relay.cli", "check", "--quiet", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == EXIT_DENIED and result.stdout.splitlines() == out
+
+
+def flink_deployment(name: str = "basic-example", **configuration: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "flinkConfiguration": configuration,
+            "job": {"jarURI": "local:///job.jar", "upgradeMode": "stateless"},
+        },
+    }
+
+
+def test_a_flink_deployment_a_stateful_policy_selects_is_warned_of_a_stateless_restart(tmp_path: Path) -> None:
+    path = write_yaml(tmp_path / "app.yaml", flink_policy(), flink_deployment())
+    code, out, _ = check(path)
+    assert code == EXIT_OK  # a warning, as the loop's StatelessRestart Event
+    lines = path.read_text().splitlines()
+    at = lines.index("  flinkConfiguration: {}") + 1
+    assert (
+        f"{path}:{at}: FlinkDeployment/basic-example: warning: spec.flinkConfiguration: restarts without state after "
+        "a failover under PropagationPolicy/flink-pp: flinkConfiguration sets no checkpoint dir" in "\n".join(out)
+    ), out
+
+
+def test_a_flink_deployment_that_keeps_its_checkpoints_is_allowed(tmp_path: Path) -> None:
+    flink = flink_deployment(**{"state.checkpoints.dir": "s3://bucket/checkpoints"})
+    path = write_yaml(tmp_path / "app.yaml", flink_policy(), flink)
+    code, out, _ = check(path)
+    assert code == EXIT_OK
+    assert out[1].endswith("FlinkDeployment/basic-example: allowed"), out
+
+
+def test_a_flink_deployment_no_stateful_policy_selects_is_skipped_and_said_why(tmp_path: Path) -> None:
+    path = write_yaml(tmp_path / "app.yaml", flink_policy(), flink_deployment(name="other"))
+    code, out, _ = check(path)
+    assert code == EXIT_OK
+    assert out[1].endswith("no stateful failover policy among the files selects it"), out

@@ -218,6 +218,30 @@ CORPUS: list[tuple[str, dict[str, Any], str, str]] = [
         "denied",
         "invalid array index",
     ),
+    # jsonPath is required by the v1.19 CRD (StatePreservationRule, `required: [aliasLabelName, jsonPath]`,
+    # pkg/apis/policy/v1alpha1/propagation_types.go `+required`): kubectl apply is refused by the schema before any
+    # webhook (the relay denies it too). An empty one satisfies `required`; Karmada's webhook checks only
+    # aliasLabelName (validateStatePreservationRule), the relay warns.
+    (
+        "jsonpath-missing",
+        policy(
+            **{f"{APP}.statePreservation": {"rules": [{"aliasLabelName": "application.karmada.io/failover-jobid"}]}}
+        ),
+        "denied",
+        "spec.failover.application.statePreservation.rules[0].jsonPath: Required value",
+    ),
+    (
+        "jsonpath-empty",
+        policy(
+            **{
+                f"{APP}.statePreservation": {
+                    "rules": [{"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": ""}]
+                }
+            }
+        ),
+        "warning",
+        "always the same literal text",
+    ),
     # YAML numbers: kubectl sends 1e3 as 1000.
     ("toleration-1e3", policy(**{f"{APP}.decisionConditions.tolerationSeconds": 1000.0}), "allowed", ""),
     # Karmada's mutating webhook sets propagateDeps for a ServiceImport.
