@@ -18,8 +18,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
 from datetime import timedelta
 from enum import StrEnum
@@ -29,6 +30,7 @@ from typing import Any, NamedTuple
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL, GroupKind
 from failover.core.names import is_dns_label
+from failover.core.verdict import clip
 from failover.reconcile.decision import DecisionSettings
 from failover.state.checkpoints import DEFAULT_LAYOUT, CheckpointStore, LayoutError, open_store
 from failover.state.profiles import InjectionProfile, ProfileError, load_profiles
@@ -208,12 +210,22 @@ class SavepointSettings:
         """The profiles and the stores of checkpointRoot and allowedRoots (no I/O), as serve, inject and status look
         state up; needs checkpointRoot. SettingsError names what cannot work."""
         profiles = self.injection_profiles()
+        store = self._open("savepoint.checkpointRoot", self.checkpoint_root or "")  # "": LayoutError, no root
+        allowed_roots = tuple(
+            self._open(f"savepoint.allowedRoots[{index}]", url) for index, url in enumerate(self.allowed_roots)
+        )
+        return InjectionSetup(profiles, store, allowed_roots)
+
+    def _open(self, key: str, url: str) -> CheckpointStore:
         try:
-            store = open_store(self.checkpoint_root or "", self.storage_options)  # "": LayoutError, no root
-            allowed_roots = tuple(open_store(url, self.storage_options) for url in self.allowed_roots)
+            return open_store(url, self.storage_options)
         except LayoutError as error:
             raise SettingsError(str(error)) from None
-        return InjectionSetup(profiles, store, allowed_roots)
+        # Some fsspec filesystems connect when created (ftp, sftp, smb, and any with a client made eagerly) and fail
+        # with their own classes (socket.gaierror, ftplib.error_perm, paramiko's SSHException, a TypeError for an
+        # option they do not take): whatever it is, the root cannot be used, said in one line.
+        except Exception as error:  # noqa: BLE001  fsspec backends raise anything when they connect
+            raise SettingsError(f"{key} {url}: cannot open: {one_line_cause(error, self.storage_options)}") from None
 
 
 @dataclass(frozen=True)
@@ -471,6 +483,7 @@ def declared() -> dict[str, Declared]:
             optional = type(None) in arguments and typing.get_origin(hint) is not tuple
             kind = next(a for a in arguments if a is not type(None)) if optional else hint
             default = item.default_factory() if item.default_factory is not MISSING else item.default
+            yaml_type(kind)  # a type the loader cannot read stops here, at the first use of the declarations
             found[spec.key] = Declared((*path, item.name), spec, kind, optional, default)
 
     walk(Settings, ())
@@ -542,21 +555,45 @@ def _replace_paths(obj: Any, changes: Mapping[tuple[str, ...], Any]) -> Any:
     return replace(obj, **direct) if direct else obj
 
 
+def yaml_type(kind: Any) -> type | tuple[type, ...]:
+    """What a value parsed from YAML must be an instance of for a setting of type `kind`.
+
+    `kind` is an annotation, and a generic one (`tuple[str, ...]`, `Mapping[str, Any]`) is no class: isinstance()
+    refuses it, so each is mapped to the class YAML gives (a list, a dict) by its origin. `declared()` asks for every
+    setting, so a setting of a type not handled here fails at import, never in a user's config file."""
+    origin = typing.get_origin(kind)
+    if origin is tuple:
+        return list
+    if kind is Mapping or origin is Mapping:
+        return dict
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        return str
+    if kind is Path:
+        return str
+    if kind is float:
+        return (int, float)
+    if kind in (bool, int, str):
+        return typing.cast(type, kind)
+    raise TypeError(f"a setting of type {kind!r} cannot be read from YAML: add it to relay.settings.yaml_type")
+
+
+def _parsed_as(value: Any, kind: Any) -> bool:
+    """Whether YAML gave `value` the type a setting of type `kind` needs (a function: the value stays Any)."""
+    return isinstance(value, yaml_type(kind))
+
+
 def _convert(entry: Declared, value: Any) -> Any:
     """A value from the file or a flag as the field's type, or SettingsError naming the key."""
     key, kind = entry.spec.key, entry.kind
-    expected: Any = {bool: bool, int: int, float: (int, float), str: str, Path: str}.get(kind)
     origin = typing.get_origin(kind)
-    if origin is tuple:
-        expected = list
-    elif kind is Mapping or origin is Mapping:
-        expected = dict
-    elif isinstance(kind, type) and issubclass(kind, StrEnum):
-        expected = str
     # bool is an int in Python; it is accepted only where a bool is expected.
-    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, expected):
+    if (isinstance(value, bool) and kind is not bool) or not _parsed_as(value, kind):
         hint = " (quote it: YAML reads on/off/yes/no as booleans)" if isinstance(value, bool) else ""
         raise SettingsError(f"{key}: wrong type {type(value).__name__}{hint}")
+    if isinstance(value, dict):  # fsspec takes the options as keyword arguments; their values may nest
+        name = next((name for name in value if not isinstance(name, str)), None)
+        if name is not None:
+            raise SettingsError(f"{key}: option names must be strings ({name!r} is {type(name).__name__})")
     if origin is tuple:
         return tuple(value)
     if kind is Path:
@@ -657,6 +694,31 @@ def _check_bounds(entry: Declared, value: Any) -> None:
         else:
             bounds = f"at most {high:g}" if spec.le is not None else f"less than {high:g}"
         raise SettingsError(f"{key} must be {bounds} ({short} {value!r} is out of range)")
+
+
+# A cause follows the key and the root on one line: room for a host name and a reason, not for a library's dump.
+MAX_CAUSE_LENGTH = 200
+_OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>:?\s*")  # <urllib3.connection.HTTPConnection object ...>
+_ERRNO = re.compile(r"\[Errno -?\d+\]\s*")
+_SECRET_OPTION = re.compile(r"secret|password|passwd|token|key|credential|session", re.IGNORECASE)
+
+
+def one_line_cause(error: BaseException, options: Mapping[str, Any] | None = None) -> str:
+    """What `error` says, fit for one line of a start-up error: an OSError's reason without its errno, no object
+    reprs, whitespace collapsed, every credential-like string value of the storage `options` masked, clipped."""
+    text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+    text = " ".join(_ERRNO.sub("", _OBJECT_REPR.sub("", text)).split())
+    for secret in sorted(_secret_values(options or {}), key=len, reverse=True):  # a secret may contain another
+        text = text.replace(secret, "***")
+    return clip(text or type(error).__name__, MAX_CAUSE_LENGTH)
+
+
+def _secret_values(options: Mapping[str, Any]) -> Iterator[str]:
+    for name, value in options.items():
+        if isinstance(value, Mapping):
+            yield from _secret_values(value)
+        elif isinstance(value, str) and len(value) >= 4 and _SECRET_OPTION.search(str(name)):
+            yield value
 
 
 def has_password(url: str) -> bool:

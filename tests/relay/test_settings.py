@@ -294,3 +294,16 @@ def test_a_checkpoint_root_carrying_a_credential_is_refused(tmp_path: Path, root
 )
 def test_a_plain_checkpoint_root_is_accepted(tmp_path: Path, root: str) -> None:
     assert load_settings(write(tmp_path, f"savepoint:\n  checkpointRoot: '{root}'\n")).savepoint.checkpoint_root == root
+
+
+def test_a_generic_setting_type_is_read_by_its_origin() -> None:
+    # Mapping[str, Any] and tuple[str, ...] are no classes: isinstance() refuses them, so the loader maps each to what
+    # YAML gives; a type it does not know stops at the declarations, never at a user's file.
+    from collections.abc import Mapping
+    from typing import Any
+
+    from relay.settings import yaml_type
+
+    assert (yaml_type(Mapping[str, Any]), yaml_type(tuple[str, ...]), yaml_type(float)) == (dict, list, (int, float))
+    with pytest.raises(TypeError, match="cannot be read from YAML"):
+        yaml_type(dict[str, Any])

@@ -1,6 +1,9 @@
 """Checkpoint discovery and savepoint injection against a real S3-protocol server (moto, over HTTP, via s3fs)."""
 
 import json
+import os
+import subprocess
+import sys
 import time
 import uuid
 
@@ -8,6 +11,7 @@ import boto3
 import jsonpatch
 import pytest
 import s3fs
+import yaml
 
 from failover.state.checkpoints import FLINK_NATIVE_LAYOUT, KARMADA_EXAMPLE_LAYOUT, Outcome, open_store, parse_layout
 from failover.state.jobid import JobId
@@ -233,3 +237,33 @@ def test_only_the_jobs_own_complete_savepoints_are_listed_from_a_shared_director
     )
     empty = lookup(store, NATIVE, (), "flink", ROTATED, savepoint_dir=f"s3://{name}/savepoints")
     assert empty.outcome is Outcome.NOT_FOUND
+
+
+def test_inject_cli_reads_the_bucket_through_storage_options(bucket, s3_endpoint, tmp_path):
+    # The config file an S3/MinIO user writes: the endpoint and credentials in savepoint.storageOptions (s3fs's
+    # option names), run through the real command line in its own process.
+    fs, name = bucket
+    write_checkpoints(fs, f"{name}/checkpoints/{JOB}", completed=(5, 6), in_progress=(7,))
+    config = tmp_path / "relay.yaml"
+    config.write_text(
+        f"savepoint:\n"
+        f"  checkpointRoot: s3://{name}/checkpoints\n"
+        f"  storageOptions: {{endpoint_url: '{s3_endpoint}', key: testing, secret: testing}}\n"
+    )
+    manifest = tmp_path / "flink.yaml"
+    manifest.write_text(
+        "apiVersion: flink.apache.org/v1beta1\nkind: FlinkDeployment\n"
+        f"metadata: {{name: job, namespace: flink, labels: {{{LABEL}: '{JOB}'}}}}\n"
+        "spec: {image: 'flink:1.17', job: {jarURI: 'local:///x.jar', upgradeMode: savepoint}}\n"
+    )
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "relay.cli", "inject", "--config", str(config), str(manifest)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+    )
+    assert result.returncode == 0, result.stderr
+    injected = yaml.safe_load(result.stdout)["spec"]["job"]["initialSavepointPath"]
+    assert injected == f"s3://{name}/checkpoints/{JOB}/chk-6"

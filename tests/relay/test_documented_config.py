@@ -1,0 +1,235 @@
+"""Every config file the documentation shows loads as `serve --config` loads it, and every declared setting
+round-trips from YAML with its declared type (issue 24: `savepoint.storageOptions` is needed by every S3 user)."""
+
+from __future__ import annotations
+
+import re
+import typing
+from collections.abc import Iterator, Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+import yaml
+
+from relay.cli import _settings, build_parser
+from relay.settings import SECTIONS, Declared, Settings, declared
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+# What the documentation's shell variables stand for in a test (docs/quickstart.md exports them).
+VARIABLES = {"CHECKPOINTS": "s3://flink-state/checkpoints"}
+
+FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<info>[\w-]*)")
+HEREDOC = re.compile(r"<<-?\s*(?P<quote>['\"]?)(?P<word>\w+)(?P=quote)")
+TOP_LEVEL_KEY = re.compile(r"^(?P<key>[A-Za-z_][\w.-]*)\s*:", re.MULTILINE)
+VARIABLE = re.compile(r"\$(?:\{(?P<braced>\w+)\}|(?P<plain>[A-Za-z_]\w*))")
+
+
+class Example(NamedTuple):
+    where: str  # "docs/operations.md:543"
+    text: str
+
+
+def fenced_blocks(path: Path) -> Iterator[tuple[int, str, str]]:
+    """(line, info string, dedented text) of each fenced code block, at any indentation (list items included)."""
+    lines = path.read_text().splitlines()
+    index = 0
+    while index < len(lines):
+        start = FENCE.match(lines[index])
+        index += 1
+        if not start:
+            continue
+        indent, fence, body = len(start["indent"]), start["fence"], []
+        while index < len(lines) and not lines[index].strip().startswith(fence):
+            line = lines[index]
+            body.append(line[indent:] if line[:indent].strip() == "" else line.lstrip())
+            index += 1
+        index += 1
+        yield index - len(body) - 1, start["info"].lower(), "\n".join(body) + "\n"
+
+
+def heredocs(script: str) -> Iterator[tuple[str, str]]:
+    """(the command line, the body) of each here-document in a shell block."""
+    lines = script.splitlines()
+    for number, line in enumerate(lines):
+        found = HEREDOC.search(line)
+        if found:
+            body = []
+            for inner in lines[number + 1 :]:
+                if inner.strip() == found["word"]:
+                    break
+                body.append(inner)
+            yield line, "\n".join(body) + "\n"
+
+
+def is_relay_config(text: str, label: str) -> bool:
+    """A relay config file: its top-level keys are settings sections. Kubernetes objects (apiVersion, kind) and chart
+    values (they have keys of their own, such as mode and config, or are named as a values file or fed to helm)
+    are not."""
+    keys = {match["key"] for match in TOP_LEVEL_KEY.finditer(text)}
+    if not keys or not keys <= set(SECTIONS):
+        return False
+    first = text.lstrip().partition("\n")[0]
+    return not any(word in (first if first.startswith("#") else "") + label for word in ("values", "helm"))
+
+
+def documented_configs() -> list[Example]:
+    found = []
+    for path in DOCUMENTS:
+        name = path.relative_to(ROOT).as_posix()
+        for line, info, text in fenced_blocks(path):
+            if info in ("yaml", "yml") and is_relay_config(text, ""):
+                found.append(Example(f"{name}:{line}", text))
+            elif info in ("sh", "bash", "shell", "console", ""):
+                for command, body in heredocs(text):
+                    if is_relay_config(body, command):
+                        found.append(Example(f"{name}:{line} ({command.strip()})", body))
+    return found
+
+
+EXAMPLES = documented_configs()
+
+
+def substituted(text: str) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match["braced"] or match["plain"]
+        if name not in VARIABLES:
+            pytest.fail(f"the example uses ${name}: add a test value for it to VARIABLES")
+        return VARIABLES[name]
+
+    return VARIABLE.sub(value, text)
+
+
+def load_as_serve(path: Path) -> Settings:
+    """The settings `failover-relay serve --config PATH` starts with (relay/cli.py: the file, the flags, the checks),
+    and the stores it opens."""
+    settings = _settings(build_parser().parse_args(["serve", "--config", str(path)]))
+    if settings.savepoint.checkpoint_root:
+        settings.savepoint.open_injection()
+    return settings
+
+
+def test_the_documented_config_examples_are_found() -> None:
+    # The example of docs/operations.md "Configuration file" at least: a parser that finds nothing tests nothing.
+    assert any(example.where.startswith("docs/operations.md:") for example in EXAMPLES)
+    assert any("storageOptions" in example.text for example in EXAMPLES)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[example.where for example in EXAMPLES])
+def test_every_documented_config_file_loads(tmp_path: Path, example: Example) -> None:
+    path = tmp_path / "relay.yaml"
+    path.write_text(substituted(example.text))
+    settings = load_as_serve(path)
+    document = yaml.safe_load(path.read_text())
+    if "storageOptions" in (document.get("savepoint") or {}):
+        assert dict(settings.savepoint.storage_options) == document["savepoint"]["storageOptions"]
+
+
+# Settings whose values are checked beyond their type get a value that passes those checks; every other one gets a
+# generic value of its declared type.
+VALID = {
+    "server.serviceName": "failover-relay",
+    "server.namespace": "karmada-system",
+    "savepoint.checkpointRoot": "s3://flink/checkpoints",
+    "savepoint.layouts": ["{root}/{namespace}/{job_id}/checkpoints"],
+    "savepoint.savepointLayouts": ["{root}/savepoints/{namespace}/{job_id}"],
+    "savepoint.allowedRoots": ["s3://flink/savepoints", "/mnt/savepoints"],
+    "savepoint.jobIdLabel": "example.com/job-id",
+    "savepoint.storageOptions": {
+        "endpoint_url": "http://minio.storage.svc:9000",
+        "key": "flink",
+        "secret": "flink-secret",
+        "client_kwargs": {"region_name": "eu-west-1"},
+        "config_kwargs": {"retries": {"max_attempts": 2}},
+    },
+    "savepoint.profiles": [
+        {
+            "kind": "FlinkSessionJob",
+            "group": "flink.apache.org",
+            "version": "v1beta1",
+            "targets": [{"field": "spec.job.initialSavepointPath", "value": "{path}"}],
+        }
+    ],
+}
+# What a setting needs beside it to pass the checks across settings.
+COMPANIONS: dict[str, dict[str, Any]] = {
+    "server.serviceName": {"server.namespace": "karmada-system"},
+    "server.namespace": {"server.serviceName": "failover-relay"},
+    "server.member": {"savepoint.checkpointRoot": "s3://flink/checkpoints"},
+}
+
+
+def valid_value(entry: Declared) -> Any:
+    """A value of the setting's declared type, within its bounds, other than its default where one exists."""
+    kind, spec, default = entry.kind, entry.spec, entry.default
+    if spec.key in VALID:
+        return VALID[spec.key]
+    if kind is bool:
+        return True if default is None else not default
+    if kind in (int, float):
+        low = spec.ge if spec.ge is not None else spec.gt
+        high = spec.le if spec.le is not None else spec.lt
+        start = default if default is not None else (low or 0)
+        step = 1 if kind is int else 0.5
+        for candidate in (start + step, start - step, start + 2 * step):
+            if all(
+                (
+                    spec.ge is None or candidate >= spec.ge,
+                    spec.gt is None or candidate > spec.gt,
+                    spec.le is None or candidate <= spec.le,
+                    spec.lt is None or candidate < spec.lt,
+                    high is None or low is None or low <= candidate <= high,
+                )
+            ):
+                return kind(candidate)
+        raise AssertionError(f"no value within the bounds of {spec.key}")
+    if kind is str:
+        return f"example-{spec.key.rpartition('.')[2].lower()}"
+    if kind is Path:
+        return f"/etc/failover-relay/{spec.key.rpartition('.')[2]}"
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        return next(member.value for member in kind if member != default)
+    raise AssertionError(f"{spec.key}: no sample for type {kind!r}; add one to VALID")
+
+
+def as_declared(entry: Declared, value: Any) -> Any:
+    """`value` as the setting holds it once loaded."""
+    kind = entry.kind
+    if typing.get_origin(kind) is tuple:
+        return tuple(value)
+    if kind is Path:
+        return Path(value)
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        return kind(value)
+    return value
+
+
+def held(settings: Settings, entry: Declared) -> Any:
+    value: Any = settings
+    for attribute in entry.path:
+        value = getattr(value, attribute)
+    return value
+
+
+def as_yaml(values: Mapping[str, Any]) -> str:
+    document: dict[str, dict[str, Any]] = {}
+    for key, value in values.items():
+        section, _, name = key.partition(".")
+        document.setdefault(section, {})[name] = value
+    return yaml.safe_dump(document)
+
+
+@pytest.mark.parametrize("key", list(declared()))
+def test_every_setting_round_trips_from_yaml_with_its_declared_type(tmp_path: Path, key: str) -> None:
+    entry = declared()[key]
+    value = valid_value(entry)
+    path = tmp_path / "relay.yaml"
+    path.write_text(as_yaml({key: value, **COMPANIONS.get(key, {})}))
+    loaded = held(load_as_serve(path), entry)
+    assert loaded == as_declared(entry, value)
+    assert loaded != entry.default
+    origin = typing.get_origin(entry.kind) or entry.kind
+    assert isinstance(loaded, origin)
