@@ -322,8 +322,13 @@ def _serve(args: argparse.Namespace) -> int:
     if leak and in_cluster() and os.environ.get(ALLOW_ENV) != "1":
         return _refuse(leak)
     configure_logging(settings.log_format, settings.log_level)
-    if leak:
+    if leak and in_cluster():
+        # Allowed by ALLOW_ENV: anything that reaches the Service can grow this pod's memory, so it stays an error,
+        # on every start, where alerts on error lines see it (relay/runtime.py).
         structlog.get_logger("failover_relay.runtime").error("python_leaks_tls_memory", problem=leak)
+    elif leak:
+        # Outside a cluster the listener is on loopback (the local dev loop, `make run`): worth knowing, not an error.
+        structlog.get_logger("failover_relay.runtime").warning("python_leaks_tls_memory", problem=leak)
     try:
         asyncio.run(serve(settings))
     except CertificateError as error:  # missing cluster access arrives as a SettingsError, which main reports
