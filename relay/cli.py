@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import os
 import sys
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
@@ -46,6 +47,26 @@ SERVE_FLAGS = (
 CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS)
 INJECT_FLAGS = ("savepoint.checkpointRoot", "savepoint.failureMode")
 STATUS_FLAGS = ("savepoint.checkpointRoot", "controllers.kubeconfig")
+# What a flag declared for the server does in the commands that only read (the declared help speaks of `serve`).
+INJECT_HELPS = {
+    "savepoint.checkpointRoot": "shared checkpoint storage to look the object's state up in (path, file://, s3://, "
+    "any fsspec URL)",
+    "savepoint.failureMode": "no checkpoint, timeout or storage error: show the object admitted unchanged with a "
+    "warning (open, exit 0) or denied (closed, exit 1); default {default}",
+}
+STATUS_HELPS = {
+    "savepoint.checkpointRoot": "shared checkpoint storage to look each workload's restore state up in (path, "
+    "file://, s3://, any fsspec URL)",
+    "controllers.kubeconfig": "the Karmada apiserver to read (default: $KUBECONFIG, ~/.kube/config)",
+}
+
+
+def package_version() -> str:
+    """The installed package's version (its metadata, from pyproject.toml)."""
+    try:
+        return version("failover-relay")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="failover-relay",
         description="Admission webhook and reconcile loop for Karmada application failover of stateful workloads.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the TLS admission server")
@@ -77,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     inject.add_argument("file", type=Path, metavar="FILE", help="YAML file holding one object (a FlinkDeployment)")
     inject.add_argument("--job-id", help="Flink JobID to inject as the job-id label (default: the object's label)")
     inject.add_argument("--config", type=Path, help="YAML config file (its savepoint section)")
-    inject.add_argument("--namespace", help="namespace the object is created in (default: its own, or default)")
-    add_setting_flags(inject, *INJECT_FLAGS, flags={"savepoint.failureMode": "--failure-mode"})
+    inject.add_argument("-n", "--namespace", help="namespace the object is created in (default: its own, or default)")
+    add_setting_flags(inject, *INJECT_FLAGS, helps=INJECT_HELPS)
     inject.add_argument("--patch", action="store_true", help="print the JSONPatch instead of the object")
 
     check = commands.add_parser(
@@ -106,7 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
         "legacy-purge-modes",
         help="list stored policies, bindings and eviction tasks that still hold Immediately/Graciously",
     )
-    legacy.add_argument("--kubeconfig", type=Path, help="Karmada control plane (default: $KUBECONFIG, ~/.kube/config)")
+    legacy.add_argument(
+        "--kubeconfig", type=Path, help="the Karmada apiserver to read (default: $KUBECONFIG, ~/.kube/config)"
+    )
 
     status = commands.add_parser(
         "status",
@@ -123,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument(
         "--config", type=Path, help="the relay's YAML config file (its savepoint section says where the state is)"
     )
-    add_setting_flags(status, *STATUS_FLAGS)
+    add_setting_flags(status, *STATUS_FLAGS, helps=STATUS_HELPS)
     status.add_argument(
         "-o",
         "--output",
@@ -143,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--url", help="base URL of a relay outside the cluster, e.g. https://127.0.0.1:9443")
     where.add_argument("--service", help="name of the relay's Service (in-cluster)")
     webhook.add_argument(
+        "-n",
         "--namespace",
         help="the relay's namespace (required with --service; default "
         "failover-relay); excluded from admission with kube-system",
@@ -169,8 +194,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"label that marks FlinkDeployments for savepoint mutation (default {DEFAULT_JOB_ID_LABEL})",
     )
-    webhook.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
+    webhook.add_argument("--output-file", type=Path, metavar="FILE", help="write to this file instead of stdout")
+    # Before 0.2 `-o/--output FILE` wrote the file; everywhere else -o is the output format. Hidden, and it says so.
+    webhook.add_argument("-o", "--output", dest="deprecated_output", type=Path, help=argparse.SUPPRESS)
+    _describe(commands)
     return parser
+
+
+def _describe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Each command's --help opens with the line the command list shows for it (argparse keeps them apart)."""
+    for choice in commands._choices_actions:
+        parser = commands.choices[choice.dest]
+        if parser.description is None and choice.help:
+            parser.description = choice.help[0].upper() + choice.help[1:] + "."
+        nested = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+        for action in nested:
+            _describe(action)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -291,8 +330,13 @@ def _serve(args: argparse.Namespace) -> int:
     if leak and in_cluster() and os.environ.get(ALLOW_ENV) != "1":
         return _refuse(leak)
     configure_logging(settings.log_format, settings.log_level)
-    if leak:
+    if leak and in_cluster():
+        # Allowed by ALLOW_ENV: anything that reaches the Service can grow this pod's memory, so it stays an error,
+        # on every start, where alerts on error lines see it (relay/runtime.py).
         structlog.get_logger("failover_relay.runtime").error("python_leaks_tls_memory", problem=leak)
+    elif leak:
+        # Outside a cluster the listener is on loopback (the local dev loop, `make run`): worth knowing, not an error.
+        structlog.get_logger("failover_relay.runtime").warning("python_leaks_tls_memory", problem=leak)
     try:
         asyncio.run(serve(settings))
     except CertificateError as error:  # missing cluster access arrives as a SettingsError, which main reports

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -15,8 +16,10 @@ import jsonpatch
 import yaml
 
 from failover.admission.registry import group_kind_of
-from failover.core.verdict import Verdict
+from failover.core.verdict import ALLOWED, Verdict
+from failover.state.checkpoints import LookupResult
 from failover.state.jobid import job_id_problem
+from failover.state.restore import OTHER_LABEL, PREVIOUS_JOB_ID, UPGRADE_SAVEPOINT_PATH
 from relay.documents import Unreadable, documents_in, read_text
 from relay.settings import SavepointSettings, SettingsError
 from webhook.mutators import SavepointMutator, lookup_pool
@@ -86,11 +89,46 @@ def run_inject(
         failure_mode=settings.failure_mode,
         allowed_roots=allowed_roots,
     )
+    if request.version != profile.version:  # as the mutator: another version of the kind is left alone
+        return _report(obj, ALLOWED, show_patch, out, err)
     try:
-        verdict = asyncio.run(mutator(request))
+        # `decide` is what the mutator's __call__ runs, returning the lookup's result too: what it compared and why.
+        decided = asyncio.run(mutator.decide(obj, request.operation, None, request.namespace))
     finally:
         pool.shutdown()
-    return _report(obj, verdict, show_patch, out, err)
+    if decided is None:  # not for injection (no job-id label): admitted unchanged
+        return _report(obj, ALLOWED, show_patch, out, err)
+    _explain(decided.result, err)
+    return _report(obj, decided.verdict, show_patch, out, err)
+
+
+def _explain(result: LookupResult, err: TextIO) -> None:
+    """On stderr (stdout stays the object or the patch): the state chosen and why, then the others compared."""
+    if not result.found:
+        return
+    chosen = next((c for c in result.candidates if c.path == result.path), None)
+    when = f", completed {_time(chosen.written)}" if chosen else ""
+    print(f"chosen: {result.source} {result.path}{when}: {_why(result)}", file=err)
+    for candidate in result.candidates:
+        if candidate is not chosen:
+            print(f"compared: {candidate.kind} {candidate.path}, completed {_time(candidate.written)}", file=err)
+
+
+def _why(result: LookupResult) -> str:
+    job = f"job {result.job_id}" if result.job_id else "the workload's checkpoint directory"
+    if result.fallback == PREVIOUS_JOB_ID:
+        return f"fallback {PREVIOUS_JOB_ID}: the preserved job id has no restorable state; the newest of {job}"
+    if result.fallback == UPGRADE_SAVEPOINT_PATH:
+        return (
+            f"fallback {UPGRADE_SAVEPOINT_PATH}: the preserved job id has no restorable state; the failed run's start"
+        )
+    if result.fallback == OTHER_LABEL:
+        return f"the newest restorable state, of {job} named by another trigger label"
+    return f"the newest restorable state of {job}"
+
+
+def _time(written: float) -> str:
+    return datetime.fromtimestamp(written, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _report(obj: dict[str, Any], verdict: Verdict, show_patch: bool, out: TextIO, err: TextIO) -> int:

@@ -333,12 +333,16 @@ def run_webhook_manifests(args: argparse.Namespace, out: TextIO, err: TextIO) ->
     except ManifestError as error:
         print(f"failover-relay: {error}", file=err)
         return EXIT_USAGE
-    if args.output is None:
+    target = args.output_file
+    if args.deprecated_output is not None:
+        print("failover-relay: -o/--output FILE is deprecated (-o is the output format): use --output-file", file=err)
+        target = target or args.deprecated_output
+    if target is None:
         out.write(rendered)
         return EXIT_OK
     try:
-        args.output.write_text(rendered)
+        target.write_text(rendered)
     except OSError as error:
-        print(f"failover-relay: cannot write {args.output}: {error.strerror}", file=err)
+        print(f"failover-relay: cannot write {target}: {error.strerror}", file=err)
         return EXIT_USAGE
     return EXIT_OK

@@ -3,7 +3,8 @@
 `failover-relay legacy-purge-modes` lists every stored PropagationPolicy, ClusterPropagationPolicy,
 ResourceBinding and ClusterResourceBinding (with its graceful eviction tasks) that still holds `Immediately` or
 `Graciously`: Karmada v1.19's CRDs refuse any write of such an object until it is fixed, so run it before
-upgrading (karmada#7792 removed the aliases with no conversion). Exit 0 none, 1 some found, 2 no cluster.
+upgrading (karmada#7792 removed the aliases with no conversion). Exit 0 none, 1 some found, 2 no cluster or a
+cluster that does not serve Karmada's APIs (a member's kubeconfig would otherwise list nothing: a false all-clear).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from failover.core.api import (
 )
 from failover.core.fields import object_name
 from failover.reconcile.migration import Spelling, crd_purge_mode_enum, spelling_to_write
-from relay.server_check import raw_request
+from relay.connection_errors import connection_problem
+from relay.server_check import ServerCheckError, raw_request
 
 EXIT_NONE, EXIT_FOUND, EXIT_UNUSABLE = 0, 1, 2
 LISTED = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
@@ -37,6 +39,25 @@ PAGE_SIZE = 500
 REQUEST_TIMEOUT_SECONDS = 30
 
 log = structlog.get_logger("failover_relay.migration")
+
+
+class NotKarmada(Exception):
+    """The apiserver does not serve a Karmada API group a command reads: the one line the command prints."""
+
+
+def require_karmada(api_client: client.ApiClient, *resources: Resource) -> None:
+    """Raise NotKarmada unless discovery serves policy.karmada.io/v1alpha1 and the group version of each of
+    `resources`. A listing of a group that is not served is empty (`stored_objects` takes a 404 for "nothing
+    stored"), which pointed at a member cluster would read as an all-clear. Only a 404 is taken for "not served":
+    any other answer is left to the listing to report. ServerCheckError when the server does not answer."""
+    wanted = dict.fromkeys(f"{r.group}/{r.version}" for r in (PROPAGATION_POLICIES, *resources))
+    for group_version in wanted:
+        status, _, _ = raw_request(api_client, "GET", f"/apis/{group_version}")
+        if status == 404:
+            raise NotKarmada(
+                f"{api_client.configuration.host} does not serve Karmada's APIs ({group_version} not found): "
+                "point --kubeconfig at the karmada-apiserver"
+            )
 
 
 def stored_objects(api_client: client.ApiClient, resource: Resource) -> Iterator[Mapping[str, Any]]:
@@ -77,22 +98,27 @@ def legacy_lines(api_client: client.ApiClient) -> Iterator[str]:
 def run_legacy_purge_modes(kubeconfig: Path | None, out: TextIO, err: TextIO) -> int:
     try:
         api_client = load_api_client(kubeconfig)
+        require_karmada(api_client, *LISTED)
         found = 0
         for line in legacy_lines(api_client):
             print(line, file=out)
             found += 1
-    except NoClusterConfig as error:
+    except (NoClusterConfig, NotKarmada, ServerCheckError) as error:
         print(f"failover-relay: {error}", file=err)
         return EXIT_UNUSABLE
     except ApiException as error:
-        print(f"failover-relay: listing failed: HTTP {error.status} {error.reason}", file=err)
+        if not error.status:  # the client's own wrapping of a TLS failure
+            print(
+                f"failover-relay: cannot reach {api_client.configuration.host}: {connection_problem(error)}", file=err
+            )
+        else:
+            print(f"failover-relay: listing failed: HTTP {error.status} {error.reason}", file=err)
         return EXIT_UNUSABLE
-    except (HTTPError, OSError, ValueError) as error:  # refused, TLS, DNS (urllib3 wraps them), a body not JSON
-        print(
-            f"failover-relay: the cluster does not answer: {type(error).__name__}: "
-            f"{' '.join(str(error).split())[:160]}",
-            file=err,
-        )
+    except (HTTPError, OSError) as error:  # refused, TLS, DNS (urllib3 wraps them)
+        print(f"failover-relay: cannot reach {api_client.configuration.host}: {connection_problem(error)}", file=err)
+        return EXIT_UNUSABLE
+    except ValueError as error:  # a body that is not JSON
+        print(f"failover-relay: the cluster's answer is not JSON: {' '.join(str(error).split())[:160]}", file=err)
         return EXIT_UNUSABLE
     print(f"{found} legacy purge-mode value(s) stored", file=err)
     return EXIT_FOUND if found else EXIT_NONE

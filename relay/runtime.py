@@ -6,8 +6,9 @@ scan, a flood) is not given back (fixed in 3.11.8 and 3.12.2). The listener caps
 (webhook/listener.py), which bounds the damage of one flood but not of many over a pod's life.
 
 So in a cluster, where anything that can reach the Service can connect, `serve` refuses to start on an affected
-Python unless ALLOW_ENV is set to 1; outside a cluster (the local dev loop on 127.0.0.1) it warns. The image pins a
-fixed Python (Dockerfile).
+Python unless ALLOW_ENV is set to 1, and when allowed logs an error on every start (the exposure stays visible to
+alerts on error lines); outside a cluster (the local dev loop on 127.0.0.1) it logs a warning and runs. The image
+pins a fixed Python (Dockerfile).
 """
 
 from __future__ import annotations

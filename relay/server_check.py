@@ -23,6 +23,7 @@ from urllib3.exceptions import HTTPError
 from controllers.kube import NoClusterConfig, load_api_client
 from failover.admission.registry import VALIDATORS, group_kind_of
 from failover.core.verdict import Findings, Verdict
+from relay.connection_errors import connection_problem
 
 FIELD_MANAGER = "failover-relay-check"
 REQUEST_TIMEOUT_SECONDS = 15
@@ -121,13 +122,11 @@ def raw_request(
         return response.status, response.headers, response.read() or b""
     except ApiException as error:
         if not error.status:
-            raise ServerCheckError(f"{api.configuration.host} does not answer: {error.reason}") from None
+            raise ServerCheckError(f"cannot reach {api.configuration.host}: {connection_problem(error)}") from None
         body_bytes = error.body.encode() if isinstance(error.body, str) else (error.body or b"")
         return error.status, error.headers, body_bytes
     except (HTTPError, OSError) as error:  # connection refused, TLS, DNS (urllib3 wraps them): no answer at all
-        raise ServerCheckError(
-            f"{api.configuration.host} does not answer: {type(error).__name__}: {' '.join(str(error).split())[:160]}"
-        ) from None
+        raise ServerCheckError(f"cannot reach {api.configuration.host}: {connection_problem(error)}") from None
 
 
 def _denied(status: int, headers: Any, data: bytes) -> Verdict:

@@ -748,15 +748,17 @@ def _secret_in_url(url: str) -> str | None:
 # Command-line flags, derived from the declarations.
 
 
-def add_setting_flags(parser: argparse.ArgumentParser, *keys: str, flags: Mapping[str, str] | None = None) -> None:
-    """Add the flags of these settings to `parser`; `flags` renames a flag for this command (config key → flag)."""
+def add_setting_flags(parser: argparse.ArgumentParser, *keys: str, helps: Mapping[str, str] | None = None) -> None:
+    """Add the flags of these settings to `parser`, each under its one declared name; `helps` says what a flag does
+    for this command (config key → help) where the declared help speaks of the server."""
     for key in keys:
         entry = declared()[key]
         spec = entry.spec
-        flag = (flags or {}).get(key) or spec.flag
+        flag = spec.flag
         if flag is None:
             raise ValueError(f"setting {key} has no flag")
-        help_text = spec.help.format(default=_shown(entry.default)) if spec.help else None
+        help_text = (helps or {}).get(key) or spec.help
+        help_text = help_text.format(default=_shown(entry.default)) if help_text else None
         if spec.flag_value is not None:
             parser.add_argument(
                 flag, dest=entry.dest, action="store_const", const=spec.flag_value, default=None, help=help_text

@@ -1,8 +1,8 @@
 """`failover-relay status [WORKLOAD]`: where each workload under a stateful failover policy stands in its failover
 lifecycle. Reads the Karmada apiserver (bindings, Clusters, the resource template) and the checkpoint storage with
 the relay's own settings; changes nothing. The view is computed by `failover.reconcile.status_view`; this module
-fetches and prints. Exit 0, or 2 with one line for bad input (unknown workload, unreachable server, bad kubeconfig
-or config).
+fetches and prints. Exit 0, or 2 with one line for bad input (unknown workload, unreachable server, a server that
+does not serve Karmada's APIs, bad kubeconfig or config).
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from failover.state.checkpoints import CheckpointStore, LookupResult
 from failover.state.profiles import InjectionProfile
 from failover.state.restore import find_restore_point
 from failover.state.savepoint import plan_lookup
-from relay.migration import stored_objects
+from relay.connection_errors import connection_problem
+from relay.migration import NotKarmada, require_karmada, stored_objects
+from relay.server_check import ServerCheckError
 from relay.settings import SavepointSettings, SettingsError
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -120,7 +122,8 @@ def run_status(
     try:
         storage = open_storage(settings)
         api_client = load_api_client(kubeconfig)
-    except (StatusError, NoClusterConfig) as error:
+        require_karmada(api_client, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS)
+    except (StatusError, NoClusterConfig, NotKarmada, ServerCheckError) as error:
         print(f"failover-relay: {error}", file=err)
         return EXIT_BAD_INPUT
     try:
@@ -199,11 +202,11 @@ def _listed(api_client: client.ApiClient, resource: Resource) -> Iterable[Mappin
     try:
         return list(stored_objects(api_client, resource))
     except ApiException as error:
+        if not error.status:  # the client's own wrapping of a TLS failure
+            raise StatusError(f"cannot reach {api_client.configuration.host}: {connection_problem(error)}") from None
         raise StatusError(f"cannot list {resource.plural}: HTTP {error.status} {error.reason}") from None
     except (HTTPError, OSError) as error:
-        raise StatusError(
-            f"cannot reach the Karmada apiserver at {api_client.configuration.host}: {_reason(error)}"
-        ) from None
+        raise StatusError(f"cannot reach {api_client.configuration.host}: {connection_problem(error)}") from None
 
 
 def _get(api_client: client.ApiClient, resource: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
@@ -216,13 +219,4 @@ def _get(api_client: client.ApiClient, resource: Resource, namespace: str, name:
     except ApiException:
         return None  # a template being deleted: shown without a restore
     except (HTTPError, OSError) as error:
-        raise StatusError(
-            f"cannot reach the Karmada apiserver at {api_client.configuration.host}: {_reason(error)}"
-        ) from None
-
-
-def _reason(error: BaseException) -> str:
-    """The first line of what went wrong underneath urllib3's retries (connection refused, a TLS failure)."""
-    cause = getattr(error, "reason", None) or error
-    text = str(cause).rpartition("] ")[2] or type(cause).__name__
-    return text.splitlines()[0][:160]
+        raise StatusError(f"cannot reach {api_client.configuration.host}: {connection_problem(error)}") from None

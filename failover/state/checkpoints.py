@@ -25,10 +25,10 @@ import re
 import string
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from failover.core.names import is_dns_label
 from failover.state.jobid import JobId
@@ -63,6 +63,15 @@ class Outcome(str, Enum):
     REFUSED_DIRECTORY = "refused-directory"
 
 
+class Candidate(NamedTuple):
+    """A restorable state a lookup compared (the newest of each place it searched)."""
+
+    path: str
+    kind: str  # "checkpoint", "savepoint" or "upgrade-savepoint-path"
+    written: float  # when its _metadata was written (seconds since the epoch): what the comparison goes by
+    job_id: str
+
+
 @dataclass(frozen=True)
 class LookupResult:
     outcome: Outcome
@@ -71,6 +80,8 @@ class LookupResult:
     reason: str = ""
     job_id: str = ""  # the job whose state it is ("" when not known: a carried or a start path)
     fallback: str = ""  # "" when the preserved job id had the state; else which fallback found it
+    # Every state compared, so that `failover-relay inject` can say why `path` won; not part of the result's identity.
+    candidates: tuple[Candidate, ...] = field(default=(), compare=False)
 
     @property
     def found(self) -> bool:

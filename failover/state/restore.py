@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from failover.state.checkpoints import (
+    Candidate,
     CheckpointStore,
     Layout,
     LayoutError,
@@ -83,11 +84,12 @@ def find_restore_point(
         return LookupResult(Outcome.REFUSED_DIRECTORY, reason=str(error))
     search = _Search(roots[0], layouts, savepoint_layouts, query, checkpoint_base, savepoint_base)
     notes: list[str] = []
+    fallbacks: list[Found | None] = []
     try:
         best = search.newest(query.job_ids)
         fallback = "" if best is None or best.job_id in ("", query.job_ids[0].value) else OTHER_LABEL
         if best is None:
-            fallbacks = [search.newest(query.previous_job_ids)]
+            fallbacks.append(search.newest(query.previous_job_ids))
             if query.upgrade_savepoint_path:
                 fallbacks.append(_start_path(query.upgrade_savepoint_path, roots, notes))
             best = max((found for found in fallbacks if found is not None), default=None)
@@ -97,7 +99,11 @@ def find_restore_point(
                 else (PREVIOUS_JOB_ID if best.source != UPGRADE_SAVEPOINT_PATH else UPGRADE_SAVEPOINT_PATH)
             )
         if best is not None:
-            return LookupResult(Outcome.FOUND, best.path, best.source, job_id=best.job_id, fallback=fallback)
+            compared = dict.fromkeys([*search.seen, *(found for found in fallbacks if found is not None)])
+            candidates = tuple(Candidate(found.path, found.source, found.written, found.job_id) for found in compared)
+            return LookupResult(
+                Outcome.FOUND, best.path, best.source, job_id=best.job_id, fallback=fallback, candidates=candidates
+            )
         if not root_exists(roots[0]):
             raise StorageError(f"checkpoint root does not exist: {roots[0].url_root}")
     except StorageError as error:
@@ -150,9 +156,11 @@ class _Search:
         self.checkpoint_base = checkpoint_base
         self.savepoint_base = savepoint_base
         self._flat: list[Found] | None = None  # a flat directory is searched once, whatever the job id
+        self.seen: list[Found] = []  # every state compared, in the order found
 
     def newest(self, job_ids: Sequence[JobId]) -> Found | None:
         found = [state for job_id in job_ids for state in self._states(job_id)]
+        self.seen.extend(found)
         return max(found, default=None)
 
     def first_place(self, job_id: JobId) -> str:

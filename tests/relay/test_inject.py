@@ -2,6 +2,7 @@
 
 import io
 import json
+import os
 
 import pytest
 import yaml
@@ -153,3 +154,18 @@ def test_restore_settings_are_read_and_checked(tmp_path):
         with pytest.raises(SettingsError, match=r"savepoint.allowedRoots\[0\]") as error:
             load_settings(config)
         assert reason in str(error.value) and "secret" not in str(error.value)
+
+
+def test_says_which_state_it_chose_and_what_it_compared(tree, tmp_path):
+    root, manifest, directory = tree
+    savepoints = root / "savepoints" / JOB
+    older = savepoints / f"savepoint-{JOB[:6]}-a1b2c3d4e5f6"
+    older.mkdir(parents=True)
+    (older / "_metadata").write_bytes(b"m")
+    os.utime(older / "_metadata", (1_700_000_000, 1_700_000_000))  # 2023-11-14T22:13:20Z, before chk-3
+    code, out, err = inject(manifest, root, savepoint_layouts=("{root}/savepoints/{job_id}",))
+    assert code == 0 and yaml.safe_load(out)["spec"]["job"]["initialSavepointPath"] == f"{directory}/chk-3"
+    chosen, compared = err.splitlines()[:2]
+    assert chosen.startswith(f"chosen: checkpoint {directory}/chk-3, completed ")
+    assert chosen.endswith(f": the newest restorable state of job {JOB}")
+    assert compared == f"compared: savepoint {older}, completed 2023-11-14T22:13:20Z"

@@ -355,11 +355,33 @@ def test_cli_writes_to_an_output_file(cert_dir: Path, tmp_path: Path) -> None:
     output = tmp_path / "webhooks.yaml"
 
     code = main(
-        ["manifests", "webhook", "--url", "https://127.0.0.1:9443", "--cert-dir", str(cert_dir), "-o", str(output)]
+        [
+            "manifests",
+            "webhook",
+            "--url",
+            "https://127.0.0.1:9443",
+            "--cert-dir",
+            str(cert_dir),
+            "--output-file",
+            str(output),
+        ]
     )
 
     assert code == 0
     assert len(list(yaml.safe_load_all(output.read_text()))) == 2
+
+
+def test_cli_still_takes_the_old_output_flag_and_says_it_is_deprecated(
+    cert_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "webhooks.yaml"
+
+    code = main(
+        ["manifests", "webhook", "--url", "https://127.0.0.1:9443", "--cert-dir", str(cert_dir), "-o", str(output)]
+    )
+
+    assert code == 0 and len(list(yaml.safe_load_all(output.read_text()))) == 2
+    assert "--output-file" in capsys.readouterr().err
 
 
 def test_cli_exits_2_with_one_line_on_a_bad_flag(capsys: pytest.CaptureFixture[str]) -> None:

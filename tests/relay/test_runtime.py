@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import relay.runtime
+import relay.serve
+from relay.cli import main
 from relay.runtime import ALLOW_ENV, affected_by_ssl_leak, ssl_leak_problem
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,6 +63,38 @@ def test_an_affected_python_is_refused_in_a_cluster_unless_allowed(tmp_path: Pat
     )
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "gh-109534" in refused.stderr and ALLOW_ENV in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("cluster", "level"),
+    [
+        (False, "warning"),  # `make run` on a laptop: the listener is on loopback
+        (True, "error"),  # allowed by ALLOW_ENV, still exposed to whatever reaches the Service: as before
+    ],
+)
+def test_an_affected_python_that_runs_is_a_warning_outside_a_cluster_and_an_error_inside(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cluster: bool,
+    level: str,
+) -> None:
+    async def served(settings: object) -> None:
+        return None
+
+    monkeypatch.setattr(relay.runtime, "_running", lambda: (3, 11, 7))
+    monkeypatch.setattr(relay.serve, "serve", served)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv(ALLOW_ENV, raising=False)
+    if cluster:
+        monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+        monkeypatch.setenv(ALLOW_ENV, "1")
+
+    code = main(["serve", "--cert-dir", str(tmp_path), "--no-controllers", "--port", "0", "--log-format", "json"])
+
+    assert code == 0
+    [line] = [line for line in capsys.readouterr().err.splitlines() if "python_leaks_tls_memory" in line]
+    assert json.loads(line)["level"] == level
 
 
 def test_the_image_pins_a_python_without_the_leak() -> None:

@@ -1,0 +1,72 @@
+"""The command line's conventions (issue 24): `--version`, one name per flag across commands, `-o` always the output
+format and `-n` always a namespace, and a description of its own in each command's --help."""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from relay.cli import build_parser, main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def commands(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Every command and nested command (`manifests webhook`) by its words."""
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                words = f"{prefix} {name}".strip()
+                found[words] = sub
+                found.update(commands(sub, words))
+    return found
+
+
+def visible_options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [action for action in parser._actions if action.option_strings and action.help is not argparse.SUPPRESS]
+
+
+def test_version_is_the_installed_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    with pytest.raises(SystemExit) as exit:
+        main(["--version"])
+    assert exit.value.code == 0
+    assert capsys.readouterr().out == f"failover-relay {declared}\n"
+
+
+def test_a_setting_has_one_flag_name_in_every_command() -> None:
+    names: dict[str, set[tuple[str, ...]]] = {}
+    for parser in commands(build_parser()).values():
+        for action in visible_options(parser):
+            if action.dest.startswith("setting:"):
+                names.setdefault(action.dest, set()).add(tuple(action.option_strings))
+    assert names and {dest: spellings for dest, spellings in names.items() if len(spellings) > 1} == {}
+
+
+def test_o_is_always_the_output_format_and_n_always_a_namespace() -> None:
+    for words, parser in commands(build_parser()).items():
+        for action in visible_options(parser):
+            if "-o" in action.option_strings:
+                assert action.choices and "json" in action.choices, f"{words}: -o is not the output format"
+            if "-n" in action.option_strings:
+                assert action.dest == "namespace", f"{words}: -n is not a namespace"
+            if "--namespace" in action.option_strings:
+                assert "-n" in action.option_strings or words == "serve", f"{words}: --namespace without -n"
+
+
+def test_each_command_describes_itself() -> None:
+    for words, parser in commands(build_parser()).items():
+        if words == "manifests" or not any(visible_options(parser)):
+            continue
+        assert parser.description, f"failover-relay {words} --help has no description"
+
+
+@pytest.mark.parametrize("words", ["inject", "status"])
+def test_the_read_only_commands_do_not_describe_their_flags_as_the_servers(words: str) -> None:
+    text = commands(build_parser())[words].format_help()
+    for served in ("reconcile loop", "enables savepoint injection", "in-cluster config", "admit unchanged"):
+        assert served not in " ".join(text.split()), f"{words} --help: {served!r} is what serve does"
