@@ -65,12 +65,6 @@ def _tell(config: pytest.Config, line: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def envtest_binaries(pytestconfig: pytest.Config) -> Path:
-    """The binaries alone, for a test that starts a control plane of its own (one without any CRD)."""
-    return _binaries(pytestconfig)
-
-
-@pytest.fixture(scope="session")
 def crd_sources(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Karmada's real CRDs (from its source, unpacked by hack/build-karmada.sh --source-only) and the others."""
     try:
