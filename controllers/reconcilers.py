@@ -81,7 +81,7 @@ class ReconcileMetrics:
         )
         self.works_released = Counter(
             "failover_relay_works_released_total",
-            "Old Works released: fenced (cluster unreachable) or stuck (cluster Ready, deletion in backoff).",
+            "Old Works released: fenced (cluster unreachable, copy recorded) or deleted (copy deleted through proxy).",
             ("why",),
             registry=registry,
         )
