@@ -1,9 +1,10 @@
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support import on_ci
 
 # The tests import their shared builders as `tests.support` whether pytest runs from the repo root or elsewhere.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -56,7 +57,7 @@ def helm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         return helm_binary(tmp_path_factory.getbasetemp() / "build-helm.log")
     except HelmUnavailable as error:
-        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+        if on_ci():
             pytest.fail(f"CI must run the chart tests: {error}", pytrace=False)
         pytest.skip(str(error))
     except HelmError as error:

@@ -8,7 +8,6 @@ or no Karmada source for the CRDs (tests/crd_sources.py).
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
@@ -31,12 +30,9 @@ from tests.envtest import (
     ensure_binaries,
     find_binaries,
 )
+from tests.support import on_ci
 
 TIMINGS: dict[str, float] = {}
-
-
-def on_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
 
 
 def _binaries(config: pytest.Config) -> Path:

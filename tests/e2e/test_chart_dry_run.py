@@ -4,7 +4,6 @@ and PrometheusRule by the prometheus-operator's."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from tests.crd_sources import CertManagerUnavailable, cert_manager_crds
 from tests.e2e.objects import applied_names
 from tests.envtest import ControlPlane
 from tests.helm import CHART, template_text
+from tests.support import on_ci
 
 pytestmark = pytest.mark.envtest
 
@@ -63,7 +63,7 @@ def cert_manager(control_plane: ControlPlane) -> ControlPlane:
     try:
         files = cert_manager_crds()
     except CertManagerUnavailable as error:
-        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+        if on_ci():
             pytest.fail(f"CI must run the chart dry runs: {error}", pytrace=False)
         pytest.skip(str(error))
     for path in files:

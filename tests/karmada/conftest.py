@@ -6,7 +6,6 @@ tier skips with one line saying why when there is no source or no Go to build th
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
@@ -20,6 +19,7 @@ from tests.crd_sources import KarmadaBuildFailed, KarmadaUnavailable, karmada_tr
 from tests.envtest import BinariesUnavailable, GoUnavailable, ensure_binaries
 from tests.karmada.workloads import POLICIES, REBALANCERS, FlinkJob
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
+from tests.support import on_ci
 
 TIMINGS: dict[str, str] = {}
 _ENV: list[KarmadaEnv] = []
@@ -28,10 +28,6 @@ _FAILED = pytest.StashKey[bool]()
 
 def _rss(env: KarmadaEnv) -> str:
     return f"{env.rss_bytes() / 2**30:.2f} GiB in {len(env.pids())} processes"
-
-
-def on_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
 
 
 def _unavailable(reason: str) -> None:

@@ -8,7 +8,6 @@ annotations as Prometheus renders them) and all alerts get one where the scraped
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ import yaml
 
 from relay.monitoring import RULES_FILE
 from tests.monitoring.exported import Series, parse
+from tests.support import on_ci
 
 # The target labels Prometheus adds to every scraped series (the ServiceMonitor names the job after the Service).
 TARGET = {"job": "failover-relay", "instance": "10.0.0.7:9443"}
@@ -30,7 +30,7 @@ def promtool() -> str:
     found = shutil.which("promtool")
     if found is None:
         message = "promtool is not installed: `make test` installs it (hack/install-promtool.sh)"
-        if os.environ.get("CI") == "true":
+        if on_ci():
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
     return found
