@@ -36,7 +36,7 @@ pytestmark = pytest.mark.karmada
 QUICKSTART = REPO_ROOT / "docs" / "quickstart.md"
 MARKER = re.compile(r"<!-- quickstart-test: (\w+)")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
-SKIPPED_BLOCKS = 6
+SKIPPED_BLOCKS = 5
 NAMESPACE, NAME = "streaming", "wordcount"  # as the page spells them
 TOLERATION_SECONDS = 30  # the page's policy
 
