@@ -143,12 +143,13 @@ def fenced_copies(binding: Mapping[str, Any]) -> dict[str, list[MemberCopy]]:
     copies: dict[str, list[MemberCopy]] = {}
     for cluster, entries in read_json_annotation(b.annotations(binding).get(FENCED_ANNOTATION)).items():
         for entry in entries if isinstance(cluster, str) and isinstance(entries, list) else ():
-            fields = [
+            values = [
                 entry.get(key) if isinstance(entry, dict) else None
                 for key in ("apiVersion", "kind", "namespace", "name", "work")
             ]
-            if all(isinstance(value, str) for value in fields) and all(fields[i] for i in (0, 1, 3, 4)):
-                copies.setdefault(cluster, []).append(MemberCopy(cluster, *fields))  # type: ignore[arg-type]
+            fields = [value for value in values if isinstance(value, str)]
+            if len(fields) == len(values) and all(fields[i] for i in (0, 1, 3, 4)):
+                copies.setdefault(cluster, []).append(MemberCopy(cluster, *fields))
     return copies
 
 
