@@ -67,7 +67,25 @@ def karmada_mutated(policy: Mapping[str, Any], namespace: str) -> dict[str, Any]
         and application.get("gracePeriodSeconds") is None
     ):
         application["gracePeriodSeconds"] = DEFAULT_GRACE_PERIOD_SECONDS
+    for section in ("application", "cluster"):
+        behavior = failover.get(section) if isinstance(failover, dict) else None
+        _zero_rule_fields(behavior.get("statePreservation") if isinstance(behavior, dict) else None)
     return result
+
+
+def _zero_rule_fields(preservation: Any) -> None:
+    """What Karmada's answer does to a statePreservation rule: its webhook decodes the policy, marshals it again and
+    answers with the difference as a patch (`pkg/webhook/propagationpolicy/mutating.go`,
+    `admission.PatchResponseFromRaw`), so a field without `omitempty` comes back with its zero value.
+    StatePreservationRule's `aliasLabelName` and `jsonPath` have none (`pkg/apis/policy/v1alpha1/propagation_types.go`):
+    a rule without a jsonPath is stored with `""`, which satisfies the CRD's `required` (mutating webhooks run before
+    the schema validates), and the relay then warns about it instead of the schema refusing it."""
+    rules = preservation.get("rules") if isinstance(preservation, dict) else None
+    for rule in _list(rules):
+        if isinstance(rule, dict):
+            for field in ("aliasLabelName", "jsonPath"):
+                if rule.get(field) is None:
+                    rule[field] = ""
 
 
 def karmada_findings(findings: Findings, policy: Mapping[str, Any], namespace: str) -> None:
