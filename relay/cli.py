@@ -8,6 +8,7 @@ import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
 from relay.settings import (
@@ -77,12 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = commands.add_parser("serve", help="run the TLS admission server")
+    serve = _add_command(commands, "serve", help="run the TLS admission server")
     serve.add_argument("--config", type=Path, help="YAML config file (flags override it)")
     add_setting_flags(serve, *SERVE_FLAGS)
 
-    controllers = commands.add_parser(
-        "controllers", help="run the reconcile loop alone (no webhook), with /metrics and /healthz over plain HTTP"
+    controllers = _add_command(
+        commands,
+        "controllers",
+        help="run the reconcile loop alone (no webhook), with /metrics and /healthz over plain HTTP",
     )
     controllers.add_argument("--config", type=Path, help="YAML config file (flags override it)")
     add_setting_flags(controllers, *CONTROLLERS_FLAGS)
@@ -93,8 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="where /metrics and /healthz answer (default 127.0.0.1:9090)",
     )
 
-    inject = commands.add_parser(
-        "inject", help="show what savepoint injection does to one object: the mutated object, or why not"
+    inject = _add_command(
+        commands, "inject", help="show what savepoint injection does to one object: the mutated object, or why not"
     )
     inject.add_argument("file", type=Path, metavar="FILE", help="YAML file holding one object (a FlinkDeployment)")
     inject.add_argument("--job-id", help="Flink JobID to inject as the job-id label (default: the object's label)")
@@ -103,8 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_setting_flags(inject, *INJECT_FLAGS, helps=INJECT_HELPS)
     inject.add_argument("--patch", action="store_true", help="print the JSONPatch instead of the object")
 
-    check = commands.add_parser(
-        "check", help="what kubectl apply will say about manifests; exit 1 on a deny, 2 on bad input"
+    check = _add_command(
+        commands, "check", help="what kubectl apply will say about manifests; exit 1 on a deny, 2 on bad input"
     )
     check.add_argument(
         "paths", nargs="+", type=Path, metavar="PATH", help="YAML files or directories; - reads the standard input"
@@ -117,14 +120,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_check_flags(check)
 
-    test = commands.add_parser(
+    test = _add_command(
+        commands,
         "test",
         help="run the test cases of a directory (failover-relay-test.yaml): expected verdicts, warnings and patches",
     )
     test.add_argument("paths", nargs="+", type=Path, metavar="DIR", help="directories holding failover-relay-test.yaml")
     _add_check_flags(test)
 
-    legacy = commands.add_parser(
+    legacy = _add_command(
+        commands,
         "legacy-purge-modes",
         help="list stored policies, bindings and eviction tasks that still hold Immediately/Graciously",
     )
@@ -132,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--kubeconfig", type=Path, help="the Karmada apiserver to read (default: $KUBECONFIG, ~/.kube/config)"
     )
 
-    status = commands.add_parser(
+    status = _add_command(
+        commands,
         "status",
         help="where each workload under a stateful failover policy stands: placement, health, eviction "
         "timers and tasks, the state a new copy would restore, the last failovers (reads only)",
@@ -158,10 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("-w", "--watch", action="store_true", help="print again every --interval seconds")
     status.add_argument("--interval", type=float, default=2.0, help="seconds between --watch updates (default 2)")
 
-    manifests = commands.add_parser("manifests", help="render Kubernetes manifests for the relay")
+    manifests = _add_command(commands, "manifests", help="render Kubernetes manifests for the relay")
     manifest_kinds = manifests.add_subparsers(dest="manifest", required=True, metavar="MANIFEST")
-    webhook = manifest_kinds.add_parser(
-        "webhook", help="the Validating- and MutatingWebhookConfiguration, as YAML for kubectl apply -f -"
+    webhook = _add_command(
+        manifest_kinds,
+        "webhook",
+        help="the Validating- and MutatingWebhookConfiguration, as YAML for kubectl apply -f -",
     )
     where = webhook.add_mutually_exclusive_group(required=True)
     where.add_argument("--url", help="base URL of a relay outside the cluster, e.g. https://127.0.0.1:9443")
@@ -197,19 +205,15 @@ def build_parser() -> argparse.ArgumentParser:
     webhook.add_argument("--output-file", type=Path, metavar="FILE", help="write to this file instead of stdout")
     # Before 0.2 `-o/--output FILE` wrote the file; everywhere else -o is the output format. Hidden, and it says so.
     webhook.add_argument("-o", "--output", dest="deprecated_output", type=Path, help=argparse.SUPPRESS)
-    _describe(commands)
     return parser
 
 
-def _describe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Each command's --help opens with the line the command list shows for it (argparse keeps them apart)."""
-    for choice in commands._choices_actions:
-        parser = commands.choices[choice.dest]
-        if parser.description is None and choice.help:
-            parser.description = choice.help[0].upper() + choice.help[1:] + "."
-        nested = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
-        for action in nested:
-            _describe(action)
+def _add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str, **options: Any
+) -> argparse.ArgumentParser:
+    """A subcommand whose --help opens with the line the command list shows for it (argparse keeps them apart)."""
+    options.setdefault("description", help[0].upper() + help[1:] + ".")
+    return commands.add_parser(name, help=help, **options)
 
 
 def main(argv: list[str] | None = None) -> int:
