@@ -17,9 +17,10 @@ from failover.admission.registry import defaulters_for
 from failover.core.api import GroupKind
 from relay.settings import Settings, SettingsError
 from webhook.blocking import BlockingPool
+from webhook.drain import sweep
 from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
-from webhook.listener import CappedTLSSite, ConnectionLimits
+from webhook.listener import CappedListener, CappedTLSSite, ConnectionLimits
 from webhook.metrics import AdmissionMetrics
 from webhook.mutators import lookup_pool, savepoint_mutators
 from webhook.server import AdmissionServer, connection_options
@@ -27,6 +28,9 @@ from webhook.server import AdmissionServer, connection_options
 # How often the certificate files are re-checked: renewal happens days before expiry, and files mounted from a
 # Secret are updated by the kubelet within about a minute, so a minute is fine-grained enough.
 CERTIFICATE_CHECK_SECONDS = 60.0
+# At the end of the grace, aiohttp's cleanup waits this long for what is still in flight before cancelling it (the
+# grace itself is waited for by RelayServer.stop).
+CLEANUP_SECONDS = 0.05
 
 log = structlog.get_logger("failover_relay")
 
@@ -76,6 +80,7 @@ class RelayServer:
             require_client_certificate=settings.client_ca_file is not None,
         )
         self.runner: web.AppRunner | None = None
+        self.listener: CappedListener | None = None
         self.port = settings.port
 
     def _savepoint_mutators(self) -> dict[GroupKind, Mutator]:
@@ -112,12 +117,10 @@ class RelayServer:
         return f"https://{'[' + host + ']' if ':' in host else host}:{self.port}"
 
     async def start(self) -> None:
-        # aiohttp waits shutdown_timeout for a request in flight, then as long again for its task before cancelling
-        # it; the request may finish in either half, so half the grace each keeps the whole wait within the grace.
         self.runner = web.AppRunner(
             self.server.application(),
             access_log=None,
-            shutdown_timeout=self.grace_seconds / 2,
+            shutdown_timeout=CLEANUP_SECONDS,
             handle_signals=False,
             **connection_options(),
         )
@@ -134,7 +137,7 @@ class RelayServer:
             on_refused=self.metrics.count_refused_connection,
         )
         await site.start()
-        listener = site.listener
+        self.listener = listener = site.listener
         self.metrics.connections_open.set_function(lambda: listener.open)
         # With --port 0 the kernel picks the port; readiness must dial the one actually bound.
         self.readiness.port = self.port = self.runner.addresses[0][1]
@@ -179,22 +182,30 @@ class RelayServer:
             self.metrics.certificate_repairs.inc()
 
     async def stop(self) -> None:
-        """Drain, in order: report unready, keep serving for `drain_seconds` while endpoints catch up, then close
-        the listener (new connections are refused) and give in-flight reviews up to `grace_seconds` to finish."""
+        """Drain, in order: report unready and keep serving for `drain_seconds` while endpoints catch up; close the
+        listener (what the kernel already queued is still served, new connections are refused); then give what is
+        open up to `grace_seconds`: reviews in flight finish, bodies still arriving get until half the grace, and
+        every connection ends after its next answer or once it is quietly idle (webhook/drain.py). Only at the end
+        of the grace is anything cut."""
         self.readiness.shutting_down = True  # and every answer from now on carries Connection: close
-        if self.runner is not None:
+        if self.runner is not None and self.listener is not None:
+            listener = self.listener
+            loop = asyncio.get_running_loop()
             log.info("draining", drain_seconds=self.drain_seconds, grace_seconds=self.grace_seconds)
-            if self.runner.server is not None:
-                # Idle keep-alive connections are closed now (TLS close_notify, then FIN), busy ones after their
-                # answer: a caller learns before the listener goes that it must reconnect, instead of writing a
-                # request into a connection closed under it at the end. (aiohttp's own pre_shutdown() only marks
-                # them; an idle one stays open until the runner's cleanup.)
-                for connection in self.runner.server.connections:
-                    if getattr(connection, "_request_in_progress", True):
-                        connection.close()
-                    else:
-                        connection.force_close()
-            await asyncio.sleep(self.drain_seconds)
+            # Idle keep-alive connections are not closed at once: a caller may be writing its next review into one
+            # right now (issue 28). Each is closed once quiet, while the drain still sends callers elsewhere.
+            await sweep(
+                lambda: listener.connections,
+                until=loop.time() + self.drain_seconds,
+                stop_when_empty=False,
+                clock=loop.time,
+            )
+            listener.close()
+            deadline = loop.time() + self.grace_seconds
+            self.server.cut_body_reads(loop.time() + self.grace_seconds / 2)
+            await sweep(lambda: listener.connections, until=deadline, stop_when_empty=True, clock=loop.time)
+            if listener.connections:
+                log.warning("grace_expired", connections=len(listener.connections))
             await self.runner.cleanup()
         if self.lookup_pool is not None:  # a lookup stuck on a hung storage must not hold the exit
             self.lookup_pool.shutdown()

@@ -18,10 +18,13 @@ shutdown work unchanged.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import errno
+import fcntl
 import socket
 import ssl
+import termios
 from asyncio import sslproto
 from collections import Counter
 from collections.abc import Callable
@@ -50,18 +53,63 @@ class _SmallBufferSSLProtocol(sslproto.SSLProtocol):
     # asyncio's SSLProtocol reads into a zero-filled 256 KiB buffer allocated per connection; 32 KiB holds two full
     # TLS records, so reads stay whole while an idle connection costs far less (docs/benchmarks.md).
     max_size = 32 * 1024
+    # Loop time of the last bytes read from the socket, a partial TLS record included (webhook/drain.py).
+    last_received = 0.0
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.last_received = self._loop.time()
+        super().buffer_updated(nbytes)
 
 
 class _Counted(asyncio.Protocol):
-    """Passes every event to the HTTP protocol and releases the connection's place when it closes."""
+    """Passes every event to the HTTP protocol and releases the connection's place when it closes; tells a stopping
+    server whether the connection is idle (webhook/drain.py)."""
 
-    __slots__ = ("_inner", "_release")
+    __slots__ = ("_inner", "_release", "_transport", "sock", "tls")
 
-    def __init__(self, inner: asyncio.Protocol, release: Callable[[], None]) -> None:
+    def __init__(self, inner: asyncio.Protocol, release: Callable[[], None], sock: socket.socket) -> None:
         self._inner = inner
         self._release = release
+        self._transport: Any = None
+        self.tls: _SmallBufferSSLProtocol | None = None
+        self.sock = sock
+
+    def idle(self) -> bool:
+        # aiohttp's RequestHandler waits on `_waiter` for the next request head; none in progress or queued.
+        if self._transport is None:  # still in the TLS handshake
+            return False
+        inner: Any = self._inner
+        waiter = getattr(inner, "_waiter", None)
+        return (
+            waiter is not None
+            and not waiter.done()
+            and not getattr(inner, "_request_in_progress", True)
+            and not getattr(inner, "_messages", True)
+        )
+
+    def last_received(self) -> float:
+        return self.tls.last_received if self.tls is not None else 0.0
+
+    def unread_bytes(self) -> int:
+        if self.sock.fileno() < 0:
+            return 0
+        pending = array.array("i", [0])
+        try:
+            fcntl.ioctl(self.sock.fileno(), termios.FIONREAD, pending)
+        except OSError:
+            return 0
+        return pending[0]
+
+    def close(self) -> None:
+        # TLS close_notify, then FIN (aiohttp's force_close closes the transport).
+        force_close = getattr(self._inner, "force_close", None)
+        if force_close is not None:
+            force_close()
+        elif self._transport is not None:
+            self._transport.close()
 
     def connection_made(self, transport: Any) -> None:
+        self._transport = transport
         self._inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
@@ -101,6 +149,8 @@ class CappedListener:
         self.per_peer: Counter[str] = Counter()
         self.loop = asyncio.get_running_loop()
         self._handshakes: set[asyncio.Task[None]] = set()
+        # Every admitted connection, from the handshake on, until it closes: what a stopping server waits for.
+        self.connections: set[_Counted] = set()
         self._closed = False
         self.log = structlog.get_logger("failover_relay.listener")
         sock.setblocking(False)
@@ -111,25 +161,31 @@ class CappedListener:
         return () if self._closed else (self.sock,)
 
     def close(self) -> None:
-        """Stop accepting (connections already admitted live on, as with asyncio.Server.close)."""
+        """Stop accepting (connections already admitted live on, as with asyncio.Server.close).
+
+        Connections the kernel has already completed sit in the listening socket's queue; closing it would reset
+        them (the caller may have written its review already), so they are accepted and served first."""
         if self._closed:
             return
-        self._closed = True
         self.loop.remove_reader(self.sock.fileno())
+        while self._accept():
+            pass
+        self._closed = True
         self.sock.close()
 
-    def _accept(self) -> None:
+    def _accept(self) -> bool:
+        """Accept up to ACCEPT_BATCH connections; whether the batch was full (more may be waiting)."""
         for _ in range(ACCEPT_BATCH):
             try:
                 conn, address = self.sock.accept()
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
-                return
+                return False
             except OSError as error:
                 if error.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
                     self.log.error("accept_paused", reason=error.strerror, seconds=ACCEPT_PAUSE_SECONDS)
                     self.loop.remove_reader(self.sock.fileno())
                     self.loop.call_later(ACCEPT_PAUSE_SECONDS, self._resume)
-                    return
+                    return False
                 raise
             peer = str(address[0]) if isinstance(address, tuple) else ""
             reason = self._refusal(peer)
@@ -138,6 +194,7 @@ class CappedListener:
                 self.on_refused(reason)
                 continue
             self._admit(conn, peer)
+        return True
 
     def _resume(self) -> None:
         if not self._closed:
@@ -164,13 +221,16 @@ class CappedListener:
             self.per_peer[peer] -= 1
             if not self.per_peer[peer]:
                 del self.per_peer[peer]
+            self.connections.discard(counted)
 
         conn.setblocking(False)
-        task = self.loop.create_task(self._handshake(conn, _Counted(self.protocol_factory(), release), release))
+        counted = _Counted(self.protocol_factory(), release, conn)
+        self.connections.add(counted)
+        task = self.loop.create_task(self._handshake(conn, counted, release))
         self._handshakes.add(task)
         task.add_done_callback(self._handshakes.discard)
 
-    async def _handshake(self, conn: socket.socket, protocol: asyncio.Protocol, release: Callable[[], None]) -> None:
+    async def _handshake(self, conn: socket.socket, protocol: _Counted, release: Callable[[], None]) -> None:
         handshake = self.loop.create_future()
         # Read at each connection: the client CA reload replaces the context (certs/reload.py).
         tls = _SmallBufferSSLProtocol(
@@ -182,6 +242,8 @@ class CappedListener:
             ssl_handshake_timeout=self.limits.handshake_seconds,  # type: ignore[arg-type]  # typeshed says int; asyncio takes float seconds
             ssl_shutdown_timeout=TLS_SHUTDOWN_SECONDS,
         )
+        tls.last_received = self.loop.time()  # a new connection counts as just heard from
+        protocol.tls = tls
         try:
             await self.loop.connect_accepted_socket(lambda: tls, conn)
             await handshake

@@ -107,6 +107,18 @@ class AdmissionServer:
         self.require_client_certificate = require_client_certificate
         self.log = logger or structlog.get_logger("failover_relay.webhook")
         self._large_parse = asyncio.Semaphore(1)
+        # Bodies still arriving, and the loop time by which one must have arrived once the server is stopping.
+        self._body_reads: set[asyncio.Timeout] = set()
+        self._body_deadline: float | None = None
+
+    def cut_body_reads(self, deadline: float) -> None:
+        """Stopping: a body still arriving must be complete by `deadline` (loop time), else it is answered 408 with
+        Connection: close, so its caller gets an answer within the grace instead of a connection cut under it."""
+        self._body_deadline = deadline
+        for timeout in self._body_reads:
+            when = timeout.when()
+            if when is None or when > deadline:
+                timeout.reschedule(deadline)
 
     def application(self) -> web.Application:
         # client_max_size makes aiohttp refuse a larger body while reading it, before it is buffered whole.
@@ -257,13 +269,22 @@ class AdmissionServer:
         try:
             if http.content.is_eof():  # the whole body arrived with the head, as the apiserver sends it
                 return await http.read()
-            async with asyncio.timeout(self.body_timeout):
-                return await http.read()
+            deadline = asyncio.get_running_loop().time() + self.body_timeout
+            if self._body_deadline is not None:
+                deadline = min(deadline, self._body_deadline)
+            async with asyncio.timeout_at(deadline) as timeout:
+                self._body_reads.add(timeout)
+                try:
+                    return await http.read()
+                finally:
+                    self._body_reads.discard(timeout)
         except web.HTTPRequestEntityTooLarge:
             raise BodyTooLarge(f"request body exceeds the limit of {self.max_body_bytes} bytes") from None
         except RequestPayloadError as error:
             raise UnreadableBody(f"request body cannot be read: {clip(' '.join(str(error).split()), 100)}") from None
         except TimeoutError:
+            if self._body_deadline is not None:
+                raise BodyReadTimeout("request body still arriving when the server stopped") from None
             raise BodyReadTimeout(f"request body did not arrive within {self.body_timeout:g} s") from None
 
     def _bad_request(self, endpoint: str, error: ReviewError, started: float) -> web.Response:

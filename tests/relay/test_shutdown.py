@@ -420,3 +420,27 @@ async def test_the_drain_closes_idle_keep_alives_and_answers_with_connection_clo
         assert await fresh[0].read() == b""
     finally:
         await stopping
+
+
+async def test_a_body_still_arriving_at_stop_is_answered_408_within_the_grace(tmp_path: Path) -> None:
+    """Issue 28: a review whose body is still arriving when the listener closes gets a clean answer before the grace
+    ends (its body has half the grace to arrive), not a connection closed under it."""
+    server = RelayServer(Settings(port=0, cert_dir=tmp_path / "certs", drain_seconds=0.0, grace_seconds=2.0))
+    await server.start()
+    assert server.files.ca_file is not None
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", server.port, ssl=client_tls(server.files.ca_file), server_hostname="localhost"
+    )
+    writer.write(b"POST /validate HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n")
+    writer.write(b'Content-Length: 1000\r\n\r\n{"apiVersion":')  # and the rest never comes
+    await writer.drain()
+    await asyncio.sleep(0.2)  # the handler is reading the body
+    started = time.monotonic()
+    stopping = asyncio.create_task(server.stop())
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    answered_after = time.monotonic() - started
+    assert head.startswith(b"HTTP/1.1 408"), head
+    assert b"Connection: close" in head
+    assert answered_after < 2.0
+    await asyncio.wait_for(stopping, 5)
+    writer.close()
