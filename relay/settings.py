@@ -362,8 +362,9 @@ class Settings:
         help="largest AdmissionReview accepted in bytes (default {default})",
     )
     # Connection caps (webhook/listener.py). A connection costs up to ~85 KB (docs/benchmarks.md); 512 stay far below
-    # the Deployment's 512 Mi limit. The apiserver opens one connection per concurrent review (HTTP/1.1) and a few
-    # apiservers may share an address behind a proxy, so one peer may hold half of them.
+    # the Deployment's 512 Mi limit. The per-peer cap counts only connections doing nothing (webhook/fairness.py): the
+    # apiserver's one connection per concurrent review (HTTP/1.1) never meets it; half the places idle from one
+    # address is already a flood.
     max_connections: int = setting(
         "server.maxConnections",
         512,
@@ -378,7 +379,7 @@ class Settings:
         ge=1,
         le=65536,
         flag="--max-connections-per-peer",
-        help="connections open at once from one address (default {default})",
+        help="idle connections (handshake done, no request) from one address (default {default})",
     )
     # A TLS handshake from the apiserver takes milliseconds; a connection that has not finished one after this
     # long is closed (asyncio's own limit is 60 s, so a connect that never sends a byte was held for a minute).

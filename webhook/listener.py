@@ -4,9 +4,11 @@
 arrives, holding it up to the event loop's 60 s handshake timeout: 2,000 bare connects took the server from 74 MB
 to 689 MB (issue 15). This listener accepts on its own so that it can refuse before anything is allocated:
 
-- at most `max_connections` open at once, and at most `max_connections_per_peer` from one address (the apiserver
-  opens one connection per concurrent review over HTTP/1.1, so the per-peer cap must stay well above its
-  concurrency; the kubelet's probes and the metrics scraper need one or two);
+- at most `max_connections` open at once, and at most `max_connections_per_peer` from one address that finished
+  their handshake and do nothing (idle, or sending a request head): the apiserver opens one connection per
+  concurrent review over HTTP/1.1, and those never count towards that cap (webhook/fairness.py);
+- when full, a newcomer takes the place of the idlest connection of the address holding the most, if that address
+  holds at least two more than the newcomer's (webhook/fairness.py): a few addresses cannot take every place;
 - a connection over a cap is closed at once, before any TLS state exists, and counted;
 - the TLS handshake must finish within `handshake_seconds` (the apiserver completes it in milliseconds);
 - the TLS read buffer is 32 KiB (two TLS records) instead of asyncio's 256 KiB: a review arrives in one burst
@@ -26,13 +28,14 @@ import socket
 import ssl
 import termios
 from asyncio import sslproto
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from aiohttp import web
+
+from webhook.fairness import Held, idle_count, victim
 
 # Connections taken from the kernel per readiness event, as asyncio's own accept loop does (its backlog).
 ACCEPT_BATCH = 100
@@ -65,14 +68,37 @@ class _Counted(asyncio.Protocol):
     """Passes every event to the HTTP protocol and releases the connection's place when it closes; tells a stopping
     server whether the connection is idle (webhook/drain.py)."""
 
-    __slots__ = ("_inner", "_release", "_transport", "sock", "tls")
+    __slots__ = ("_inner", "_release", "_transport", "evicted", "peer", "sock", "tls")
 
-    def __init__(self, inner: asyncio.Protocol, release: Callable[[], None], sock: socket.socket) -> None:
+    def __init__(self, inner: asyncio.Protocol, release: Callable[[], None], sock: socket.socket, peer: str) -> None:
         self._inner = inner
         self._release = release
         self._transport: Any = None
         self.tls: _SmallBufferSSLProtocol | None = None
         self.sock = sock
+        self.peer = peer
+        self.evicted = False
+
+    def busy(self) -> bool:
+        """A request in progress or queued (after the handshake)."""
+        if self._transport is None:
+            return False
+        inner: Any = self._inner
+        return bool(getattr(inner, "_request_in_progress", False) or getattr(inner, "_messages", None))
+
+    def held(self) -> Held:
+        return Held(self, self.busy(), self._transport is None, self.last_received())
+
+    def evict(self) -> None:
+        """Give the place back now and close: aborted in the handshake, TLS close_notify then FIN when idle."""
+        self.evicted = True
+        self._release()
+        if self._transport is not None:
+            self.close()
+        elif self.tls is not None and isinstance(self.tls._transport, asyncio.Transport):  # the socket's, under TLS
+            self.tls._transport.abort()
+        else:
+            self.sock.close()
 
     def idle(self) -> bool:
         # aiohttp's RequestHandler waits on `_waiter` for the next request head; none in progress or queued.
@@ -146,7 +172,7 @@ class CappedListener:
         self.limits = limits
         self.on_refused = on_refused
         self.open = 0
-        self.per_peer: Counter[str] = Counter()
+        self.by_peer: dict[str, set[_Counted]] = {}
         self.loop = asyncio.get_running_loop()
         self._handshakes: set[asyncio.Task[None]] = set()
         # Every admitted connection, from the handshake on, until it closes: what a stopping server waits for.
@@ -201,15 +227,26 @@ class CappedListener:
             self.loop.add_reader(self.sock.fileno(), self._accept)
 
     def _refusal(self, peer: str) -> str | None:
-        if self.open >= self.limits.max_connections:
-            return "max-connections"
-        if self.per_peer[peer] >= self.limits.max_connections_per_peer:
+        """Why a connection from `peer` is refused, or None; in a full server, the idlest connection of the address
+        holding the most may give way (webhook/fairness.py)."""
+        held = self.by_peer.get(peer, set())
+        cap = self.limits.max_connections_per_peer
+        if len(held) >= cap and idle_count(connection.held() for connection in held) >= cap:
             return "max-connections-per-peer"
+        if self.open < self.limits.max_connections:
+            return None
+        chosen = victim(
+            len(held), {address: [c.held() for c in connections] for address, connections in self.by_peer.items()}
+        )
+        if chosen is None:
+            return "max-connections"
+        assert isinstance(chosen.key, _Counted)
+        chosen.key.evict()
+        self.on_refused("evicted")
         return None
 
     def _admit(self, conn: socket.socket, peer: str) -> None:
         self.open += 1
-        self.per_peer[peer] += 1
         released = False
 
         def release() -> None:
@@ -218,13 +255,15 @@ class CappedListener:
                 return
             released = True
             self.open -= 1
-            self.per_peer[peer] -= 1
-            if not self.per_peer[peer]:
-                del self.per_peer[peer]
+            peers = self.by_peer[peer]
+            peers.discard(counted)
+            if not peers:
+                del self.by_peer[peer]
             self.connections.discard(counted)
 
         conn.setblocking(False)
-        counted = _Counted(self.protocol_factory(), release, conn)
+        counted = _Counted(self.protocol_factory(), release, conn, peer)
+        self.by_peer.setdefault(peer, set()).add(counted)
         self.connections.add(counted)
         task = self.loop.create_task(self._handshake(conn, counted, release))
         self._handshakes.add(task)
@@ -253,7 +292,10 @@ class CappedListener:
             if isinstance(error, asyncio.CancelledError):
                 conn.close()
                 raise
-            self.on_refused("handshake-timeout" if isinstance(error, ConnectionAbortedError) else "handshake-failed")
+            if not protocol.evicted:  # already counted as such
+                self.on_refused(
+                    "handshake-timeout" if isinstance(error, ConnectionAbortedError) else "handshake-failed"
+                )
 
 
 class CappedTLSSite(web.BaseSite):

@@ -73,7 +73,7 @@ class AdmissionMetrics:
         self.connections_refused = Counter(
             "failover_relay_connections_refused_total",
             "Connections closed before serving them, by reason (max-connections, max-connections-per-peer, "
-            "handshake-timeout, handshake-failed).",
+            "handshake-timeout, handshake-failed), and idle ones closed to make room in a full server (evicted).",
             ("reason",),
             registry=self.registry,
         )

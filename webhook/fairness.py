@@ -1,0 +1,45 @@
+"""Who gives way when the listener is full (issue 28): a few addresses must not be able to take every place.
+
+The caps (webhook/listener.py) bound memory, but on their own they let whoever comes first keep every place: idle TLS
+connections from 8 addresses made 67 of 82 legitimate reviews from another address fail. So when the server is full,
+a newcomer takes the place of the idlest connection of the address holding the most, provided that address holds at
+least two more than the newcomer's (so places move towards an even share and a flood cannot evict its own kind
+back and forth). Only a connection doing nothing is evicted: one in its TLS handshake, idle between requests, or
+still sending a request head; never one with a review in progress.
+
+The per-address cap counts only connections that finished their handshake and then do nothing (idle, or still
+sending a request head): the apiserver opens one connection per concurrent review, so a burst of 300 reviews held by a
+hung storage is 300 connections from one address, first in their handshake, then busy, all of which must be served.
+Connections in their handshake are bounded by the handshake timeout, the global cap and eviction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+
+class Held(NamedTuple):
+    """What the listener knows of one open connection."""
+
+    key: object
+    busy: bool  # a request is in progress or queued on it
+    handshaking: bool  # its TLS handshake is not done yet
+    last_received: float  # loop time of its last byte (or its acceptance)
+
+
+def idle_count(held: Iterable[Held]) -> int:
+    """The connections of one address that count towards the per-address cap: handshake done, doing nothing."""
+    return sum(1 for connection in held if not connection.busy and not connection.handshaking)
+
+
+def victim(newcomer_holds: int, by_peer: Mapping[str, list[Held]]) -> Held | None:
+    """The connection to close so that a newcomer whose address holds `newcomer_holds` connections gets a place in a
+    full server, or None (the newcomer is refused)."""
+    for _, held in sorted(by_peer.items(), key=lambda item: len(item[1]), reverse=True):
+        if len(held) < newcomer_holds + 2:
+            return None
+        candidates = [connection for connection in held if not connection.busy]
+        if candidates:
+            return min(candidates, key=lambda connection: connection.last_received)
+    return None
