@@ -3,6 +3,7 @@ legitimate review is still answered within 1 s meanwhile (issue 15). Loopback on
 
     .venv/bin/python bench/connections.py                 # N=2000, the flood from 127.0.0.1
     .venv/bin/python bench/connections.py --connections 500 --max-connections-per-peer 100000 --max-connections 100000
+    .venv/bin/python bench/connections.py --waves 12     # 12 waves of 2000 bare connects, RSS after each
 
 Three floods, one after another against one server: bare TCP connects that never send a byte, connections that
 complete the TLS handshake and then stay idle, and clients posting 3 MiB bodies of empty objects. The legitimate
@@ -217,6 +218,19 @@ async def bench(args: argparse.Namespace, pid: int, port: int, ca_file: Path) ->
     return lines
 
 
+async def waves(args: argparse.Namespace, pid: int, port: int) -> list[str]:
+    """Repeated floods (issue 28): each wave connects, says nothing until the handshake timeout has closed what was
+    admitted, then closes; RSS after each. Memory that only a full collection returns climbs wave after wave."""
+    lines = [f"server RSS at rest: {rss_mb(pid):.1f} MB"]
+    for wave in range(1, args.waves + 1):
+        sockets = await bare_connects(port, args.connections)
+        await asyncio.sleep(args.handshake_wait)
+        for sock in sockets:
+            sock.close()
+        lines.append(f"after wave {wave}: RSS {await settle(pid, 1):.1f} MB")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--connections", type=int, default=2000, help="size of each flood (at most 5000)")
@@ -224,6 +238,12 @@ def main() -> int:
     parser.add_argument("--max-connections-per-peer", type=int, help="passed to serve (default: its own)")
     parser.add_argument(
         "--handshake-wait", type=float, default=6.0, help="how long the bare connects are held after the first reading"
+    )
+    parser.add_argument(
+        "--waves",
+        type=int,
+        default=0,
+        help="instead of the three floods: this many waves of bare connects, RSS after each",
     )
     parser.add_argument("--body-clients", type=int, default=4)
     parser.add_argument("--body-seconds", type=float, default=10.0)
@@ -270,7 +290,8 @@ def main() -> int:
                 f"Python {sys.version.split()[0]}, {args.connections} connections per flood, "
                 f"serve {' '.join(command[3:])}"
             )
-            for line in asyncio.run(bench(args, server.pid, port, cert_dir / "ca.crt")):
+            run = waves(args, server.pid, port) if args.waves else bench(args, server.pid, port, cert_dir / "ca.crt")
+            for line in asyncio.run(run):
                 print(line)
         finally:
             server.terminate()

@@ -68,11 +68,16 @@ class _Counted(asyncio.Protocol):
     """Passes every event to the HTTP protocol and releases the connection's place when it closes; tells a stopping
     server whether the connection is idle (webhook/drain.py)."""
 
-    __slots__ = ("_inner", "_release", "_transport", "evicted", "peer", "sock", "tls")
+    __slots__ = ("_factory", "_inner", "_listener", "_transport", "evicted", "peer", "released", "sock", "tls")
 
-    def __init__(self, inner: asyncio.Protocol, release: Callable[[], None], sock: socket.socket, peer: str) -> None:
-        self._inner = inner
-        self._release = release
+    def __init__(
+        self, factory: Callable[[], asyncio.Protocol], listener: CappedListener, sock: socket.socket, peer: str
+    ) -> None:
+        # The HTTP protocol is made once the handshake is done: a flood of failed handshakes never builds one.
+        self._factory = factory
+        self._inner: Any = None
+        self._listener = listener
+        self.released = False
         self._transport: Any = None
         self.tls: _SmallBufferSSLProtocol | None = None
         self.sock = sock
@@ -92,11 +97,12 @@ class _Counted(asyncio.Protocol):
     def evict(self) -> None:
         """Give the place back now and close: aborted in the handshake, TLS close_notify then FIN when idle."""
         self.evicted = True
-        self._release()
+        tls = self.tls
+        self._listener.release(self)
         if self._transport is not None:
             self.close()
-        elif self.tls is not None and isinstance(self.tls._transport, asyncio.Transport):  # the socket's, under TLS
-            self.tls._transport.abort()
+        elif tls is not None and isinstance(tls._transport, asyncio.Transport):  # the socket's, under TLS
+            tls._transport.abort()
         else:
             self.sock.close()
 
@@ -136,6 +142,7 @@ class _Counted(asyncio.Protocol):
 
     def connection_made(self, transport: Any) -> None:
         self._transport = transport
+        self._inner = self._factory()
         self._inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
@@ -151,7 +158,7 @@ class _Counted(asyncio.Protocol):
         self._inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._release()
+        self._listener.release(self)
         self._inner.connection_lost(exc)
 
 
@@ -247,29 +254,30 @@ class CappedListener:
 
     def _admit(self, conn: socket.socket, peer: str) -> None:
         self.open += 1
-        released = False
-
-        def release() -> None:
-            nonlocal released
-            if released:
-                return
-            released = True
-            self.open -= 1
-            peers = self.by_peer[peer]
-            peers.discard(counted)
-            if not peers:
-                del self.by_peer[peer]
-            self.connections.discard(counted)
-
         conn.setblocking(False)
-        counted = _Counted(self.protocol_factory(), release, conn, peer)
+        counted = _Counted(self.protocol_factory, self, conn, peer)
         self.by_peer.setdefault(peer, set()).add(counted)
         self.connections.add(counted)
-        task = self.loop.create_task(self._handshake(conn, counted, release))
+        task = self.loop.create_task(self._handshake(conn, counted))
         self._handshakes.add(task)
         task.add_done_callback(self._handshakes.discard)
 
-    async def _handshake(self, conn: socket.socket, protocol: _Counted, release: Callable[[], None]) -> None:
+    def release(self, counted: _Counted) -> None:
+        """Give a connection's place back (once, whichever of close, eviction or a failed handshake comes first)."""
+        if counted.released:
+            return
+        counted.released = True
+        self.open -= 1
+        peers = self.by_peer[counted.peer]
+        peers.discard(counted)
+        if not peers:
+            del self.by_peer[counted.peer]
+        self.connections.discard(counted)
+        # The TLS protocol refers to this one: dropping the link back leaves no cycle, so reference counting frees
+        # the connection's buffers at once instead of the next full collection (issue 28).
+        counted.tls = None
+
+    async def _handshake(self, conn: socket.socket, protocol: _Counted) -> None:
         handshake = self.loop.create_future()
         # Read at each connection: the client CA reload replaces the context (certs/reload.py).
         tls = _SmallBufferSSLProtocol(
@@ -288,7 +296,10 @@ class CappedListener:
             await handshake
         except (OSError, ssl.SSLError, EOFError, asyncio.CancelledError) as error:
             # A failed or timed-out handshake never reaches the HTTP protocol: its place is released here.
-            release()
+            self.release(protocol)
+            # The handshake future holds this error, whose traceback holds this frame, which holds the future: a
+            # cycle that keeps the connection's TLS state until a full collection. Cut it (issue 28).
+            error.__traceback__ = None
             if isinstance(error, asyncio.CancelledError):
                 conn.close()
                 raise

@@ -4,8 +4,10 @@ state exists, a handshake that does not come is cut off after seconds, and the p
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -123,3 +125,30 @@ def test_the_listener_binds_the_configured_address_only(tmp_path: Path) -> None:
             await relay.stop()
 
     asyncio.run(run())
+
+
+async def test_failed_handshakes_are_freed_without_a_full_collection(start: Start) -> None:
+    """Issue 28: the TLS state of a connection whose handshake failed or timed out must be freed by reference counting
+    when it closes. Left in a reference cycle, it waits for a full collection, which under repeated floods comes
+    rarely: RSS climbed wave after wave (docs/benchmarks.md, repeated waves)."""
+    relay = await start(handshake_seconds=0.3)
+
+    async def failing(payload: bytes) -> None:
+        reader, writer = await bare_connect(relay)
+        if payload:
+            writer.write(payload)  # not a TLS ClientHello: the handshake fails
+        await reader.read()  # until the server closes it (at once, or at the handshake timeout)
+        writer.close()
+
+    gc.collect()
+    await asyncio.gather(*(failing(b"GET / HTTP/1.1\r\n\r\n") for _ in range(30)), *(failing(b"") for _ in range(30)))
+    await asyncio.sleep(0.3)  # the server's closes complete
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        left = Counter(type(thing).__name__ for thing in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    in_cycles = {name: left[name] for name in ("_SmallBufferSSLProtocol", "MemoryBIO", "_Counted", "RequestHandler")}
+    assert not any(in_cycles.values()), f"connection state left for the cyclic collector: {in_cycles}"
