@@ -122,6 +122,7 @@ class RelayServer:
             access_log=None,
             shutdown_timeout=CLEANUP_SECONDS,
             handle_signals=False,
+            logger=self.server.http_error_log,
             **connection_options(),
         )
         await self.runner.setup()
@@ -163,6 +164,7 @@ class RelayServer:
             )
         except Exception as error:  # noqa: BLE001  the renewal loop outlives any failure; the loaded cert serves on
             log.error("certificate_renewal_failed", error=str(error))
+            self.metrics.certificate_renewal_errors.inc()
             return
         self._report_repairs()
         if self.tls.maybe_reload():

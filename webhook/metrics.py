@@ -65,6 +65,12 @@ class AdmissionMetrics:
             "logged as an error naming the file.",
             registry=self.registry,
         )
+        self.certificate_renewal_errors = Counter(
+            "failover_relay_certificate_renewal_errors_total",
+            "Periodic certificate checks that failed to renew or read the serving certificate (each also logged as "
+            "certificate_renewal_failed); the loaded certificate serves on until it expires.",
+            registry=self.registry,
+        )
         self.connections_open = Gauge(
             "failover_relay_connections_open",
             "TLS connections admitted and not yet closed (handshaking or served).",

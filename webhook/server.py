@@ -22,6 +22,7 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 from failover.core.verdict import Verdict, clip
 from webhook.handlers import AdmissionHandlers
 from webhook.health import Readiness
+from webhook.log_limit import HttpErrorLog, LogLimiter
 from webhook.metrics import AdmissionMetrics
 from webhook.review import (
     AdmissionRequest,
@@ -106,6 +107,9 @@ class AdmissionServer:
         # probes and our own readiness dial need none); admissions without one are refused here.
         self.require_client_certificate = require_client_certificate
         self.log = logger or structlog.get_logger("failover_relay.webhook")
+        # Bad requests: one line per source and period (webhook/log_limit.py); aiohttp's own 400s go the same way.
+        self.log_limiter = LogLimiter(time.monotonic)
+        self.http_error_log = HttpErrorLog(self.log_limiter, self.log)
         self._large_parse = asyncio.Semaphore(1)
         # Bodies still arriving, and the loop time by which one must have arrived once the server is stopping.
         self._body_reads: set[asyncio.Timeout] = set()
@@ -155,11 +159,12 @@ class AdmissionServer:
                     endpoint,
                     ClientCertificateRequired("a client certificate signed by the configured client CA is required"),
                     started,
+                    http.remote,
                 )
             try:
                 admission = await self._parse_bounded(endpoint, await self._read_body(http))
             except ReviewError as error:
-                return self._bad_request(endpoint, error, started)
+                return self._bad_request(endpoint, error, started, http.remote)
             # Every line this review causes carries its uid, also from the lookup threads (webhook/blocking.py);
             # the review's `admission_review` line names its kind and operation. Bound and reset by hand: the
             # context manager (`bound_contextvars`, a generator) costs several times as much per review.
@@ -287,11 +292,21 @@ class AdmissionServer:
                 raise BodyReadTimeout("request body still arriving when the server stopped") from None
             raise BodyReadTimeout(f"request body did not arrive within {self.body_timeout:g} s") from None
 
-    def _bad_request(self, endpoint: str, error: ReviewError, started: float) -> web.Response:
+    def _bad_request(self, endpoint: str, error: ReviewError, started: float, source: str | None) -> web.Response:
         reason = type(error).__name__
         self.metrics.errors.labels(endpoint, reason).inc()
         self.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
-        self.log.warning("bad_request", endpoint=endpoint, status=error.status, reason=reason, message=str(error))
+        held_back = self.log_limiter.admit(source or "")
+        if held_back is not None:
+            self.log.warning(
+                "bad_request",
+                endpoint=endpoint,
+                source=source,
+                status=error.status,
+                reason=reason,
+                message=str(error),
+                held_back=held_back,
+            )
         return web.Response(status=error.status, text=str(error) + "\n")
 
     async def _healthz(self, _: web.Request) -> web.Response:

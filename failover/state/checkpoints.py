@@ -20,6 +20,7 @@ Everything here blocks on storage; the webhook runs it in a thread under a deadl
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import string
@@ -320,6 +321,10 @@ def _info(fs: FileSystem, path: str) -> dict[str, Any] | None:
         return fs.info(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # a symbolic-link loop is one unusable entry, not a failed storage (issue 28)
+            return None
+        raise StorageError(_describe(error, path)) from None
     except Exception as error:  # noqa: BLE001  fsspec backends raise anything; each failure becomes a StorageError
         raise StorageError(_describe(error, path)) from None
 

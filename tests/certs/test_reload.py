@@ -16,6 +16,8 @@ from certs.authority import generate_ca, generate_serving_certificate
 from certs.reload import ReloadingSSLContext
 from certs.serving import ensure_certificates
 from certs.store import CertificateFilesInvalid
+from relay.serve import RelayServer
+from relay.settings import Settings
 
 # The TLS client checks validity against the real clock, so these certificates are issued for the real time.
 NOW = datetime.now(UTC)
@@ -324,3 +326,22 @@ async def test_tls_1_3_client_is_served(cert_dir, reloading):
         connection = await Connection.open(port, trusting(cert_dir / "ca.crt"))
         assert connection.version == "TLSv1.3"
         await connection.close()
+
+
+async def test_a_failed_renewal_is_counted_in_the_metrics(tmp_path: Path) -> None:
+    """Issue 28: a renewal that fails is logged and counted (an alert can watch the counter), and the loaded
+    certificate serves on."""
+    cert_dir = tmp_path / "certs"
+    relay = RelayServer(Settings(port=0, cert_dir=cert_dir))
+    await relay.start()
+    try:
+        counter = b"failover_relay_certificate_renewal_errors_total 0.0"
+        assert counter in relay.metrics.exposition()
+        cert_dir.rename(tmp_path / "elsewhere")
+        cert_dir.write_text("not a directory")  # what the periodic check finds: it cannot read or renew there
+        relay.refresh_certificate()
+        assert b"failover_relay_certificate_renewal_errors_total 1.0" in relay.metrics.exposition()
+        relay.refresh_certificate()
+        assert b"failover_relay_certificate_renewal_errors_total 2.0" in relay.metrics.exposition()
+    finally:
+        await relay.stop()

@@ -361,3 +361,16 @@ def test_savepoints_on_an_object_store_are_listed_by_the_jobs_prefix():
     assert newest_savepoint(store, "/sp", JOB)[0] == f"savepoint-{JOB.value[:6]}-0123456789ab"
     assert newest_savepoint(store, "/sp", JobId("ba" * 16)) is None
     fs.rm("/sp", recursive=True)
+
+
+def test_a_symlink_loop_under_one_checkpoint_skips_that_checkpoint(tmp_path):
+    """Issue 28: a loop (ELOOP when its `_metadata` is looked up) is one unusable entry, not a storage failure."""
+    directory = job_dir(tmp_path)
+    checkpoint(directory, 1)
+    looping = directory / "chk-9"
+    looping.symlink_to(looping)  # chk-9 -> chk-9
+    inner = checkpoint(directory, 7, completed=False)
+    (inner / "_metadata").symlink_to(inner / "_metadata")  # a looping _metadata inside a real directory
+    result = find(tmp_path)
+    assert result.outcome is Outcome.FOUND, result.reason
+    assert result.path.endswith("/chk-1")
