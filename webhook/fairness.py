@@ -4,8 +4,10 @@ The caps (webhook/listener.py) bound memory, but on their own they let whoever c
 connections from 8 addresses made 67 of 82 legitimate reviews from another address fail. So when the server is full,
 a newcomer takes the place of the idlest connection of the address holding the most, provided that address holds at
 least two more than the newcomer's (so places move towards an even share and a flood cannot evict its own kind
-back and forth). Only a connection doing nothing is evicted: one in its TLS handshake, idle between requests, or
-still sending a request head; never one with a review in progress.
+back and forth). Only a connection doing nothing is evicted: one in its TLS handshake (no review can have been
+written on it yet), or one that has neither received nor sent a byte for `QUIET_SECONDS` (closing a keep-alive
+connection races a review written on it at that moment, webhook/drain.py: one just answered may be about to carry
+the next); never one with a review in progress.
 
 The per-address cap counts only connections that finished their handshake and then do nothing (idle, or still
 sending a request head): the apiserver opens one connection per concurrent review, so a burst of 300 reviews held by a
@@ -18,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from webhook.drain import QUIET_SECONDS
+
 
 class Held(NamedTuple):
     """What the listener knows of one open connection."""
@@ -25,7 +29,7 @@ class Held(NamedTuple):
     key: object
     busy: bool  # a request is in progress or queued on it
     handshaking: bool  # its TLS handshake is not done yet
-    last_received: float  # loop time of its last byte (or its acceptance)
+    last_active: float  # loop time of its last byte received or sent (or its acceptance)
 
 
 def idle_count(held: Iterable[Held]) -> int:
@@ -33,13 +37,19 @@ def idle_count(held: Iterable[Held]) -> int:
     return sum(1 for connection in held if not connection.busy and not connection.handshaking)
 
 
-def victim(newcomer_holds: int, by_peer: Mapping[str, list[Held]]) -> Held | None:
+def victim(
+    newcomer_holds: int, by_peer: Mapping[str, list[Held]], *, now: float, quiet: float = QUIET_SECONDS
+) -> Held | None:
     """The connection to close so that a newcomer whose address holds `newcomer_holds` connections gets a place in a
     full server, or None (the newcomer is refused)."""
     for _, held in sorted(by_peer.items(), key=lambda item: len(item[1]), reverse=True):
         if len(held) < newcomer_holds + 2:
             return None
-        candidates = [connection for connection in held if not connection.busy]
+        candidates = [
+            connection
+            for connection in held
+            if connection.handshaking or (not connection.busy and now - connection.last_active >= quiet)
+        ]
         if candidates:
-            return min(candidates, key=lambda connection: connection.last_received)
+            return min(candidates, key=lambda connection: connection.last_active)
     return None

@@ -56,12 +56,19 @@ class _SmallBufferSSLProtocol(sslproto.SSLProtocol):
     # asyncio's SSLProtocol reads into a zero-filled 256 KiB buffer allocated per connection; 32 KiB holds two full
     # TLS records, so reads stay whole while an idle connection costs far less (docs/benchmarks.md).
     max_size = 32 * 1024
-    # Loop time of the last bytes read from the socket, a partial TLS record included (webhook/drain.py).
+    # Loop time of the last bytes read from the socket, a partial TLS record included (webhook/drain.py), and of the
+    # last answer bytes written (webhook/fairness.py: a connection just answered may be about to carry the next).
     last_received = 0.0
+    last_sent = 0.0
 
     def buffer_updated(self, nbytes: int) -> None:
         self.last_received = self._loop.time()
         super().buffer_updated(nbytes)
+
+    def _write_appdata(self, list_of_data: Any) -> None:
+        # asyncio's private hook for every write of the application (3.11 to 3.13): stamped for webhook/fairness.py.
+        self.last_sent = self._loop.time()
+        super()._write_appdata(list_of_data)
 
 
 class _Counted(asyncio.Protocol):
@@ -92,7 +99,9 @@ class _Counted(asyncio.Protocol):
         return bool(getattr(inner, "_request_in_progress", False) or getattr(inner, "_messages", None))
 
     def held(self) -> Held:
-        return Held(self, self.busy(), self._transport is None, self.last_received())
+        tls = self.tls
+        last_active = max(tls.last_received, tls.last_sent) if tls is not None else 0.0
+        return Held(self, self.busy(), self._transport is None, last_active)
 
     def evict(self) -> None:
         """Give the place back now and close: aborted in the handshake, TLS close_notify then FIN when idle."""
@@ -243,7 +252,9 @@ class CappedListener:
         if self.open < self.limits.max_connections:
             return None
         chosen = victim(
-            len(held), {address: [c.held() for c in connections] for address, connections in self.by_peer.items()}
+            len(held),
+            {address: [c.held() for c in connections] for address, connections in self.by_peer.items()},
+            now=self.loop.time(),
         )
         if chosen is None:
             return "max-connections"
