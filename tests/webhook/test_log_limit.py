@@ -54,6 +54,9 @@ def json_lines() -> Iterator[io.StringIO]:
     handlers, level = root.handlers[:], root.level
     stream = io.StringIO()
     configure_logging("json", stream=stream)
+    # The module-level loggers of relay/serve.py would otherwise cache this set-up for the rest of the session, and
+    # later tests that capture logs (structlog.testing.capture_logs) would see nothing.
+    structlog.configure(cache_logger_on_first_use=False)
     try:
         yield stream
     finally:
