@@ -22,7 +22,7 @@ from failover.core.annotations import format_time, parse_time, read_time_annotat
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration_seconds
 from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.failover_budget import restoring_until
-from failover.reconcile.fencing import cluster_reachability
+from failover.reconcile.fencing import cluster_reachability, fenced_copies
 from failover.reconcile.last_cluster import why_not_takers
 from failover.state.checkpoints import LookupResult
 from failover.state.history import JOB_STATUS, read_history, reflected_run, restore_hints
@@ -158,6 +158,7 @@ def workload_view(
             }
         )
     moves = [move.as_json() for move in read_history(binding).moves[-SHOWN_MOVES:]]
+    fences = _fences(binding, clusters, decisions, now)
     view: dict[str, Any] = {
         "workload": workload_name(binding),
         "kind": resource.get("kind"),
@@ -167,6 +168,7 @@ def workload_view(
         "purgeMode": application.get("purgeMode"),
         "targets": targets,
         "evictions": evictions,
+        "fences": fences,
         "restore": _restore(subject, restore, storage, restore_problem),
         "history": list(reversed(moves)),
         "at": format_time(now),
@@ -227,6 +229,15 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
             lines += _columns(rows)
         else:
             lines.append("  no eviction in flight")
+        for fence in view.get("fences") or ():
+            if fence["state"] == "fenced":
+                copies = ", ".join(fence["copies"])
+                lines.append(f"  fence: {fence['cluster']} fenced; its old copy {copies} is deleted when it answers")
+            else:
+                lines.append(
+                    f"  fence: {fence['cluster']} not Ready since {_or(fence['since'])}; the old copy is fenced at"
+                    f" {_or(fence['fenceAt'])} unless the cluster answers first"
+                )
         restore = view["restore"]
         if restore.get("path"):
             fallback = f", fallback {restore['fallback']}" if restore.get("fallback") else ""
@@ -255,6 +266,34 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
             lines.append("  no failover recorded")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
+
+
+def _fences(
+    binding: Mapping[str, Any], clusters: Mapping[str, Mapping[str, Any]], decisions: DecisionSettings, now: datetime
+) -> list[dict[str, Any]]:
+    """The fence state per cluster (failover/reconcile/fencing.py): `fenced` (the old copy recorded, deleted when the
+    member answers) or `waiting` (a Directly eviction from a cluster that is not Ready, fenced at `fenceAt`)."""
+    fenced = fenced_copies(binding)
+    fences: list[dict[str, Any]] = [
+        {
+            "cluster": cluster,
+            "state": "fenced",
+            "copies": [f"{copy.kind} {copy.namespace}/{copy.name}".replace(" /", " ") for copy in copies],
+        }
+        for cluster, copies in sorted(fenced.items())
+    ]
+    for task in b.eviction_tasks(binding):
+        cluster = task["fromCluster"]
+        if cluster in fenced or str(task.get("purgeMode")) not in ("Directly", "Immediately"):
+            continue
+        ready, since, _ = cluster_reachability(clusters.get(cluster))
+        if ready:
+            continue
+        fence_at = since + decisions.fence_after if since is not None and decisions.fence_after is not None else None
+        fences.append(
+            {"cluster": cluster, "state": "waiting", "since": _time(since), "fenceAt": _time(fence_at), "copies": []}
+        )
+    return fences
 
 
 def _restore(subject: RestoreSubject | None, result: LookupResult | None, storage: str, problem: str) -> dict[str, Any]:
