@@ -102,6 +102,15 @@ class ReconcileMetrics:
                 registry=registry,
             )
         )
+        self.kept = KeptOnCluster(
+            Gauge(
+                "failover_relay_workloads_kept_on_last_cluster",
+                "Workloads due for failover but kept on the last cluster that can run them: no other cluster can take"
+                " them (failover/reconcile/last_cluster.py).",
+                ("member_cluster",),
+                registry=registry,
+            )
+        )
 
 
 class _KeySet:
@@ -117,6 +126,22 @@ class _KeySet:
     def discard(self, key: Any) -> None:
         self.keys.discard(key)
         self.gauge.set(len(self.keys))
+
+
+class KeptOnCluster:
+    """Which bindings are kept on which of their clusters, counted per cluster (Karmada's `member_cluster` label)."""
+
+    def __init__(self, gauge: Gauge) -> None:
+        self.gauge, self.clusters = gauge, dict[Any, tuple[str, ...]]()
+
+    def set(self, key: Any, clusters: tuple[str, ...]) -> None:
+        touched = {*self.clusters.get(key, ()), *clusters}
+        if clusters:
+            self.clusters[key] = clusters
+        else:
+            self.clusters.pop(key, None)
+        for cluster in touched:
+            self.gauge.labels(cluster).set(sum(cluster in kept for kept in self.clusters.values()))
 
 
 def conditional(patch: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -152,15 +177,20 @@ class BindingReconciler:
     async def __call__(self, key: str) -> timedelta | None:
         binding = self.cache.get(self.kind, key)
         if binding is None:
+            self.metrics.kept.set((self.kind, key), ())
             return None
         ref = ref_of(self.kind, key)
         now, settings = self.clock(), self.settings
         step = _Steps(self, ref, binding)
 
-        failover = await step.apply(lambda obj: decide_application_failover(obj, settings, now))
+        clusters = self.cache.clusters() if self.cache.synced(CLUSTERS.kind) else None
+        failover = await step.apply(lambda obj: decide_application_failover(obj, settings, now, clusters))
         if failover.patch and failover.evicted:  # most patches only start a cluster's unhealthy timer
             self.metrics.evictions.inc(len(failover.evicted))
             log.info("clusters_evicted", kind=self.kind, binding=key, clusters=list(failover.evicted))
+        if failover.kept and failover.kept != self.metrics.kept.clusters.get((self.kind, key)):
+            log.warning("kept_on_last_cluster", kind=self.kind, binding=key, clusters=list(failover.kept))
+        self.metrics.kept.set((self.kind, key), failover.kept)
         await self.recorder.record(step.binding, failover.events)
 
         # One write for both records of the binding: on a first pass over many healthy bindings each costs a PATCH.

@@ -369,6 +369,7 @@ def _status(args: argparse.Namespace) -> int:
         args.interval,
         sys.stdout,
         sys.stderr,
+        settings.controllers.decisions(),
     )
 
 

@@ -25,6 +25,7 @@ from controllers.kube import NoClusterConfig, load_api_client
 from failover.admission.registry import group_kind_of
 from failover.core import binding as b
 from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, FLINK_RESOURCES, RESOURCE_BINDINGS, Resource
+from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_name, workload_view
 from failover.state.checkpoints import CheckpointStore, LookupResult
 from failover.state.profiles import InjectionProfile
@@ -85,6 +86,7 @@ def collect(
     workload: str | None,
     namespace: str | None,
     now: datetime,
+    decisions: DecisionSettings | None = None,
 ) -> list[dict[str, Any]]:
     """The view of every stateful workload (or of the one named), sorted by name."""
     bindings = [
@@ -103,7 +105,7 @@ def collect(
     clusters = {str(b.metadata(cluster).get("name")): cluster for cluster in _listed(api_client, CLUSTERS)}
     views = []
     for binding in sorted(bindings, key=workload_name):
-        views.append(_view(api_client, binding, clusters, storage, settings, now))
+        views.append(_view(api_client, binding, clusters, storage, settings, now, decisions))
     return views
 
 
@@ -117,6 +119,7 @@ def run_status(
     interval: float,
     out: TextIO,
     err: TextIO,
+    decisions: DecisionSettings | None = None,
 ) -> int:
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings; the failure is said in one line
     try:
@@ -128,7 +131,7 @@ def run_status(
         return EXIT_BAD_INPUT
     try:
         while True:
-            views = collect(api_client, storage, settings, workload, namespace, datetime.now(UTC))
+            views = collect(api_client, storage, settings, workload, namespace, datetime.now(UTC), decisions)
             print(render(views, output), file=out, end="" if output == "table" else "\n")
             if not watch:
                 return EXIT_OK
@@ -157,6 +160,7 @@ def _view(
     storage: Storage | None,
     settings: SavepointSettings,
     now: datetime,
+    decisions: DecisionSettings | None = None,
 ) -> dict[str, Any]:
     if storage is None:
         return workload_view(
@@ -164,21 +168,28 @@ def _view(
             clusters,
             now,
             restore_problem="no checkpoint root configured (--checkpoint-root or savepoint in --config)",
+            decisions=decisions,
         )
     resource = b.spec(binding).get("resource")
     resource = resource if isinstance(resource, dict) else {}
     group_kind = group_kind_of(str(resource.get("apiVersion") or ""), str(resource.get("kind") or ""))
     profile, template_resource = storage.profiles.get(group_kind), TEMPLATES.get(group_kind)
     if profile is None or template_resource is None:
-        return workload_view(binding, clusters, now, restore_problem=f"no injection profile for {group_kind}")
+        return workload_view(
+            binding, clusters, now, restore_problem=f"no injection profile for {group_kind}", decisions=decisions
+        )
     template = _get(api_client, template_resource, str(resource.get("namespace") or ""), str(resource.get("name")))
     subject = restore_subject(binding, template, profile.label)
     if subject is None:
         return workload_view(
-            binding, clusters, now, restore_problem="no job id known: the workload has not reported one"
+            binding,
+            clusters,
+            now,
+            restore_problem="no job id known: the workload has not reported one",
+            decisions=decisions,
         )
     result, root = storage.look_up(profile, subject.obj, str(resource.get("namespace") or ""))
-    return workload_view(binding, clusters, now, subject, result, root)
+    return workload_view(binding, clusters, now, subject, result, root, decisions=decisions)
 
 
 def _named(binding: Mapping[str, Any], workload: str, namespace: str | None) -> bool:

@@ -44,6 +44,11 @@ API (everything else is private):
   ``resource_path``) for polling without a kubectl process per poll; ``kubectl(*args, cluster=..., input=...)``.
 - ``stop_member(name)`` / ``start_member(name)``: SIGTERM/SIGKILL that member's kube-apiserver by PID (its data
   stays in etcd) and start it again on the same port; ``member_pid(name)``.
+- ``partition_member(name)`` / ``heal_member(name)``: SIGSTOP / SIGCONT the TCP relay (``tests/karmada/tcp_relay.py``,
+  one per member, ``link_pid(name)``) that the member is registered behind: the control plane cannot reach the
+  member while the member, its copies and the tests' direct view of it carry on.
+- ``stop_control_plane()`` / ``start_control_plane()``: stop karmada-apiserver by PID and start it again on its port
+  (its data stays in etcd); every other component keeps running and reconnects.
 - ``restart_relay(config=None, args=())``: stop the relay and start it again on the same port and certificates,
   with ``config`` merged over the page's configuration (per section) and extra ``serve`` flags; ``stop_relay()``,
   ``start_relay(...)``; ``relay_log``, ``relay_config_file``; returns the seconds until ``/readyz``.
@@ -433,6 +438,7 @@ class _Process:
         if popen.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(popen.pid, signal.SIGTERM)
+                os.killpg(popen.pid, signal.SIGCONT)  # a partitioned TCP relay is stopped (SIGSTOP) and must see it
             try:
                 popen.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -457,6 +463,11 @@ class _Process:
         if self.popen is None or self.popen.poll() is None:
             return None
         return f"{self.name} exited with code {self.popen.returncode}; log tail:\n{_tail(self.log)}"
+
+
+def _link(member: str) -> str:
+    """The name (process and port) of the TCP relay in front of `member`."""
+    return f"tcp-relay-{member}"
 
 
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -667,6 +678,13 @@ class KarmadaEnv:
     def member_pid(self, member: str) -> int | None:
         return self._apiservers[member].process.pid
 
+    def link_url(self, member: str) -> str:
+        """The member's address as the control plane knows it (its Cluster's apiEndpoint): the TCP relay."""
+        return f"https://{LOOPBACK}:{self._ports[_link(member)]}"
+
+    def link_pid(self, member: str) -> int | None:
+        return self._processes[_link(member)].pid
+
     # -- lifecycle ------------------------------------------------------------------------------------------------
 
     def __enter__(self) -> KarmadaEnv:
@@ -693,6 +711,7 @@ class KarmadaEnv:
             for name in (
                 "karmada-apiserver",
                 *self.members,
+                *(_link(member) for member in self.members),
                 "etcd",
                 "etcd-peer",
                 "karmada-aggregated-apiserver",
@@ -705,6 +724,7 @@ class KarmadaEnv:
             self._write_pki()
             self._start_etcd()
             self._start_apiservers()
+            self._start_links()
             self._write_kubeconfigs()
             self._install_karmada()
             self._register_members()
@@ -807,6 +827,33 @@ class KarmadaEnv:
         """Start a stopped member's kube-apiserver on its port again; return the seconds until ``/readyz``."""
         started = time.monotonic()
         apiserver = self._apiservers[member]
+        apiserver.process.start()
+        self._stopped_on_purpose = self._stopped_on_purpose - {apiserver.process.name}
+        self._wait_ready(apiserver.process, f"{apiserver.url}/readyz", _unverified())
+        return time.monotonic() - started
+
+    def partition_member(self, member: str) -> None:
+        """Cut the control plane off from the member: SIGSTOP its TCP relay (by PID)."""
+        pid = self.link_pid(member)
+        assert pid is not None, f"the TCP relay of {member} is not running"
+        os.killpg(pid, signal.SIGSTOP)
+
+    def heal_member(self, member: str) -> None:
+        """End the partition: SIGCONT the member's TCP relay."""
+        pid = self.link_pid(member)
+        assert pid is not None, f"the TCP relay of {member} is not running"
+        os.killpg(pid, signal.SIGCONT)
+
+    def stop_control_plane(self) -> None:
+        """Stop karmada-apiserver (by PID, SIGTERM then SIGKILL); its data stays in etcd."""
+        process = self._apiservers[KARMADA].process
+        self._stopped_on_purpose = self._stopped_on_purpose | {process.name}
+        process.stop()
+
+    def start_control_plane(self) -> float:
+        """Start karmada-apiserver on its port again; return the seconds until ``/readyz``."""
+        started = time.monotonic()
+        apiserver = self._apiservers[KARMADA]
         apiserver.process.start()
         self._stopped_on_purpose = self._stopped_on_purpose - {apiserver.process.name}
         self._wait_ready(apiserver.process, f"{apiserver.url}/readyz", _unverified())
@@ -931,6 +978,25 @@ class KarmadaEnv:
         (self.pki / "member-tokens.csv").write_text(
             f'{self.member_token},karmada-member-admin,karmada-member-admin,"system:masters"\n'
         )
+
+    def _start_links(self) -> None:
+        """One TCP relay per member (tests/karmada/tcp_relay.py), ready when the member's /readyz answers through it."""
+        for member in self.members:
+            target = self._ports[member]
+            self._start(
+                _link(member),
+                lambda m=member, t=target: [
+                    sys.executable,
+                    "-m",
+                    "tests.karmada.tcp_relay",
+                    str(self._ports[_link(m)]),
+                    str(t),
+                ],
+                (_link(member),),
+                lambda m=member: f"{self.link_url(m)}/readyz",
+                _unverified(),
+                cwd=REPO_ROOT,
+            )
 
     def _spawn(self, name: str, args: list[str], **kwargs: Any) -> _Process:
         process = _Process(name, args, self.logs_dir / f"{name}.log", **kwargs)
@@ -1286,7 +1352,7 @@ class KarmadaEnv:
                     "metadata": {"name": member},
                     "spec": {
                         "id": kube_system["metadata"]["uid"],
-                        "apiEndpoint": self.server_url(member),
+                        "apiEndpoint": self.link_url(member),
                         "syncMode": "Push",
                         "secretRef": {"namespace": "karmada-cluster", "name": member},
                         "impersonatorSecretRef": {"namespace": "karmada-cluster", "name": f"{member}-impersonator"},

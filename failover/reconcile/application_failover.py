@@ -19,6 +19,8 @@ preserved state, clustersBeforeFailover). Where this differs from Karmada:
   of re-reading it from the broken copy (Karmada issue #6232).
 - No ping-pong: a failover budget, backoff and a restore grace (`failover.reconcile.failover_budget`, Karmada #4480,
   #6233).
+- Never none: the last cluster that can run the workload is not evicted when no other cluster can take it
+  (`failover.reconcile.last_cluster`, Karmada #7455); the copy is kept there with a Warning.
 - Missing `propagateDeps` on a ResourceBinding is reported with a Warning event instead of silently doing nothing
   (Karmada issue #3738); ClusterResourceBindings are not checked, as in Karmada.
 """
@@ -53,6 +55,7 @@ from failover.reconcile.failover_budget import (
     restoring_until,
     write_history,
 )
+from failover.reconcile.last_cluster import EVENT_KEPT, RECHECK, kept_message, why_not_takers
 from failover.state.last_state import APPLICATION, evaluate_rule, preservation_rules, recorded_state
 
 UNHEALTHY_SINCE_ANNOTATION = "failover-relay.io/unhealthy-since"
@@ -81,6 +84,7 @@ class FailoverDecision:
     new_tasks: tuple[Mapping[str, Any], ...] = ()
     events: tuple[Event, ...] = ()
     requeue_after: timedelta | None = None
+    kept: tuple[str, ...] = ()  # clusters not evicted because no other cluster can take the workload
 
 
 @dataclass(frozen=True)
@@ -91,13 +95,17 @@ class _StateOutcome:
 
 
 def decide_application_failover(
-    binding: Mapping[str, Any], settings: DecisionSettings, now: datetime
+    binding: Mapping[str, Any],
+    settings: DecisionSettings,
+    now: datetime,
+    clusters: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> FailoverDecision:
     """Track unhealthy time per cluster and fail over the clusters whose toleration has run out.
 
     `binding` is a ResourceBinding or ClusterResourceBinding as returned by the API (its `kind` decides the
     producer and whether propagateDeps is required). The policy's `failover.application` is read from the
-    binding's `spec.failover`, where Karmada copies it.
+    binding's `spec.failover`, where Karmada copies it. `clusters` are the Cluster objects by name (None: not
+    known), to tell whether another cluster can take the workload (`failover.reconcile.last_cluster`).
     """
     if not isinstance(binding, dict) or b.is_deleting(binding):
         return FailoverDecision()
@@ -130,7 +138,6 @@ def decide_application_failover(
     evicting = {task["fromCluster"] for task in tasks}
 
     history = failover_history(binding, settings, now)
-    restoring = restoring_until(binding, history, settings)
     new_timers: dict[str, datetime] = {}
     due: list[tuple[b.TargetCluster, datetime]] = []
     delays: list[timedelta | None] = []
@@ -145,7 +152,8 @@ def decide_application_failover(
             if since is not None:
                 new_timers[target.name] = since  # #7431: Unknown keeps the timer, it does not reset it
             continue
-        if since is None and restoring is not None and now < restoring:
+        restoring = restoring_until(binding, target.name, settings) if since is None else None
+        if restoring is not None and now < restoring:
             delays.append(restoring - now)  # #6233: a copy still restoring its state is not counted yet
             continue
         since = since or now
@@ -166,7 +174,15 @@ def decide_application_failover(
         )
         delays.append(rule.until - now)
         due = []
+    kept: list[str] = []
     for target, deadline in due:
+        reasons = why_not_takers(binding, clusters, {*(task["fromCluster"] for task in new_tasks), target.name})
+        if reasons is not None:
+            kept.append(target.name)
+            seconds = int(toleration.total_seconds())
+            events.append(Event(WARNING, EVENT_KEPT, clip_message(kept_message(target.name, reasons, seconds))))
+            delays.append(RECHECK)
+            continue
         outcome = _preserved_state(binding, application, tasks, target.name, deadline, settings, now)
         events.extend(outcome.events)
         if outcome.state is None:
@@ -196,7 +212,12 @@ def decide_application_failover(
             [*history, now]
         )
     return FailoverDecision(
-        patch=patch, evicted=evicted, new_tasks=tuple(new_tasks), events=tuple(events), requeue_after=earliest(*delays)
+        patch=patch,
+        evicted=evicted,
+        new_tasks=tuple(new_tasks),
+        events=tuple(events),
+        requeue_after=earliest(*delays),
+        kept=tuple(kept),
     )
 
 

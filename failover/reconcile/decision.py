@@ -66,12 +66,17 @@ class DecisionSettings:
     failback_max_in_flight: int = 5
     # No ping-pong (failover/reconcile/failover_budget.py, Karmada #4480, #6233): at most failover_budget application
     # failovers of one workload per window; each failover in the window doubles the least time to the next, from
-    # failover_backoff (0: none); an Unhealthy report within restore_grace of the last move does not start the timer
-    # (0: none; tolerationSeconds already waits, raise it for jobs that restore large state).
+    # failover_backoff (0: none).
     failover_budget: int = 3
     failover_budget_window: timedelta = timedelta(hours=1)
     failover_backoff: timedelta = timedelta(0)
-    restore_grace: timedelta = timedelta(0)
+    # A copy a move created is not counted Unhealthy this long while it has not come up (0: none). Sized from what a
+    # Flink restore takes, an estimate: the JobManager up within the Flink operator's own patience for a new
+    # deployment (`kubernetes.operator.deployment.readiness.timeout`, 1 min by default), then the state read back
+    # from the object store (100 GiB at 500 MiB/s is 3.4 min). Five minutes is also Karmada's default
+    # tolerationSeconds (failover.core.api.DEFAULT_TOLERATION_SECONDS), what Karmada gives any copy before it counts
+    # as failed.
+    restore_grace: timedelta = timedelta(minutes=5)
     # Fencing (failover/reconcile/fencing.py): the old Work of a Directly eviction from a cluster that has not been
     # Ready this long is released so the workload starts elsewhere; None never fences. Karmada marks a cluster NotReady
     # after --cluster-failure-threshold (30 s); one more minute keeps a brief network blip from duplicating the job, and

@@ -7,8 +7,11 @@ Unhealthy at once (#6233). Per binding:
 - the application failovers we made are kept in `FAILOVERS_ANNOTATION` (a JSON list of RFC 3339 times, only those
   within `DecisionSettings.failover_budget_window`); at most `failover_budget` of them per window;
 - after the n-th failover in the window the next waits at least `failover_backoff * 2**(n-1)`;
-- for `restore_grace` after the workload last moved (one of our failovers, or any eviction task's creation, the
-  taint manager's included), an Unhealthy report does not start the toleration timer.
+- a copy that is restoring gets a fair chance (`restoring_until`): for `restore_grace` after the move that brought
+  the workload to its cluster (an eviction task, ours or the taint manager's, that did not have that cluster among
+  its `clustersBeforeFailover`), and while that task is still there (the graceful eviction decision ends it as soon as
+  every target is Healthy), an Unhealthy report does not start the toleration timer. A copy that came up and then
+  fails is counted at once; a copy that never comes up is counted after the grace.
 
 A failover that a rule holds back is reported with a Warning `FailoverHeldBack` naming the rule and the time it
 is allowed again, and looked at again then.
@@ -74,16 +77,30 @@ def hold(history: list[datetime], settings: DecisionSettings, now: datetime) -> 
     return None
 
 
-def restoring_until(binding: Mapping[str, Any], history: list[datetime], settings: DecisionSettings) -> datetime | None:
-    """Until when an Unhealthy report is taken as a copy still restoring; None without a grace or a move."""
+def restoring_until(binding: Mapping[str, Any], cluster: str, settings: DecisionSettings) -> datetime | None:
+    """Until when an Unhealthy report from `cluster` is taken as its copy still restoring; None when it is not a new
+    copy (no pending move brought the workload there) or there is no grace.
+
+    Karmada's interpreter calls a FlinkDeployment Unhealthy until its job is RUNNING (the built-in FlinkDeployment
+    health Lua: CREATED / INITIALIZING / RECONCILING without an allow-listed error is not healthy), so a copy
+    restoring its state looks exactly like a failed one (#6233). A `suppressDeletion` task is kept whatever the new
+    copy's health (`failover.reconcile.graceful_eviction`), so it is no evidence that the copy is still restoring.
+    """
     if settings.restore_grace <= timedelta(0):
         return None
-    moves = list(history) + [
+    moves = [
         moment
         for task in b.eviction_tasks(binding)
-        if (moment := parse_time(task.get("creationTimestamp"))) is not None
+        if task.get("suppressDeletion") is not True
+        and task["fromCluster"] != cluster
+        and cluster not in _list(task.get("clustersBeforeFailover"))
+        and (moment := parse_time(task.get("creationTimestamp"))) is not None
     ]
     return max(moves) + settings.restore_grace if moves else None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def held_back_message(cluster: str, rule: Hold) -> str:

@@ -2,7 +2,9 @@
 
 A plain function of the binding (as Karmada and the loop left it), the Clusters, the restore lookup's answer and
 `now`: where the workload runs, each target's health as Karmada reflects it (`status.aggregatedStatus`), since when
-it is Unhealthy and when the loop will evict it (`failover-relay.io/unhealthy-since` + tolerationSeconds), the eviction
+it is Unhealthy and when the loop will evict it (`failover-relay.io/unhealthy-since` + tolerationSeconds), until when a
+new copy is left to restore (`failover.reconcile.failover_budget.restoring_until`, with the relay's settings), whether
+a due eviction is held because no other cluster can take the workload (`failover.reconcile.last_cluster`), the eviction
 tasks in flight with their preserved state and purge mode, the state a new copy would be given now, and the last
 moves of the failover history (failover/state/history.py). `restore_subject` says which object the restore lookup must
 be asked about; relay/status.py fetches, looks up and prints, and changes nothing.
@@ -18,7 +20,10 @@ from typing import Any
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time, read_time_annotation
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration_seconds
-from failover.reconcile.fencing import cluster_reachability
+from failover.reconcile.decision import DecisionSettings
+from failover.reconcile.failover_budget import restoring_until
+from failover.reconcile.fencing import cluster_reachability, fenced_copies
+from failover.reconcile.last_cluster import why_not_takers
 from failover.state.checkpoints import LookupResult
 from failover.state.history import JOB_STATUS, read_history, reflected_run, restore_hints
 from failover.state.jobid import job_id_problem
@@ -99,8 +104,11 @@ def workload_view(
     restore: LookupResult | None = None,
     storage: str = "",
     restore_problem: str = "",
+    decisions: DecisionSettings | None = None,
 ) -> dict[str, Any]:
-    """Everything the status command shows for one workload, as plain JSON-able data."""
+    """Everything the status command shows for one workload, as plain JSON-able data. `decisions` are the relay's
+    settings (its restore grace); None takes the defaults."""
+    decisions = decisions or DecisionSettings()
     resource = b.spec(binding).get("resource")
     resource = resource if isinstance(resource, dict) else {}
     application = b.application_failover(binding) or {}
@@ -119,6 +127,10 @@ def workload_view(
         reflected = (item or {}).get("status")
         job_status = reflected.get(JOB_STATUS) if isinstance(reflected, dict) else None
         ready, _, _ = cluster_reachability(clusters.get(target.name))
+        restoring = restoring_until(binding, target.name, decisions) if application else None
+        if restoring is not None and (now >= restoring or b.health_of(item) == b.HEALTHY):
+            restoring = None
+        kept = eviction is not None and now >= eviction and why_not_takers(binding, clusters, {target.name}) is not None
         targets.append(
             {
                 "cluster": target.name,
@@ -129,6 +141,8 @@ def workload_view(
                 "unhealthySince": _time(unhealthy_since),
                 "evictionAt": _time(eviction),
                 "evictionIn": _seconds_until(eviction, now),
+                "restoringUntil": _time(restoring),
+                "keptOnLastCluster": kept,
             }
         )
     evictions = []
@@ -144,6 +158,7 @@ def workload_view(
             }
         )
     moves = [move.as_json() for move in read_history(binding).moves[-SHOWN_MOVES:]]
+    fences = _fences(binding, clusters, decisions, now)
     view: dict[str, Any] = {
         "workload": workload_name(binding),
         "kind": resource.get("kind"),
@@ -153,6 +168,7 @@ def workload_view(
         "purgeMode": application.get("purgeMode"),
         "targets": targets,
         "evictions": evictions,
+        "fences": fences,
         "restore": _restore(subject, restore, storage, restore_problem),
         "history": list(reversed(moves)),
         "at": format_time(now),
@@ -178,6 +194,10 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
             eviction = target["evictionAt"]
             if eviction and target["evictionIn"] is not None:
                 eviction += f" (in {target['evictionIn']}s)" if target["evictionIn"] > 0 else " (due)"
+            if target.get("keptOnLastCluster"):
+                eviction = f"{eviction}, kept: no other cluster can take it"
+            elif target.get("restoringUntil"):
+                eviction = f"not before {target['restoringUntil']} (restoring)"
             rows.append(
                 (
                     target["cluster"],
@@ -209,6 +229,15 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
             lines += _columns(rows)
         else:
             lines.append("  no eviction in flight")
+        for fence in view.get("fences") or ():
+            if fence["state"] == "fenced":
+                copies = ", ".join(fence["copies"])
+                lines.append(f"  fence: {fence['cluster']} fenced; its old copy {copies} is deleted when it answers")
+            else:
+                lines.append(
+                    f"  fence: {fence['cluster']} not Ready since {_or(fence['since'])}; the old copy is fenced at"
+                    f" {_or(fence['fenceAt'])} unless the cluster answers first"
+                )
         restore = view["restore"]
         if restore.get("path"):
             fallback = f", fallback {restore['fallback']}" if restore.get("fallback") else ""
@@ -237,6 +266,34 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
             lines.append("  no failover recorded")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
+
+
+def _fences(
+    binding: Mapping[str, Any], clusters: Mapping[str, Mapping[str, Any]], decisions: DecisionSettings, now: datetime
+) -> list[dict[str, Any]]:
+    """The fence state per cluster (failover/reconcile/fencing.py): `fenced` (the old copy recorded, deleted when the
+    member answers) or `waiting` (a Directly eviction from a cluster that is not Ready, fenced at `fenceAt`)."""
+    fenced = fenced_copies(binding)
+    fences: list[dict[str, Any]] = [
+        {
+            "cluster": cluster,
+            "state": "fenced",
+            "copies": [f"{copy.kind} {copy.namespace}/{copy.name}".replace(" /", " ") for copy in copies],
+        }
+        for cluster, copies in sorted(fenced.items())
+    ]
+    for task in b.eviction_tasks(binding):
+        cluster = task["fromCluster"]
+        if cluster in fenced or str(task.get("purgeMode")) not in ("Directly", "Immediately"):
+            continue
+        ready, since, _ = cluster_reachability(clusters.get(cluster))
+        if ready:
+            continue
+        fence_at = since + decisions.fence_after if since is not None and decisions.fence_after is not None else None
+        fences.append(
+            {"cluster": cluster, "state": "waiting", "since": _time(since), "fenceAt": _time(fence_at), "copies": []}
+        )
+    return fences
 
 
 def _restore(subject: RestoreSubject | None, result: LookupResult | None, storage: str, problem: str) -> dict[str, Any]:

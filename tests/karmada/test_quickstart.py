@@ -173,6 +173,7 @@ def _after_failover(env: KarmadaEnv, job: FlinkJob, block: Block, environment: d
         "status with the move and its restore path",
     )
     assert f"placed on: {second}" in output and "EVICTION FROM" in output and "ApplicationFailure" in output
+    assert "(restoring)" in output, "the new copy is left its restore grace, and status says so"
     return output, path
 
 

@@ -20,8 +20,17 @@ TOLERATION_SECONDS = 10
 FAILOVER_TIMEOUT_SECONDS = TOLERATION_SECONDS + 50
 
 
+@pytest.fixture
+def no_restore_grace(karmada_env: KarmadaEnv):
+    """The broken copy is failed over after tolerationSeconds, not after the default restore grace (5 minutes),
+    which tests/karmada/test_never_none.py covers."""
+    karmada_env.restart_relay({"controllers": {"restoreGraceSeconds": 0}})
+    yield
+    karmada_env.restart_relay()
+
+
 def test_second_failover_restores_the_first_job(
-    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+    karmada_env: KarmadaEnv, namespace: str, no_restore_grace: None, request: pytest.FixtureRequest
 ) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)

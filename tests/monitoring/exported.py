@@ -8,6 +8,7 @@ updater's (``CaBundleInjector``). Then, through the real code paths:
   FlinkDeployment with a job id label whose checkpoint root does not exist (savepoint lookup ``storage-error``);
 - a real ``Controller`` of the loop reconciles four keys, one ending ok, one in a conflict, one in an API error and
   one in a crash (each retried once and then ok), as its workers count them;
+- the loop's metrics record a workload kept on its last cluster and then moved, as the binding reconciler does;
 - with a kubeconfig naming an apiserver address that refuses connections: a Work whose binding cannot be read
   (``binding-unreadable``), and one round of the caBundle updater (``error``);
 - a connection that speaks plain text to the TLS port (refused: ``handshake-failed``).
@@ -211,6 +212,11 @@ async def scrape_exercised_relay(tmp_path: Path) -> str:
             await post(session, "/mutate", json.dumps(work_review()).encode())
             await speak_plain_text(relay.port)
             await run_controller(loop)
+            # What the binding reconciler records for a workload kept on member3 (failover/reconcile/last_cluster.py)
+            # that later moved on: the series stays, at 0.
+            kept = loop.reconcile_metrics.kept
+            kept.set(("ResourceBinding", "flink/scraped"), ("member3",))
+            kept.set(("ResourceBinding", "flink/scraped"), ())
             await injector.sync_once()
             async with session.get("/metrics") as response:
                 assert response.status == 200

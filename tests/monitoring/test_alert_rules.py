@@ -119,6 +119,12 @@ FIRING = (
         TARGET,
     ),
     Firing(
+        "FailoverRelayWorkloadKeptOnLastCluster",
+        (Input("failover_relay_workloads_kept_on_last_cluster", {"member_cluster": "member3"}, "1x60"),),
+        "20m",
+        {"member_cluster": "member3"},
+    ),
+    Firing(
         "FailoverRelayQueueBacklog",
         (Input("failover_relay_queue_depth", {"controller": "resourcebindings"}, "150x60"),),
         "20m",

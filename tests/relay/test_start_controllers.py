@@ -11,12 +11,12 @@ import pytest
 from relay.settings import ControllerSettings, FencingMode, SettingsError, load_settings
 
 
-def test_defaults_fence_after_a_minute_and_hold_a_fourth_failover_within_the_hour() -> None:
+def test_defaults_fence_after_a_minute_give_a_restore_five_minutes_and_hold_a_fourth_failover_within_the_hour() -> None:
     decisions = ControllerSettings().decisions()
     assert decisions.fence_after == timedelta(seconds=60) and not decisions.fence_needs_no_execute_taint
     assert decisions.stuck_deletion_after == timedelta(seconds=5)
     assert (decisions.failover_budget, decisions.failover_budget_window) == (3, timedelta(hours=1))
-    assert decisions.failover_backoff == timedelta(0) and decisions.restore_grace == timedelta(0)
+    assert decisions.failover_backoff == timedelta(0) and decisions.restore_grace == timedelta(minutes=5)
     assert decisions.failback_max_in_flight == 5
 
 

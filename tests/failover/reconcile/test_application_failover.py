@@ -313,8 +313,8 @@ def test_second_failover_of_a_never_healthy_copy_keeps_the_first_state():
     binding["metadata"]["generation"] = 3
     binding["status"]["schedulerObservedGeneration"] = 3
     set_health(binding, "member2", "Unhealthy", {"jobStatus": {"jobId": "0" * 32}, "lifecycleState": "FAILED"})
-    _, binding = step(binding, 100)
-    decision, after = step(binding, 160)
+    _, binding = step(binding, 60 + 300)  # the new copy's restore grace (DecisionSettings.restore_grace) is over
+    decision, after = step(binding, 60 + 300 + 60)
     assert decision.evicted == ("member2",)
     second = after["spec"]["gracefulEvictionTasks"][-1]
     assert second["fromCluster"] == "member2" and second["preservedLabelState"] == {ALIAS: JOB_ID}

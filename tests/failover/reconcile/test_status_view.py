@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
+from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
+from failover.reconcile.decision import DecisionSettings
+from failover.reconcile.fencing import FENCED_ANNOTATION
 from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_view
 from failover.state.restore import PREVIOUS_JOB_ID
 from relay.settings import SavepointSettings
@@ -93,3 +96,58 @@ def test_only_a_policy_that_preserves_state_is_stateful() -> None:
     stateless = copy.deepcopy(flink_binding())
     del stateless["spec"]["failover"]["application"]["statePreservation"]
     assert is_stateful(flink_binding()) and not is_stateful(stateless)
+
+
+def test_a_new_copy_shows_until_when_it_restores_and_a_held_last_cluster_says_so() -> None:
+    binding = flink_binding()
+    binding["spec"]["placement"] = {"clusterAffinity": {"clusterNames": ["member1", "member2"]}}
+    binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {"fromCluster": "member1", "purgeMode": "Directly", "creationTimestamp": "2025-03-01T12:00:00Z"}
+    ]
+    set_health(binding, "member2", "Unhealthy", {"jobStatus": {"state": "RECONCILING"}})
+    [target] = workload_view(binding, CLUSTERS, at(30), decisions=DecisionSettings())["targets"]
+    assert target["restoringUntil"] == "2025-03-01T12:05:00Z" and not target["keptOnLastCluster"]
+    assert "not before 2025-03-01T12:05:00Z (restoring)" in render_table(
+        [workload_view(binding, CLUSTERS, at(30), decisions=DecisionSettings())]
+    )
+
+    binding["metadata"]["annotations"][UNHEALTHY_SINCE_ANNOTATION] = '{"member2":"2025-03-01T12:05:00Z"}'
+    view = workload_view(binding, CLUSTERS, at(400), decisions=DecisionSettings())
+    [target] = view["targets"]
+    assert target["restoringUntil"] is None and target["keptOnLastCluster"]  # member1 is still being evicted from
+    assert "kept: no other cluster can take it" in render_table([view])
+
+
+def test_the_fence_state_of_each_cluster_is_shown() -> None:
+    binding = flink_binding()
+    binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {"fromCluster": "member1", "purgeMode": "Directly", "creationTimestamp": "2025-03-01T12:00:00Z"}
+    ]
+    not_ready = {
+        "status": {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "2025-03-01T12:00:00Z"}]}
+    }
+    clusters = {"member1": not_ready, "member2": READY}
+    view = workload_view(binding, clusters, at(30), decisions=DecisionSettings())
+    assert view["fences"] == [
+        {
+            "cluster": "member1",
+            "state": "waiting",
+            "since": "2025-03-01T12:00:00Z",
+            "fenceAt": "2025-03-01T12:01:00Z",
+            "copies": [],
+        }
+    ]
+    assert "fence: member1 not Ready since 2025-03-01T12:00:00Z; the old copy is fenced at 2025-03-01T12:01:00Z" in (
+        render_table([view])
+    )
+    binding["metadata"]["annotations"][FENCED_ANNOTATION] = (
+        '{"member1":[{"apiVersion":"flink.apache.org/v1beta1","kind":"FlinkDeployment","namespace":"default",'
+        '"name":"foo","work":"foo-123"}]}'
+    )
+    view = workload_view(binding, clusters, at(90), decisions=DecisionSettings())
+    assert view["fences"] == [{"cluster": "member1", "state": "fenced", "copies": ["FlinkDeployment default/foo"]}]
+    assert "fence: member1 fenced; its old copy FlinkDeployment default/foo is deleted when it answers" in (
+        render_table([view])
+    )

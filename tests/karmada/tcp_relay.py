@@ -1,0 +1,67 @@
+"""A TCP relay between Karmada's control plane and one member's kube-apiserver, so a test can partition them.
+
+`python -m tests.karmada.tcp_relay LISTEN_PORT TARGET_PORT` forwards every connection to 127.0.0.1:LISTEN_PORT to
+127.0.0.1:TARGET_PORT, byte for byte (TLS passes through: the member's serving certificate names 127.0.0.1, so the
+Cluster's apiEndpoint can be the relay's address). tests/karmada_env.py runs one per member and registers the
+member with the relay's address; everything of the control plane reaches the member through it (the cluster status,
+execution and work status controllers, karmada-aggregated-apiserver's cluster proxy), while the tests read the members
+directly.
+
+A partition is SIGSTOP to the relay's process (by PID, `KarmadaEnv.partition_member`), its healing SIGCONT: a stopped
+relay neither answers nor resets, so the control plane sees what a cut link shows, requests and handshakes that time
+out (the kernel still queues new connections in the listen backlog, and nothing ever reads them), while the member,
+its copies and anything running beside them carry on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+LOOPBACK = "127.0.0.1"
+CHUNK = 64 * 1024
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(CHUNK):
+            writer.write(data)
+            await writer.drain()
+    except OSError:
+        pass
+    finally:
+        writer.close()
+
+
+async def _forward(target_port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        upstream_reader, upstream_writer = await asyncio.open_connection(LOOPBACK, target_port)
+    except OSError:
+        writer.close()  # the member's apiserver is down: the caller sees the connection end, as it would directly
+        return
+    await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
+
+
+async def serve(listen_port: int, target_port: int) -> None:
+    server = await asyncio.start_server(
+        lambda reader, writer: _forward(target_port, reader, writer), LOOPBACK, listen_port
+    )
+    print(f"relaying {LOOPBACK}:{listen_port} -> {LOOPBACK}:{target_port}", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or not all(arg.isdigit() for arg in argv):
+        print("usage: python -m tests.karmada.tcp_relay LISTEN_PORT TARGET_PORT", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(serve(int(argv[0]), int(argv[1])))
+    except OSError as error:  # "address already in use": the harness picks another port and starts it again
+        print(f"tcp_relay: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
