@@ -5,6 +5,7 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.runtime.checkpoint.Checkpoints;
 import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
@@ -36,23 +37,26 @@ import java.util.stream.Stream;
  *   FlinkDeployment's flinkConfiguration, plus what the operator adds: the job id, the restore path). Steps, in
  *   order: chk:N (wait for N more completed checkpoints), savepoint, stop-with-savepoint, cancel, crash-in-checkpoint
  *   (hold the next checkpoint's barrier and wait to be killed). One JSON object per line on stdout per event.
- * Probe metadata PATH...
- *   Loads each state's _metadata with Flink's own Checkpoints.loadCheckpointMetadata; one JSON line per path.
+ * Probe metadata CONFIG PATH...
+ *   Loads each state's _metadata with Flink's own Checkpoints.loadCheckpointMetadata (file systems configured from
+ *   CONFIG); one JSON line per path.
  * </pre>
  */
 public final class Probe {
     private static final long START = System.nanoTime();
 
     public static void main(String[] args) throws Exception {
-        if (args.length >= 1 && args[0].equals("metadata")) {
-            for (int i = 1; i < args.length; i++) {
+        if (args.length >= 2 && args[0].equals("metadata")) {
+            Configuration config = load(Paths.get(args[1]));
+            FileSystem.initialize(config, null);
+            for (int i = 2; i < args.length; i++) {
                 metadata(args[i]);
             }
             System.exit(0);
         }
         if (args.length < 6 || !args[0].equals("run")) {
             System.err.println("usage: Probe run CONFIG RUN_DIR EXPECTED_DIR KEYS RECORDS_PER_SECOND STEP... | "
-                    + "Probe metadata PATH...");
+                    + "Probe metadata CONFIG PATH...");
             System.exit(2);
         }
         run(Paths.get(args[1]), Paths.get(args[2]), Paths.get(args[3]), Integer.parseInt(args[4]),
@@ -62,14 +66,11 @@ public final class Probe {
 
     private static void run(Path configFile, Path runDir, Path expectedDir, int keys, int rate, List<String> steps)
             throws Exception {
-        Properties properties = new Properties();
-        try (InputStream in = new FileInputStream(configFile.toFile())) {
-            properties.load(new InputStreamReader(in, StandardCharsets.UTF_8));
-        }
-        Configuration config = new Configuration();
-        for (String key : properties.stringPropertyNames()) {
-            config.setString(key, properties.getProperty(key));
-        }
+        Properties properties = properties(configFile);
+        Configuration config = load(configFile);
+        // File systems (s3:// of flink-s3-fs-hadoop, found on the class path) take their options (s3.endpoint, ...)
+        // from this configuration, as a cluster entrypoint initializes them; a plain local run would not.
+        FileSystem.initialize(config, null);
         Files.createDirectories(runDir.resolve("completed"));
         Files.createDirectories(expectedDir);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(config);
@@ -121,6 +122,23 @@ public final class Probe {
                 throw new IllegalArgumentException("unknown step: " + step);
             }
         }
+    }
+
+    private static Properties properties(Path file) throws Exception {
+        Properties properties = new Properties();
+        try (InputStream in = new FileInputStream(file.toFile())) {
+            properties.load(new InputStreamReader(in, StandardCharsets.UTF_8));
+        }
+        return properties;
+    }
+
+    private static Configuration load(Path file) throws Exception {
+        Properties properties = properties(file);
+        Configuration config = new Configuration();
+        for (String key : properties.stringPropertyNames()) {
+            config.setString(key, properties.getProperty(key));
+        }
+        return config;
     }
 
     private static void metadata(String pointer) {
