@@ -101,7 +101,7 @@ helm-binary:
 	elif [ $$status -ne 0 ]; then exit $$status; fi
 
 # hack/build-flink-probe.sh exits 4 without Java or Maven (it installs Debian's maven when it can): a failure on CI,
-# locally the real-Flink tier then skips and says why. Cold, Maven downloads Flink 1.20 and 2.x (about 250 MB).
+# locally the real-Flink tier then skips and says why. Cold, Maven downloads Flink 1.20 and 2.x (about 270 MB).
 flink-probe:
 	@status=0; bash hack/build-flink-probe.sh >/dev/null || status=$$?; \
 	if [ $$status -eq 4 ]; then \
