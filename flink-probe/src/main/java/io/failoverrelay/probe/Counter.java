@@ -38,6 +38,7 @@ final class Counter extends RichFlatMapFunction<Long, Long> implements Checkpoin
     private transient boolean restored;
     private transient long firstValue;
     private transient StringBuilder restoredReport;
+    private transient int restoredKeys;
 
     Counter(int keys, String expectedDir, String runDir) {
         this.keys = keys;
@@ -68,7 +69,7 @@ final class Counter extends RichFlatMapFunction<Long, Long> implements Checkpoin
         }
         if (!mirror.containsKey(key) && restored) {
             restoredReport.append(key).append(' ').append(before).append('\n');
-            if (restoredReport.length() > 0 && countLines(restoredReport) == keys) {
+            if (++restoredKeys == keys) {
                 write(Paths.get(runDir, "restored"), "first " + firstValue + "\n" + restoredReport);
             }
         }
@@ -96,16 +97,6 @@ final class Counter extends RichFlatMapFunction<Long, Long> implements Checkpoin
     @Override
     public void notifyCheckpointComplete(long checkpointId) throws IOException {
         write(Paths.get(runDir, "completed", Long.toString(checkpointId)), "");
-    }
-
-    private static int countLines(CharSequence text) {
-        int lines = 0;
-        for (int i = 0; i < text.length(); i++) {
-            if (text.charAt(i) == '\n') {
-                lines++;
-            }
-        }
-        return lines;
     }
 
     /** Written whole under a temporary name and renamed, so a reader never sees half a file. */
