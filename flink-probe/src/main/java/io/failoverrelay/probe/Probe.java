@@ -59,9 +59,15 @@ public final class Probe {
                     + "Probe metadata CONFIG PATH...");
             System.exit(2);
         }
-        run(Paths.get(args[1]), Paths.get(args[2]), Paths.get(args[3]), Integer.parseInt(args[4]),
-                Integer.parseInt(args[5]), List.of(args).subList(6, args.length));
-        System.exit(0);  // the MiniCluster's threads are not daemons
+        try {
+            run(Paths.get(args[1]), Paths.get(args[2]), Paths.get(args[3]), Integer.parseInt(args[4]),
+                    Integer.parseInt(args[5]), List.of(args).subList(6, args.length));
+        } catch (Throwable error) {
+            // Exit whatever happened: the MiniCluster's threads are not daemons and would keep the JVM alive.
+            error.printStackTrace();
+            System.exit(1);
+        }
+        System.exit(0);
     }
 
     private static void run(Path configFile, Path runDir, Path expectedDir, int keys, int rate, List<String> steps)
