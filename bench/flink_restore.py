@@ -32,7 +32,7 @@ CONFIG = {
 }
 
 
-def measure(probe: Probe, keys: int, work: Path) -> dict[str, float]:
+def measure(probe: Probe, keys: int, work: Path) -> dict[str, int | float]:
     root = f"file://{work}/state"
     flink_configuration = {**CONFIG, "execution.checkpointing.dir": f"{root}/checkpoints"}
     expected = work / "expected"
@@ -54,6 +54,7 @@ def measure(probe: Probe, keys: int, work: Path) -> dict[str, float]:
     return {
         "keys": keys,
         "state_bytes": size,
+        "records": first,  # the records the state counted: the source's restored position
         "restored_submitted": restored.event("submitted")["seconds"],
         "restored_all_keys": restored.restore_seconds(),
         "fresh_submitted": fresh.event("submitted")["seconds"],
@@ -68,12 +69,15 @@ def main() -> None:
     args = parser.parse_args()
     probe = Probe.of(build_probes(), args.version)
     print(f"Flink {args.version}, RocksDB incremental; seconds from the JVM's start")
-    print("keys | state bytes | restored: submitted | restored: every key seen | fresh: submitted | fresh: 1st chk")
+    print(
+        "keys | records counted | state bytes | restored: submitted | restored: every key seen | fresh: submitted"
+        " | fresh: 1st chk"
+    )
     for keys in (int(value) for value in args.keys.split(",")):
         with tempfile.TemporaryDirectory() as work:
             row = measure(probe, keys, Path(work))
         print(
-            f"{row['keys']:,} | {row['state_bytes']:,} | {row['restored_submitted']:.1f} | "
+            f"{row['keys']:,} | {row['records']:,} | {row['state_bytes']:,} | {row['restored_submitted']:.1f} | "
             f"{row['restored_all_keys']:.1f} | {row['fresh_submitted']:.1f} | {row['fresh_first_checkpoint']:.1f}",
             flush=True,
         )
