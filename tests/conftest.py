@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.helm import HelmError, HelmUnavailable, helm_binary
 
 # Tiers by marker, most specific first: a test is in the first tier whose marker it carries, else "unit".
-TIERS = ("karmada", "envtest")
+TIERS = ("karmada", "flink", "envtest")
 _TIER_SECONDS: dict[str, float] = {}
 _TIER_TESTS: dict[str, set[str]] = {}
 _TIER_OF: dict[str, str] = {}
@@ -29,7 +29,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Unit tests first, then envtest, then the Karmada tier (stable within each): the fast answers come first, and
     no test runs beside an idle control plane that a session fixture keeps until the end of the run (timing-sensitive
     unit tests were slowed by the Karmada tier's ten processes idling behind them)."""
-    rank = {"unit": 0, "envtest": 1, "karmada": 2}
+    rank = {"unit": 0, "envtest": 1, "flink": 2, "karmada": 3}
     _TIER_OF.update((item.nodeid, _tier(item)) for item in items)
     items.sort(key=lambda item: rank[_TIER_OF[item.nodeid]])
 

@@ -104,8 +104,13 @@ class Layout:
         return self.suffix.format(namespace=namespace, job_id=job_id.value)
 
 
-def parse_layout(template: Any) -> Layout:
-    """Check a layout template: it starts with `{root}`, names `{job_id}`, uses no other field and no `..`."""
+def parse_layout(template: Any, *, savepoints: bool = False) -> Layout:
+    """Check a layout template: it starts with `{root}`, names `{job_id}`, uses no other field and no `..`.
+
+    A savepoint layout (`savepoints`) need not name `{job_id}`: Flink writes every job's savepoints side by side as
+    `savepoint-<6 hex of the job id>-<12 hex>` with no job-id level (`AbstractFsCheckpointStorageAccess
+    .initializeLocationForSavepoint`), so `{root}/savepoints` is where the operator's default configuration puts them
+    and the job's own are told apart by the name's prefix (`newest_savepoint`)."""
     if not isinstance(template, str) or not template:
         raise LayoutError("a layout must be a non-empty string such as " + DEFAULT_LAYOUT)
     try:
@@ -122,7 +127,7 @@ def parse_layout(template: Any) -> Layout:
             raise LayoutError(f"layout {template!r}: fields take no format spec or conversion")
     if not template.startswith("{root}") or names.count("root") != 1:
         raise LayoutError(f"layout {template!r} must start with {{root}} and name it once")
-    if "job_id" not in names:
+    if "job_id" not in names and not savepoints:
         raise LayoutError(f"layout {template!r} must contain {{job_id}}")
     suffix = template[len("{root}") :]
     if suffix and not suffix.startswith("/"):

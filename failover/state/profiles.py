@@ -175,7 +175,7 @@ def load_profiles(
     _check_label("savepoint.jobIdLabel", label)
     labels = trigger_labels(label)
     default_layouts = _layouts("savepoint.layouts", layouts, required=True)
-    default_savepoints = _layouts("savepoint.savepointLayouts", savepoint_layouts, required=False)
+    default_savepoints = _layouts("savepoint.savepointLayouts", savepoint_layouts, required=False, savepoints=True)
     profiles = {kind: flink_profile(kind, labels, default_layouts, default_savepoints) for kind in FLINK_SHAPES}
     configured: set[GroupKind] = set()
     for index, config in enumerate(configs):
@@ -234,7 +234,7 @@ def parse_profile(
         labels=labels,
         layouts=_layouts(f"{where}.layouts", config["layouts"], True) if "layouts" in config else layouts,
         savepoint_layouts=(
-            _layouts(f"{where}.savepointLayouts", config["savepointLayouts"], False)
+            _layouts(f"{where}.savepointLayouts", config["savepointLayouts"], False, savepoints=True)
             if "savepointLayouts" in config
             else savepoint_layouts
         ),
@@ -272,13 +272,13 @@ def _target(config: Any, where: str) -> TargetField:
     return TargetField(field=field, value=value, keep=frozenset(keep))
 
 
-def _layouts(where: str, templates: Any, required: bool) -> tuple[Layout, ...]:
+def _layouts(where: str, templates: Any, required: bool, savepoints: bool = False) -> tuple[Layout, ...]:
     if isinstance(templates, str) or not isinstance(templates, (list, tuple)):
         raise ProfileError(f"{where}: must be a list of layout templates")
     if required and not templates:
         raise ProfileError(f"{where}: needs at least one layout template")
     try:
-        return tuple(parse_layout(template) for template in templates)
+        return tuple(parse_layout(template, savepoints=savepoints) for template in templates)
     except LayoutError as error:
         raise ProfileError(f"{where}: {error}") from None
 

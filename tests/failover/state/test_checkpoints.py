@@ -319,6 +319,15 @@ def test_bad_layouts_are_refused(template, message):
     assert message in str(error.value)
 
 
+def test_a_savepoint_layout_needs_no_job_id_level():
+    """Flink writes savepoints side by side (`savepoint-<6 hex>-<12 hex>`), never below a job-id directory (#26)."""
+    assert parse_layout("{root}/savepoints", savepoints=True).suffix == "/savepoints"
+    assert parse_layout("{root}", savepoints=True).suffix == ""
+    assert parse_layout("{root}/{namespace}/savepoints", savepoints=True).suffix == "/{namespace}/savepoints"
+    with pytest.raises(LayoutError, match="'..'"):
+        parse_layout("{root}/../savepoints", savepoints=True)
+
+
 def test_cache_keeps_results_for_ttl():
     cache = LookupCache(ttl=10)
     found = LookupResult(Outcome.FOUND, "/x/chk-1", "checkpoint")

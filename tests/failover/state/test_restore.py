@@ -92,6 +92,31 @@ def test_only_flinks_savepoint_names_of_the_job_count(tmp_path):
     assert result.path == f"{tmp_path}/s/{savepoint_name(JOB, '000000000000')}"
 
 
+def test_savepoints_where_the_operators_defaults_put_them(tmp_path):
+    """The workload names only its checkpoint dir; its savepoints go to the operator's default savepoint dir, which
+    `savepoint.savepointLayouts: ["{root}/savepoints"]` names: Flink's own layout, no job-id level (#26)."""
+    state(tmp_path / "c" / JOB.value, "chk-41", completed_at=1000)
+    state(tmp_path / "savepoints", savepoint_name(JOB), completed_at=1060)  # savepoint-on-deletion
+    state(tmp_path / "savepoints", savepoint_name(OTHER, "ffffffffffff"), completed_at=5000)
+    layouts = (parse_layout("{root}/savepoints", savepoints=True),)
+    result = find(tmp_path, checkpoint_dir=f"{tmp_path}/c", savepoint_layouts=layouts)
+    assert (result.path, result.source) == (f"{tmp_path}/savepoints/{savepoint_name(JOB)}", "savepoint")
+    assert find(tmp_path, checkpoint_dir=f"{tmp_path}/c").path == f"{tmp_path}/c/{JOB}/chk-41"
+
+
+def test_a_shared_savepoint_prefix_is_the_known_limit(tmp_path):
+    """Two jobs whose ids share the first 6 hex digits, one savepoint directory: the names and `_metadata` carry
+    nothing else of the job id, so the newer savepoint of either is taken and `inject` lists both (docs/restore.md,
+    "Two jobs, one savepoint prefix"). A workload with a savepoint directory of its own is never confused."""
+    twin = JobId(JOB.value[:6] + "f" * 26)
+    state(tmp_path / "c" / JOB.value, "chk-41", completed_at=1000)
+    state(tmp_path / "s", savepoint_name(JOB), completed_at=1060)
+    state(tmp_path / "s", savepoint_name(twin, "ffffffffffff"), completed_at=2000)
+    result = find(tmp_path, checkpoint_dir=f"{tmp_path}/c", savepoint_dir=f"{tmp_path}/s")
+    assert result.path == f"{tmp_path}/s/{savepoint_name(twin, 'ffffffffffff')}"
+    assert f"{tmp_path}/c/{JOB}/chk-41" in {candidate.path for candidate in result.candidates}
+
+
 def test_create_subdir_off_compares_checkpoints_by_time_across_runs(tmp_path):
     # Without the <jobId> level every run counts from chk-1 again: chk-50 of an old run is older than chk-3 now.
     state(tmp_path / "c", "chk-50", completed_at=1000)

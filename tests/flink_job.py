@@ -1,0 +1,180 @@
+"""The real-Flink tier's driver (tests/flink): the probe of flink-probe/ (a keyed-counter job and a `_metadata`
+reader), built once per Flink version by hack/build-flink-probe.sh, run in a MiniCluster configured as the Flink
+operator configures a job from a FlinkDeployment. Nothing here imports pytest.
+
+The job writes, at every snapshot, the counts that snapshot holds to `expected/<checkpoint id>` (parallelism 1, at the
+barrier), and after a restore the counts Flink restored to `<run>/restored`; `Probe metadata` loads a state with
+Flink's own `Checkpoints.loadCheckpointMetadata`. Checkpoint ids are one counter along a lineage of restores (Flink
+continues from the restored id), so "the newest restorable state" is the largest id Flink can load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from failover.state.flink_config import flatten_configuration
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BUILD_SCRIPT = REPO_ROOT / "hack" / "build-flink-probe.sh"
+# The two generations of directory keys: 1.20 still writes with the `state.*` keys, 2.x only knows
+# `execution.checkpointing.*` (failover/state/flink_config.py reads both).
+FLINK_VERSIONS = ("1.20.3", "2.2.0")
+EXIT_NO_JAVA = 4
+# Where the operator puts `spec.job.initialSavepointPath` (StateRecoveryOptions.SAVEPOINT_PATH, Flink 1.20+), and the
+# job id it chose (`$internal.pipeline.job-id`, ApplicationReconciler.setJobIdIfNecessary).
+RESTORE_PATH_KEY = "execution.state-recovery.path"
+JOB_ID_KEY = "$internal.pipeline.job-id"
+
+
+class FlinkUnavailable(RuntimeError):
+    """No Java or Maven to build the probe with: a reason to skip locally (never on CI)."""
+
+
+class ProbeFailed(RuntimeError):
+    """The probe exited otherwise than asked; carries its stderr's tail."""
+
+
+def build_probes(log: Path | None = None) -> Path:
+    """The cache directory of hack/build-flink-probe.sh (milliseconds warm; cold, Maven downloads Flink's jars)."""
+    with log.open("ab") if log else open(os.devnull, "wb") as progress:
+        result = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=progress, text=True)
+    if result.returncode == EXIT_NO_JAVA:
+        raise FlinkUnavailable("the Flink probe is not built and there is no Java or Maven (hack/build-flink-probe.sh)")
+    if result.returncode != 0:
+        raise ProbeFailed(f"hack/build-flink-probe.sh exited {result.returncode}" + (f"; log: {log}" if log else ""))
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
+def operator_configuration(
+    flink_configuration: Mapping[str, Any],
+    defaults: Mapping[str, str],
+    job_id: str,
+    initial_savepoint_path: str | None,
+) -> dict[str, str]:
+    """What the operator hands Flink for a FlinkDeployment: its `defaultConfiguration` under the workload's
+    `flinkConfiguration`, the job id it chose and `spec.job.initialSavepointPath` as the restore path."""
+    config = {**defaults, **flatten_configuration(flink_configuration), JOB_ID_KEY: job_id}
+    if initial_savepoint_path:
+        config[RESTORE_PATH_KEY] = initial_savepoint_path
+    return config
+
+
+@dataclass
+class Run:
+    events: list[dict[str, Any]]
+    run_dir: Path
+
+    def event(self, name: str) -> dict[str, Any]:
+        return next(event for event in self.events if event["event"] == name)
+
+    def restored(self) -> tuple[int, dict[int, int]]:
+        """The sequence number the restored source went on from, and each key's count as Flink restored it."""
+        return parse_counts(self.event("restored")["report"], header="first")
+
+    def restore_seconds(self) -> float:
+        return float(self.event("restored")["seconds"])
+
+
+def parse_counts(text: str, header: str) -> tuple[int, dict[int, int]]:
+    lines = text.strip().splitlines()
+    head, value = lines[0].split()
+    if head != header:
+        raise ValueError(f"expected {header!r}, got {lines[0]!r}")
+    counts = {int(key): int(count) for key, count in (line.split() for line in lines[1:])}
+    return int(value) if header == "first" else int(value == "true"), counts
+
+
+def expected_counts(expected_dir: Path, checkpoint_id: int) -> dict[int, int]:
+    """The counts the job's snapshot `checkpoint_id` held, as the job wrote them at the barrier."""
+    complete, counts = parse_counts((expected_dir / str(checkpoint_id)).read_text(), header="complete")
+    if not complete:
+        raise ValueError(f"snapshot {checkpoint_id} was taken before every key was seen after a restore")
+    return counts
+
+
+@dataclass
+class Probe:
+    version: str
+    classpath: str
+
+    @classmethod
+    def of(cls, cache: Path, version: str) -> Probe:
+        directory = cache / version
+        jars = (directory / "classpath").read_text().split()
+        return cls(version, os.pathsep.join([str(directory / "classes"), *jars]))
+
+    def _command(self, *args: str) -> list[str]:
+        return ["java", "-Xmx512m", "-cp", self.classpath, "io.failoverrelay.probe.Probe", *args]
+
+    def run(
+        self,
+        config: Mapping[str, str],
+        run_dir: Path,
+        expected_dir: Path,
+        steps: Sequence[str],
+        keys: int,
+        rate: int,
+        timeout: float = 240,
+    ) -> Run:
+        """Run the job with exactly `config`; with a last step `crash-in-checkpoint`, kill -9 the JVM while a
+        checkpoint is in progress. Returns the events it printed."""
+        run_dir.mkdir(parents=True)
+        config_file = run_dir / "flink.properties"
+        config_file.write_text(_properties(config))
+        args = ["run", str(config_file), str(run_dir), str(expected_dir), str(keys), str(rate), *steps]
+        stderr = (run_dir / "stderr").open("wb")
+        process = subprocess.Popen(self._command(*args), stdout=subprocess.PIPE, stderr=stderr, text=True)
+        events: list[dict[str, Any]] = []
+        # A JVM that stops printing is killed at the deadline, which also ends the read below.
+        watchdog = threading.Timer(timeout, process.kill)
+        watchdog.start()
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                if line.startswith("{"):
+                    events.append(json.loads(line))
+                if events and events[-1]["event"] == "blocking":
+                    os.kill(process.pid, signal.SIGKILL)  # a crash while the checkpoint is in progress
+                    break
+            process.wait()
+        finally:
+            watchdog.cancel()
+            stderr.close()
+        crashed = bool(events) and events[-1]["event"] == "blocking"  # killed by us, not by the watchdog
+        if (process.returncode != (-signal.SIGKILL if crashed else 0)) or not events:
+            tail = (run_dir / "stderr").read_text(errors="replace")[-3000:]
+            raise ProbeFailed(f"Flink {self.version} probe exited {process.returncode}: {tail}")
+        return Run(events, run_dir)
+
+    def metadata(self, config: Mapping[str, str], *paths: str) -> dict[str, dict[str, Any]]:
+        """Each state as Flink's `Checkpoints.loadCheckpointMetadata` loads it (file systems configured from `config`):
+        its checkpoint id, or the error."""
+        with tempfile.NamedTemporaryFile("w", suffix=".properties") as config_file:
+            config_file.write(_properties(config))
+            config_file.flush()
+            result = subprocess.run(
+                self._command("metadata", config_file.name, *paths), capture_output=True, text=True, timeout=120
+            )
+        if result.returncode != 0:
+            raise ProbeFailed(f"Probe metadata exited {result.returncode}: {result.stderr[-2000:]}")
+        loaded = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+        return {entry["path"]: entry for entry in loaded}
+
+
+def _properties(config: Mapping[str, str]) -> str:
+    """`config` as java.util.Properties reads it back."""
+    return "".join(f"{key}={_escape(value)}\n" for key, value in sorted(config.items()))
+
+
+def _escape(value: str) -> str:
+    """A value as java.util.Properties reads it back."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
