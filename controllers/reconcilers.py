@@ -20,6 +20,7 @@ from controllers.cache import Cache, with_identity
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.kube import conflict, not_found
+from controllers.storm import StormMetrics
 from failover.core import binding as b
 from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
 from failover.core.names import ObjectRef, object_key
@@ -35,6 +36,7 @@ from failover.reconcile.fencing import (
     decide_fencing,
     forget_fenced,
     is_fenced_copy,
+    work_cluster,
 )
 from failover.reconcile.graceful_eviction import decide_graceful_eviction
 from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings
@@ -102,6 +104,7 @@ class ReconcileMetrics:
                 registry=registry,
             )
         )
+        self.storm = StormMetrics(registry)
 
 
 class _KeySet:
@@ -152,6 +155,7 @@ class BindingReconciler:
     async def __call__(self, key: str) -> timedelta | None:
         binding = self.cache.get(self.kind, key)
         if binding is None:
+            self.metrics.storm.observe((self.kind, key), None, (), self.clock())
             return None
         ref = ref_of(self.kind, key)
         now, settings = self.clock(), self.settings
@@ -192,6 +196,9 @@ class BindingReconciler:
             )
 
         fencing = await self._fence(step, key, now)
+        if self.cache.synced(WORKS.kind):
+            work_clusters = {cluster for work in self.cache.works_of(step.binding) if (cluster := work_cluster(work))}
+            self.metrics.storm.observe((self.kind, key), step.binding, work_clusters, now)
         return earliest(failover.requeue_after, eviction.requeue_after, fencing)
 
     async def _fence(self, step: _Steps, key: str, now: datetime) -> timedelta | None:

@@ -3,7 +3,8 @@ binding preemption evicts with producer `Scheduler`, reason `BindingPreempted`, 
 period and no preserved state. The test writes the task as that PR's scheduler does (`GracefulEvictCluster`: the
 cluster leaves spec.clusters and the task is appended), then watches what Karmada makes of it with the relay in
 place of its graceful eviction controller: a new copy started without the old job's id or a restore path (Karmada
-would inject none), the old copy kept until the new one is Healthy, then released, and nothing to fail back."""
+would inject none), the old copy kept until the new one is Healthy, then released, and nothing to fail back;
+`failover-relay status --cluster` lists the workload as restoring away from the cluster it left."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
 from failover.state.history import EVICTION, read_history
 from failover.state.last_state import recorded_states
 from tests.failover.binding_builders import preemption_task
+from tests.karmada.test_status import status
 from tests.karmada.workloads import BINDINGS, FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 from tests.support import report
@@ -68,7 +70,16 @@ def test_a_preemption_task_moves_the_workload_without_its_state(
     assert job.copy_in(first) is not None, "Gracefully: the old copy stays while the new one is not healthy"
     [task] = job.eviction_tasks()
     assert (task["producer"], task["reason"], task["fromCluster"]) == ("Scheduler", "BindingPreempted", first)
-    assert task.get("creationTimestamp"), "the relay stamps every task, as Karmada's controller does"
+    # What an operator sees of the cluster the workload left: `status --cluster`, as run by hand.
+    listed = status(env, "--cluster", first, "-n", namespace, "-o", "json")
+    assert listed.returncode == 0, listed.stderr
+    [row] = json.loads(listed.stdout)
+    assert (row["workload"], row["phase"], row["reason"], row["targets"]) == (
+        f"FlinkDeployment/{namespace}/{job.name}",
+        "restoring",
+        "BindingPreempted",
+        [second],
+    )
 
     job.run_healthy(second, new_job_id())
     env.wait_until(lambda: not job.eviction_tasks(), 30, "the preemption task ended")
