@@ -192,8 +192,8 @@ def newest_checkpoint(store: CheckpointStore, directory: str, per_job: bool = Tr
         if not completed:
             return None
         # In a job's own directory the highest number wins, in a shared one the newest _metadata.
-        _, written, name = max(completed, key=lambda found: found[:2] if per_job else (found[1], found[2]))
-        return name, written
+        _, at, chosen = max(completed, key=lambda found: found[:2] if per_job else (found[1], found[2]))
+        return chosen, at
     numbered = []
     for name in _entry_names(store, directory):
         match = _CHECKPOINT_DIR.match(name)
