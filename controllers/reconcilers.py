@@ -38,7 +38,7 @@ from failover.reconcile.fencing import (
     is_fenced_copy,
     work_cluster,
 )
-from failover.reconcile.graceful_eviction import decide_graceful_eviction
+from failover.reconcile.graceful_eviction import ENDED_HEALTHY, decide_graceful_eviction
 from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings
 from failover.reconcile.stateless_restart import stateless_restart_events
 from failover.state.history import HISTORY_ANNOTATION, decide_history, returned_cluster_patch
@@ -198,7 +198,8 @@ class BindingReconciler:
         fencing = await self._fence(step, key, now)
         if self.cache.synced(WORKS.kind):
             work_clusters = {cluster for work in self.cache.works_of(step.binding) if (cluster := work_cluster(work))}
-            self.metrics.storm.observe((self.kind, key), step.binding, work_clusters, now)
+            restored = {task.from_cluster for task in eviction.ended if task.why == ENDED_HEALTHY}
+            self.metrics.storm.observe((self.kind, key), step.binding, work_clusters, now, restored)
         return earliest(failover.requeue_after, eviction.requeue_after, fencing)
 
     async def _fence(self, step: _Steps, key: str, now: datetime) -> timedelta | None:

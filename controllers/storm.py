@@ -17,7 +17,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 
-from failover.reconcile.storm import RESTORED, WAITING, ClusterPhase, phases, restored_away_from
+from failover.reconcile.storm import RESTORED, WAITING, ClusterPhase, phases
 
 TOTAL = "total"
 # From seconds (a healthy control plane) to an hour (Karmada's taint manager at its default eviction rate needs about
@@ -50,9 +50,16 @@ class StormMetrics:
         self._counts: dict[tuple[str, str], int] = {}
 
     def observe(
-        self, binding_key: BindingKey, binding: Mapping[str, Any] | None, work_clusters: Collection[str], now: datetime
+        self,
+        binding_key: BindingKey,
+        binding: Mapping[str, Any] | None,
+        work_clusters: Collection[str],
+        now: datetime,
+        restored: Collection[str] = (),
     ) -> None:
-        """Record the binding's phases after a reconcile (None: the binding is gone)."""
+        """Record the binding's phases after a reconcile (None: the binding is gone). `restored`: the clusters whose
+        eviction task this reconcile ended because every new copy was Healthy (the task is gone, and the binding it
+        left has a new generation the scheduler has not seen yet)."""
         current = {found.cluster: found for found in (phases(binding, work_clusters) if binding is not None else [])}
         before = self._seen.pop(binding_key, {})
         after: dict[str, tuple[str, float, datetime | None]] = {}
@@ -66,10 +73,8 @@ class StormMetrics:
             if phase in WAITING:
                 self.duration.labels(cluster, phase).observe(at - started)
             # Restored: seen so, or the task ended in this reconcile with every new copy Healthy.
-            restored = (found is not None and found.phase == RESTORED) or (
-                found is None and binding is not None and restored_away_from(binding, cluster)
-            )
-            if phase != RESTORED and restored and created is not None:
+            done = (found is not None and found.phase == RESTORED) or (found is None and cluster in restored)
+            if phase != RESTORED and done and created is not None:
                 self.duration.labels(cluster, TOTAL).observe(max(0.0, (now - created).total_seconds()))
         for cluster, found in current.items():
             if cluster in after or not _tracked(found):

@@ -53,11 +53,25 @@ def test_a_task_ended_in_the_reconcile_that_saw_the_new_copy_healthy_counts_as_r
     ended = evicted(targets=("member2",))
     set_health(ended, "member2", "Healthy")
     ended["spec"]["gracefulEvictionTasks"] = []  # graceful eviction removed it in the same reconcile
-    storm.observe(KEY, ended, (), at(7))
+    ended["metadata"]["generation"] = 3  # a spec change the scheduler has not observed yet
+    storm.observe(KEY, ended, (), at(7), restored=("member1",))
     assert (
         value(registry, "failover_relay_failover_phase_duration_seconds_sum", member_cluster="member1", phase="total")
         == 7
     )
+
+
+def test_a_task_that_ran_out_is_no_restore() -> None:
+    registry = CollectorRegistry()
+    storm = StormMetrics(registry, clock=lambda: 0.0)
+    storm.observe(KEY, evicted(targets=("member2",)), (), at(1))
+    timed_out = evicted(targets=("member2",))
+    timed_out["spec"]["gracefulEvictionTasks"] = []
+    storm.observe(KEY, timed_out, (), at(700))
+    total = value(
+        registry, "failover_relay_failover_phase_duration_seconds_count", member_cluster="member1", phase="total"
+    )
+    assert total == 0
 
 
 def test_a_deleted_binding_leaves_no_waiting_workload_behind() -> None:
