@@ -6,6 +6,8 @@
   first worker calls `done`, so no change is lost.
 - Failures are retried with per-key exponential backoff (5 ms doubling up to 5 min, like client-go's default
   controller rate limiter); `forget` resets a key's backoff after a success.
+- `add(key, first=True)` puts a key before the others: after a new leader's first list, the bindings that may need
+  a write (an expired toleration) must not wait behind every healthy one;
 - `add_after` schedules a key for later (requeue-after from a decision, e.g. when a toleration expires).
 """
 
@@ -43,7 +45,8 @@ class WorkQueue:
         """Keys scheduled for later (delayed or backing off)."""
         return len(self._timers)
 
-    def add(self, key: Hashable) -> None:
+    def add(self, key: Hashable, first: bool = False) -> None:
+        """Queue `key` (at the front with `first`: a key that may need a write goes before thousands that do not)."""
         if self._shutting_down:
             return
         if key in self._processing:
@@ -52,7 +55,10 @@ class WorkQueue:
         if key in self._queued:
             return
         self._queued.add(key)
-        self._queue.append(key)
+        if first:
+            self._queue.appendleft(key)
+        else:
+            self._queue.append(key)
         asyncio.get_running_loop().create_task(self._notify())
 
     def add_after(self, key: Hashable, delay: float) -> None:
