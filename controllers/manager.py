@@ -15,7 +15,14 @@ import structlog
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from controllers.cache import BINDING_RESOURCES, POLICY_RESOURCES, BindingKey, Cache, work_cached_form
+from controllers.cache import (
+    BINDING_RESOURCES,
+    POLICY_RESOURCES,
+    BindingKey,
+    Cache,
+    binding_cached_form,
+    work_cached_form,
+)
 from controllers.client import KarmadaClient
 from controllers.controller import Controller, ControllerMetrics, Reconcile
 from controllers.events import EventRecorder
@@ -134,7 +141,10 @@ CONTROLLERS = (
 CACHED_ONLY = POLICY_RESOURCES
 # How the cache keeps the objects of a kind when it keeps less of them than the informer's default (which drops
 # managedFields).
-CACHED_FORMS: Mapping[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {WORKS.kind: work_cached_form}
+CACHED_FORMS: Mapping[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {
+    WORKS.kind: work_cached_form,
+    **{resource.kind: binding_cached_form for resource in BINDING_RESOURCES},
+}
 
 
 @dataclass(frozen=True)
