@@ -17,6 +17,8 @@ job's phases are timed from the stop:
 - `new work`: its Work for another member;
 - `restored`: its copy there with `initialSavepointPath` (the relay's Work webhook), checked to be its own state.
 
+and the relay's binding reconciles by result (`failover_relay_reconcile_total`: ok, conflict, ...) since it started.
+
 It prints per phase p50 / p95 / max over the N jobs and the time until the last job was restored, and writes them
 with `--json`. The member is started again between rates (the relay deletes the stale copies). Exit status is
 non-zero only when the harness fails; the numbers are in docs/benchmarks.md ("A storm in real Karmada").
@@ -42,7 +44,7 @@ from tests.karmada.outages import (
     grant_fencing_in_members,
     taint_not_ready_clusters,
 )
-from tests.karmada.test_storm import copies, storm_policy
+from tests.karmada.test_storm import copies, relay_samples, storm_policy
 from tests.karmada.workloads import BINDINGS, WORKS, FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 
@@ -65,9 +67,17 @@ def work_owners(env: KarmadaEnv, member: str) -> set[str]:
     return owners
 
 
+def answered(condition: Any) -> Any:
+    """`condition()`, or False when an apiserver did not answer in time (a loaded machine): a missed poll."""
+    try:
+        return condition()
+    except (TimeoutError, OSError):
+        return False
+
+
 def wait(what: str, condition: Any, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while not condition():
+    while not answered(condition):
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(1)
@@ -111,28 +121,11 @@ def storm(env: KarmadaEnv, jobs_count: int, rate: float) -> dict[str, Any]:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"storm not over after {deadline - stopped:.0f} s: {summary(seen)}")
             now = time.monotonic() - stopped
-            if not_ready is None and not cluster_ready(env, home):
+            answered(lambda at=now: poll(env, namespace, home, others, seen, newest, ids, at))
+            if not_ready is None and answered(lambda: not cluster_ready(env, home)):
                 not_ready = now
-            for binding in karmada.list(resource_path(BINDINGS, "resourcebindings", namespace=namespace)):
-                if binding["spec"].get("gracefulEvictionTasks"):
-                    seen[binding["spec"]["resource"]["name"]].setdefault("task", now)
-            in_home = work_owners(env, home)
-            elsewhere = set().union(*(work_owners(env, member) for member in others))
-            for name, phases in seen.items():
-                if "task" in phases and name not in in_home:
-                    phases.setdefault("released", now)
-                if name in elsewhere:
-                    phases.setdefault("new work", now)
-            for member in others:
-                for name, copy in copies(env, member, namespace).items():
-                    if "restored" not in seen[name] and restore_path(copy):
-                        if (
-                            restore_path(copy) != newest[name]
-                            or copy["metadata"]["labels"].get(CLUSTER_JOB_ID_LABEL) != ids[name]
-                        ):
-                            raise RuntimeError(f"{name} restored with another state: {restore_path(copy)}")
-                        seen[name]["restored"] = now
             time.sleep(POLL_SECONDS)
+    reconciles = relay_samples(env, "failover_relay_reconcile_total")
     env.start_member(home)
     wait(f"the stale copies in {home} deleted", lambda: not copies(env, home, namespace), 300)
     wait(f"{home} Ready", lambda: cluster_ready(env, home), 180)
@@ -145,7 +138,48 @@ def storm(env: KarmadaEnv, jobs_count: int, rate: float) -> dict[str, Any]:
         "not_ready_seconds": not_ready,
         "phases": {phase: [phases[phase] for phases in seen.values() if phase in phases] for phase in PHASES},
         "last_restored_seconds": max(phases["restored"] for phases in seen.values()),
+        # The relay's binding reconciles until the last job was restored, by result (a conflict: a 409 on a write
+        # with the resourceVersion the decision was made on; it is retried with a fresh read).
+        "binding_reconciles": {
+            dict(labels)["result"]: value
+            for labels, value in reconciles.items()
+            if dict(labels).get("controller") == "resourcebindings"
+        },
     }
+
+
+def poll(
+    env: KarmadaEnv,
+    namespace: str,
+    home: str,
+    others: list[str],
+    seen: dict[str, dict[str, float]],
+    newest: dict[str, Path],
+    ids: dict[str, str],
+    now: float,
+) -> bool:
+    """One look at every job's phase (`now`: seconds after the stop); raises when a job got another's state."""
+    karmada = env.api(KARMADA)
+    for binding in karmada.list(resource_path(BINDINGS, "resourcebindings", namespace=namespace)):
+        if binding["spec"].get("gracefulEvictionTasks"):
+            seen[binding["spec"]["resource"]["name"]].setdefault("task", now)
+    in_home = work_owners(env, home)
+    elsewhere = set().union(*(work_owners(env, member) for member in others))
+    for name, phases in seen.items():
+        if "task" in phases and name not in in_home:
+            phases.setdefault("released", now)
+        if name in elsewhere:
+            phases.setdefault("new work", now)
+    for member in others:
+        for name, copy in copies(env, member, namespace).items():
+            if "restored" not in seen[name] and restore_path(copy):
+                if (
+                    restore_path(copy) != newest[name]
+                    or copy["metadata"]["labels"].get(CLUSTER_JOB_ID_LABEL) != ids[name]
+                ):
+                    raise RuntimeError(f"{name} restored with another state: {restore_path(copy)}")
+                seen[name]["restored"] = now
+    return True
 
 
 def summary(seen: dict[str, dict[str, float]]) -> str:
@@ -163,6 +197,7 @@ def report(result: dict[str, Any]) -> None:
         cells = " | ".join(f"{percentile(values, q):.1f}" for q in (0.5, 0.95)) if values else "n/a | n/a"
         print(f"| {phase} ({len(values)} jobs) | {cells} | {max(values) if values else float('nan'):.1f} |")
     print(f"\nlast job restored {result['last_restored_seconds']:.1f} s after the stop")
+    print(f"relay's binding reconciles since it started, by result: {result['binding_reconciles']}")
 
 
 def main(argv: list[str] | None = None) -> int:
