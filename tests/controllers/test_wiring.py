@@ -130,4 +130,4 @@ async def test_a_binding_the_loop_may_have_to_act_on_is_queued_before_the_health
     changed = queue_keys(RESOURCE_BINDINGS, cache, queues)
     for key in bindings:
         changed(key)
-    assert (await queued(queues))[RESOURCE_BINDINGS.kind] == ["ns/evicting", "ns/sick", "ns/a", "ns/b"]
+    assert (await queued(queues))[RESOURCE_BINDINGS.kind] == ["ns/sick", "ns/evicting", "ns/a", "ns/b"]
