@@ -186,9 +186,10 @@ def summary(seen: dict[str, dict[str, float]]) -> str:
     return ", ".join(f"{phase} {sum(phase in p for p in seen.values())}" for phase in PHASES)
 
 
-def report(result: dict[str, Any]) -> None:
+def report(result: dict[str, Any], workers: int | None) -> None:
     print(
-        f"\n{result['jobs']} jobs, --resource-eviction-rate {result['resource_eviction_rate']}: cluster not Ready "
+        f"\n{result['jobs']} jobs, relay workers {workers or 'default'}, --resource-eviction-rate "
+        f"{result['resource_eviction_rate']}: cluster not Ready "
         f"{result['not_ready_seconds']:.1f} s after its apiserver stopped; set-up {result['setup_seconds']:.0f} s\n"
     )
     print("| phase, seconds after the stop | p50 | p95 | max |")
@@ -206,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--jobs", type=int, default=200, help="FlinkDeployments on the member that dies (200)")
     parser.add_argument("--rates", default="0.5,5", help="--resource-eviction-rate values, one storm each (0.5,5)")
+    parser.add_argument(
+        "--relay-workers", type=int, help="the relay's controllers.workers (default: the relay's own default, 2)"
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     try:
@@ -213,17 +217,19 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         print("--rates: comma-separated numbers", file=sys.stderr)
         return 2
-    if args.jobs < 1 or any(rate <= 0 for rate in rates):
-        print("--jobs and every rate must be greater than 0", file=sys.stderr)
+    if args.jobs < 1 or any(rate <= 0 for rate in rates) or (args.relay_workers is not None and args.relay_workers < 1):
+        print("--jobs, --relay-workers and every rate must be greater than 0", file=sys.stderr)
         return 2
     env = KarmadaEnv(karmada_tree(source_only=False), ensure_binaries())
     env.start()
     results = []
     try:
         grant_fencing_in_members(env)
+        if args.relay_workers:
+            env.restart_relay({"controllers": {"workers": args.relay_workers}})
         for rate in rates:
             results.append(storm(env, args.jobs, rate))
-            report(results[-1])
+            report(results[-1], args.relay_workers)
     finally:
         env.stop()
     if args.json:
