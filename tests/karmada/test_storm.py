@@ -111,7 +111,7 @@ def test_a_dying_cluster_s_stateful_jobs_all_come_back_elsewhere_each_with_its_o
             env.stop_member(home)
             stopped = time.monotonic()
             deadline = stopped + RESTORED_WITHIN_SECONDS
-            waiting_seen: dict[tuple[tuple[str, str], ...], float] = {}
+            most_waiting = 0.0  # the most workloads of `home` the relay counted as waiting at one scrape
             while len(restored) < WORKLOADS and time.monotonic() < deadline:
                 now = time.monotonic() - stopped
                 for binding in env.api(KARMADA).list(resource_path(BINDINGS, "resourcebindings", namespace=namespace)):
@@ -122,8 +122,11 @@ def test_a_dying_cluster_s_stateful_jobs_all_come_back_elsewhere_each_with_its_o
                     for name, copy in copies(env, member, namespace).items():
                         if name not in restored and restore_path(copy):
                             restored[name] = (now, member, copy)
-                if not waiting_seen and 0 < len(task_seen) and len(restored) < len(task_seen):
-                    waiting_seen = relay_samples(env, "failover_relay_workloads_waiting")
+                if len(restored) < WORKLOADS:
+                    waiting = relay_samples(env, "failover_relay_workloads_waiting")
+                    most_waiting = max(
+                        most_waiting, sum(v for labels, v in waiting.items() if ("member_cluster", home) in labels)
+                    )
                 time.sleep(POLL_SECONDS)
             total = time.monotonic() - stopped
             assert len(restored) == WORKLOADS, (
@@ -152,8 +155,7 @@ def test_a_dying_cluster_s_stateful_jobs_all_come_back_elsewhere_each_with_its_o
         env.wait_until(lambda: not copies(env, home, namespace), 120, f"the stale copies in {home} deleted")
         env.wait_until(lambda: cluster_ready(env, home), 120, f"{home} Ready again")
 
-    waiting = sum(value for labels, value in waiting_seen.items() if ("member_cluster", home) in labels)
-    assert waiting > 0, f"no workload counted while waiting: {waiting_seen}"
+    assert most_waiting >= WORKLOADS / 2, f"at most {most_waiting} workloads counted as waiting"
     assert durations.get((("member_cluster", home), ("phase", "total"))) == WORKLOADS, durations
     tasks = list(task_seen.values())
     back = [at for at, _, _ in restored.values()]
