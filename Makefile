@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 ARGS ?=
 
 .PHONY: run test test-unit lint shellcheck envtest-binaries karmada-binaries helm-binary flink-probe promtool image bench \
-	bench-quick bench-instructions bench-reconcile clean
+	bench-quick bench-instructions bench-reconcile bench-storm clean
 
 # Stamps record what was installed; pip runs again only when pyproject.toml changes.
 $(BIN)/python:
@@ -68,6 +68,9 @@ bench-instructions: $(VENV)/.installed-run
 ## `failover-relay controllers`; ARGS="--quick" for 1,000. About 5 minutes; builds the envtest binaries if missing.
 bench-reconcile: $(VENV)/.installed-test envtest-binaries
 	$(BIN)/python bench/reconcile_scale.py $(ARGS)
+
+bench-storm: $(VENV)/.installed-test envtest-binaries karmada-binaries
+	$(BIN)/python bench/storm.py $(ARGS)
 
 envtest-binaries:
 	@if [ -z "$$KUBEBUILDER_ASSETS" ]; then bash hack/build-envtest.sh >/dev/null; fi

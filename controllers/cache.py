@@ -21,9 +21,12 @@ from failover.core.api import (
     WORKS,
     Resource,
 )
+from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.core.names import object_key
 from failover.reconcile.fencing import FENCED_ANNOTATION, fenced_copies
 from failover.reconcile.stateless_restart import is_flink_deployment
+from failover.state.history import JOB_STATUS
+from failover.state.last_state import preservation_rules
 from failover.state.preserved_state import owning_binding
 
 BINDING_RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
@@ -75,6 +78,37 @@ def work_cached_form(work: Mapping[str, Any]) -> Mapping[str, Any]:
         "metadata": metadata,
         "spec": {"workload": {"manifests": identities}},
     }
+
+
+def binding_cached_form(binding: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A binding as the cache keeps it: without managedFields, and each copy's reflected status
+    (`status.aggregatedStatus[*].status`) cut to the top-level fields the loop reads: `jobStatus` (the history of
+    runs) and what the binding's statePreservation rules name. A FlinkDeployment's reflected status carries the
+    whole last spec twice as strings (`reconciliationStatus`), most of a binding's size; at 50,000 bindings this is
+    the difference to the memory target (docs/benchmarks.md, "Reconcile loop at scale"). A rule that may read
+    anything keeps the status whole."""
+    metadata = binding.get("metadata")
+    if isinstance(metadata, dict) and "managedFields" in metadata:
+        binding = {**binding, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
+    items = b.status(binding).get("aggregatedStatus")
+    if not isinstance(items, list) or not items:
+        return binding
+    kept: set[str] = {JOB_STATUS}
+    for rule in preservation_rules(binding):
+        try:
+            fields = parse_template(rule.json_path).leading_fields()
+        except JSONPathSyntaxError:
+            continue  # never evaluates to a value
+        if fields is None:
+            return binding
+        kept |= fields
+    trimmed = [
+        {**item, "status": {k: v for k, v in item["status"].items() if k in kept}}
+        if isinstance(item, dict) and isinstance(item.get("status"), dict)
+        else item
+        for item in items
+    ]
+    return {**binding, "status": {**b.status(binding), "aggregatedStatus": trimmed}}
 
 
 class Cache:

@@ -28,6 +28,8 @@ from urllib3.exceptions import HTTPError
 from failover.core.names import key_of
 
 WATCH_TIMEOUT_SECONDS = 290  # the apiserver closes watches after --min-request-timeout (1800 s) at the latest
+# Objects per page of a list (client-go's reflector pages by 500 too); an expired continue token is a 410, relisted.
+LIST_PAGE_SIZE = 500
 RETRY_MIN_SECONDS = 0.5
 RETRY_MAX_SECONDS = 30.0
 # The resync period, the one every informer of the loop uses. A resync lists nothing (it re-reports the cache), so
@@ -108,8 +110,18 @@ class Informer:
                     self._notify(key)
 
     def _relist(self) -> str:
-        listing = self._list()
-        fresh = {key_of(item): self._transform(item) for item in listing.get("items") or ()}
+        """List every object, page by page as client-go's reflector does (`LIST_PAGE_SIZE`): one unpaginated LIST of
+        20,000 Karmada v1.19 bindings (130 MB of JSON) outlived the apiserver's 60 s request timeout on a loaded
+        two-core machine, and it is held in memory whole before the first object is decoded."""
+        fresh: dict[str, Mapping[str, Any]] = {}
+        token: str | None = None
+        while True:
+            listing = self._list(limit=LIST_PAGE_SIZE, _continue=token) if token else self._list(limit=LIST_PAGE_SIZE)
+            for item in listing.get("items") or ():
+                fresh[key_of(item)] = self._transform(item)
+            token = (listing.get("metadata") or {}).get("continue")
+            if not token:
+                break
         gone = set(self.cache) - set(fresh)
         changed = [key for key, item in fresh.items() if _version(self.cache.get(key)) != _version(item)]
         self.cache = {**fresh}

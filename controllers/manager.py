@@ -15,7 +15,14 @@ import structlog
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from controllers.cache import POLICY_RESOURCES, BindingKey, Cache, work_cached_form
+from controllers.cache import (
+    BINDING_RESOURCES,
+    POLICY_RESOURCES,
+    BindingKey,
+    Cache,
+    binding_cached_form,
+    work_cached_form,
+)
 from controllers.client import KarmadaClient
 from controllers.controller import Controller, ControllerMetrics, Reconcile
 from controllers.events import EventRecorder
@@ -29,6 +36,7 @@ from controllers.reconcilers import (
     RebalancerReconciler,
     ReconcileMetrics,
 )
+from failover.core import binding as b
 from failover.core.api import (
     CLUSTER_RESOURCE_BINDINGS,
     CLUSTERS,
@@ -48,6 +56,21 @@ SYNC_TIMEOUT_SECONDS = 60.0
 
 # Where an event of one resource leads: (cache, the event's kind, its key) -> the (kind, key) pairs to reconcile.
 KeyMap = Callable[[Cache, str, str], Iterable[BindingKey]]
+
+
+BINDING_KINDS = frozenset(resource.kind for resource in BINDING_RESOURCES)
+
+
+def may_act_on(binding: Mapping[str, Any] | None) -> bool:
+    """A binding the loop may have to write to: a copy not Healthy, an eviction task, or being deleted. Only the
+    order of the queue depends on it: with 50,000 bindings listed by a new leader, a toleration that ran out under
+    the old one is acted on within a second of the cache sync instead of after every healthy binding
+    (docs/benchmarks.md, "Reconcile loop at scale")."""
+    if binding is None:
+        return False
+    if b.is_deleting(binding) or b.eviction_tasks(binding):
+        return True
+    return any(b.health_of(item) != b.HEALTHY for item in b.aggregated_status(binding).values())
 
 
 def itself(_: Cache, kind: str, key: str) -> Iterable[BindingKey]:
@@ -118,7 +141,10 @@ CONTROLLERS = (
 CACHED_ONLY = POLICY_RESOURCES
 # How the cache keeps the objects of a kind when it keeps less of them than the informer's default (which drops
 # managedFields).
-CACHED_FORMS: Mapping[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {WORKS.kind: work_cached_form}
+CACHED_FORMS: Mapping[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {
+    WORKS.kind: work_cached_form,
+    **{resource.kind: binding_cached_form for resource in BINDING_RESOURCES},
+}
 
 
 @dataclass(frozen=True)
@@ -228,6 +254,6 @@ def queue_keys(resource: Resource, cache: Cache, queues: Mapping[str, WorkQueue]
             for kind, target in keys(cache, resource.kind, key):
                 queue = routes.get((keys, kind))
                 if queue is not None:
-                    queue.add(target)
+                    queue.add(target, first=kind in BINDING_KINDS and may_act_on(cache.get(kind, target)))
 
     return changed

@@ -6,6 +6,9 @@
   first worker calls `done`, so no change is lost.
 - Failures are retried with per-key exponential backoff (5 ms doubling up to 5 min, like client-go's default
   controller rate limiter); `forget` resets a key's backoff after a success.
+- `add(key, first=True)` puts a key before the others (the first ones among themselves in their order): after a new
+  leader's first list, the bindings that may need a write (an expired toleration) must not wait behind every healthy
+  one;
 - `add_after` schedules a key for later (requeue-after from a decision, e.g. when a toleration expires).
 """
 
@@ -26,6 +29,7 @@ class ShutDown(Exception):
 class WorkQueue:
     def __init__(self, clock: Callable[[], float] | None = None) -> None:
         self._queue: deque[Hashable] = deque()
+        self._first: deque[Hashable] = deque()  # keys added with first=True, in their order, served before _queue
         self._queued: set[Hashable] = set()
         self._processing: set[Hashable] = set()
         self._dirty: set[Hashable] = set()
@@ -36,14 +40,15 @@ class WorkQueue:
         self._clock = clock or asyncio.get_running_loop().time
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self._first) + len(self._queue)
 
     @property
     def waiting(self) -> int:
         """Keys scheduled for later (delayed or backing off)."""
         return len(self._timers)
 
-    def add(self, key: Hashable) -> None:
+    def add(self, key: Hashable, first: bool = False) -> None:
+        """Queue `key` (at the front with `first`: a key that may need a write goes before thousands that do not)."""
         if self._shutting_down:
             return
         if key in self._processing:
@@ -52,7 +57,7 @@ class WorkQueue:
         if key in self._queued:
             return
         self._queued.add(key)
-        self._queue.append(key)
+        (self._first if first else self._queue).append(key)
         asyncio.get_running_loop().create_task(self._notify())
 
     def add_after(self, key: Hashable, delay: float) -> None:
@@ -85,11 +90,11 @@ class WorkQueue:
 
     async def get(self) -> Hashable:
         async with self._ready:
-            while not self._queue:
+            while not self._first and not self._queue:
                 if self._shutting_down:
                     raise ShutDown
                 await self._ready.wait()
-            key = self._queue.popleft()
+            key = (self._first or self._queue).popleft()
             self._queued.discard(key)
             self._processing.add(key)
             return key

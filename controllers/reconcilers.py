@@ -20,6 +20,7 @@ from controllers.cache import Cache, with_identity
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.kube import conflict, not_found
+from controllers.storm import StormMetrics
 from failover.core import binding as b
 from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
 from failover.core.names import ObjectRef, object_key
@@ -35,8 +36,9 @@ from failover.reconcile.fencing import (
     decide_fencing,
     forget_fenced,
     is_fenced_copy,
+    work_cluster,
 )
-from failover.reconcile.graceful_eviction import decide_graceful_eviction
+from failover.reconcile.graceful_eviction import ENDED_HEALTHY, decide_graceful_eviction
 from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings
 from failover.reconcile.stateless_restart import stateless_restart_events
 from failover.state.history import HISTORY_ANNOTATION, decide_history, returned_cluster_patch
@@ -111,6 +113,7 @@ class ReconcileMetrics:
                 registry=registry,
             )
         )
+        self.storm = StormMetrics(registry)
 
 
 class _KeySet:
@@ -178,6 +181,7 @@ class BindingReconciler:
         binding = self.cache.get(self.kind, key)
         if binding is None:
             self.metrics.kept.set((self.kind, key), ())
+            self.metrics.storm.observe((self.kind, key), None, (), self.clock())
             return None
         ref = ref_of(self.kind, key)
         now, settings = self.clock(), self.settings
@@ -222,6 +226,10 @@ class BindingReconciler:
             )
 
         fencing = await self._fence(step, key, now)
+        if self.cache.synced(WORKS.kind):
+            work_clusters = {cluster for work in self.cache.works_of(step.binding) if (cluster := work_cluster(work))}
+            restored = {task.from_cluster for task in eviction.ended if task.why == ENDED_HEALTHY}
+            self.metrics.storm.observe((self.kind, key), step.binding, work_clusters, now, restored)
         return earliest(failover.requeue_after, eviction.requeue_after, fencing)
 
     async def _fence(self, step: _Steps, key: str, now: datetime) -> timedelta | None:

@@ -151,6 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.add_argument("-n", "--namespace", help="only this namespace")
     status.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="instead: every workload member cluster NAME runs or is being evicted from, and its phase there",
+    )
+    status.add_argument(
         "--config", type=Path, help="the relay's YAML config file (its savepoint section says where the state is)"
     )
     add_setting_flags(status, *STATUS_FLAGS, helps=STATUS_HELPS)
@@ -358,6 +363,8 @@ def _status(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.interval <= 0:
         return _refuse("--interval must be greater than 0")
+    if args.cluster is not None and args.workload is not None:
+        return _refuse("give a WORKLOAD or --cluster, not both")
     kubeconfig = settings.controllers.kubeconfig
     return run_status(
         Path(kubeconfig) if kubeconfig else None,
@@ -370,6 +377,7 @@ def _status(args: argparse.Namespace) -> int:
         sys.stdout,
         sys.stderr,
         settings.controllers.decisions(),
+        cluster=args.cluster,
     )
 
 

@@ -1,8 +1,9 @@
 """`failover-relay status [WORKLOAD]`: where each workload under a stateful failover policy stands in its failover
-lifecycle. Reads the Karmada apiserver (bindings, Clusters, the resource template) and the checkpoint storage with
-the relay's own settings; changes nothing. The view is computed by `failover.reconcile.status_view`; this module
-fetches and prints. Exit 0, or 2 with one line for bad input (unknown workload, unreachable server, a server that
-does not serve Karmada's APIs, bad kubeconfig or config).
+lifecycle; with `--cluster NAME`, every workload of one member cluster and its phase in a move away from it
+(`failover.reconcile.storm`). Reads the Karmada apiserver (bindings, Clusters, the resource template, Works) and the
+checkpoint storage with the relay's own settings; changes nothing. The view is computed by
+`failover.reconcile.status_view`; this module fetches and prints. Exit 0, or 2 with one line for bad input (unknown
+workload, unreachable server, a server that does not serve Karmada's APIs, bad kubeconfig or config).
 """
 
 from __future__ import annotations
@@ -24,10 +25,21 @@ from urllib3.exceptions import HTTPError
 from controllers.kube import NoClusterConfig, load_api_client
 from failover.admission.registry import group_kind_of
 from failover.core import binding as b
-from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, FLINK_RESOURCES, RESOURCE_BINDINGS, Resource
+from failover.core.api import (
+    CLUSTER_RESOURCE_BINDINGS,
+    CLUSTERS,
+    EXECUTION_NAMESPACE_PREFIX,
+    FLINK_RESOURCES,
+    RESOURCE_BINDINGS,
+    WORKS,
+    Resource,
+)
+from failover.core.names import is_dns_label, object_key
 from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_name, workload_view
+from failover.reconcile.storm import render_cluster_table, workload_phase_rows
 from failover.state.checkpoints import CheckpointStore, LookupResult
+from failover.state.preserved_state import owning_binding
 from failover.state.profiles import InjectionProfile
 from failover.state.restore import find_restore_point
 from failover.state.savepoint import plan_lookup
@@ -109,6 +121,28 @@ def collect(
     return views
 
 
+def collect_cluster(api_client: client.ApiClient, cluster: str, namespace: str | None) -> list[dict[str, Any]]:
+    """`--cluster`: every workload `cluster` runs or is being evicted from, and its phase there (one LIST of the
+    bindings and one of the Works in the cluster's execution namespace)."""
+    if not is_dns_label(cluster):
+        raise StatusError(f"--cluster {cluster!r} is not a cluster name")
+    clusters = {str(b.metadata(found).get("name")) for found in _listed(api_client, CLUSTERS)}
+    if cluster not in clusters:
+        raise StatusError(f"no cluster {cluster} in Karmada (clusters: {', '.join(sorted(clusters)) or 'none'})")
+    bindings = [
+        {"apiVersion": resource.api_version, "kind": resource.kind, **binding}
+        for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
+        for binding in _listed(api_client, resource)
+        if not namespace or b.metadata(binding).get("namespace") == namespace
+    ]
+    works: dict[tuple[str, str], set[str]] = {}
+    for work in _listed(api_client, WORKS, f"{EXECUTION_NAMESPACE_PREFIX}{cluster}"):
+        ref = owning_binding(work)[0]
+        if ref is not None:
+            works.setdefault((ref.kind.kind, object_key(ref.namespace, ref.name)), set()).add(cluster)
+    return workload_phase_rows(bindings, works, cluster)
+
+
 def run_status(
     kubeconfig: Path | None,
     settings: SavepointSettings,
@@ -120,6 +154,7 @@ def run_status(
     out: TextIO,
     err: TextIO,
     decisions: DecisionSettings | None = None,
+    cluster: str | None = None,
 ) -> int:
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings; the failure is said in one line
     try:
@@ -131,8 +166,13 @@ def run_status(
         return EXIT_BAD_INPUT
     try:
         while True:
-            views = collect(api_client, storage, settings, workload, namespace, datetime.now(UTC), decisions)
-            print(render(views, output), file=out, end="" if output == "table" else "\n")
+            now = datetime.now(UTC)
+            if cluster is not None:
+                rows = collect_cluster(api_client, cluster, namespace)
+                text = render_cluster_table(cluster, rows, now) if output == "table" else render(rows, output)
+            else:
+                text = render(collect(api_client, storage, settings, workload, namespace, now, decisions), output)
+            print(text, file=out, end="" if output == "table" else "\n")
             if not watch:
                 return EXIT_OK
             out.flush()
@@ -209,8 +249,15 @@ def _named(binding: Mapping[str, Any], workload: str, namespace: str | None) -> 
     )
 
 
-def _listed(api_client: client.ApiClient, resource: Resource) -> Iterable[Mapping[str, Any]]:
+def _listed(api_client: client.ApiClient, resource: Resource, namespace: str = "") -> Iterable[Mapping[str, Any]]:
     try:
+        if namespace:
+            api = client.CustomObjectsApi(api_client)
+            listing = api.list_namespaced_custom_object(
+                resource.group, resource.version, namespace, resource.plural, _request_timeout=REQUEST_TIMEOUT_SECONDS
+            )
+            items = cast(Mapping[str, Any], listing).get("items") or ()  # the client types it `object`: decoded JSON
+            return [{"apiVersion": resource.api_version, "kind": resource.kind, **item} for item in items]
         return list(stored_objects(api_client, resource))
     except ApiException as error:
         if not error.status:  # the client's own wrapping of a TLS failure

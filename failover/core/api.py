@@ -181,6 +181,7 @@ PRODUCER_TAINT_MANAGER = "TaintManager"  # EvictionProducerTaintManager
 # Ours: the reason of a failback eviction task, and the policy annotation that opts a workload in to failback
 # (docs/design.md, "Failback").
 REASON_FAILBACK = "Failback"
+PRODUCER_FAILBACK = "failover-relay-failback"
 FAILBACK_ANNOTATION = "failover-relay.io/failback"
 
 # Annotations Karmada puts on bindings naming the policy that made them (policy.karmada.io/v1alpha1 constants).

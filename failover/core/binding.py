@@ -11,7 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from failover.core.api import PRODUCER_TAINT_MANAGER, REASON_TAINT_UNTOLERATED
+from failover.core.api import (
+    PRODUCER_CRB_APPLICATION_FAILOVER,
+    PRODUCER_FAILBACK,
+    PRODUCER_RB_APPLICATION_FAILOVER,
+    PRODUCER_TAINT_MANAGER,
+    REASON_APPLICATION_FAILURE,
+    REASON_FAILBACK,
+    REASON_TAINT_UNTOLERATED,
+)
 from failover.core.fields import is_int
 from failover.core.names import ObjectRef
 
@@ -109,6 +117,27 @@ def eviction_tasks(binding: Mapping[str, Any]) -> list[dict[str, Any]]:
 def is_cluster_failover_task(task: Mapping[str, Any]) -> bool:
     """A task of Karmada's taint manager (cluster failover), as opposed to application failover or ours."""
     return task.get("producer") == PRODUCER_TAINT_MANAGER or task.get("reason") == REASON_TAINT_UNTOLERATED
+
+
+# The producers and reasons of the failovers Karmada and the relay write tasks for (v1.19's
+# pkg/apis/work/v1alpha2/well_known_constants.go, and our failback).
+FAILOVER_PRODUCERS = frozenset(
+    (PRODUCER_TAINT_MANAGER, PRODUCER_RB_APPLICATION_FAILOVER, PRODUCER_CRB_APPLICATION_FAILOVER, PRODUCER_FAILBACK)
+)
+FAILOVER_REASONS = frozenset((REASON_TAINT_UNTOLERATED, REASON_APPLICATION_FAILURE, REASON_FAILBACK))
+
+
+def is_failover_task(task: Mapping[str, Any]) -> bool:
+    """A task of a failover (the taint manager's, application failover's, our failback's). Any other producer and
+    reason (Karmada PR #7832's `Scheduler` / `BindingPreempted`) passes through: graceful eviction ends it by Karmada's
+    rules alone and no state is carried for it but what the task itself preserved (docs/design.md, "Eviction tasks
+    of other producers")."""
+    return task.get("producer") in FAILOVER_PRODUCERS or task.get("reason") in FAILOVER_REASONS
+
+
+def passing_through(binding: Mapping[str, Any]) -> set[str]:
+    """The clusters the binding's pass-through tasks (not `is_failover_task`) evict from."""
+    return {task["fromCluster"] for task in eviction_tasks(binding) if not is_failover_task(task)}
 
 
 def scheduled_for_generation(binding: Mapping[str, Any]) -> bool:

@@ -389,6 +389,11 @@ class Template:
         admission of a policy that names the template, and kept with it like `unusable_as_label`."""
         return _field_names(self.source)
 
+    def leading_fields(self) -> frozenset[str] | None:
+        """The top-level fields of the object the template can read (`{.jobStatus.jobId}`: jobStatus), or None when
+        an action may read anything (it starts with a wildcard, a recursive descent, a filter, a range or `{.}`)."""
+        return _leading_fields(self.source)
+
     @property
     def has_action(self) -> bool:
         return any(isinstance(node, Node) for node in self.nodes)
@@ -463,6 +468,19 @@ def _parse_valid_length(source: str) -> Template:
 @functools.lru_cache(maxsize=512)
 def _label_problems(source: str) -> tuple[str, ...]:
     return _parse_valid_length(source)._label_problems()
+
+
+@functools.lru_cache(maxsize=512)
+def _leading_fields(source: str) -> frozenset[str] | None:
+    fields = set()
+    for node in _parse_valid_length(source).nodes:
+        if isinstance(node, Text):
+            continue
+        first = node.nodes[0] if isinstance(node, Node) and node.nodes else None
+        if not isinstance(first, Field) or not first.name:
+            return None
+        fields.add(first.name)
+    return frozenset(fields)
 
 
 @functools.lru_cache(maxsize=512)

@@ -56,6 +56,7 @@ from failover.core.api import (
     CLUSTER_PROPAGATION_POLICY,
     CLUSTER_PROPAGATION_POLICY_NAME_ANNOTATION,
     FAILBACK_ANNOTATION,
+    PRODUCER_FAILBACK,
     PROPAGATION_POLICY,
     PROPAGATION_POLICY_NAME_ANNOTATION,
     PROPAGATION_POLICY_NAMESPACE_ANNOTATION,
@@ -71,7 +72,6 @@ from failover.reconcile.decision import NORMAL, WARNING, BindingPatch, DecisionS
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
 from failover.state.last_state import recorded_state
 
-PRODUCER_FAILBACK = "failover-relay-failback"
 EVENT_FAILBACK_NOT_POSSIBLE = "FailbackNotPossible"
 # How often to look again when failback evictions were held back by failback_max_in_flight.
 IN_FLIGHT_RETRY = timedelta(seconds=10)

@@ -12,9 +12,14 @@ docs/design.md, "Graceful eviction"). A task ends when:
 A task with `suppressDeletion: true` stays until someone removes it. A task without `creationTimestamp` (written by
 Karmada's taint manager, say) is stamped with `now` and kept on that pass. Where this differs from Karmada: an
 EMPTY target list is not "every target healthy" (Karmada issue #7455, where a binding that fitted nowhere lost its
-old copy at once); such a task waits for its grace period.
+old copy at once); such a task of a failover waits for its grace period.
 
-Every ended task is remembered on the binding in `EVICTED_FROM_ANNOTATION` (JSON `{"member1": "<task
+A task of a producer we do not know (`failover.core.binding.is_failover_task`; Karmada PR #7832's binding preemption
+writes `Scheduler` / `BindingPreempted`) passes through: it ends exactly as Karmada's controller ends it, an empty
+target list included (a preempted workload that fits nowhere is meant to give its resources up), and it is not
+remembered for failback (docs/design.md, "Eviction tasks of other producers").
+
+Every ended task of a failover is remembered on the binding in `EVICTED_FROM_ANNOTATION` (JSON `{"member1": "<task
 creationTimestamp>"}`), so failback can later tell which workloads left a cluster, and when, after the tasks are gone.
 """
 
@@ -43,6 +48,7 @@ class EndedTask:
     from_cluster: str
     why: str  # ENDED_CONFIRMED, ENDED_TIMEOUT or ENDED_HEALTHY
     started: datetime  # the task's creationTimestamp
+    failover: bool = True  # False: a pass-through task of another producer (b.is_failover_task)
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,8 @@ def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSetti
     raw_tasks = b.spec(binding).get("gracefulEvictionTasks")
     if not isinstance(raw_tasks, list) or not raw_tasks:
         return EvictionDecision()
-    targets_healthy = all_targets_healthy(binding)
+    # Karmada's assessment (evictiontask.go allScheduledResourceInHealthyState) counts no target as all healthy.
+    targets_healthy = {True: all_targets_healthy(binding), False: all_targets_healthy(binding, empty_is_healthy=True)}
     kept: list[Any] = []
     ended: list[EndedTask] = []
     delays: list[timedelta | None] = []
@@ -83,12 +90,13 @@ def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSetti
             changed = True
             delays.append(None if task.get("suppressDeletion") is True else _timeout(task, settings))
             continue
-        why, delay = _task_end(task, created, targets_healthy, settings, now)
+        failover = b.is_failover_task(task)
+        why, delay = _task_end(task, created, targets_healthy[failover], settings, now)
         if why is None:
             kept.append(task)
             delays.append(delay)
         else:
-            ended.append(EndedTask(task["fromCluster"], why, created))
+            ended.append(EndedTask(task["fromCluster"], why, created, failover))
             changed = True
     if not changed:
         return EvictionDecision(requeue_after=earliest(*delays))
@@ -101,21 +109,23 @@ def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSetti
         for task in ended
     )
     patch: dict[str, Any] = {"spec": {"gracefulEvictionTasks": kept}}
-    if ended:
+    remembered = [task for task in ended if task.failover]
+    if remembered:
         record = evicted_from(binding)
-        for task in ended:
+        for task in remembered:
             record[task.from_cluster] = max(task.started, record.get(task.from_cluster, task.started))
         patch["metadata"] = {"annotations": {EVICTED_FROM_ANNOTATION: write_time_annotation(record)}}
     return EvictionDecision(patch=patch, ended=tuple(ended), events=events, requeue_after=earliest(*delays))
 
 
-def all_targets_healthy(binding: Mapping[str, Any]) -> bool:
-    """Scheduled for the current generation and every target Healthy; no targets is not healthy (#7455)."""
+def all_targets_healthy(binding: Mapping[str, Any], empty_is_healthy: bool = False) -> bool:
+    """Scheduled for the current generation and every target Healthy; no targets is not healthy (#7455) unless
+    `empty_is_healthy` (Karmada's own rule, for pass-through tasks)."""
     if not b.scheduled_for_generation(binding):
         return False
     targets = b.target_clusters(binding)
     if not targets:
-        return False
+        return empty_is_healthy
     health = b.aggregated_status(binding)
     return all(b.health_of(health.get(target.name)) == b.HEALTHY for target in targets)
 

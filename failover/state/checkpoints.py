@@ -193,6 +193,13 @@ def newest_checkpoint(store: CheckpointStore, directory: str, per_job: bool = Tr
     In a job's own directory the numbers order the checkpoints; in a directory shared by the runs of a workload
     (`create-subdir: false`) each new job id counts from 1 again, so there the time of `_metadata` decides.
     """
+    completed = _completed_checkpoints(store, directory)
+    if completed is not None:
+        if not completed:
+            return None
+        # In a job's own directory the highest number wins, in a shared one the newest _metadata.
+        _, at, chosen = max(completed, key=lambda found: found[:2] if per_job else (found[1], found[2]))
+        return chosen, at
     numbered = []
     for name in _entry_names(store, directory):
         match = _CHECKPOINT_DIR.match(name)
@@ -210,6 +217,24 @@ def newest_checkpoint(store: CheckpointStore, directory: str, per_job: bool = Tr
         if written is not None and (newest is None or (written, name) > newest):
             newest = (written, name)
     return (newest[1], newest[0]) if newest else None
+
+
+def _completed_checkpoints(store: CheckpointStore, directory: str) -> list[tuple[int, float, str]] | None:
+    """On an object store: (number, time of _metadata, name) of every completed `chk-<n>` in `directory`, from one
+    listing of the keys starting with `chk-` (`_completed_by_prefix`). Asking for each candidate's `_metadata` costs a
+    HEAD, and on s3fs a missing one (the checkpoint in progress, usually the newest) a further LIST (its `info`
+    checks for a directory of that name): four requests for one job where one does (issue 27). None when the store
+    is a local one or cannot list this way."""
+    if store.real_root is not None or not store.contains(directory):
+        return None
+    completed = _completed_by_prefix(store, directory, "chk-")
+    if completed is None:
+        return None
+    return [
+        (int(match.group(1)), written, name)
+        for name, written in completed.items()
+        if (match := _CHECKPOINT_DIR.match(name))
+    ]
 
 
 def newest_savepoint(store: CheckpointStore, directory: str, job_id: JobId) -> tuple[str, float] | None:

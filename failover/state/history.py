@@ -230,10 +230,11 @@ def _kind(task: Mapping[str, Any]) -> str:
 
 
 def _preserved_job_id(binding: Mapping[str, Any], task: Mapping[str, Any]) -> str:
-    """The job id the task preserved (its preservedLabelState, else the evicted copy's last healthy report)."""
+    """The job id the task preserved (its preservedLabelState, else, for a failover, the evicted copy's last healthy
+    report)."""
     state = task.get("preservedLabelState")
     if not isinstance(state, dict) or not state:
-        state = recorded_state(binding, task["fromCluster"])
+        state = recorded_state(binding, task["fromCluster"]) if b.is_failover_task(task) else {}
     # job_id_problem() is None only for a string.
     return cast(str, next((value for label in TRIGGER_LABELS if not job_id_problem(value := state.get(label))), ""))
 

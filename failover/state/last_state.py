@@ -15,7 +15,8 @@ union of `failover.application.statePreservation` and `failover.cluster.statePre
 the policy into the binding's `spec.failover`).
 
 A record is dropped once it cannot be needed: its cluster is neither a target nor evicted by a task, and every
-target has a record of its own (the state has reached a copy that runs it healthily).
+target has a record of its own (the state has reached a copy that runs it healthily), or at once when a task of
+another producer (`failover.core.binding.is_failover_task`) evicts it: that move carries no state.
 """
 
 from __future__ import annotations
@@ -153,6 +154,10 @@ def decide_last_state(binding: Mapping[str, Any], now: datetime) -> Mapping[str,
     evicting = {task["fromCluster"] for task in b.eviction_tasks(binding)}
     if targets and all(cluster in new for cluster in targets):
         new = {cluster: state for cluster, state in new.items() if cluster in targets or cluster in evicting}
+    # A copy evicted by a task we do not own (binding preemption) moves without its state: its record must not
+    # reach the next copy once the task is gone (`moved_state`).
+    passing = b.passing_through(binding)
+    new = {cluster: state for cluster, state in new.items() if cluster not in passing}
     value = _write(new)
     if value == raw or (value is None and raw is None):
         return None

@@ -150,10 +150,12 @@ def binding_targets(binding: Mapping[str, Any]) -> set[str]:
 def task_state(binding: Mapping[str, Any], task: Mapping[str, Any]) -> dict[Any, Any]:
     """The state a task carries: its preservedLabelState, else (a task Karmada wrote without state, e.g. the taint
     manager's without its alpha gate) the last healthy report of the evicted copy for the rules of that kind of
-    failover (`failover.state.last_state`)."""
+    failover (`failover.state.last_state`); for a task of another producer, only its own preservedLabelState."""
     state = task.get("preservedLabelState")
     if isinstance(state, dict) and state:
         return dict(state)
+    if not b.is_failover_task(task):
+        return {}  # a pass-through task (Karmada PR #7832's preemption) carries only what its producer preserved
     which = CLUSTER if b.is_cluster_failover_task(task) else APPLICATION
     aliases = {rule.alias for rule in preservation_rules(binding, which)}
     return recorded_state(binding, task["fromCluster"], aliases) if aliases else {}
@@ -192,7 +194,7 @@ def moved_state(binding: Mapping[str, Any], cluster: str) -> tuple[str, dict[str
     before the new copy existed (a failback by WorkloadRebalancer, a grace period that ran out): the state outlives
     the task until a new copy has been created with it."""
     records = recorded_states(binding)
-    targets = binding_targets(binding)
+    targets = binding_targets(binding) | b.passing_through(binding)  # a stateless move leaves no state to carry
     others = [(state.at, name) for name, state in records.items() if name != cluster and name not in targets]
     if not others:
         return None

@@ -26,6 +26,16 @@ async def test_adding_a_key_many_times_queues_it_once() -> None:
     assert await drain(queue) == ["ns/a", "ns/b"]
 
 
+async def test_a_key_added_first_goes_before_the_others_once() -> None:
+    queue = WorkQueue()
+    for key in ("ns/a", "ns/b", "ns/c"):
+        queue.add(key)
+    queue.add("ns/urgent", first=True)
+    queue.add("ns/later", first=True)
+    queue.add("ns/b", first=True)  # already queued: stays where it is, once
+    assert await drain(queue) == ["ns/urgent", "ns/later", "ns/a", "ns/b", "ns/c"]
+
+
 async def test_a_key_added_while_processing_comes_back_after_done() -> None:
     queue = WorkQueue()
     queue.add("k")

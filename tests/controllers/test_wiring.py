@@ -115,3 +115,19 @@ async def test_policy_events_queue_nothing() -> None:
     for resource in POLICY_RESOURCES:
         queue_keys(resource, cache, queues)("ns/p")
     assert await queued(queues) == {}
+
+
+async def test_a_binding_the_loop_may_have_to_act_on_is_queued_before_the_healthy_ones() -> None:
+    """A new leader lists thousands of bindings at once; an expired toleration must not wait behind them."""
+
+    def health(state: str) -> dict[str, Any]:
+        return {"metadata": {"name": "b"}, "status": {"aggregatedStatus": [{"clusterName": "m1", "health": state}]}}
+
+    bindings = {"ns/a": health("Healthy"), "ns/b": health("Healthy"), "ns/sick": health("Unhealthy")}
+    bindings["ns/evicting"] = evicting_from("member1")
+    cache = filled_cache({RESOURCE_BINDINGS: bindings})
+    queues = {spec.resource.kind: WorkQueue() for spec in CONTROLLERS}
+    changed = queue_keys(RESOURCE_BINDINGS, cache, queues)
+    for key in bindings:
+        changed(key)
+    assert (await queued(queues))[RESOURCE_BINDINGS.kind] == ["ns/sick", "ns/evicting", "ns/a", "ns/b"]

@@ -80,6 +80,22 @@ def flink_binding(**health: str) -> dict[str, Any]:
     return binding
 
 
+def preemption_task(from_cluster: str, **extra: Any) -> dict[str, Any]:
+    """An eviction task as Karmada PR #7832's binding preemption writes it (`pkg/scheduler/core/preemption.go`,
+    `GracefulEvictCluster` with purge mode Gracefully, reason BindingPreempted, producer Scheduler; its e2e gives a 30 s
+    grace period): no preservedLabelState, no clustersBeforeFailover."""
+    return {
+        "fromCluster": from_cluster,
+        "purgeMode": "Gracefully",
+        "reason": "BindingPreempted",
+        "message": "preempted by a binding of higher priority",
+        "producer": "Scheduler",
+        "gracePeriodSeconds": 30,
+        "replicas": 1,
+        **extra,
+    }
+
+
 def set_health(binding: dict[str, Any], cluster: str, health: str, status: dict[str, Any] | None = None) -> None:
     items = binding["status"].setdefault("aggregatedStatus", [])
     for item in items:

@@ -11,6 +11,7 @@ updater's (``CaBundleInjector``). Then, through the real code paths:
 - the loop's metrics record a workload kept on its last cluster and then moved, as the binding reconciler does;
 - with a kubeconfig naming an apiserver address that refuses connections: a Work whose binding cannot be read
   (``binding-unreadable``), and one round of the caBundle updater (``error``);
+- the storm metrics of one workload evicted from a member cluster, restoring and then restored;
 - a connection that speaks plain text to the TLS port (refused: ``handshake-failed``).
 
 The scrape (``GET /metrics``) is parsed into ``Series``: the names and labels the alert tests and the dashboard
@@ -23,6 +24,7 @@ import asyncio
 import json
 import socket
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
@@ -179,6 +181,36 @@ async def run_controller(loop: ReconcileLoop) -> None:
         await asyncio.wait_for(worker, 5)
 
 
+def storm(loop: ReconcileLoop) -> None:
+    """A workload evicted from member1 by the taint manager, seen restoring on member2 and then restored, as the
+    binding reconciler hands its phases to the storm metrics."""
+    binding = {
+        "apiVersion": RESOURCE_BINDINGS.api_version,
+        "kind": RESOURCE_BINDINGS.kind,
+        "metadata": {"name": "scraped-flinkdeployment", "namespace": "flink", "generation": 2},
+        "spec": {
+            "clusters": [{"name": "member2", "replicas": 1}],
+            "gracefulEvictionTasks": [
+                {
+                    "fromCluster": "member1",
+                    "purgeMode": "Directly",
+                    "reason": "TaintUntolerated",
+                    "producer": "TaintManager",
+                    "creationTimestamp": "2026-11-26T10:00:00Z",
+                }
+            ],
+        },
+        "status": {
+            "schedulerObservedGeneration": 2,
+            "aggregatedStatus": [{"clusterName": "member2", "health": "Unknown"}],
+        },
+    }
+    key, now = (RESOURCE_BINDINGS.kind, "flink/scraped-flinkdeployment"), datetime(2026, 11, 26, 10, 1, tzinfo=UTC)
+    loop.reconcile_metrics.storm.observe(key, binding, ("member2",), now)
+    binding["status"]["aggregatedStatus"][0]["health"] = "Healthy"
+    loop.reconcile_metrics.storm.observe(key, binding, ("member2",), now)
+
+
 async def post(session: aiohttp.ClientSession, path: str, body: bytes) -> None:
     async with session.post(path, data=body, headers={"Content-Type": "application/json"}) as response:
         await response.read()
@@ -217,6 +249,7 @@ async def scrape_exercised_relay(tmp_path: Path) -> str:
             kept = loop.reconcile_metrics.kept
             kept.set(("ResourceBinding", "flink/scraped"), ("member3",))
             kept.set(("ResourceBinding", "flink/scraped"), ())
+            storm(loop)
             await injector.sync_once()
             async with session.get("/metrics") as response:
                 assert response.status == 200

@@ -125,6 +125,12 @@ FIRING = (
         {"member_cluster": "member3"},
     ),
     Firing(
+        "FailoverRelayClusterWorkloadsNotRestored",
+        (Input("failover_relay_workloads_waiting", {"member_cluster": "member1", "phase": "restoring"}, "3x60"),),
+        "20m",
+        {"member_cluster": "member1"},
+    ),
+    Firing(
         "FailoverRelayQueueBacklog",
         (Input("failover_relay_queue_depth", {"controller": "resourcebindings"}, "150x60"),),
         "20m",

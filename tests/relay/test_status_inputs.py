@@ -19,7 +19,9 @@ current-context: c
 """
 
 
-@pytest.mark.parametrize("case", ["missing", "garbage", "a-list", "unreachable", "bad-root", "bad-interval"])
+@pytest.mark.parametrize(
+    "case", ["missing", "garbage", "a-list", "unreachable", "bad-root", "bad-interval", "cluster-and-workload"]
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     argv = ["status", "--kubeconfig", str(kubeconfig)]
@@ -33,6 +35,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
         argv += ["--checkpoint-root", "gopher://nowhere"]
     if case == "bad-interval":
         argv += ["--watch", "--interval", "0"]
+    if case == "cluster-and-workload":
+        argv += ["--cluster", "member1", "default/job"]
     assert main(argv) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and error.startswith("failover-relay: ") and "Traceback" not in error

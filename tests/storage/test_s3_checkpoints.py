@@ -76,6 +76,21 @@ def test_newest_completed_checkpoint_on_s3(bucket, s3_endpoint):
     assert result.path == f"s3://{name}/flink/{JOB}/checkpoints/chk-10"
 
 
+def test_a_lookup_is_one_listing_of_the_jobs_checkpoints_on_s3(bucket, s3_endpoint):
+    """Issue 27: with the newest checkpoint in progress a lookup cost four requests (LIST, then a HEAD of each
+    candidate's _metadata, and s3fs's LIST after the missing one); N jobs at once meant 4N. One listing answers it."""
+    fs, name = bucket
+    write_checkpoints(fs, f"{name}/flink/{JOB}/checkpoints", completed=(8, 9), in_progress=(10,))
+    fs.pipe(f"{name}/flink/{JOB}/checkpoints/shared/x", b"shared state")
+    store = open_store(f"s3://{name}", options(s3_endpoint))
+    store.fs.ls(f"{name}/")  # the client exists from here on; its requests are counted
+    requests = []
+    store.fs.s3.meta.events.register("before-send.s3", lambda request, **_: requests.append(request.method))
+    result = lookup(store, DEFAULT, (), "flink", JOB)
+    assert result.path == f"s3://{name}/flink/{JOB}/checkpoints/chk-9"
+    assert requests == ["GET"]
+
+
 def test_flink_native_layout_on_s3_under_a_prefix(bucket, s3_endpoint):
     fs, name = bucket
     write_checkpoints(fs, f"{name}/flink-checkpoints/{JOB}", completed=(99, 100))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from datetime import timedelta
 
 from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, all_targets_healthy, decide_graceful_eviction
-from tests.failover.binding_builders import at, nginx_binding, set_health, stamp
+from tests.failover.binding_builders import at, nginx_binding, preemption_task, set_health, stamp
 from tests.support import merge_patch
 
 SETTINGS = DecisionSettings()
@@ -86,6 +87,27 @@ def test_empty_target_list_is_not_all_healthy():
     assert not all_targets_healthy(binding)
     decision = decide_graceful_eviction(binding, SETTINGS, at(10))
     assert decision.patch is None and decision.requeue_after == timedelta(seconds=590)
+
+
+def test_a_preemption_task_passes_through_as_karmadas_controller_ends_it():
+    """Karmada PR #7832: a preempted workload that fits nowhere gives its resources up at once, as Karmada's own
+    controller ends the task (no target counts as all healthy there), and is no failover to fail back."""
+    binding = nginx_binding([])
+    binding["metadata"]["generation"] = binding["status"]["schedulerObservedGeneration"] = 2
+    binding["spec"]["gracefulEvictionTasks"] = [preemption_task("member1")]
+    stamped = merge_patch(binding, decide_graceful_eviction(binding, SETTINGS, at(0)).patch)
+    assert stamped["spec"]["gracefulEvictionTasks"] == [{**preemption_task("member1"), "creationTimestamp": stamp(0)}]
+    decision = decide_graceful_eviction(stamped, SETTINGS, at(1))
+    assert decision.patch == {"spec": {"gracefulEvictionTasks": []}}
+    assert [(t.from_cluster, t.why, t.failover) for t in decision.ended] == [
+        ("member1", "every target cluster is healthy", False)
+    ]
+    # Placed elsewhere but not healthy yet: its own 30 s grace period, not our default timeout.
+    waiting = copy.deepcopy(stamped)
+    waiting["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
+    set_health(waiting, "member2", "Unhealthy")
+    assert decide_graceful_eviction(waiting, SETTINGS, at(1)).requeue_after == timedelta(seconds=29)
+    assert decide_graceful_eviction(waiting, SETTINGS, at(30)).ended[0].why == "grace period passed"
 
 
 def test_suppress_deletion_true_stays_forever():

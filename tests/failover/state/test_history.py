@@ -13,6 +13,7 @@ from failover.reconcile.application_failover import decide_application_failover
 from failover.reconcile.decision import DecisionSettings
 from failover.state.history import (
     DEAD_CLUSTER_RETURN,
+    EVICTION,
     FAILBACK,
     FAILOVER,
     HISTORY_ANNOTATION,
@@ -27,7 +28,7 @@ from failover.state.history import (
 from failover.state.last_state import decide_last_state
 from failover.state.preserved_state import plan_work_labels
 from failover.state.savepoint import PREVIOUS_JOB_IDS_ANNOTATION, UPGRADE_SAVEPOINT_PATH_ANNOTATION
-from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health, stamp
+from tests.failover.binding_builders import JOB_ID, at, flink_binding, preemption_task, set_health, stamp
 from tests.support import merge_patch
 
 LABEL = "application.karmada.io/failover-jobid"
@@ -83,6 +84,15 @@ def test_a_failover_is_recorded_once_with_the_preserved_job_id_then_where_it_wen
     binding = merge_patch(binding, decide_history(binding, [work("member2", RESTORE)], at(73)))
     assert read_history(binding).moves[0].restore == RESTORE
     assert decide_history(binding, [work("member2", RESTORE)], at(500)) is None
+
+
+def test_a_preemption_is_an_eviction_without_a_job_id() -> None:
+    """Karmada PR #7832's task: a stateless move, so no job id is put on it from the copy's last healthy report."""
+    binding = reconcile(flink_binding(), 0)
+    binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
+    binding["spec"]["gracefulEvictionTasks"] = [preemption_task("member1", creationTimestamp=stamp(5))]
+    [move] = read_history(reconcile(binding, 5)).moves
+    assert (move.kind, move.from_cluster, move.reason, move.job_id) == (EVICTION, "member1", "BindingPreempted", "")
 
 
 def test_every_run_karmada_reflected_is_kept_newest_first_with_its_start_path() -> None:

@@ -16,12 +16,13 @@ from failover.state.last_state import (
     recorded_state,
     recorded_states,
 )
-from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health, stamp
+from tests.failover.binding_builders import JOB_ID, at, flink_binding, preemption_task, set_health, stamp
 from tests.support import merge_patch
 
 LABEL = "application.karmada.io/failover-jobid"
 CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
 OTHER_JOB = "0123456789abcdef0123456789abcdef"
+APP_PRODUCER = "resource-binding-application-failover-controller"
 
 
 def with_cluster_rules(binding: dict[str, Any]) -> dict[str, Any]:
@@ -98,11 +99,22 @@ def test_the_old_record_goes_once_every_target_runs_with_a_record_of_its_own() -
 def test_a_cluster_still_being_evicted_keeps_its_record() -> None:
     binding = recorded(flink_binding(), 10)
     binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
-    binding["spec"]["gracefulEvictionTasks"] = [{"fromCluster": "member1", "purgeMode": "Directly"}]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {"fromCluster": "member1", "purgeMode": "Directly", "reason": "ApplicationFailure", "producer": APP_PRODUCER}
+    ]
     binding["status"]["aggregatedStatus"] = []
     set_health(binding, "member2", "Healthy", {"jobStatus": {"jobId": OTHER_JOB}})
     binding = recorded(binding, 30)
     assert set(recorded_states(binding)) == {"member1", "member2"}
+
+
+def test_a_copy_preempted_by_a_task_we_do_not_own_loses_its_record_at_once() -> None:
+    """Karmada PR #7832: the scheduler evicts a preempted workload statelessly; its old state must not follow it."""
+    binding = recorded(flink_binding(), 10)
+    binding["spec"]["clusters"] = []
+    binding["spec"]["gracefulEvictionTasks"] = [preemption_task("member1")]
+    binding = recorded(binding, 20)
+    assert recorded_states(binding) == {}
 
 
 def test_a_binding_without_rules_drops_the_annotation() -> None:

@@ -24,7 +24,7 @@ from failover.state.preserved_state import (
 )
 from failover.state.profiles import flink_deployment_profile
 from failover.state.savepoint import FAIL_OPEN, injection_verdict
-from tests.failover.binding_builders import JOB_ID, stamp
+from tests.failover.binding_builders import JOB_ID, preemption_task, stamp
 
 LABEL = DEFAULT_JOB_ID_LABEL
 OTHER_JOB = "0123456789abcdef0123456789abcdef"
@@ -396,6 +396,16 @@ def test_a_task_carries_the_last_healthy_report_for_the_rules_of_its_failover_ki
     assert task_state(only_application_rules, taint_task) == {}
     # The workload still moved away from a copy whose state was recorded: the new copy gets it (moved_state).
     assert plan_work_labels(work(), only_application_rules).labels == {LABEL: JOB_ID}
+
+
+def test_a_preempted_workload_moves_without_state_unless_its_task_preserved_some() -> None:
+    """Karmada PR #7832's task carries no state; Karmada would inject none, and neither do we (neither the evicted
+    copy's last healthy report nor, with the task still there, a moved state)."""
+    preempted = with_record(binding(["member2"], preemption_task("member1")), {"member1": (JOB_ID, 0)})
+    assert task_state(preempted, preemption_task("member1")) == {}
+    assert plan_work_labels(work("member2"), preempted).labels == {}
+    kept = with_record(binding(["member2"], preemption_task("member1", preservedLabelState={LABEL: JOB_ID})), {})
+    assert plan_work_labels(work("member2"), kept).labels == {LABEL: JOB_ID}
 
 
 def test_with_no_task_a_moved_workload_gets_the_state_of_the_copy_it_left() -> None:

@@ -1,0 +1,41 @@
+"""The binding as the loop's cache keeps it: the decisions read from it what they read from the whole object."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from controllers.cache import binding_cached_form
+from failover.state.history import decide_history
+from failover.state.last_state import decide_last_state
+from tests.failover.binding_builders import at, flink_binding
+
+RECONCILIATION = {"lastReconciledSpec": "{...the whole spec...}", "state": "DEPLOYED"}
+
+
+def reflected_flink_status(binding: dict[str, Any]) -> dict[str, Any]:
+    status = binding["status"]["aggregatedStatus"][0]["status"]
+    status.update({"reconciliationStatus": RECONCILIATION, "clusterInfo": {"flink-version": "1.20.1"}})
+    status["jobStatus"]["upgradeSavepointPath"] = "s3://state/sp-1"
+    binding["metadata"]["managedFields"] = [{"manager": "karmada-controller-manager"}]
+    return binding
+
+
+def test_only_the_fields_the_loop_reads_are_kept_and_its_decisions_do_not_change() -> None:
+    full = reflected_flink_status(flink_binding())
+    full["spec"]["failover"]["cluster"] = {
+        "statePreservation": {"rules": [{"aliasLabelName": "a.io/state", "jsonPath": "{.lifecycleState}"}]}
+    }
+    cached = binding_cached_form(full)
+    assert set(cached["status"]["aggregatedStatus"][0]["status"]) == {"jobStatus", "lifecycleState"}
+    assert "managedFields" not in cached["metadata"]
+    assert full["status"]["aggregatedStatus"][0]["status"]["reconciliationStatus"] == RECONCILIATION  # not mutated
+    for decide in (lambda b: decide_last_state(b, at(10)), lambda b: decide_history(b, (), at(10))):
+        assert decide(cached) == decide(full)
+
+
+def test_a_rule_that_may_read_anything_keeps_the_whole_status() -> None:
+    full = reflected_flink_status(flink_binding())
+    full["spec"]["failover"]["application"]["statePreservation"]["rules"][0]["jsonPath"] = "{..jobId}"
+    cached = binding_cached_form(copy.deepcopy(full))
+    assert cached["status"] == full["status"]

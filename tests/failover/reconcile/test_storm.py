@@ -1,0 +1,94 @@
+"""The phases of a workload moving away from a member cluster, as a storm is watched by."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from failover.reconcile.storm import (
+    RELEASING,
+    RESTORED,
+    RESTORING,
+    RUNNING,
+    SCHEDULING,
+    UNHEALTHY,
+    phases,
+    render_cluster_table,
+    workload_phase_rows,
+)
+from tests.failover.binding_builders import at, flink_binding, preemption_task, set_health, stamp
+
+
+def evicted(purge_mode: str = "Directly", targets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """foo after the taint manager evicted it from member1, as Karmada writes the task."""
+    binding = flink_binding(member1="Unknown")
+    binding["spec"]["clusters"] = [{"name": name, "replicas": 1} for name in targets]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {
+            "fromCluster": "member1",
+            "purgeMode": purge_mode,
+            "reason": "TaintUntolerated",
+            "producer": "TaintManager",
+            "creationTimestamp": stamp(0),
+        }
+    ]
+    return binding
+
+
+def phase_of(binding: dict[str, Any], works: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    return [(found.cluster, found.phase) for found in phases(binding, works)]
+
+
+def test_a_workload_moves_through_every_phase_of_a_cluster_failover() -> None:
+    assert phase_of(flink_binding()) == [("member1", RUNNING)]
+    assert phase_of(flink_binding(member1="Unhealthy")) == [("member1", UNHEALTHY)]
+    # Directly: the new copy waits for the old Work to go, even once a new cluster is chosen.
+    assert phase_of(evicted(), works=("member1",)) == [("member1", RELEASING)]
+    assert phase_of(evicted(targets=("member2",)), works=("member1",)) == [
+        ("member1", RELEASING),
+        ("member2", UNHEALTHY),
+    ]
+    assert phase_of(evicted()) == [("member1", SCHEDULING)]
+    restoring = evicted(targets=("member2",))
+    assert phase_of(restoring, works=("member2",)) == [("member1", RESTORING), ("member2", UNHEALTHY)]
+    set_health(restoring, "member2", "Healthy")
+    assert phase_of(restoring, works=("member2",)) == [("member1", RESTORED), ("member2", RUNNING)]
+    [found] = [found for found in phases(restoring, ()) if found.cluster == "member1"]
+    assert (found.since, found.reason) == (at(0), "TaintUntolerated")
+
+
+def test_gracefully_keeps_the_old_copy_beside_the_new_one_so_it_is_no_phase() -> None:
+    assert phase_of(evicted("Gracefully", ("member2",)), works=("member1", "member2"))[0] == ("member1", RESTORING)
+
+
+def test_a_binding_the_scheduler_has_not_seen_since_its_change_is_still_scheduling() -> None:
+    stale = evicted(targets=("member2",))
+    stale["metadata"]["generation"] = 3
+    assert phase_of(stale)[0] == ("member1", SCHEDULING)
+
+
+def test_status_lists_every_workload_of_the_cluster_with_its_phase() -> None:
+    restoring = evicted(targets=("member2",))
+    restoring["metadata"]["name"] = "bar-flinkdeployment"
+    restoring["spec"]["resource"]["name"] = "bar"
+    elsewhere = flink_binding()
+    elsewhere["metadata"]["name"] = "baz-flinkdeployment"
+    elsewhere["spec"]["resource"]["name"] = "baz"
+    elsewhere["spec"]["clusters"] = [{"name": "member3", "replicas": 1}]
+    preempted = flink_binding()
+    preempted["metadata"]["name"] = "qux-flinkdeployment"
+    preempted["spec"]["resource"]["name"] = "qux"
+    preempted["spec"]["gracefulEvictionTasks"] = [preemption_task("member1", creationTimestamp=stamp(30))]
+    preempted["spec"]["clusters"] = []
+    works = {("ResourceBinding", "default/bar-flinkdeployment"): ("member2",)}
+    rows = workload_phase_rows([elsewhere, preempted, flink_binding(), restoring], works, "member1")
+    assert [(row["workload"], row["phase"], row["reason"]) for row in rows] == [
+        ("FlinkDeployment/default/foo", RUNNING, None),
+        ("FlinkDeployment/default/qux", SCHEDULING, "BindingPreempted"),
+        ("FlinkDeployment/default/bar", RESTORING, "TaintUntolerated"),
+    ]
+    table = render_cluster_table("member1", rows, at(90)).splitlines()
+    assert table[0] == "cluster member1: 1 running, 1 scheduling, 1 restoring"
+    assert table[1].split() == ["WORKLOAD", "PHASE", "REASON", "FOR", "NOW", "ON"]
+    assert table[3].split() == ["FlinkDeployment/default/qux", "scheduling", "BindingPreempted", "60s", "-"]
+    assert table[4].split() == ["FlinkDeployment/default/bar", "restoring", "TaintUntolerated", "90s", "member2"]
+    assert render_cluster_table("member9", [], at(0)) == "cluster member9: no workloads\n"

@@ -1,0 +1,168 @@
+"""A storm (issue 27 point 1): a member cluster carrying tens of stateful FlinkDeployments dies (its kube-apiserver
+really stopped), and every one of them comes back on another cluster, each restored from its own newest completed
+checkpoint, each exactly once; the storm metrics count them while they wait and time each phase.
+
+Settings as in tests/karmada/test_dead_cluster.py (docs/operations.md "Cluster failover and a dead cluster"), with
+Karmada's taint manager at its default `--resource-eviction-rate` 0.5 (3 workers, 2 s pause each: 1.5 bindings/s).
+The workloads are kept on one cluster by ordered clusterAffinities (`home` first, the other members second), so the
+scheduler sends them elsewhere only when `home` is tainted.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from failover.state.history import CLUSTER_FAILOVER, read_history
+from tests.karmada.outages import (
+    CLUSTER_JOB_ID_LABEL,
+    cluster_ready,
+    grant_fencing_in_members,
+    stateful_cluster_policy,
+    taint_not_ready_clusters,
+)
+from tests.karmada.workloads import BINDINGS, FLINK, FlinkJob, new_job_id, restore_path
+from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
+from tests.support import report
+
+pytestmark = pytest.mark.karmada
+
+WORKLOADS = 24
+# The failure threshold (30 s) and a status round (10 s), the fence (60 s), the taint manager's pace (1.5/s) and a
+# loaded 2-core machine's slack.
+RESTORED_WITHIN_SECONDS = 30 + 10 + 60 + WORKLOADS / 1.5 + 120
+POLL_SECONDS = 0.5
+
+
+def percentiles(values: list[float]) -> str:
+    ordered = sorted(values)
+
+    def at(quantile: float) -> float:
+        return ordered[min(len(ordered) - 1, int(quantile * len(ordered)))]
+
+    return f"p50 {at(0.5):.1f} s, p95 {at(0.95):.1f} s, max {ordered[-1]:.1f} s"
+
+
+def storm_policy(namespace: str, job: FlinkJob, home: str, others: list[str]) -> dict[str, Any]:
+    policy = stateful_cluster_policy(f"p-{job.name}", namespace, job.name, (home, *others), toleration_seconds=300)
+    placement = policy["spec"]["placement"]
+    del placement["clusterAffinity"]
+    placement["clusterAffinities"] = [
+        {"affinityName": "home", "clusterNames": [home]},
+        {"affinityName": "away", "clusterNames": others},
+    ]
+    return policy
+
+
+def copies(env: KarmadaEnv, member: str, namespace: str) -> dict[str, dict[str, Any]]:
+    try:
+        listed = env.api(member).list(resource_path(FLINK, "flinkdeployments", namespace=namespace))
+    except Exception:  # a member that is down cannot be listed
+        return {}
+    return {copy["metadata"]["name"]: copy for copy in listed}
+
+
+def relay_samples(env: KarmadaEnv, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The relay's /metrics samples called `name`, by their labels."""
+    context = ssl.create_default_context(cafile=str(env.relay_cert_dir / "ca.crt"))
+    with urllib.request.urlopen(f"{env.relay_url}/metrics", context=context, timeout=10) as response:
+        text = response.read().decode()
+    return {
+        tuple(sorted(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name
+    }
+
+
+def test_a_dying_cluster_s_stateful_jobs_all_come_back_elsewhere_each_with_its_own_state_once(
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+) -> None:
+    env = karmada_env
+    home, others = env.members[0], list(env.members[1:])
+    grant_fencing_in_members(env)
+    jobs = [FlinkJob(env, namespace, f"job-{index:02d}") for index in range(WORKLOADS)]
+    for job in jobs:
+        job.create(storm_policy(namespace, job, home, others))
+    for job in jobs:
+        assert job.wait_placed(120) == home
+    ids = {job.name: new_job_id() for job in jobs}
+    newest = {}
+    for index, job in enumerate(jobs):
+        job.report_healthy(home, ids[job.name])
+        # Each job its own checkpoints, a different newest one: a mix-up between jobs cannot go unseen.
+        newest[job.name] = job.write_checkpoints(ids[job.name], completed=(1, 2 + index)) / f"chk-{2 + index}"
+    for job in jobs:
+        env.wait_until(
+            lambda job=job: ids[job.name] in str((job.binding() or {}).get("metadata", {}).get("annotations")),
+            60,
+            f"the relay's record of {job.name}'s last healthy state",
+        )
+
+    task_seen: dict[str, float] = {}
+    restored: dict[str, tuple[float, str, dict[str, Any]]] = {}
+    try:
+        with taint_not_ready_clusters(env):
+            env.stop_member(home)
+            stopped = time.monotonic()
+            deadline = stopped + RESTORED_WITHIN_SECONDS
+            most_waiting = 0.0  # the most workloads of `home` the relay counted as waiting at one scrape
+            while len(restored) < WORKLOADS and time.monotonic() < deadline:
+                now = time.monotonic() - stopped
+                for binding in env.api(KARMADA).list(resource_path(BINDINGS, "resourcebindings", namespace=namespace)):
+                    name = binding["spec"]["resource"]["name"]
+                    if binding["spec"].get("gracefulEvictionTasks") and name not in task_seen:
+                        task_seen[name] = now
+                for member in others:
+                    for name, copy in copies(env, member, namespace).items():
+                        if name not in restored and restore_path(copy):
+                            restored[name] = (now, member, copy)
+                if len(restored) < WORKLOADS:
+                    waiting = relay_samples(env, "failover_relay_workloads_waiting")
+                    most_waiting = max(
+                        most_waiting, sum(v for labels, v in waiting.items() if ("member_cluster", home) in labels)
+                    )
+                time.sleep(POLL_SECONDS)
+            total = time.monotonic() - stopped
+            assert len(restored) == WORKLOADS, (
+                f"{len(restored)}/{WORKLOADS} restored after {total:.0f} s; tasks for {len(task_seen)}"
+            )
+
+            # Each with its own state, each once: the copy first seen restored is the one that stays, alone.
+            time.sleep(5)
+            for job in jobs:
+                _, member, first_copy = restored[job.name]
+                labels = first_copy["metadata"]["labels"]
+                assert labels[CLUSTER_JOB_ID_LABEL] == ids[job.name], f"{job.name} got another job's id"
+                assert restore_path(first_copy) == newest[job.name], f"{job.name} restored from the wrong state"
+                now_copy = job.copy_in(member) or {}
+                assert now_copy.get("metadata", {}).get("uid") == first_copy["metadata"]["uid"], f"{job.name} twice"
+                elsewhere = [m for m in others if m != member and job.copy_in(m) is not None]
+                assert elsewhere == [], f"{job.name} also runs in {elsewhere}"
+                moves = read_history(job.binding() or {}).moves
+                assert [(m.kind, m.from_cluster) for m in moves] == [(CLUSTER_FAILOVER, home)], job.name
+            for job in jobs:
+                job.report_healthy(restored[job.name][1], new_job_id())
+            env.wait_until(lambda: all(not job.eviction_tasks() for job in jobs), 60, "every eviction task ended")
+            durations = relay_samples(env, "failover_relay_failover_phase_duration_seconds_count")
+    finally:
+        env.start_member(home)
+        env.wait_until(lambda: not copies(env, home, namespace), 120, f"the stale copies in {home} deleted")
+        env.wait_until(lambda: cluster_ready(env, home), 120, f"{home} Ready again")
+
+    assert most_waiting >= WORKLOADS / 2, f"at most {most_waiting} workloads counted as waiting"
+    assert durations.get((("member_cluster", home), ("phase", "total"))) == WORKLOADS, durations
+    tasks = list(task_seen.values())
+    back = [at for at, _, _ in restored.values()]
+    report(
+        request,
+        "karmada",
+        f"storm: {WORKLOADS} stateful jobs on {home}, its apiserver stopped; eviction task seen {percentiles(tasks)}; "
+        f"restored elsewhere with its own checkpoint {percentiles(back)} after the stop; last one at {max(back):.1f} s "
+        f"(failure threshold 30 s, status every 10 s, --resource-eviction-rate 0.5, fenceAfterSeconds 60)",
+    )
