@@ -1,14 +1,19 @@
+import io
+import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from tests.support import on_ci
 
 # The tests import their shared builders as `tests.support` whether pytest runs from the repo root or elsewhere.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from relay.logs import configure_logging
 from tests.helm import HelmError, HelmUnavailable, helm_binary
 
 # Tiers by marker, most specific first: a test is in the first tier whose marker it carries, else "unit".
@@ -26,9 +31,9 @@ def _tier(item: pytest.Item) -> str:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Unit tests first, then envtest, then the Karmada tier (stable within each): the fast answers come first, and
-    no test runs beside an idle control plane that a session fixture keeps until the end of the run (timing-sensitive
-    unit tests were slowed by the Karmada tier's ten processes idling behind them)."""
+    """Unit tests first, then envtest, the real-Flink tier and the Karmada tier (stable within each): the fast
+    answers come first, and no test runs beside an idle control plane that a session fixture keeps until the end of
+    the run (timing-sensitive unit tests were slowed by the Karmada tier's ten processes idling behind them)."""
     rank = {"unit": 0, "envtest": 1, "flink": 2, "karmada": 3}
     _TIER_OF.update((item.nodeid, _tier(item)) for item in items)
     items.sort(key=lambda item: rank[_TIER_OF[item.nodeid]])
@@ -62,3 +67,21 @@ def helm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip(str(error))
     except HelmError as error:
         pytest.fail(str(error), pytrace=False)
+
+
+@pytest.fixture
+def json_lines() -> Iterator[io.StringIO]:
+    """The relay's JSON log lines (relay/logs.py, as `serve --log-format json` writes them) in a stream, for the tests
+    that read what a component logged; the logging set-up of the session is restored afterwards."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    stream = io.StringIO()
+    configure_logging("json", stream=stream)
+    # Module-level loggers (relay/serve.py's) would otherwise cache this set-up for the rest of the session, and later
+    # tests that capture logs (structlog.testing.capture_logs) would see nothing.
+    structlog.configure(cache_logger_on_first_use=False)
+    try:
+        yield stream
+    finally:
+        structlog.reset_defaults()
+        root.handlers, root.level = handlers, level

@@ -5,30 +5,13 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import logging
-from collections.abc import Iterator
 
-import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
 from controllers.controller import Controller, ControllerMetrics
-from relay.logs import configure_logging
 
 log = structlog.get_logger("failover_relay.test")
-
-
-@pytest.fixture
-def json_lines() -> Iterator[io.StringIO]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    stream = io.StringIO()
-    configure_logging("json", stream=stream)
-    try:
-        yield stream
-    finally:
-        structlog.reset_defaults()
-        root.handlers, root.level = handlers, level
 
 
 def records(stream: io.StringIO) -> dict[str, dict]:

@@ -5,27 +5,13 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import structlog
 
-from relay.logs import LineHeader, configure_logging
-
-
-@pytest.fixture
-def json_lines() -> Iterator[io.StringIO]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    stream = io.StringIO()
-    configure_logging("json", stream=stream)
-    try:
-        yield stream
-    finally:
-        structlog.reset_defaults()
-        root.handlers, root.level = handlers, level
+from relay.logs import LineHeader
 
 
 def records(stream: io.StringIO) -> list[dict]:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,7 +12,6 @@ import structlog
 
 from failover.core.api import FLINK_DEPLOYMENT
 from failover.core.verdict import ALLOWED, Verdict
-from relay.logs import configure_logging
 from tests.support import admission_review
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
@@ -22,19 +20,6 @@ from webhook.review import AdmissionRequest
 from webhook.server import AdmissionServer
 
 log = structlog.get_logger("failover_relay.test")
-
-
-@pytest.fixture
-def json_lines() -> Iterator[io.StringIO]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    stream = io.StringIO()
-    configure_logging("json", stream=stream)
-    try:
-        yield stream
-    finally:
-        structlog.reset_defaults()
-        root.handlers, root.level = handlers, level
 
 
 @pytest.fixture

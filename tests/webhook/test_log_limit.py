@@ -5,14 +5,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-import structlog
-
-from relay.logs import configure_logging
 from relay.serve import RelayServer
 from relay.settings import Settings
 from tests.support import client_tls
@@ -46,22 +40,6 @@ def test_the_sources_remembered_are_bounded() -> None:
     assert limiter.admit("c") is None  # full, none expired: not logged (still counted in the metrics)
     clock.now += 60
     assert limiter.admit("c") == 0  # expired ones are forgotten to make room
-
-
-@pytest.fixture
-def json_lines() -> Iterator[io.StringIO]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    stream = io.StringIO()
-    configure_logging("json", stream=stream)
-    # The module-level loggers of relay/serve.py would otherwise cache this set-up for the rest of the session, and
-    # later tests that capture logs (structlog.testing.capture_logs) would see nothing.
-    structlog.configure(cache_logger_on_first_use=False)
-    try:
-        yield stream
-    finally:
-        structlog.reset_defaults()
-        root.handlers, root.level = handlers, level
 
 
 async def send(relay: RelayServer, payload: bytes, source: str) -> bytes:
