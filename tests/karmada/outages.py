@@ -43,13 +43,34 @@ def taint_not_ready_clusters(env: KarmadaEnv) -> Iterator[None]:
     try:
         yield
     finally:
-        karmada.delete(resource_path(POLICIES, "clustertaintpolicies", policy["metadata"]["name"]))
+        # Karmada takes a policy's taint off a cluster only while the policy exists: deleted while a member is still
+        # NotReady, it leaves a NoExecute taint there for good and every later test is kept off that member. So the
+        # policy goes once every running member is Ready and untainted again (a stopped one cannot be).
+        try:
+            for member in env.members:
+                if env.member_pid(member) is not None:
+                    back_to_normal(env, member)
+        finally:
+            karmada.delete(resource_path(POLICIES, "clustertaintpolicies", policy["metadata"]["name"]))
 
 
 def grant_fencing_in_members(env: KarmadaEnv) -> None:
     """manifests/member/fencing-rbac.yaml in every member: the proxy deletes run as the relay, impersonated there."""
     for member in env.members:
         env.kubectl("apply", "-f", str(REPO_ROOT / "manifests" / "member" / "fencing-rbac.yaml"), cluster=member)
+
+
+def back_to_normal(env: KarmadaEnv, member: str) -> float:
+    """Wait until `member` is Ready and the ClusterTaintPolicy has taken its NoExecute taint off again; the seconds it
+    took (Karmada calls a member Ready after 30 s of health, `--cluster-success-threshold`)."""
+    started = time.monotonic()
+
+    def normal() -> bool:
+        cluster = env.api(KARMADA).get(resource_path(CLUSTERS, "clusters", member)) or {}
+        return cluster_ready(env, member) and not (cluster.get("spec") or {}).get("taints")
+
+    env.wait_until(normal, 120, f"{member} Ready and untainted")
+    return time.monotonic() - started
 
 
 def cluster_ready(env: KarmadaEnv, member: str) -> bool:

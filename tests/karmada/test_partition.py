@@ -16,8 +16,8 @@ import pytest
 
 from tests.karmada.outages import (
     CLUSTER_JOB_ID_LABEL,
-    CLUSTERS,
     CopyWatch,
+    back_to_normal,
     cluster_ready,
     grant_fencing_in_members,
     recorded_state,
@@ -25,7 +25,7 @@ from tests.karmada.outages import (
     taint_not_ready_clusters,
 )
 from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
-from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
+from tests.karmada_env import KarmadaEnv
 from tests.support import report
 
 pytestmark = pytest.mark.karmada
@@ -38,19 +38,6 @@ HEAL_AFTER_NOT_READY_SECONDS = 10  # well before the default fenceAfterSeconds (
 AFTER_HEAL_SECONDS = 60  # a fence period and a few status rounds after the partition heals
 NOT_READY_TAINT = "failover.example.io/not-ready"  # manifests/karmada/cluster-taint-policy.yaml
 TAINT_TOLERATION_SECONDS = 120  # outlasts the partition and the 30 s Karmada takes to call the member Ready again
-
-
-def back_to_normal(env: KarmadaEnv, member: str) -> float:
-    """Wait until `member` is Ready and the ClusterTaintPolicy has taken its NoExecute taint off again (a taint left
-    behind when the policy goes would keep every later test off the member); the seconds it took."""
-    started = time.monotonic()
-
-    def normal() -> bool:
-        cluster = env.api(KARMADA).get(resource_path(CLUSTERS, "clusters", member)) or {}
-        return cluster_ready(env, member) and not (cluster.get("spec") or {}).get("taints")
-
-    env.wait_until(normal, 120, f"{member} Ready and untainted")
-    return time.monotonic() - started
 
 
 def running_job(env: KarmadaEnv, namespace: str, taint_toleration: int | None = None) -> tuple[FlinkJob, str, str]:

@@ -106,8 +106,8 @@ def test_a_dying_cluster_s_stateful_jobs_all_come_back_elsewhere_each_with_its_o
 
     task_seen: dict[str, float] = {}
     restored: dict[str, tuple[float, str, dict[str, Any]]] = {}
-    try:
-        with taint_not_ready_clusters(env):
+    with taint_not_ready_clusters(env):
+        try:
             env.stop_member(home)
             stopped = time.monotonic()
             deadline = stopped + RESTORED_WITHIN_SECONDS
@@ -150,10 +150,10 @@ def test_a_dying_cluster_s_stateful_jobs_all_come_back_elsewhere_each_with_its_o
                 job.report_healthy(restored[job.name][1], new_job_id())
             env.wait_until(lambda: all(not job.eviction_tasks() for job in jobs), 60, "every eviction task ended")
             durations = relay_samples(env, "failover_relay_failover_phase_duration_seconds_count")
-    finally:
-        env.start_member(home)
-        env.wait_until(lambda: not copies(env, home, namespace), 120, f"the stale copies in {home} deleted")
-        env.wait_until(lambda: cluster_ready(env, home), 120, f"{home} Ready again")
+        finally:
+            env.start_member(home)
+            env.wait_until(lambda: not copies(env, home, namespace), 120, f"the stale copies in {home} deleted")
+            env.wait_until(lambda: cluster_ready(env, home), 120, f"{home} Ready again")
 
     assert most_waiting >= WORKLOADS / 2, f"at most {most_waiting} workloads counted as waiting"
     assert durations.get((("member_cluster", home), ("phase", "total"))) == WORKLOADS, durations
