@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.support import admission_review, flink_policy  # noqa: E402
+from tests.support import admission_review, flink_policy, serve_command  # noqa: E402
 
 MAX_CONNECTIONS = 5000  # the bound of this script: it is a benchmark, not a load generator
 LEGIT_ADDRESS = "127.0.0.2"
@@ -256,23 +256,7 @@ def main() -> int:
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="failover-relay-connections-") as scratch:
         cert_dir = Path(scratch, "certs")
-        command = [
-            sys.executable,
-            "-m",
-            "relay.cli",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--cert-dir",
-            str(cert_dir),
-            "--no-controllers",
-            "--log-level",
-            "error",
-            "--log-format",
-            "json",
-        ]
+        command = serve_command(port, cert_dir, "--no-controllers", "--log-level", "error")
         if args.max_connections:
             command += ["--max-connections", str(args.max_connections)]
         if args.max_connections_per_peer:

@@ -7,6 +7,7 @@ import copy
 import json
 import os
 import ssl
+import sys
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +27,25 @@ GVK = {
 def on_ci() -> bool:
     """Running under .ci/run (CI=true): a missing tool or binary a tier needs is a failure there, locally a skip."""
     return os.environ.get("CI", "").lower() in ("true", "1", "yes")
+
+
+def serve_command(port: int, cert_dir: Path, *options: str, host: str | None = "127.0.0.1") -> list[str]:
+    """`failover-relay serve` under the Python running the tests, on `port` with its certificates in `cert_dir` and
+    JSON logs (what the tests read), followed by `options`; `host` None keeps serve's default bind address."""
+    return [
+        sys.executable,
+        "-m",
+        "relay.cli",
+        "serve",
+        *(["--host", host] if host is not None else []),
+        "--port",
+        str(port),
+        "--cert-dir",
+        str(cert_dir),
+        "--log-format",
+        "json",
+        *options,
+    ]
 
 
 def admission_review(

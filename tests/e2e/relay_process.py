@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tests.e2e.objects import good_policy
 from tests.envtest import REPO_ROOT, ControlPlane, free_port
+from tests.support import serve_command
 
 # The relay imports aiohttp, cryptography and structlog and may generate a CA and a key: about a second on a
 # small machine. Ten leaves room for a loaded CI runner.
@@ -53,20 +54,7 @@ class RelayProcess:
         # The same for the caBundle updater: the tests register the webhooks with the caBundle they want.
         loop_flags = ["--no-cabundle-sync"] + ([] if "--controllers-on" in self.serve_args else ["--no-controllers"])
         serve_args = [arg for arg in self.serve_args if arg != "--controllers-on"]
-        command = [
-            sys.executable,
-            "-m",
-            "relay.cli",
-            "serve",
-            "--port",
-            str(self.port),
-            "--cert-dir",
-            str(self.cert_dir),
-            "--log-format",
-            "json",
-            *loop_flags,
-            *serve_args,
-        ]
+        command = serve_command(self.port, self.cert_dir, *loop_flags, *serve_args, host=None)
         env = {
             **os.environ,
             "KUBECONFIG": str(self.kubeconfig),

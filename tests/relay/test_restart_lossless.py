@@ -11,7 +11,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 
 from tests.relay.review_traffic import ServiceAddress, Tally, drive, ready
 from tests.relay.test_shutdown import free_port
-from tests.support import client_tls, report
+from tests.support import client_tls, report, serve_command
 
 WORKERS = 16
 # Full rate for this long before the signal, and after the new process is ready.
@@ -51,24 +50,14 @@ class Replica:
         environment = {key: value for key, value in os.environ.items() if key != "KUBERNETES_SERVICE_HOST"}
         with self.log.open("a") as sink:
             return subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "relay.cli",
-                    "serve",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(self.port),
-                    "--cert-dir",
-                    str(self.cert_dir),
-                    "--log-format",
-                    "json",
+                serve_command(
+                    self.port,
+                    self.cert_dir,
                     "--drain-seconds",
                     str(self.drain_seconds),
                     "--grace-seconds",
                     str(GRACE_SECONDS),
-                ],
+                ),
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 env={**environment, "PYTHONUNBUFFERED": "1"},

@@ -14,7 +14,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -29,7 +28,7 @@ from failover.core.verdict import ALLOWED, Verdict
 from relay.runtime import ALLOW_ENV
 from relay.serve import RelayServer
 from relay.settings import Settings
-from tests.support import admission_review, client_tls, flink_policy, report
+from tests.support import admission_review, client_tls, flink_policy, report, serve_command
 from webhook.handlers import AdmissionHandlers
 from webhook.review import AdmissionRequest
 
@@ -269,20 +268,7 @@ def test_sigterm_in_a_cluster_drains_then_exits_0(tmp_path: Path, request: pytes
     }  # whatever Python runs the tests (relay/runtime.py)
     with log.open("w") as sink:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "relay.cli",
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--cert-dir",
-                str(cert_dir),
-                "--log-format",
-                "json",
-            ],
+            serve_command(port, cert_dir),
             stdout=sink,
             stderr=subprocess.STDOUT,
             text=True,
@@ -323,18 +309,7 @@ def test_sigterm_outside_a_cluster_exits_0_at_once(tmp_path: Path, request: pyte
     environment = {key: value for key, value in os.environ.items() if key != "KUBERNETES_SERVICE_HOST"}
     with log.open("w") as sink:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "relay.cli",
-                "serve",
-                "--port",
-                str(port),
-                "--cert-dir",
-                str(cert_dir),
-                "--log-format",
-                "json",
-            ],
+            serve_command(port, cert_dir, host=None),
             stdout=sink,
             stderr=subprocess.STDOUT,
             text=True,
@@ -360,20 +335,7 @@ def test_sighup_and_sigquit_drain_like_sigterm(tmp_path: Path, signum: signal.Si
     environment = {key: value for key, value in os.environ.items() if key != "KUBERNETES_SERVICE_HOST"}
     with log.open("w") as sink:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "relay.cli",
-                "serve",
-                "--port",
-                str(port),
-                "--cert-dir",
-                str(cert_dir),
-                "--log-format",
-                "json",
-                "--drain-seconds",
-                "0.5",
-            ],
+            serve_command(port, cert_dir, "--drain-seconds", "0.5", host=None),
             stdout=sink,
             stderr=subprocess.STDOUT,
             text=True,
