@@ -18,8 +18,7 @@ from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
 from failover.state.history import EVICTION, read_history
 from failover.state.last_state import recorded_states
 from tests.failover.binding_builders import preemption_task
-from tests.karmada.test_status import status
-from tests.karmada.workloads import BINDINGS, FlinkJob, new_job_id, restore_path
+from tests.karmada.workloads import BINDINGS, FlinkJob, new_job_id, relay_status, restore_path
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 from tests.support import report
 
@@ -71,7 +70,7 @@ def test_a_preemption_task_moves_the_workload_without_its_state(
     [task] = job.eviction_tasks()
     assert (task["producer"], task["reason"], task["fromCluster"]) == ("Scheduler", "BindingPreempted", first)
     # What an operator sees of the cluster the workload left: `status --cluster`, as run by hand.
-    listed = status(env, "--cluster", first, "-n", namespace, "-o", "json")
+    listed = relay_status(env, "--cluster", first, "-n", namespace, "-o", "json")
     assert listed.returncode == 0, listed.stderr
     [row] = json.loads(listed.stdout)
     assert (row["workload"], row["phase"], row["reason"], row["targets"]) == (

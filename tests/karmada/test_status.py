@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from failover.state.history import HISTORY_ANNOTATION, read_history
-from tests.karmada.workloads import FLINK, FlinkJob, restore_path
+from tests.karmada.workloads import FLINK, FlinkJob, relay_status, restore_path
 from tests.karmada_env import KARMADA, REPO_ROOT, KarmadaEnv, resource_path
 from tests.support import report
 
@@ -26,29 +26,8 @@ FAILOVER_TIMEOUT_SECONDS = TOLERATION_SECONDS + 50
 CAPTURE_ENV = "FAILOVER_RELAY_STATUS_CAPTURE"
 
 
-def status(env: KarmadaEnv, *args: str) -> subprocess.CompletedProcess[str]:
-    """The command as an operator runs it: the admin kubeconfig and the relay's own config file."""
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "relay.cli",
-            "status",
-            "--kubeconfig",
-            str(env.kubeconfig(KARMADA)),
-            "--config",
-            str(env.relay_config_file),
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO_ROOT,
-    )
-
-
 def view_of(env: KarmadaEnv, job: FlinkJob) -> dict[str, Any]:
-    result = status(env, f"{job.namespace}/{job.name}", "-o", "json")
+    result = relay_status(env, f"{job.namespace}/{job.name}", "-o", "json")
     assert result.returncode == 0, result.stderr
     [view] = json.loads(result.stdout)
     return view
@@ -73,7 +52,7 @@ def test_status_during_a_failover_and_the_history_karmada_keeps(
     )
     [target] = unhealthy["targets"]
     assert target["health"] == "Unhealthy" and target["unhealthySince"] and target["evictionIn"] <= TOLERATION_SECONDS
-    table_unhealthy = status(env, f"{namespace}/{job.name}").stdout
+    table_unhealthy = relay_status(env, f"{namespace}/{job.name}").stdout
 
     # The new copy is never reported healthy here, so the eviction task stays in flight while we look.
     second, restored = job.wait_restored_outside(first, timeout=FAILOVER_TIMEOUT_SECONDS)
@@ -91,7 +70,7 @@ def test_status_during_a_failover_and_the_history_karmada_keeps(
     )
     assert (move["kind"], move["from"], move["to"], move["jobId"]) == ("failover", first, [second], run)
     assert restore_path(restored) == newest
-    table_during = status(env, f"{namespace}/{job.name}").stdout
+    table_during = relay_status(env, f"{namespace}/{job.name}").stdout
     assert "EVICTION FROM" in table_during and "HISTORY AT" in table_during
 
     # Karmada rewrites the binding for a template change (detector) and its Works (binding controller); the history
@@ -110,7 +89,7 @@ def test_status_during_a_failover_and_the_history_karmada_keeps(
     assert binding["metadata"]["annotations"][HISTORY_ANNOTATION].startswith(recorded[:40])
     assert [m.from_cluster for m in kept.moves] == [first] and kept.runs[0].job_id == run
 
-    assert status(env, f"{namespace}/nothing-here").returncode == 2
+    assert relay_status(env, f"{namespace}/nothing-here").returncode == 2
     # --watch prints again until interrupted, then exits 0.
     watcher = subprocess.Popen(
         [

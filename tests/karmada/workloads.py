@@ -10,6 +10,8 @@ copies in the members.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 import yaml
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
-from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
+from tests.karmada_env import KARMADA, REPO_ROOT, KarmadaEnv, resource_path
 
 FLINK = "flink.apache.org/v1beta1"
 BINDINGS = "work.karmada.io/v1alpha2"
@@ -37,6 +39,27 @@ def restore_path(deployment: dict[str, Any]) -> Path | None:
     if not raw:
         return None
     return Path(raw.removeprefix("file://"))
+
+
+def relay_status(env: KarmadaEnv, *args: str) -> subprocess.CompletedProcess[str]:
+    """`failover-relay status` as an operator runs it: the admin kubeconfig and the relay's own config file."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "status",
+            "--kubeconfig",
+            str(env.kubeconfig(KARMADA)),
+            "--config",
+            str(env.relay_config_file),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+    )
 
 
 def new_job_id() -> str:
