@@ -34,6 +34,18 @@ def stateful_cluster_policy(
     return policy
 
 
+def prefer_home(policy: dict[str, Any], home: str, others: list[str]) -> dict[str, Any]:
+    """The policy placing its workload on `home`, and on one of `others` only when it has to move (Karmada's ordered
+    `clusterAffinities`: the scheduler tries the next term when the one before fits no cluster)."""
+    placement = policy["spec"]["placement"]
+    del placement["clusterAffinity"]
+    placement["clusterAffinities"] = [
+        {"affinityName": "home", "clusterNames": [home]},
+        {"affinityName": "away", "clusterNames": others},
+    ]
+    return policy
+
+
 @contextlib.contextmanager
 def taint_not_ready_clusters(env: KarmadaEnv) -> Iterator[None]:
     """manifests/karmada/cluster-taint-policy.yaml: NoExecute on a cluster whose Ready is False or Unknown."""

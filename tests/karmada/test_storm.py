@@ -22,6 +22,7 @@ from failover.state.history import CLUSTER_FAILOVER, read_history
 from tests.karmada.outages import (
     CLUSTER_JOB_ID_LABEL,
     grant_fencing_in_members,
+    prefer_home,
     stateful_cluster_policy,
     taint_not_ready_clusters,
 )
@@ -49,13 +50,7 @@ def percentiles(values: list[float]) -> str:
 
 def storm_policy(namespace: str, job: FlinkJob, home: str, others: list[str]) -> dict[str, Any]:
     policy = stateful_cluster_policy(f"p-{job.name}", namespace, job.name, (home, *others), toleration_seconds=300)
-    placement = policy["spec"]["placement"]
-    del placement["clusterAffinity"]
-    placement["clusterAffinities"] = [
-        {"affinityName": "home", "clusterNames": [home]},
-        {"affinityName": "away", "clusterNames": others},
-    ]
-    return policy
+    return prefer_home(policy, home, others)
 
 
 def copies(env: KarmadaEnv, member: str, namespace: str) -> dict[str, dict[str, Any]]:
