@@ -19,8 +19,8 @@ from tests.envtest import REPO_ROOT, ControlPlane, free_port
 from tests.support import serve_command
 
 # The relay imports aiohttp, cryptography and structlog and may generate a CA and a key: about a second on a
-# small machine. Ten leaves room for a loaded CI runner.
-RELAY_STARTUP_SECONDS = 10.0
+# small machine, much more while a Karmada tier or a JVM shares two cores. Thirty leaves room for a loaded runner.
+RELAY_STARTUP_SECONDS = 30.0
 # The apiserver picks up a changed webhook configuration through an informer, normally within a second.
 WEBHOOK_REGISTRATION_SECONDS = 15.0
 POLL_SECONDS = 0.1
