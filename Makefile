@@ -35,7 +35,7 @@ run: $(VENV)/.installed-run
 ## binaries for tests/karmada, helm for the chart tests and the Flink probe for tests/flink, install promtool
 ## (tests/monitoring), run every test.
 test: $(VENV)/.installed-test envtest-binaries karmada-binaries helm-binary flink-probe promtool
-	$(BIN)/python -m pytest $(ARGS)
+	$(BIN)/python -m pytest --durations=15 $(ARGS)
 
 ## The fast part: everything that needs no kube-apiserver.
 test-unit: $(VENV)/.installed-test promtool
