@@ -74,7 +74,7 @@ def test_requests_of_both_resource_shapes_reach_the_binding_and_health_stays_kar
             found = requirements(new)
             return found if found and found.get("resourceRequest") == NEW_STYLE_REQUESTS else None
 
-        after = env.wait_until(interpreted, 30, "the new-style binding with its requests")
+        after = env.wait_until(interpreted, 60, "the new-style binding with its requests")
         assert after == {**before, "resourceRequest": NEW_STYLE_REQUESTS}, after
 
         old = create(env, namespace, "old-style")
