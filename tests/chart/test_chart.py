@@ -43,6 +43,7 @@ from tests.helm import CHART, HelmError, helm, template, template_text, without_
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = REPO_ROOT / "manifests" / "deploy"
 MONITORING = REPO_ROOT / "manifests" / "monitoring"
+FLINK_INTERPRETER = REPO_ROOT / "manifests" / "karmada" / "flinkdeployment-interpreter.yaml"
 NAMESPACE = "failover-relay"
 SCHEMA = CHART / "values.schema.json"
 # The scheduling and metadata values of the usual charts (cert-manager's, Kyverno's, Karmada's), each set.
@@ -156,6 +157,17 @@ def test_defaults_render_the_kustomize_install(helm_bin: Path) -> None:
 def test_the_charts_monitoring_files_are_those_of_manifests_monitoring(name: str) -> None:
     assert (CHART / "files" / name).read_bytes() == (MONITORING / name).read_bytes(), (
         f"chart/failover-relay/files/{name} differs from manifests/monitoring/{name}: copy it over"
+    )
+
+
+def test_the_charts_flink_interpreter_is_that_of_manifests_karmada(helm_bin: Path) -> None:
+    assert (CHART / "files" / FLINK_INTERPRETER.name).read_bytes() == FLINK_INTERPRETER.read_bytes(), (
+        f"chart/failover-relay/files/{FLINK_INTERPRETER.name} differs from manifests/karmada/: copy it over"
+    )
+    rendered = template(helm_bin, values={"flinkDeploymentInterpreter": True})
+    assert [o for o in rendered if o["kind"] == "ResourceInterpreterCustomization"] == _documents(FLINK_INTERPRETER)
+    assert not [o for o in template(helm_bin) if o["kind"] == "ResourceInterpreterCustomization"], (
+        "opt-in: it belongs to the karmada-apiserver, where the chart's default install does not go"
     )
 
 
@@ -447,6 +459,7 @@ def test_the_schema_describes_every_value_and_the_relays_choices() -> None:
         ({"replicaCount": "2"}, "at '/replicaCount': got string, want integer"),
         ({"replicaCount": 0}, "at '/replicaCount'"),
         ({"failback": "yes"}, "at '/failback': got string, want boolean"),
+        ({"flinkDeploymentInterpreter": "true"}, "at '/flinkDeploymentInterpreter': got string, want boolean"),
         ({"logFormat": "text"}, "at '/logFormat'"),
         ({"nodeSelector": {"pool": True}}, "at '/nodeSelector/pool': got boolean, want string"),
         ({"tolerations": {"key": "x"}}, "at '/tolerations': got object, want array"),

@@ -119,12 +119,14 @@ class FlinkJob:
         # Karmada's names.GenerateBindingName: <name>-<lowercase kind>.
         return f"{self.name}-flinkdeployment"
 
-    def create(self, policy: dict[str, Any]) -> None:
-        """Create the policy, then the FlinkDeployment (Karmada's e2e CR) it selects."""
+    def create(self, policy: dict[str, Any], spec: dict[str, Any] | None = None) -> None:
+        """Create the policy, then the FlinkDeployment (Karmada's e2e CR, with ``spec``'s fields in place of its
+        own) it selects."""
         karmada = self.env.api(KARMADA)
         karmada.create(resource_path(POLICIES, "propagationpolicies", namespace=self.namespace), policy)
         deployment = yaml.safe_load((self.env.tree.source / E2E_FLINK_CR).read_text())
         deployment["metadata"] = {"name": self.name, "namespace": self.namespace}
+        deployment["spec"].update(spec or {})
         # A stateful job names where Flink keeps checkpoints and savepoints (what a restore from a path needs); the
         # relay reads them from here and searches Flink's own layout below them.
         deployment["spec"].setdefault("flinkConfiguration", {}).update(
