@@ -32,7 +32,8 @@ run: $(VENV)/.installed-run
 	$(BIN)/failover-relay serve $(ARGS)
 
 ## Install the test dependencies, build (once, cached) the kube-apiserver and etcd the e2e tests use, Karmada's
-## binaries for tests/karmada, helm for the chart tests and the Flink probe for tests/flink, install promtool
+## binaries for tests/karmada, helm for the chart tests and the Flink probe for tests/flink (and the Flink jobs of
+## tests/karmada's dead-cluster and mission tests), install promtool
 ## (tests/monitoring), run every test.
 test: $(VENV)/.installed-test envtest-binaries karmada-binaries helm-binary flink-probe promtool
 	$(BIN)/python -m pytest --durations=15 $(ARGS)
@@ -104,7 +105,8 @@ helm-binary:
 	elif [ $$status -ne 0 ]; then exit $$status; fi
 
 # hack/build-flink-probe.sh exits 4 without Java or Maven (it installs Debian's maven when it can): a failure on CI,
-# locally the real-Flink tier then skips and says why. Cold, Maven downloads Flink 1.20 and 2.x (about 270 MB).
+# locally the real-Flink tier and the Karmada tests that run Flink jobs then skip and say why. Cold, Maven downloads
+# Flink 1.20 and 2.x (about 270 MB).
 flink-probe:
 	@status=0; bash hack/build-flink-probe.sh >/dev/null || status=$$?; \
 	if [ $$status -eq 4 ]; then \

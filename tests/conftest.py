@@ -14,6 +14,7 @@ from tests.support import on_ci
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from relay.logs import configure_logging
+from tests.flink_job import FlinkUnavailable, ProbeFailed, build_probes
 from tests.helm import HelmError, HelmUnavailable, helm_binary
 
 # Tiers by marker, most specific first: a test is in the first tier whose marker it carries, else "unit".
@@ -66,6 +67,20 @@ def helm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
             pytest.fail(f"CI must run the chart tests: {error}", pytrace=False)
         pytest.skip(str(error))
     except HelmError as error:
+        pytest.fail(str(error), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def flink_probes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Flink probe of hack/build-flink-probe.sh (tests/flink_job.py), for the real-Flink tier and the Karmada
+    tier's jobs: built once per session; locally a skip without Java or Maven, on CI (``CI=true``) a failure."""
+    try:
+        return build_probes(tmp_path_factory.getbasetemp() / "build-flink-probe.log")
+    except FlinkUnavailable as error:
+        if on_ci():
+            pytest.fail(f"CI must run the real-Flink jobs: {error}", pytrace=False)
+        pytest.skip(str(error))
+    except ProbeFailed as error:
         pytest.fail(str(error), pytrace=False)
 
 

@@ -1,6 +1,10 @@
 """A whole member cluster dies (its kube-apiserver really stopped): the Flink job comes back on another cluster,
 restored from its newest completed checkpoint, within two minutes of the first failed health probe; when the dead
-cluster returns, its stale copy is deleted within seconds (issue 12 points 1, 2 and 3).
+cluster returns, its stale copy is deleted within seconds (issue 12 points 1, 2 and 3). The job is real (issue 26): each
+copy runs the keyed-counter job of flink-probe/ in a MiniCluster started from the copy's own spec, and its real job
+id and RUNNING are reported into the copy's status; the old one is killed (-9) with its member's apiserver, as on a
+dead node. The records decide: the new job goes on from the restored checkpoint's counts, no record is lost, and
+what is counted twice is what the old job counted after that checkpoint, less than one checkpoint interval.
 
 Settings (docs/operations.md "Cluster failover and a dead cluster"): karmada-controller-manager
 `--feature-gates=Failover=true --enable-no-execute-taint-eviction=true --cluster-status-update-frequency=10s` and the
@@ -11,11 +15,13 @@ defaults (`fencing: notReady`, `fenceAfterSeconds: 60`). No StatefulFailoverInje
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
 from failover.state.history import CLUSTER_FAILOVER, DEAD_CLUSTER_RETURN, read_history
+from tests.flink_job import Probe, RunningJob
 from tests.karmada.outages import (
     CLUSTER_JOB_ID_LABEL,
     CopyWatch,
@@ -26,7 +32,16 @@ from tests.karmada.outages import (
     stateful_cluster_policy,
     taint_not_ready_clusters,
 )
-from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
+from tests.karmada.records import (
+    FLINK_CONFIGURATION,
+    FLINK_VERSION,
+    KEYS,
+    RATE,
+    check_records,
+    kill_at_any_moment,
+    newest_completed,
+)
+from tests.karmada.workloads import FlinkJob, restore_path
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
 
@@ -38,21 +53,45 @@ STALE_COPY_SECONDS = 15  # after the member's apiserver answers again (the relay
 
 
 def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_copy_goes_on_return(
-    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest, flink_probes: Path, tmp_path: Path
 ) -> None:
     env = karmada_env
+    probe = Probe.of(flink_probes, FLINK_VERSION)
     grant_fencing_in_members(env)
     job = FlinkJob(env, namespace)
-    job.create(stateful_cluster_policy("flink", namespace, job.name, env.members, toleration_seconds=300))
+    job.create(
+        stateful_cluster_policy("flink", namespace, job.name, env.members, toleration_seconds=300),
+        FLINK_CONFIGURATION,
+    )
     first = job.wait_placed()
-    job_id = new_job_id()
-    job.run_healthy(first, job_id)
-    checkpoints = job.write_checkpoints(job_id, completed=(1, 2), incomplete=(3,))
-    env.wait_until(lambda: job_id in recorded_state(job), 30, "the relay's record of the last healthy state")
+    jobs: list[RunningJob] = []
+    try:
+        jobs.append(old := job.run_flink(first, probe, tmp_path / "old", KEYS, RATE))
+        job_id = old.job_id
+        env.wait_until(lambda: len(old.completed()) >= 2, 60, "two checkpoints of the job completed")
+        env.wait_until(lambda: job_id in recorded_state(job), 30, "the relay's record of the last healthy state")
+        scenario(env, job, probe, jobs, tmp_path, request, first, job_id)
+    finally:
+        for running in jobs:
+            running.kill()
 
+
+def scenario(
+    env: KarmadaEnv,
+    job: FlinkJob,
+    probe: Probe,
+    jobs: list[RunningJob],
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    first: str,
+    job_id: str,
+) -> None:
+    old = jobs[0]
     with taint_not_ready_clusters(env), CopyWatch(job) as watch:
+        killed_at = kill_at_any_moment(old)  # the node dies: its job with it, then its apiserver
         env.stop_member(first)
         stopped_at = time.monotonic()  # the next health probe of the member fails
+        restorable = newest_completed(job.state_dir / job_id)
 
         task = env.wait_until(lambda: next(iter(job.eviction_tasks()), None), 90, "the taint manager's task")
         task_seconds = time.monotonic() - stopped_at
@@ -65,11 +104,12 @@ def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_
         [filled] = job.eviction_tasks() or [task]
         assert filled.get("preservedLabelState") == {CLUSTER_JOB_ID_LABEL: job_id}
         assert copy["metadata"]["labels"][CLUSTER_JOB_ID_LABEL] == job_id
-        assert restore_path(copy) == checkpoints / "chk-2"
+        assert restore_path(copy) == restorable
         assert copy["spec"]["job"]["upgradeMode"] == "savepoint"
-        assert events_of(env, namespace, "ClusterFenced"), "the fencing is visible as an event"
+        assert events_of(env, job.namespace, "ClusterFenced"), "the fencing is visible as an event"
         assert back_seconds < BACK_WITH_STATE_SECONDS, f"back with state after {back_seconds:.1f} s"
-        job.run_healthy(second, new_job_id())
+        jobs.append(new := job.run_flink(second, probe, tmp_path / "new", KEYS, RATE))
+        running_seconds = new.arrived["running"][0] - stopped_at
 
         env.start_member(first)
         answering_at = time.monotonic()
@@ -91,6 +131,8 @@ def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_
     assert stale_seconds < STALE_COPY_SECONDS, f"stale copy removed {stale_seconds:.1f} s after the member answered"
     # Never two copies where both could be seen (the dead member cannot be sampled while it is down).
     assert [members for _, members in watch.overlaps if first not in members] == []
+
+    recovery = check_records(old, new, restorable, killed_at)
     report(
         request,
         "karmada",
@@ -103,6 +145,11 @@ def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_
         "karmada",
         f"split brain on return: stale copy in {first} deleted {stale_seconds:.1f} s after its "
         f"apiserver answered again; Karmada reported it Ready after {ready_lag:.1f} s",
+    )
+    report(
+        request,
+        "karmada",
+        recovery.line(f"dead cluster {first}", "the member's stop", running_seconds, running_seconds - back_seconds),
     )
     assert (
         DEFAULT_JOB_ID_LABEL not in copy["metadata"]["labels"]

@@ -1,15 +1,28 @@
 """The mission, against Karmada's own scheduler and controllers: a FlinkDeployment with a single-cluster placement and
 a stateful application-failover policy fails over, and the copy Karmada creates in the new member restarts from the
-newest completed checkpoint of the failed job (../shared/reference/real-karmada.md, scenario a)."""
+newest completed checkpoint of the failed job (../shared/reference/real-karmada.md, scenario a). The job is real
+(issue 26, tests/karmada/records.py): its JobManager dies (kill -9 of its MiniCluster) and the operator reports the
+copy failing; the new copy's job restores from the path the relay injected, and the records are checked."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
-from tests.karmada.workloads import FlinkJob, restore_path
+from tests.flink_job import Probe, RunningJob
+from tests.karmada.records import (
+    FLINK_CONFIGURATION,
+    FLINK_VERSION,
+    KEYS,
+    RATE,
+    check_records,
+    kill_at_any_moment,
+    newest_completed,
+)
+from tests.karmada.workloads import FlinkJob, restore_path, stateful_policy
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
 
@@ -22,21 +35,47 @@ FAILOVER_TIMEOUT_SECONDS = TOLERATION_SECONDS + 50
 
 
 def test_flink_job_fails_over_with_its_job_id_and_newest_completed_checkpoint(
-    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest, flink_probes: Path, tmp_path: Path
 ) -> None:
     env = karmada_env
+    probe = Probe.of(flink_probes, FLINK_VERSION)
     job = FlinkJob(env, namespace)
-    first, job_id = job.start_stateful(TOLERATION_SECONDS)
-    checkpoints = job.write_checkpoints(job_id, completed=(1, 2), incomplete=(3,))
+    job.create(
+        stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS),
+        FLINK_CONFIGURATION,
+    )
+    first = job.wait_placed()
+    jobs: list[RunningJob] = []
+    try:
+        jobs.append(old := job.run_flink(first, probe, tmp_path / "old", KEYS, RATE))
+        env.wait_until(lambda: len(old.completed()) >= 2, 60, "two checkpoints of the job completed")
+        failover(env, job, probe, jobs, tmp_path, request, first, old.job_id)
+    finally:
+        for running in jobs:
+            running.kill()
 
-    job.report_unhealthy(first, job_id)
+
+def failover(
+    env: KarmadaEnv,
+    job: FlinkJob,
+    probe: Probe,
+    jobs: list[RunningJob],
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    first: str,
+    job_id: str,
+) -> None:
+    old = jobs[0]
+    killed_at = kill_at_any_moment(old)  # the JobManager dies (OutOfMemoryError), its job with it
+    job.report_unhealthy(first, job_id)  # and the operator says so
     unhealthy_at = time.monotonic()
+    checkpoint = newest_completed(job.state_dir / job_id)
 
     second, restored = job.wait_restored_outside(first, timeout=FAILOVER_TIMEOUT_SECONDS)
     seconds = time.monotonic() - unhealthy_at
 
     assert restored["metadata"]["labels"][DEFAULT_JOB_ID_LABEL] == job_id
-    assert restore_path(restored) == checkpoints / "chk-2"
+    assert restore_path(restored) == checkpoint
     assert restored["spec"]["job"]["upgradeMode"] == "savepoint"
     # Karmada's own record of the failover: the task from the failed member, with the state it preserved.
     [task] = job.eviction_tasks()
@@ -45,7 +84,9 @@ def test_flink_job_fails_over_with_its_job_id_and_newest_completed_checkpoint(
     assert task["preservedLabelState"] == {DEFAULT_JOB_ID_LABEL: job_id}
     # The Work Karmada wrote for the new member carries the same restore state the member got.
     work_manifest = job.work(second)["spec"]["workload"]["manifests"][0]
-    assert restore_path(work_manifest) == checkpoints / "chk-2"
+    assert restore_path(work_manifest) == checkpoint
+    jobs.append(new := job.run_flink(second, probe, tmp_path / "new", KEYS, RATE))
+    running_seconds = new.arrived["running"][0] - unhealthy_at
     # purgeMode Directly: Karmada removes the old copy.
     env.wait_until(lambda: job.copy_in(first) is None, 30, f"the copy in {first} deleted")
     assert job.work(first) is None
@@ -54,4 +95,12 @@ def test_flink_job_fails_over_with_its_job_id_and_newest_completed_checkpoint(
         "karmada",
         f"failover {first} -> {second}: unhealthy to new copy with restore path in "
         f"{seconds:.1f} s (tolerationSeconds {TOLERATION_SECONDS})",
+    )
+    recovery = check_records(old, new, checkpoint, killed_at)
+    report(
+        request,
+        "karmada",
+        recovery.line(
+            f"failover {first} -> {second}", "the unhealthy report", running_seconds, running_seconds - seconds
+        ),
     )

@@ -5,7 +5,8 @@ subresource, and Karmada's interpreter (its built-in FlinkDeployment Lua, ``pkg/
 thirdparty/resourcecustomizations/flink.apache.org/v1beta1/FlinkDeployment/customizations.yaml``) turns that into
 health on the binding: ``jobStatus.state`` RUNNING is Healthy, RECONCILING with an error not on its allow-list is
 Unhealthy. Everything read here is what Karmada made: the ResourceBinding, the Works in ``karmada-es-<member>``, the
-copies in the members.
+copies in the members. ``run_flink`` goes further: a real Flink job (tests/flink_job.py) started from the copy's own
+spec, whose real job id the status then carries.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import yaml
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
+from tests.flink_job import Probe, RunningJob, operator_configuration
 from tests.karmada_env import KARMADA, REPO_ROOT, KarmadaEnv, resource_path
 
 FLINK = "flink.apache.org/v1beta1"
@@ -119,9 +121,14 @@ class FlinkJob:
         # Karmada's names.GenerateBindingName: <name>-<lowercase kind>.
         return f"{self.name}-flinkdeployment"
 
-    def create(self, policy: dict[str, Any], spec: dict[str, Any] | None = None) -> None:
+    def create(
+        self,
+        policy: dict[str, Any],
+        spec: dict[str, Any] | None = None,
+        flink_configuration: dict[str, str] | None = None,
+    ) -> None:
         """Create the policy, then the FlinkDeployment (Karmada's e2e CR, with ``spec``'s fields in place of its
-        own) it selects."""
+        own and ``flink_configuration`` added to its own) it selects."""
         karmada = self.env.api(KARMADA)
         karmada.create(resource_path(POLICIES, "propagationpolicies", namespace=self.namespace), policy)
         deployment = yaml.safe_load((self.env.tree.source / E2E_FLINK_CR).read_text())
@@ -133,6 +140,7 @@ class FlinkJob:
             {
                 "state.checkpoints.dir": f"file://{self.state_dir}",
                 "state.savepoints.dir": f"file://{self.state_dir}/savepoints",
+                **(flink_configuration or {}),
             }
         )
         karmada.create(resource_path(FLINK, "flinkdeployments", namespace=self.namespace), deployment)
@@ -194,6 +202,23 @@ class FlinkJob:
 
     def report_unhealthy(self, member: str, job_id: str | None) -> None:
         self.report(member, "RECONCILING", job_id, FAILURE_MESSAGE)
+
+    def run_flink(self, member: str, probe: Probe, run_dir: Path, keys: int, rate: int) -> RunningJob:
+        """What the operator does with the copy in ``member``: a job (a MiniCluster of the probe) started from the
+        copy's own spec, its ``flinkConfiguration`` and the ``initialSavepointPath`` the relay injected; once Flink
+        says RUNNING, the real job id and state reported into the copy's status, and Karmada's Healthy awaited."""
+        spec = (self.copy_in(member) or {})["spec"]
+        config = operator_configuration(
+            spec.get("flinkConfiguration") or {}, {}, new_job_id(), spec["job"].get("initialSavepointPath")
+        )
+        job = probe.start(config, run_dir, run_dir / "expected", keys, rate)
+        try:
+            job.wait_event("running", 120)
+            self.run_healthy(member, job.job_id)
+        except BaseException:
+            job.kill()
+            raise
+        return job
 
     def write_checkpoints(self, job_id: str, completed: tuple[int, ...], incomplete: tuple[int, ...] = ()) -> Path:
         """Flink's layout under the workload's checkpoint dir: ``<dir>/<job id>/chk-N/_metadata`` for a completed

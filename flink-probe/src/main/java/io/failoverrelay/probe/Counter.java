@@ -11,7 +11,9 @@ import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
 import org.apache.flink.util.Collector;
 
+import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,7 +29,9 @@ import java.util.TreeMap;
  * {@code expected/<checkpoint id>}: what the snapshot holds, for the test to compare with what a restore brings back.
  * After a restore it reports each key's count as Flink restored it (the first time the key is seen) to
  * {@code run/restored}. Files are the only channel to the runner: the job runs in a MiniCluster of the same JVM, but
- * nothing here relies on sharing static fields with it.
+ * nothing here relies on sharing static fields with it. When {@code run/records} exists as the job opens, every
+ * record's sequence number is appended to it, a line each, unbuffered, so a kill -9 loses none
+ * that was counted: the records a failover test reads.
  */
 final class Counter extends RichFlatMapFunction<Long, Long> implements CheckpointedFunction, CheckpointListener {
     private final int keys;
@@ -39,6 +43,7 @@ final class Counter extends RichFlatMapFunction<Long, Long> implements Checkpoin
     private transient long firstValue;
     private transient StringBuilder restoredReport;
     private transient int restoredKeys;
+    private transient OutputStream records;
 
     Counter(int keys, String expectedDir, String runDir) {
         this.keys = keys;
@@ -47,11 +52,13 @@ final class Counter extends RichFlatMapFunction<Long, Long> implements Checkpoin
     }
 
     @Override
-    public void open(OpenContext context) {
+    public void open(OpenContext context) throws IOException {
         count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
         mirror = new TreeMap<>();
         firstValue = -1;
         restoredReport = new StringBuilder();
+        Path recordsFile = Paths.get(runDir, "records");
+        records = Files.exists(recordsFile) ? new FileOutputStream(recordsFile.toFile(), true) : null;
     }
 
     @Override
@@ -75,6 +82,9 @@ final class Counter extends RichFlatMapFunction<Long, Long> implements Checkpoin
         }
         count.update(before + 1);
         mirror.put(key, before + 1);
+        if (records != null) {
+            records.write((value + "\n").getBytes(StandardCharsets.US_ASCII));
+        }
         out.collect(value);
     }
 

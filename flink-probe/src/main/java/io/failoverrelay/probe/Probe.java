@@ -36,7 +36,9 @@ import java.util.stream.Stream;
  *   Runs the keyed-counter job in a MiniCluster configured with exactly the properties in CONFIG (a
  *   FlinkDeployment's flinkConfiguration, plus what the operator adds: the job id, the restore path). Steps, in
  *   order: chk:N (wait for N more completed checkpoints), savepoint, stop-with-savepoint, cancel, crash-in-checkpoint
- *   (hold the next checkpoint's barrier and wait to be killed). One JSON object per line on stdout per event.
+ *   (hold the next checkpoint's barrier and wait to be killed), hold (run until killed; fails if the job ends). One
+ *   JSON object per line on stdout per event; "running" once the job is RUNNING. With a file RUN_DIR/records
+ *   present at the start, every record processed is appended to it (the sink of the real-Karmada tier).
  * Probe metadata CONFIG PATH...
  *   Loads each state's _metadata with Flink's own Checkpoints.loadCheckpointMetadata (file systems configured from
  *   CONFIG); one JSON line per path.
@@ -94,6 +96,8 @@ public final class Probe {
                 .sinkTo(new DiscardingSink<>()).uid("discard").name("discard");
         JobClient client = env.executeAsync("failover-relay-probe");
         event("submitted", "\"jobId\":\"" + client.getJobID() + "\"");
+        waitFor(client, () -> client.getJobStatus().get() == JobStatus.RUNNING, "the job to run");
+        event("running", "\"jobId\":\"" + client.getJobID() + "\"");
         String restorePath = properties.getProperty("execution.state-recovery.path",
                 properties.getProperty("execution.savepoint.path"));
         if (restorePath != null) {
@@ -118,6 +122,15 @@ public final class Probe {
                 client.cancel().get();
                 waitFor(null, () -> ended(client), "the job to cancel");
                 event("cancelled", "");
+            } else if (step.equals("hold")) {
+                while (true) {
+                    JobStatus status = client.getJobStatus().get();
+                    if (status.isGloballyTerminalState()) {
+                        client.getJobExecutionResult().get();  // throws the job's failure
+                        throw new IllegalStateException("the job ended (" + status + ") while held");
+                    }
+                    Thread.sleep(200);
+                }
             } else if (step.equals("crash-in-checkpoint")) {
                 Files.writeString(runDir.resolve("block"), "");
                 Path blocking = runDir.resolve("blocking");
