@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from failover.state.flink_config import flatten_configuration
+from tests.support import die_with_parent
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO_ROOT / "hack" / "build-flink-probe.sh"
@@ -136,7 +137,9 @@ class Probe:
         config_file.write_text(_properties(config))
         args = ["run", str(config_file), str(run_dir), str(expected_dir), str(keys), str(rate), *steps]
         stderr = (run_dir / "stderr").open("wb")
-        process = subprocess.Popen(self._command(*args), stdout=subprocess.PIPE, stderr=stderr, text=True)
+        process = subprocess.Popen(
+            self._command(*args), stdout=subprocess.PIPE, stderr=stderr, text=True, preexec_fn=die_with_parent
+        )
         events: list[dict[str, Any]] = []
         # A JVM that stops printing is killed at the deadline, which also ends the read below.
         watchdog = threading.Timer(timeout, process.kill)
@@ -169,7 +172,11 @@ class Probe:
         args = ["run", str(config_file), str(run_dir), str(expected_dir), str(keys), str(rate), "hold"]
         with (run_dir / "stderr").open("wb") as stderr:
             process = subprocess.Popen(
-                self._command(*args, jvm=QUICK_START), stdout=subprocess.PIPE, stderr=stderr, text=True
+                self._command(*args, jvm=QUICK_START),
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                preexec_fn=die_with_parent,
             )
         return RunningJob(process, run_dir, expected_dir)
 
@@ -180,7 +187,11 @@ class Probe:
             config_file.write(_properties(config))
             config_file.flush()
             result = subprocess.run(
-                self._command("metadata", config_file.name, *paths), capture_output=True, text=True, timeout=120
+                self._command("metadata", config_file.name, *paths),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                preexec_fn=die_with_parent,
             )
         if result.returncode != 0:
             raise ProbeFailed(f"Probe metadata exited {result.returncode}: {result.stderr[-2000:]}")

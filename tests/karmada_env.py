@@ -78,7 +78,6 @@ import atexit
 import base64
 import contextlib
 import copy
-import ctypes
 import datetime
 import ipaddress
 import json
@@ -109,6 +108,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.crd_sources import ConversionWebhook, KarmadaTree, flink_deployment_crd, karmada_crds
 from tests.envtest import ControlPlaneError, KubectlError, _loopback_env, free_port
+from tests.support import die_with_parent
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOOPBACK = "127.0.0.1"
@@ -387,12 +387,6 @@ class _Authority:
 # -- processes --------------------------------------------------------------------------------------------------
 
 
-def _die_with_parent() -> None:
-    """Runs in the child before exec: SIGKILL it when the test process dies without stopping it (Linux)."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 @dataclass
 class _Process:
     """One child process in its own process group, with its log file; stopped by PID."""
@@ -428,7 +422,7 @@ class _Process:
                 env=self.env or _loopback_env(),
                 cwd=self.cwd,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> None:

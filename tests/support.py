@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import copy
+import ctypes
 import json
 import os
+import signal
 import ssl
 import sys
 import uuid
@@ -27,6 +29,14 @@ GVK = {
 def on_ci() -> bool:
     """Running under .ci/run (CI=true): a missing tool or binary a tier needs is a failure there, locally a skip."""
     return os.environ.get("CI", "").lower() in ("true", "1", "yes")
+
+
+def die_with_parent() -> None:
+    """A `preexec_fn`: the child gets SIGKILL when the thread that started it dies without stopping it (Linux's
+    PR_SET_PDEATHSIG), so a test process killed outright leaves no apiserver or JVM behind. Start such children from
+    the main thread only."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def serve_command(port: int, cert_dir: Path, *options: str, host: str | None = "127.0.0.1") -> list[str]:
