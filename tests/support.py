@@ -39,6 +39,13 @@ def die_with_parent() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def interruptible() -> None:
+    """A `preexec_fn` for a child the test stops with SIGINT, as Ctrl-C would: a shell starts a background job (a CI
+    runner's, `make test &`) with SIGINT ignored, every process below inherits that, and Python then never installs
+    its KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def serve_command(port: int, cert_dir: Path, *options: str, host: str | None = "127.0.0.1") -> list[str]:
     """`failover-relay serve` under the Python running the tests, on `port` with its certificates in `cert_dir` and
     JSON logs (what the tests read), followed by `options`; `host` None keeps serve's default bind address."""

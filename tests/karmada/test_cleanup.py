@@ -15,6 +15,7 @@ import time
 import pytest
 
 from tests.karmada_env import LOOPBACK, REPO_ROOT, KarmadaEnv
+from tests.support import interruptible
 
 pytestmark = pytest.mark.karmada
 
@@ -61,6 +62,7 @@ def test_nothing_survives_the_test_process(karmada_env: KarmadaEnv, signum: int)
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     try:
         line = child.stdout.readline() if child.stdout else ""

@@ -16,7 +16,7 @@ import pytest
 from failover.state.history import HISTORY_ANNOTATION, read_history
 from tests.karmada.workloads import FLINK, FlinkJob, relay_status, restore_path
 from tests.karmada_env import KARMADA, REPO_ROOT, KarmadaEnv, resource_path
-from tests.support import report
+from tests.support import interruptible, report
 
 pytestmark = pytest.mark.karmada
 
@@ -109,6 +109,7 @@ def test_status_during_a_failover_and_the_history_karmada_keeps(
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO_ROOT,
+        preexec_fn=interruptible,
     )
     assert watcher.stdout is not None
     frames = env.wait_until(lambda: watcher.stdout.readline() == "---\n", 30, "a second --watch frame")
