@@ -61,7 +61,7 @@ def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_
     job = FlinkJob(env, namespace)
     job.create(
         stateful_cluster_policy("flink", namespace, job.name, env.members, toleration_seconds=300),
-        FLINK_CONFIGURATION,
+        flink_configuration=FLINK_CONFIGURATION,
     )
     first = job.wait_placed()
     jobs: list[RunningJob] = []

@@ -57,7 +57,7 @@ def requirements(job: FlinkJob) -> dict[str, Any] | None:
 
 def create(env: KarmadaEnv, namespace: str, name: str, spec: dict[str, Any] | None = None) -> FlinkJob:
     job = FlinkJob(env, namespace, name)
-    job.create(stateful_policy(name, namespace, name, env.members), spec)
+    job.create(stateful_policy(name, namespace, name, env.members), spec=spec)
     return job
 
 

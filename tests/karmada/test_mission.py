@@ -42,7 +42,7 @@ def test_flink_job_fails_over_with_its_job_id_and_newest_completed_checkpoint(
     job = FlinkJob(env, namespace)
     job.create(
         stateful_policy("flink", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS),
-        FLINK_CONFIGURATION,
+        flink_configuration=FLINK_CONFIGURATION,
     )
     first = job.wait_placed()
     jobs: list[RunningJob] = []

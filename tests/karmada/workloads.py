@@ -124,6 +124,7 @@ class FlinkJob:
     def create(
         self,
         policy: dict[str, Any],
+        *,
         spec: dict[str, Any] | None = None,
         flink_configuration: dict[str, str] | None = None,
     ) -> None:
