@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support import serve_command
+
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
 SERVER_CPU = "1"
@@ -135,21 +137,7 @@ def ceiling_command(python: Path | str, port: int, cert: Path, key: Path, stack:
 
 def us_command(port: int, cert_dir: Path, checkpoint_root: Path, *flags: str) -> list[str]:
     # As shipped: the console entry point's module, JSON logs to a file, savepoint injection on.
-    return [
-        sys.executable,
-        "-m",
-        "relay.cli",
-        "serve",
-        "--port",
-        str(port),
-        "--cert-dir",
-        str(cert_dir),
-        "--log-format",
-        "json",
-        "--checkpoint-root",
-        str(checkpoint_root),
-        *flags,
-    ]
+    return serve_command(port, cert_dir, "--checkpoint-root", str(checkpoint_root), *flags, host=None)
 
 
 def servers(
