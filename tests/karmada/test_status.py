@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from failover.state.history import HISTORY_ANNOTATION, read_history
-from tests.karmada.workloads import FLINK, FlinkJob, relay_status, restore_path
+from tests.karmada.workloads import FLINK, FlinkJob, relay_status, restore_path, status_command
 from tests.karmada_env import KARMADA, REPO_ROOT, KarmadaEnv, resource_path
 from tests.support import interruptible, report
 
@@ -92,20 +91,7 @@ def test_status_during_a_failover_and_the_history_karmada_keeps(
     assert relay_status(env, f"{namespace}/nothing-here").returncode == 2
     # --watch prints again until interrupted, then exits 0.
     watcher = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "relay.cli",
-            "status",
-            "--kubeconfig",
-            str(env.kubeconfig(KARMADA)),
-            "--config",
-            str(env.relay_config_file),
-            "--watch",
-            "--interval",
-            "0.2",
-            f"{namespace}/{job.name}",
-        ],
+        status_command(env, "--watch", "--interval", "0.2", f"{namespace}/{job.name}"),
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO_ROOT,

@@ -43,20 +43,25 @@ def restore_path(deployment: dict[str, Any]) -> Path | None:
     return Path(raw.removeprefix("file://"))
 
 
-def relay_status(env: KarmadaEnv, *args: str) -> subprocess.CompletedProcess[str]:
+def status_command(env: KarmadaEnv, *args: str) -> list[str]:
     """`failover-relay status` as an operator runs it: the admin kubeconfig and the relay's own config file."""
+    return [
+        sys.executable,
+        "-m",
+        "relay.cli",
+        "status",
+        "--kubeconfig",
+        str(env.kubeconfig(KARMADA)),
+        "--config",
+        str(env.relay_config_file),
+        *args,
+    ]
+
+
+def relay_status(env: KarmadaEnv, *args: str) -> subprocess.CompletedProcess[str]:
+    """`status_command` run to its end."""
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "relay.cli",
-            "status",
-            "--kubeconfig",
-            str(env.kubeconfig(KARMADA)),
-            "--config",
-            str(env.relay_config_file),
-            *args,
-        ],
+        status_command(env, *args),
         capture_output=True,
         text=True,
         timeout=60,
