@@ -17,6 +17,7 @@ import pytest
 
 from tests.crd_sources import KarmadaBuildFailed, KarmadaUnavailable, karmada_tree
 from tests.envtest import BinariesUnavailable, GoUnavailable, ensure_binaries
+from tests.flink_job import RunningJob
 from tests.karmada.workloads import POLICIES, REBALANCERS, FlinkJob
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 from tests.support import on_ci
@@ -120,3 +121,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("karmada timings")
         for what, value in TIMINGS.items():
             terminalreporter.write_line(f"{what}: {value}")
+
+
+@pytest.fixture
+def flink_jobs() -> Iterator[list[RunningJob]]:
+    """The real Flink jobs a test started (`FlinkJob.run_flink`): each killed -9 when the test ends, however it ends."""
+    jobs: list[RunningJob] = []
+    yield jobs
+    for job in jobs:
+        job.kill()

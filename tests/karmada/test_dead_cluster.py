@@ -53,7 +53,12 @@ STALE_COPY_SECONDS = 15  # after the member's apiserver answers again (the relay
 
 
 def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_copy_goes_on_return(
-    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest, flink_probes: Path, tmp_path: Path
+    karmada_env: KarmadaEnv,
+    namespace: str,
+    request: pytest.FixtureRequest,
+    flink_probes: Path,
+    flink_jobs: list[RunningJob],
+    tmp_path: Path,
 ) -> None:
     env = karmada_env
     probe = Probe.of(flink_probes, FLINK_VERSION)
@@ -64,29 +69,11 @@ def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_
         flink_configuration=FLINK_CONFIGURATION,
     )
     first = job.wait_placed()
-    jobs: list[RunningJob] = []
-    try:
-        jobs.append(old := job.run_flink(first, probe, tmp_path / "old", KEYS, RATE))
-        job_id = old.job_id
-        env.wait_until(lambda: len(old.completed()) >= 2, 60, "two checkpoints of the job completed")
-        env.wait_until(lambda: job_id in recorded_state(job), 30, "the relay's record of the last healthy state")
-        scenario(env, job, probe, jobs, tmp_path, request, first, job_id)
-    finally:
-        for running in jobs:
-            running.kill()
+    flink_jobs.append(old := job.run_flink(first, probe, tmp_path / "old", KEYS, RATE))
+    job_id = old.job_id
+    env.wait_until(lambda: len(old.completed()) >= 2, 60, "two checkpoints of the job completed")
+    env.wait_until(lambda: job_id in recorded_state(job), 30, "the relay's record of the last healthy state")
 
-
-def scenario(
-    env: KarmadaEnv,
-    job: FlinkJob,
-    probe: Probe,
-    jobs: list[RunningJob],
-    tmp_path: Path,
-    request: pytest.FixtureRequest,
-    first: str,
-    job_id: str,
-) -> None:
-    old = jobs[0]
     with taint_not_ready_clusters(env), CopyWatch(job) as watch:
         killed_at = kill_at_any_moment(old)  # the node dies: its job with it, then its apiserver
         env.stop_member(first)
@@ -108,7 +95,7 @@ def scenario(
         assert copy["spec"]["job"]["upgradeMode"] == "savepoint"
         assert events_of(env, job.namespace, "ClusterFenced"), "the fencing is visible as an event"
         assert back_seconds < BACK_WITH_STATE_SECONDS, f"back with state after {back_seconds:.1f} s"
-        jobs.append(new := job.run_flink(second, probe, tmp_path / "new", KEYS, RATE))
+        flink_jobs.append(new := job.run_flink(second, probe, tmp_path / "new", KEYS, RATE))
         running_seconds = new.arrived["running"][0] - stopped_at
 
         env.start_member(first)

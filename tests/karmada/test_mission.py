@@ -35,7 +35,12 @@ FAILOVER_TIMEOUT_SECONDS = TOLERATION_SECONDS + 50
 
 
 def test_flink_job_fails_over_with_its_job_id_and_newest_completed_checkpoint(
-    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest, flink_probes: Path, tmp_path: Path
+    karmada_env: KarmadaEnv,
+    namespace: str,
+    request: pytest.FixtureRequest,
+    flink_probes: Path,
+    flink_jobs: list[RunningJob],
+    tmp_path: Path,
 ) -> None:
     env = karmada_env
     probe = Probe.of(flink_probes, FLINK_VERSION)
@@ -45,27 +50,10 @@ def test_flink_job_fails_over_with_its_job_id_and_newest_completed_checkpoint(
         flink_configuration=FLINK_CONFIGURATION,
     )
     first = job.wait_placed()
-    jobs: list[RunningJob] = []
-    try:
-        jobs.append(old := job.run_flink(first, probe, tmp_path / "old", KEYS, RATE))
-        env.wait_until(lambda: len(old.completed()) >= 2, 60, "two checkpoints of the job completed")
-        failover(env, job, probe, jobs, tmp_path, request, first, old.job_id)
-    finally:
-        for running in jobs:
-            running.kill()
+    flink_jobs.append(old := job.run_flink(first, probe, tmp_path / "old", KEYS, RATE))
+    job_id = old.job_id
+    env.wait_until(lambda: len(old.completed()) >= 2, 60, "two checkpoints of the job completed")
 
-
-def failover(
-    env: KarmadaEnv,
-    job: FlinkJob,
-    probe: Probe,
-    jobs: list[RunningJob],
-    tmp_path: Path,
-    request: pytest.FixtureRequest,
-    first: str,
-    job_id: str,
-) -> None:
-    old = jobs[0]
     killed_at = kill_at_any_moment(old)  # the JobManager dies (OutOfMemoryError), its job with it
     job.report_unhealthy(first, job_id)  # and the operator says so
     unhealthy_at = time.monotonic()
@@ -85,7 +73,7 @@ def failover(
     # The Work Karmada wrote for the new member carries the same restore state the member got.
     work_manifest = job.work(second)["spec"]["workload"]["manifests"][0]
     assert restore_path(work_manifest) == checkpoint
-    jobs.append(new := job.run_flink(second, probe, tmp_path / "new", KEYS, RATE))
+    flink_jobs.append(new := job.run_flink(second, probe, tmp_path / "new", KEYS, RATE))
     running_seconds = new.arrived["running"][0] - unhealthy_at
     # purgeMode Directly: Karmada removes the old copy.
     env.wait_until(lambda: job.copy_in(first) is None, 30, f"the copy in {first} deleted")
