@@ -49,7 +49,8 @@ API (everything else is private):
   member while the member, its copies and the tests' direct view of it carry on.
 - ``start_pull_member(name="member4")``: one more member, registered in Pull mode by a real ``karmada-agent`` with an
   API endpoint the control plane cannot reach (started only by the tests that need it, in ``pull_members``, never in
-  ``members``); ``stop_agent`` / ``start_agent`` / ``agent_pid``; ``stop_pull_member`` (the Cluster stays, NotReady).
+  ``members``); ``stop_agent`` / ``start_agent`` / ``agent_pid``; ``partition_agent`` / ``heal_agent`` (SIGSTOP /
+  SIGCONT the agent's own TCP relay to karmada-apiserver); ``stop_pull_member`` (the Cluster stays, NotReady).
 - ``stop_control_plane()`` / ``start_control_plane()``: stop karmada-apiserver by PID and start it again on its port
   (its data stays in etcd); every other component keeps running and reconnects.
 - ``restart_relay(config=None, args=())``: stop the relay and start it again on the same port and certificates,
@@ -947,6 +948,7 @@ class KarmadaEnv:
         self._authority.issue(member, common_name=member, server=True, dns=["localhost"], ips=[LOOPBACK])
         self._ports[member] = free_port()
         self._ports[_agent(member)] = free_port()
+        self._ports[_link(_agent(member))] = free_port()
         process = self._spawn(member, self._apiserver_args(member, f"/{member}"))
         apiserver = self._apiservers[member] = _Apiserver(member, self._ports, process)
         self._await_ready(
@@ -961,6 +963,27 @@ class KarmadaEnv:
         self._apply_crds(member, "-f", str(flink_deployment_crd()))
         for manifest in sorted((REPO_ROOT / "manifests" / "member").glob("*.yaml")) if self.with_relay else ():
             self.kubectl("apply", "-f", str(manifest), cluster=member)
+        # The agent reaches karmada-apiserver through a TCP relay of its own, which partition_agent cuts.
+        link = _link(_agent(member))
+        self._start(
+            link,
+            lambda: [
+                sys.executable,
+                "-m",
+                "tests.karmada.tcp_relay",
+                str(self._ports[link]),
+                str(self._ports["karmada-apiserver"]),
+            ],
+            (link,),
+            lambda: f"https://{LOOPBACK}:{self._ports[link]}/readyz",
+            _unverified(),
+            cwd=REPO_ROOT,
+        )
+        self._write_kubeconfig(
+            self.root / f"{_agent(member)}.kubeconfig",
+            f"https://{LOOPBACK}:{self._ports[link]}",
+            {"client-certificate": str(self.pki / "admin.crt"), "client-key": str(self.pki / "admin.key")},
+        )
         self.start_agent(member)
         self.wait_until(
             lambda: _cluster_registered(self.api(KARMADA), member),
@@ -978,7 +1001,7 @@ class KarmadaEnv:
             name,
             lambda: [
                 str(self.tree.bin / "karmada-agent"),
-                f"--karmada-kubeconfig={self.kubeconfig(KARMADA)}",
+                f"--karmada-kubeconfig={self.root / f'{name}.kubeconfig'}",
                 f"--kubeconfig={self.kubeconfig(member)}",
                 f"--cluster-name={member}",
                 f"--cluster-api-endpoint={PULL_API_ENDPOINT}",
@@ -1003,11 +1026,26 @@ class KarmadaEnv:
     def agent_pid(self, member: str = PULL_MEMBER) -> int | None:
         return self._processes[_agent(member)].pid
 
+    def partition_agent(self, member: str = PULL_MEMBER) -> None:
+        """Cut the Pull member's agent off from karmada-apiserver (SIGSTOP its TCP relay): member, agent and copies
+        run on."""
+        pid = self._processes[_link(_agent(member))].pid
+        assert pid is not None, f"the TCP relay of {member}'s agent is not running"
+        os.killpg(pid, signal.SIGSTOP)
+
+    def heal_agent(self, member: str = PULL_MEMBER) -> None:
+        pid = self._processes[_link(_agent(member))].pid
+        assert pid is not None, f"the TCP relay of {member}'s agent is not running"
+        os.killpg(pid, signal.SIGCONT)
+
     def stop_pull_member(self, member: str = PULL_MEMBER) -> None:
-        """Stop the agent and the member's apiserver and take it out of ``pull_members``. Its Cluster stays
-        registered, NotReady: deleting it would wait forever for its execution namespace, which no namespace
+        """Stop the agent, its TCP relay and the member's apiserver and take it out of ``pull_members``. Its Cluster
+        stays registered, NotReady: deleting it would wait forever for its execution namespace, which no namespace
         controller removes here; no policy of the tier names it."""
         self.stop_agent(member)
+        link = self._processes[_link(_agent(member))]
+        self._stopped_on_purpose = self._stopped_on_purpose | {link.name}
+        link.stop()
         self.stop_member(member)
         self.pull_members = tuple(m for m in self.pull_members if m != member)
 

@@ -32,7 +32,7 @@ from tests.karmada.outages import (
     taint_not_ready_clusters,
 )
 from tests.karmada.records import FLINK_CONFIGURATION, FLINK_VERSION, KEYS, RATE, kill_at_any_moment, newest_completed
-from tests.karmada.workloads import FlinkJob, restore_path
+from tests.karmada.workloads import FlinkJob, relay_status, restore_path
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
 
@@ -98,6 +98,11 @@ def test_a_dead_pull_members_job_comes_back_with_its_state_and_its_stale_copy_go
         assert handed is not None and handed["metadata"].get("deletionTimestamp")
         assert "karmada.io/execution-controller" in handed["metadata"]["finalizers"]
         assert "resourcebinding.karmada.io/permanent-id" not in (handed["metadata"].get("labels") or {})
+        shown = relay_status(env, f"{namespace}/{job.name}").stdout
+        assert (
+            f"fence: {first} fenced; its old copy FlinkDeployment {namespace}/{job.name} is deleted when its agent"
+            in (shown)
+        ), shown
         flink_jobs.append(job.run_flink(second, probe, tmp_path / "new", KEYS, RATE))
         new_copy = job.copy_in(second)
         assert new_copy is not None
