@@ -106,6 +106,8 @@ def test_a_dead_pull_members_job_comes_back_with_its_state_and_its_stale_copy_go
         flink_jobs.append(job.run_flink(second, probe, tmp_path / "new", KEYS, RATE))
         new_copy = job.copy_in(second)
         assert new_copy is not None
+        # Restart-safe: a relay restarted while the Work waits for the agent finds it handed over and leaves it so.
+        restart_seconds = env.restart_relay()
 
         member_at = time.monotonic()  # the node is back: its apiserver, then its agent
         env.start_member(first)
@@ -145,7 +147,8 @@ def test_a_dead_pull_members_job_comes_back_with_its_state_and_its_stale_copy_go
         request,
         "karmada",
         f"dead Pull member {first}: NotReady {not_ready_seconds:.1f} s after its agent stopped, back on {second} with "
-        f"label and restore path {back_seconds:.1f} s after (fenceAfterSeconds 60)",
+        f"label and restore path {back_seconds:.1f} s after (fenceAfterSeconds 60); relay restarted meanwhile "
+        f"({restart_seconds:.1f} s)",
     )
     report(
         request,
