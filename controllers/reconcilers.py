@@ -83,7 +83,8 @@ class ReconcileMetrics:
         )
         self.works_released = Counter(
             "failover_relay_works_released_total",
-            "Old Works released: fenced (cluster unreachable, copy recorded) or deleted (copy deleted through proxy).",
+            "Old Works released: fenced (cluster unreachable, copy recorded), deleted (copy deleted through proxy) or"
+            " handed (a Pull cluster's Work left to its agent).",
             ("why",),
             registry=registry,
         )
@@ -251,15 +252,18 @@ class BindingReconciler:
                 continue
             work_ref = ObjectRef(WORKS.kind, release.name, release.namespace)
             try:
-                await self.client.patch(
-                    work_ref,
-                    {"metadata": {"finalizers": list(release.finalizers), "resourceVersion": release.resource_version}},
-                )
+                metadata: dict[str, Any] = {
+                    "finalizers": list(release.finalizers),
+                    "resourceVersion": release.resource_version,
+                }
+                if release.unlabel:  # a Pull cluster's Work handed to its agent (failover/reconcile/pull_clusters.py)
+                    metadata["labels"] = dict.fromkeys(release.unlabel)
+                await self.client.patch(work_ref, {"metadata": metadata})
             except ApiException as error:
                 if not_found(error):
                     continue
                 raise
-            why = "fenced" if not release.delete_first else "deleted"
+            why = "handed" if release.unlabel else "fenced" if not release.delete_first else "deleted"
             self.metrics.works_released.labels(why).inc()
             log.info(
                 "work_released",

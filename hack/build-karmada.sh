@@ -13,7 +13,7 @@
 #   --source-only: unpack (or copy) the source tree and stop; enough for tests that only need Karmada's CRDs.
 # Exit status: 0 done; 3 no Karmada source could be found; 4 the binaries are missing and there is no Go to build
 # them; anything else a failed build. tests/crd_sources.py turns 3 and 4 into a skip (locally) or a failure (CI).
-# Output: ${XDG_CACHE_HOME:-$HOME/.cache}/failover-relay/karmada/<commit>/ with bin/ (the four binaries) and src/ (the
+# Output: ${XDG_CACHE_HOME:-$HOME/.cache}/failover-relay/karmada/<commit>/ with bin/ (the five binaries) and src/ (the
 # tree); that directory is printed as the last line of stdout. tests/karmada_env.py finds it the same way.
 #
 # Idempotent: a warm cache costs nothing. Binaries are written under a temporary name and renamed, so an interrupted
@@ -24,7 +24,7 @@ set -euo pipefail
 
 # Pinned release used only when neither $KARMADA_SRC nor the tarball is there.
 KARMADA_REF="${KARMADA_REF:-v1.19.0}"
-BINARIES=(controller-manager scheduler aggregated-apiserver webhook)
+BINARIES=(controller-manager scheduler aggregated-apiserver webhook agent)
 
 source_only=false
 for arg in "$@"; do

@@ -47,6 +47,10 @@ API (everything else is private):
 - ``partition_member(name)`` / ``heal_member(name)``: SIGSTOP / SIGCONT the TCP relay (``tests/karmada/tcp_relay.py``,
   one per member, ``link_pid(name)``) that the member is registered behind: the control plane cannot reach the
   member while the member, its copies and the tests' direct view of it carry on.
+- ``start_pull_member(name="member4")``: one more member, registered in Pull mode by a real ``karmada-agent`` with an
+  API endpoint the control plane cannot reach (started only by the tests that need it, in ``pull_members``, never in
+  ``members``); ``stop_agent`` / ``start_agent`` / ``agent_pid``; ``partition_agent`` / ``heal_agent`` (SIGSTOP /
+  SIGCONT the agent's own TCP relay to karmada-apiserver); ``stop_pull_member`` (the Cluster stays, NotReady).
 - ``stop_control_plane()`` / ``start_control_plane()``: stop karmada-apiserver by PID and start it again on its port
   (its data stays in etcd); every other component keeps running and reconnects.
 - ``restart_relay(config=None, args=())``: stop the relay and start it again on the same port and certificates,
@@ -123,6 +127,10 @@ KARMADA_CONTROLLERS = "*"
 RELAY_GATES = "Failover=true"
 # Karmada alone, as a user would run it for stateful failover (the gate writes preservedLabelState).
 KARMADA_STATEFUL_GATES = "Failover=true,StatefulFailoverInjection=true"
+# The Pull member of start_pull_member, and the API endpoint it registers: an address of TEST-NET-1 (RFC 5737), which
+# no host answers, as a member behind NAT whose apiserver the control plane cannot reach.
+PULL_MEMBER = "member4"
+PULL_API_ENDPOINT = "https://192.0.2.1:6443"
 CLUSTER_STATUS_UPDATE_FREQUENCY = "10s"
 # karmada-apiserver audits writes of Works (the Work mutator's audit annotations), nothing else.
 AUDIT_POLICY = {
@@ -464,6 +472,24 @@ def _link(member: str) -> str:
     return f"tcp-relay-{member}"
 
 
+def _agent(member: str) -> str:
+    """The name (process and health port) of the karmada-agent of a Pull member."""
+    return f"karmada-agent-{member}"
+
+
+def _cluster_registered(karmada: Api, member: str) -> bool:
+    """The Cluster is Ready and reports FlinkDeployment among its API enablements."""
+    cluster = karmada.get(f"/apis/cluster.karmada.io/v1alpha1/clusters/{member}") or {}
+    status = cluster.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    flink = any(
+        e.get("groupVersion") == "flink.apache.org/v1beta1"
+        and any(r.get("kind") == "FlinkDeployment" for r in e.get("resources") or [])
+        for e in status.get("apiEnablements") or []
+    )
+    return ready and flink
+
+
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -562,6 +588,9 @@ class KarmadaEnv:
         self.tree = tree
         self.envtest_binaries = envtest_binaries
         self.members = tuple(members)
+        # Members registered by karmada-agent (start_pull_member): never in `members`, so no policy of the other
+        # tests, which all name `members`, selects them.
+        self.pull_members: tuple[str, ...] = ()
         self.with_relay = relay
         self.startup_timeout = startup_timeout
         self.verbosity = os.environ.get("KARMADA_ENV_VERBOSITY", "1")
@@ -605,8 +634,8 @@ class KarmadaEnv:
         return self.root / "checkpoints"
 
     def kubeconfig(self, cluster: str = KARMADA) -> Path:
-        if cluster != KARMADA and cluster not in self.members:
-            raise KeyError(f"no cluster {cluster!r}: karmada or one of {self.members}")
+        if cluster != KARMADA and cluster not in self.members and cluster not in self.pull_members:
+            raise KeyError(f"no cluster {cluster!r}: karmada or one of {self.members + self.pull_members}")
         return self.root / f"{cluster}.kubeconfig"
 
     @property
@@ -904,6 +933,122 @@ class KarmadaEnv:
         self._start_controller_manager(controllers, feature_gates, args)
         return time.monotonic() - started
 
+    # -- a Pull member ---------------------------------------------------------------------------------------------
+
+    def start_pull_member(self, member: str = PULL_MEMBER) -> float:
+        """Add a member cluster in Pull mode, as Karmada's ``hack/local-up-karmada.sh`` runs member3: its own
+        kube-apiserver, and ``karmada-agent`` (``artifacts/agent/karmada-agent.yaml``'s flags) registering it
+        (``cmd/agent/app/agent.go``: the agent creates the Cluster, ``spec.syncMode: Pull``) with
+        ``--cluster-api-endpoint`` an address the control plane cannot reach (``PULL_API_ENDPOINT``), as in
+        production, so Karmada's cluster proxy fails there. No credentials are reported (``--report-secrets=None``:
+        the agent would wait for ServiceAccount token Secrets that no kube-controller-manager creates here). Waits
+        until the Cluster is Ready with FlinkDeployment in ``status.apiEnablements``; returns the seconds it took.
+        The member is in ``pull_members``, never in ``members``."""
+        started = time.monotonic()
+        self._authority.issue(member, common_name=member, server=True, dns=["localhost"], ips=[LOOPBACK])
+        self._ports[member] = free_port()
+        self._ports[_agent(member)] = free_port()
+        self._ports[_link(_agent(member))] = free_port()
+        process = self._spawn(member, self._apiserver_args(member, f"/{member}"))
+        apiserver = self._apiservers[member] = _Apiserver(member, self._ports, process)
+        self._await_ready(
+            process,
+            lambda: self._apiserver_args(member, f"/{member}"),
+            (member,),
+            lambda: f"{apiserver.url}/readyz",
+            _unverified(),
+        )
+        self.pull_members = (*self.pull_members, member)
+        self._write_kubeconfig(self.kubeconfig(member), apiserver.url, {"token": self.member_token})
+        self._apply_crds(member, "-f", str(flink_deployment_crd()))
+        for manifest in sorted((REPO_ROOT / "manifests" / "member").glob("*.yaml")) if self.with_relay else ():
+            self.kubectl("apply", "-f", str(manifest), cluster=member)
+        # The agent reaches karmada-apiserver through a TCP relay of its own, which partition_agent cuts.
+        link = _link(_agent(member))
+        self._start(
+            link,
+            lambda: [
+                sys.executable,
+                "-m",
+                "tests.karmada.tcp_relay",
+                str(self._ports[link]),
+                str(self._ports["karmada-apiserver"]),
+            ],
+            (link,),
+            lambda: f"https://{LOOPBACK}:{self._ports[link]}/readyz",
+            _unverified(),
+            cwd=REPO_ROOT,
+        )
+        self._write_kubeconfig(
+            self.root / f"{_agent(member)}.kubeconfig",
+            f"https://{LOOPBACK}:{self._ports[link]}",
+            {"client-certificate": str(self.pki / "admin.crt"), "client-key": str(self.pki / "admin.key")},
+        )
+        self.start_agent(member)
+        self.wait_until(
+            lambda: _cluster_registered(self.api(KARMADA), member),
+            self.startup_timeout,
+            f"Pull Cluster {member} Ready with FlinkDeployment in status.apiEnablements",
+        )
+        return time.monotonic() - started
+
+    def start_agent(self, member: str = PULL_MEMBER) -> float:
+        """Start the member's karmada-agent (again); the seconds until its /healthz answers."""
+        started = time.monotonic()
+        name = _agent(member)
+        self._stopped_on_purpose = self._stopped_on_purpose - {name}
+        self._start(
+            name,
+            lambda: [
+                str(self.tree.bin / "karmada-agent"),
+                f"--karmada-kubeconfig={self.root / f'{name}.kubeconfig'}",
+                f"--kubeconfig={self.kubeconfig(member)}",
+                f"--cluster-name={member}",
+                f"--cluster-api-endpoint={PULL_API_ENDPOINT}",
+                f"--cluster-status-update-frequency={CLUSTER_STATUS_UPDATE_FREQUENCY}",
+                "--report-secrets=None",
+                "--leader-elect=false",
+                NO_METRICS,
+                f"--health-probe-bind-address={LOOPBACK}:{self._ports[name]}",
+                f"--v={self.verbosity}",
+            ],
+            (name,),
+            lambda: f"http://{LOOPBACK}:{self._ports[name]}/healthz",
+        )
+        return time.monotonic() - started
+
+    def stop_agent(self, member: str = PULL_MEMBER) -> None:
+        """Stop the member's karmada-agent (by PID, SIGTERM then SIGKILL)."""
+        name = _agent(member)
+        self._stopped_on_purpose = self._stopped_on_purpose | {name}
+        self._processes[name].stop()
+
+    def agent_pid(self, member: str = PULL_MEMBER) -> int | None:
+        return self._processes[_agent(member)].pid
+
+    def partition_agent(self, member: str = PULL_MEMBER) -> None:
+        """Cut the Pull member's agent off from karmada-apiserver (SIGSTOP its TCP relay): member, agent and copies
+        run on."""
+        pid = self._processes[_link(_agent(member))].pid
+        assert pid is not None, f"the TCP relay of {member}'s agent is not running"
+        os.killpg(pid, signal.SIGSTOP)
+
+    def heal_agent(self, member: str = PULL_MEMBER) -> None:
+        pid = self._processes[_link(_agent(member))].pid
+        assert pid is not None, f"the TCP relay of {member}'s agent is not running"
+        os.killpg(pid, signal.SIGCONT)
+
+    def stop_pull_member(self, member: str = PULL_MEMBER) -> None:
+        """Stop the agent, its TCP relay and the member's apiserver and take it out of ``pull_members``. Its Cluster
+        stays registered, NotReady: deleting it would wait forever for its execution namespace, which no namespace
+        controller removes here; no policy of the tier names it."""
+        self.stop_agent(member)
+        link = self._processes[_link(_agent(member))]
+        self._stopped_on_purpose = self._stopped_on_purpose | {link.name}
+        link.stop()
+        self.stop_member(member)
+        self.pull_members = tuple(m for m in self.pull_members if m != member)
+
     def rss_bytes(self) -> int:
         """Resident memory of every running process of the harness (VmRSS from /proc)."""
         total = 0
@@ -925,6 +1070,7 @@ class KarmadaEnv:
         self.pki.mkdir(mode=0o700)
         ca = _Authority(self.pki, "ca")
         self._ca_pem = ca.pem
+        self._authority = ca  # a Pull member added later gets its serving certificate from it
         front_proxy = _Authority(self.pki, "front-proxy-ca")
         front_proxy.issue("front-proxy-client", common_name="front-proxy-client", client=True)
         local = dict(dns=["localhost"], ips=[LOOPBACK])
@@ -1134,38 +1280,38 @@ class KarmadaEnv:
                 _unverified(),
             )
 
-    def _write_kubeconfigs(self) -> None:
-        def write(path: Path, server: str, user: dict[str, str]) -> None:
-            path.write_text(
-                json.dumps(
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Config",
-                        "clusters": [
-                            {"name": "c", "cluster": {"server": server, "certificate-authority": str(self.ca_file)}}
-                        ],
-                        "users": [{"name": "u", "user": user}],
-                        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                        "current-context": "c",
-                    },
-                    indent=2,
-                )
+    def _write_kubeconfig(self, path: Path, server: str, user: dict[str, str]) -> None:
+        path.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [
+                        {"name": "c", "cluster": {"server": server, "certificate-authority": str(self.ca_file)}}
+                    ],
+                    "users": [{"name": "u", "user": user}],
+                    "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                    "current-context": "c",
+                },
+                indent=2,
             )
-            path.chmod(0o600)
+        )
+        path.chmod(0o600)
 
+    def _write_kubeconfigs(self) -> None:
         karmada = self.server_url(KARMADA)
-        write(
+        self._write_kubeconfig(
             self.kubeconfig(KARMADA),
             karmada,
             {"client-certificate": str(self.pki / "admin.crt"), "client-key": str(self.pki / "admin.key")},
         )
-        write(
+        self._write_kubeconfig(
             self.relay_kubeconfig,
             karmada,
             {"client-certificate": str(self.pki / "relay.crt"), "client-key": str(self.pki / "relay.key")},
         )
         for member in self.members:
-            write(self.kubeconfig(member), self.server_url(member), {"token": self.member_token})
+            self._write_kubeconfig(self.kubeconfig(member), self.server_url(member), {"token": self.member_token})
 
     def _install_karmada(self) -> None:
         source = self.tree.source
@@ -1354,20 +1500,9 @@ class KarmadaEnv:
                 },
             )
 
-        def registered(member: str) -> bool:
-            cluster = karmada.get(f"/apis/cluster.karmada.io/v1alpha1/clusters/{member}") or {}
-            status = cluster.get("status") or {}
-            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-            flink = any(
-                e.get("groupVersion") == "flink.apache.org/v1beta1"
-                and any(r.get("kind") == "FlinkDeployment" for r in e.get("resources") or [])
-                for e in status.get("apiEnablements") or []
-            )
-            return ready and flink
-
         for member in self.members:
             self.wait_until(
-                lambda: registered(member),  # noqa: B023  wait_until calls it in this iteration only
+                lambda: _cluster_registered(karmada, member),  # noqa: B023  wait_until calls it in this iteration only
                 self.startup_timeout,
                 f"Cluster {member} Ready with FlinkDeployment in status.apiEnablements",
             )

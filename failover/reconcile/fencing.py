@@ -26,6 +26,9 @@ for the graceful eviction timeout and then start empty. The decisions here, per 
   cluster (targeted, or a live Work there): Karmada owns it again, and the record is dropped. The adapter deletes
   only an object whose `work.karmada.io/name` / `work.karmada.io/namespace` annotations name the fenced Work
   (`is_fenced_copy`), with its uid as precondition.
+- **A Pull cluster** (`spec.syncMode: Pull`) is never asked through the proxy, which cannot reach it: its Work is
+  handed to its agent instead of released (`failover/reconcile/pull_clusters.py`), and its recorded copies are
+  forgotten once that Work is gone, i.e. once the returning agent has deleted them.
 - **Wake.** When the last Work on a Directly task's cluster is gone and a target has no Work yet, the task's
   `message` gets a note: a spec change, so the binding controller (which reacts only to generation changes)
   creates the new Work at once instead of at its next 5 s re-check.
@@ -51,6 +54,7 @@ from failover.reconcile.decision import (
     clip_message,
     earliest,
 )
+from failover.reconcile.pull_clusters import binding_id_labels, handed_to_agent, is_pull
 
 EXECUTION_FINALIZER = "karmada.io/execution-controller"  # pkg/util/constants.go ExecutionControllerFinalizer
 WORK_NAME_ANNOTATION = "work.karmada.io/name"  # pkg/apis/work/v1alpha2/well_known_constants.go
@@ -97,6 +101,9 @@ class WorkRelease:
     delete_first: tuple[MemberCopy, ...] = ()
     # The cluster is not Ready: try the member through the proxy, and expect no answer (no warning when none comes).
     probe: bool = False
+    # Labels removed in the same patch: a Pull cluster's Work handed to its agent (pull_clusters.py), which keeps
+    # its finalizer.
+    unlabel: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -213,6 +220,7 @@ def decide_fencing(
     for task in directly:
         cluster_name = task["fromCluster"]
         ready, since, tainted = cluster_reachability(clusters.get(cluster_name))
+        pull = is_pull(clusters.get(cluster_name))
         for work in works:
             meta = b.metadata(work)
             finalizers = meta.get("finalizers")
@@ -220,6 +228,8 @@ def decide_fencing(
             deleting = parse_time(meta.get("deletionTimestamp"))
             if work_cluster(work) != cluster_name or deleting is None or EXECUTION_FINALIZER not in finalizers:
                 continue
+            if pull and handed_to_agent(work, EXECUTION_FINALIZER):
+                continue  # the agent deletes its copy when it is back
             release = WorkRelease(
                 cluster_name,
                 str(meta.get("namespace")),
@@ -228,6 +238,8 @@ def decide_fencing(
                 tuple(f for f in finalizers if f != EXECUTION_FINALIZER),
             )
             copies = member_copies(work)
+            if ready and pull:
+                continue  # the agent is there and deletes the copy itself; the proxy cannot reach the member
             if ready:
                 finish_at = deleting + settings.stuck_deletion_after
                 if now >= finish_at:
@@ -252,6 +264,21 @@ def decide_fencing(
                 for copy in copies:
                     if copy not in new_fenced.setdefault(cluster_name, []):
                         new_fenced[cluster_name].append(copy)
+                if pull:
+                    releases.append(replace(release, finalizers=tuple(finalizers), unlabel=binding_id_labels(work)))
+                    down = _seconds(now - since) if since else "an unknown time"
+                    events.append(
+                        Event(
+                            WARNING,
+                            EVENT_FENCED,
+                            clip_message(
+                                f"{cluster_name} not Ready for {down}s: handed Work {release.name} to the agent of"
+                                f" the Pull cluster {cluster_name} so the workload starts elsewhere; the agent deletes"
+                                " its copy there when it reconnects"
+                            ),
+                        )
+                    )
+                    continue
                 releases.append(release)
                 events.append(
                     Event(
@@ -267,13 +294,17 @@ def decide_fencing(
                 )
                 continue
             # Until then: if the member answers through the proxy after all, its copy is deleted and the Work
-            # released at once, as the execution controller would once the cluster is Ready again.
-            releases.append(replace(release, delete_first=copies, probe=True))
-            delays.append(
-                settings.probe_interval
-                if fence_at is None or not may_fence
-                else min(fence_at - now, settings.probe_interval)
-            )
+            # released at once, as the execution controller would once the cluster is Ready again. A Pull member's
+            # agent does that itself when it is back.
+            if pull:
+                delays.append(fence_at - now if may_fence and fence_at is not None else None)
+            else:
+                releases.append(replace(release, delete_first=copies, probe=True))
+                delays.append(
+                    settings.probe_interval
+                    if fence_at is None or not may_fence
+                    else min(fence_at - now, settings.probe_interval)
+                )
             if settings.fence_after is None:
                 why = "fencing is off, so only the member answering again or the task's grace period ends the wait"
             elif not may_fence:
@@ -294,20 +325,24 @@ def decide_fencing(
     cleanups: list[MemberCopy] = []
     targets = {target.name for target in b.target_clusters(binding)}
     for cluster_name, held in fenced.items():
-        if not cluster_reachability(clusters.get(cluster_name))[0]:
+        pull = is_pull(clusters.get(cluster_name))
+        if not pull and not cluster_reachability(clusters.get(cluster_name))[0]:
             delays.append(settings.probe_interval)  # tried through the proxy until the member answers
         back = cluster_name in targets or any(
             work_cluster(work) == cluster_name and not b.is_deleting(work) for work in works
         )
         if back:  # Karmada put the workload there again and owns that copy
             new_fenced[cluster_name] = [c for c in new_fenced.get(cluster_name, []) if c not in held]
+        elif pull:  # the agent removes the Work's finalizer only after deleting the copy: no Work, no copy
+            left = {b.metadata(work).get("name") for work in works if work_cluster(work) == cluster_name}
+            new_fenced[cluster_name] = [c for c in new_fenced.get(cluster_name, []) if c not in held or c.work in left]
         else:
             cleanups.extend(held)
 
     patch: dict[str, Any] = {}
     if {k: v for k, v in new_fenced.items() if v} != fenced:
         patch["metadata"] = {"annotations": {FENCED_ANNOTATION: _write_fenced(new_fenced)}}
-    woken = _wake(raw_tasks, directly, works, targets)
+    woken = _wake(raw_tasks, directly, works, targets, clusters)
     if woken:
         patch["spec"] = {
             "gracefulEvictionTasks": [
@@ -328,10 +363,20 @@ def decide_fencing(
 
 
 def _wake(
-    raw_tasks: list[Any], directly: list[dict[str, Any]], works: list[Mapping[str, Any]], targets: set[str]
+    raw_tasks: list[Any],
+    directly: list[dict[str, Any]],
+    works: list[Mapping[str, Any]],
+    targets: set[str],
+    clusters: Mapping[str, Mapping[str, Any]],
 ) -> list[str]:
-    """The Directly tasks whose cluster has no Work of the binding left while a target still lacks one."""
-    with_work = {work_cluster(work) for work in works}
+    """The Directly tasks whose cluster has no Work of the binding left (a Work handed to a Pull cluster's agent is
+    no longer the binding's for Karmada) while a target still lacks one."""
+    with_work = {
+        cluster
+        for work in works
+        if (cluster := work_cluster(work))
+        and not (is_pull(clusters.get(cluster)) and handed_to_agent(work, EXECUTION_FINALIZER))
+    }
     if not targets or targets <= with_work:
         return []
     return [

@@ -24,6 +24,7 @@ from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.failover_budget import restoring_until
 from failover.reconcile.fencing import cluster_reachability, fenced_copies
 from failover.reconcile.last_cluster import why_not_takers
+from failover.reconcile.pull_clusters import is_pull
 from failover.state.checkpoints import LookupResult
 from failover.state.history import JOB_STATUS, read_history, reflected_run, restore_hints
 from failover.state.jobid import job_id_problem
@@ -232,7 +233,8 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
         for fence in view.get("fences") or ():
             if fence["state"] == "fenced":
                 copies = ", ".join(fence["copies"])
-                lines.append(f"  fence: {fence['cluster']} fenced; its old copy {copies} is deleted when it answers")
+                when = "its agent reconnects (Pull)" if fence.get("pull") else "it answers"
+                lines.append(f"  fence: {fence['cluster']} fenced; its old copy {copies} is deleted when {when}")
             else:
                 lines.append(
                     f"  fence: {fence['cluster']} not Ready since {_or(fence['since'])}; the old copy is fenced at"
@@ -272,12 +274,14 @@ def _fences(
     binding: Mapping[str, Any], clusters: Mapping[str, Mapping[str, Any]], decisions: DecisionSettings, now: datetime
 ) -> list[dict[str, Any]]:
     """The fence state per cluster (failover/reconcile/fencing.py): `fenced` (the old copy recorded, deleted when the
-    member answers) or `waiting` (a Directly eviction from a cluster that is not Ready, fenced at `fenceAt`)."""
+    member answers, or on a Pull cluster (`pull`, only there) by its agent when it reconnects) or `waiting` (a
+    Directly eviction from a cluster that is not Ready, fenced at `fenceAt`)."""
     fenced = fenced_copies(binding)
     fences: list[dict[str, Any]] = [
         {
             "cluster": cluster,
             "state": "fenced",
+            **({"pull": True} if is_pull(clusters.get(cluster)) else {}),
             "copies": [f"{copy.kind} {copy.namespace}/{copy.name}".replace(" /", " ") for copy in copies],
         }
         for cluster, copies in sorted(fenced.items())
@@ -291,7 +295,14 @@ def _fences(
             continue
         fence_at = since + decisions.fence_after if since is not None and decisions.fence_after is not None else None
         fences.append(
-            {"cluster": cluster, "state": "waiting", "since": _time(since), "fenceAt": _time(fence_at), "copies": []}
+            {
+                "cluster": cluster,
+                "state": "waiting",
+                **({"pull": True} if is_pull(clusters.get(cluster)) else {}),
+                "since": _time(since),
+                "fenceAt": _time(fence_at),
+                "copies": [],
+            }
         )
     return fences
 

@@ -107,11 +107,12 @@ def events_of(env: KarmadaEnv, namespace: str, reason: str) -> list[dict[str, An
 
 
 class CopyWatch:
-    """Samples every member's copy of the job in the background and records when copies existed side by side (a
-    member whose apiserver is down cannot be sampled and is skipped)."""
+    """Samples every member's copy of the job in the background (``members``: the environment's, unless given) and
+    records when copies existed side by side (a member whose apiserver is down cannot be sampled and is skipped)."""
 
-    def __init__(self, job: FlinkJob, interval: float = 0.2) -> None:
+    def __init__(self, job: FlinkJob, interval: float = 0.2, members: tuple[str, ...] = ()) -> None:
         self.job, self.interval = job, interval
+        self.members = members or job.env.members
         self.samples = 0
         self.overlaps: list[tuple[float, tuple[str, ...]]] = []
         self.seen: dict[str, tuple[float, float]] = {}  # member -> (first seen, last seen), monotonic
@@ -130,7 +131,7 @@ class CopyWatch:
         while not self._stop.is_set():
             present = []
             now = time.monotonic()
-            for member in self.job.env.members:
+            for member in self.members:
                 try:
                     copy = self.job.env.api(member).get(
                         resource_path(FLINK, "flinkdeployments", self.job.name, self.job.namespace)
