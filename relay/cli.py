@@ -44,8 +44,11 @@ SERVE_FLAGS = (
     "server.maxConnections",
     "server.maxConnectionsPerPeer",
     "server.member",
+    "fence.storage",
+    "fence.memberCluster",
+    "fence.memberKubeconfig",
 )
-CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS)
+CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS, "fence.storage")
 INJECT_FLAGS = ("savepoint.checkpointRoot", "savepoint.failureMode")
 STATUS_FLAGS = ("savepoint.checkpointRoot", "controllers.kubeconfig")
 # What a flag declared for the server does in the commands that only read (the declared help speaks of `serve`).
