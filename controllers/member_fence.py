@@ -99,8 +99,6 @@ class MemberFenceWatcher:
             await self._handle(record, acknowledged=fence_id in found.acks)
 
     async def _handle(self, record: FenceRecord, acknowledged: bool) -> None:
-        if acknowledged:
-            return
         copies: dict[CopyRef, Mapping[str, Any] | None] = {}
         for ref in record.copies:
             if not ref.suspendable:

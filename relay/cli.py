@@ -210,6 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"label that marks FlinkDeployments for savepoint mutation (default {DEFAULT_JOB_ID_LABEL})",
     )
+    webhook.add_argument(
+        "--fence",
+        action="store_true",
+        help="member relay with the storage fence's watcher (--fence-cluster): also send it every Flink copy Karmada "
+        "applied, so a fenced copy stays suspended",
+    )
     webhook.add_argument("--output-file", type=Path, metavar="FILE", help="write to this file instead of stdout")
     # Before 0.2 `-o/--output FILE` wrote the file; everywhere else -o is the output format. Hidden, and it says so.
     webhook.add_argument("-o", "--output", dest="deprecated_output", type=Path, help=argparse.SUPPRESS)

@@ -312,11 +312,20 @@ def decide_member_fence(
     now: datetime,
 ) -> MemberFenceDecision:
     """One record against the member's objects (`copies`: each of the record's copies as read from the member, None
-    when absent). Acknowledged once: with an acknowledgement stored, nothing more is done (the webhook still keeps
-    the copies suspended). A copy not named by the record (another Work's) is not touched and counts as absent. A
-    record naming an object no suspension can stop (not a Flink job) is never acknowledged: the timer fences it."""
+    when absent). Acknowledged once: with an acknowledgement stored, no second one is written, but a named copy found
+    running again (drift correction while the webhook was not called) is suspended again. A copy not named by the
+    record (another Work's) is not touched and counts as absent. A record naming an object no suspension can stop
+    (not a Flink job) is never acknowledged: the timer fences it."""
     if acknowledged:
-        return MemberFenceDecision()
+        again = tuple(
+            ref
+            for ref in record.copies
+            if ref.suspendable
+            and (obj := copies.get(ref)) is not None
+            and names_copy(record, obj)
+            and job_state(obj) not in (None, SUSPENDED)
+        )
+        return MemberFenceDecision(suspend=again)
     suspend, waiting, acked = [], [], []
     savepoint = None
     for ref in record.copies:

@@ -138,8 +138,15 @@ def test_the_member_suspends_then_waits_for_the_operator_then_acknowledges_once(
     assert done.acknowledge == FenceAck(
         FENCE_ID, "member1", (AckedCopy(REF, "suspended", "u-1"),), at(3), "s3://b/sp/savepoint-9"
     )
-    # Acknowledged already (this relay or one before a restart): nothing more.
+    # Acknowledged already (this relay or one before a restart): never a second acknowledgement.
     assert decide_member_fence(RECORD, {REF: stopped}, acknowledged=True, now=at(4)) == type(done)()
+    # But a named copy running again (re-applied while the webhook was not called) is suspended again.
+    again = decide_member_fence(RECORD, {REF: member_copy("running")}, acknowledged=True, now=at(5))
+    assert again.suspend == (REF,) and again.acknowledge is None
+    other = decide_member_fence(
+        RECORD, {REF: member_copy("running", permanent_id=NEW_ID)}, acknowledged=True, now=at(5)
+    )
+    assert other == type(done)()
 
 
 def test_no_copy_of_the_fenced_work_here_is_acknowledged_as_absent_and_nothing_is_suspended() -> None:
