@@ -10,6 +10,7 @@ old Work is then fenced by `fenceAfterSeconds` as without the storage fence.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -64,6 +65,9 @@ class StorageFence:
         self.fences, self.settings, self.poll = fences, settings, poll
         self.metrics = StorageFenceMetrics(registry)
         self._acked: set[tuple[str, str]] = set()  # counted and logged once per relay
+        # One listing per cluster and half a poll, shared by every binding waiting on it (a storm's hundred
+        # bindings would otherwise list the same directory a hundred times a poll).
+        self._read_at: dict[str, tuple[float, ClusterFences]] = {}
 
     async def check(
         self,
@@ -115,6 +119,10 @@ class StorageFence:
         return decision.acknowledged, decision.requeue_after
 
     async def _read(self, cluster: str) -> ClusterFences | None:
+        now = time.monotonic()
+        cached = self._read_at.get(cluster)
+        if cached is not None and now - cached[0] < self.poll.total_seconds() / 2:
+            return cached[1]
         try:
             found = await asyncio.to_thread(self.fences.read, cluster)
         except Exception as error:  # noqa: BLE001  any fsspec backend error: the timer still fences
@@ -124,6 +132,7 @@ class StorageFence:
             )
             return None
         self.metrics.reads.labels(cluster, "success").inc()
+        self._read_at[cluster] = (now, found)
         return found
 
     async def _write(self, record: Any) -> None:
@@ -139,6 +148,7 @@ class StorageFence:
                 detail=str(error)[:200],
             )
             return
+        self._read_at.pop(record.cluster, None)
         if written:
             self.metrics.records.labels(record.cluster, "success").inc()
             log.info(
@@ -172,4 +182,5 @@ class StorageFence:
                     )
                     continue
                 self._acked.discard((cluster, fence_id))
+                self._read_at.pop(cluster, None)
                 log.info("fence_record_removed", member_cluster=cluster, fence_id=fence_id)
