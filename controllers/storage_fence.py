@@ -65,6 +65,7 @@ class StorageFence:
         self.fences, self.settings, self.poll = fences, settings, poll
         self.metrics = StorageFenceMetrics(registry)
         self._acked: set[tuple[str, str]] = set()  # counted and logged once per relay
+        self._ack_seen: dict[tuple[str, str], datetime] = {}  # when this relay first read each acknowledgement
         # One listing per cluster and half a poll, shared by every binding waiting on it (a storm's hundred
         # bindings would otherwise list the same directory a hundred times a poll).
         self._read_at: dict[str, tuple[float, ClusterFences]] = {}
@@ -91,7 +92,10 @@ class StorageFence:
             for fence_id in found.present | set(found.acks):
                 stored[(cluster, fence_id)] = StoredFence(fence_id in found.present, found.acks.get(fence_id))
             written_at.update({(cluster, fence_id): r.written_at for fence_id, r in found.records.items()})
-        decision = decide_storage_fence(wanted, stored, self.poll)
+        for key, held in stored.items():
+            if held.ack is not None:
+                self._ack_seen.setdefault(key, now)
+        decision = decide_storage_fence(wanted, stored, self.poll, seen=self._ack_seen, now=now)
         if decision.write:
             # Only on the apiserver's word: the binding read again must still want each record.
             confirmed = {
@@ -182,5 +186,6 @@ class StorageFence:
                     )
                     continue
                 self._acked.discard((cluster, fence_id))
+                self._ack_seen.pop((cluster, fence_id), None)
                 self._read_at.pop(cluster, None)
                 log.info("fence_record_removed", member_cluster=cluster, fence_id=fence_id)

@@ -32,6 +32,10 @@ from failover.state.fence_records import PERMANENT_ID_LABEL, CopyRef, FenceAck, 
 # How often a binding waiting for an acknowledgement reads its cluster's fence directory again: the member relay polls
 # as often (`fence.pollSeconds`), so the new copy comes within about two polls of the suspension.
 DEFAULT_POLL = timedelta(seconds=2)
+# An acknowledgement fences only once the control plane has seen it this long: the old copy was suspended before the
+# member wrote it, so its new copy comes at least this long after the suspension, whatever the polls' phase (issue 25:
+# a margin of at least 2 s between the old copy's suspension and the new copy's creation).
+ACK_MARGIN = timedelta(seconds=2)
 
 
 @dataclass(frozen=True)
@@ -95,16 +99,26 @@ def decide_storage_fence(
     wanted: Iterable[FenceRecord],
     stored: Mapping[tuple[str, str], StoredFence],
     poll: timedelta = DEFAULT_POLL,
+    *,
+    seen: Mapping[tuple[str, str], datetime] | None = None,
+    now: datetime | None = None,
+    margin: timedelta = ACK_MARGIN,
 ) -> StorageFenceDecision:
     """`wanted` (from `wanted_records`) against what the storage holds, by (cluster, fence id). A record is written
     once: one stored already is never rewritten (a restarted relay finds it). An acknowledgement counts only for a
-    record that is wanted now, i.e. a Work still held on a not-Ready cluster."""
+    record that is wanted now, i.e. a Work still held on a not-Ready cluster, and only `margin` after this relay
+    first saw it (`seen`, by (cluster, fence id); without `seen` and `now` at once)."""
     write, acknowledged, acks, waiting = [], set(), [], []
+    delays: list[timedelta] = []
     for record in wanted:
-        held = stored.get((record.cluster, record.fence_id), StoredFence(False))
-        if held.ack is not None:
+        key = (record.cluster, record.fence_id)
+        held = stored.get(key, StoredFence(False))
+        first = (seen or {}).get(key)
+        if held.ack is not None and (first is None or now is None or now - first >= margin):
             acknowledged.add((record.cluster, record.work))
             acks.append(held.ack)
+        elif held.ack is not None and first is not None and now is not None:
+            delays.append(margin - (now - first))
         elif held.record:
             waiting.append(record)
         else:
@@ -114,7 +128,7 @@ def decide_storage_fence(
         acknowledged=frozenset(acknowledged),
         acks=tuple(acks),
         waiting=tuple(waiting),
-        requeue_after=poll if write or waiting else None,
+        requeue_after=min([*delays, *([poll] if write or waiting else [])], default=None),
     )
 
 

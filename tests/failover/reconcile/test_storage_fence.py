@@ -8,6 +8,7 @@ from typing import Any
 from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.fencing import EVENT_FENCED, EVENT_WAITING, decide_fencing
 from failover.reconcile.storage_fence import (
+    ACK_MARGIN,
     DEFAULT_POLL,
     StoredFence,
     decide_storage_fence,
@@ -110,3 +111,13 @@ def test_records_of_works_gone_for_good_are_done() -> None:
     stored = {PERMANENT_ID: ("member1", "foo-5d8f"), "11111111-2222-4333-8444-555555555555": ("member1", "bar-1")}
     assert records_done(stored, [("member1", "foo-5d8f")]) == (PERMANENT_ID,)
     assert records_done(stored, [("member2", "foo-5d8f")]) == ()
+
+
+def test_an_acknowledgement_fences_only_a_margin_after_it_was_first_seen() -> None:
+    wanted = wanted_records(evicted(), [old_work()], clusters(False, since=-30), SETTINGS, at(5))
+    stored = {("member1", PERMANENT_ID): StoredFence(True, FenceAck(PERMANENT_ID, "member1", (), at(4)))}
+    seen = {("member1", PERMANENT_ID): at(5)}
+    early = decide_storage_fence(wanted, stored, seen=seen, now=at(6))
+    assert early.acknowledged == frozenset() and early.requeue_after == ACK_MARGIN - (at(6) - at(5))
+    late = decide_storage_fence(wanted, stored, seen=seen, now=at(7))
+    assert late.acknowledged == {("member1", "foo-5d8f")} and late.requeue_after is None
