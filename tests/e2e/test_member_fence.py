@@ -25,7 +25,8 @@ from tests.envtest import ControlPlane
 pytestmark = pytest.mark.envtest
 
 FENCE_ID = "0b7e3f5c-3c1e-4c55-9d2b-6a4c1e2f9a10"
-POLLS = 3 * 2.0  # three of the watcher's polls (fence.pollSeconds)
+POLL_SECONDS = 0.5  # fence.pollSeconds, set low to keep the test short (default 2)
+POLLS = 3 * POLL_SECONDS  # three of the watcher's polls
 
 
 def applied_copy(name: str, namespace: str, permanent_id: str, work: str) -> dict:
@@ -51,8 +52,12 @@ def test_a_fence_record_suspends_its_copy_keeps_it_suspended_and_is_acknowledged
 ) -> None:
     root = tmp_path / "checkpoints"
     root.mkdir()
+    config_file = tmp_path / "relay.yaml"
+    config_file.write_text(f"fence:\n  pollSeconds: {POLL_SECONDS}\n")
     registered_relay(
         serve_args=[
+            "--config",
+            str(config_file),
             "--member",
             "--fence-cluster",
             "member1",
