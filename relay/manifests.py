@@ -43,6 +43,7 @@ from failover.state.profiles import trigger_labels
 from relay.settings import default_cert_dir
 
 CONFIGURATION_NAME = "failover-relay"
+FENCE_ENTRY_PREFIX = "fence."  # the storage fence's extra webhook entries (`WebhookOptions.fence`)
 DEFAULT_NAMESPACE = "failover-relay"
 # Validation is a pure function of the object: 3 s is generous, and kubectl's user waits at most that long when the
 # relay hangs. Mutation may look up checkpoints in shared storage under a 2 s deadline (SavepointSettings), so 5 s
@@ -241,7 +242,7 @@ def webhook_entries(webhook: Webhook, options: WebhookOptions, *, mutating: bool
         # (`pkg/util/work.go` `SetLabelsAndAnnotationsForWorkload`). Ignore: a relay that is down must not block
         # Karmada's applies; the fence watcher suspends the copy again at its next poll.
         entry = _webhook(webhook, options, mutating=mutating)
-        entry["name"] = f"fence.{webhook.name}"
+        entry["name"] = f"{FENCE_ENTRY_PREFIX}{webhook.name}"
         entry["failurePolicy"] = str(FailurePolicy.IGNORE)
         entry["objectSelector"] = {"matchExpressions": [{"key": PERMANENT_ID_LABEL, "operator": "Exists"}]}
         entries.append(entry)

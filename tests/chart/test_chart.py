@@ -372,6 +372,12 @@ def test_the_storage_fence_reaches_both_relays_with_the_members_rbac(helm_bin: P
             "verbs": ["get", "patch"],
         }
     ]
+    # The webhook entry that keeps a fenced copy suspended, only there.
+    fence_entry = "fence.savepoints.mutate.failover-relay.io"
+    names = [w["name"] for w in _one(rendered, "MutatingWebhookConfiguration")["webhooks"]]
+    assert fence_entry in names
+    plain = template(helm_bin, values={**member, "fence": {}})
+    assert fence_entry not in [w["name"] for w in _one(plain, "MutatingWebhookConfiguration")["webhooks"]]
     # The --no-controllers member form has no fence watcher: said at render time.
     with pytest.raises(HelmError, match="fence.memberCluster needs the --member form"):
         template_text(helm_bin, values={**member, "certificates": {"mode": "selfManaged"}})
