@@ -8,6 +8,7 @@ import socket
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -26,6 +27,7 @@ from controllers.cache import (
 from controllers.client import KarmadaClient
 from controllers.controller import Controller, ControllerMetrics, Reconcile
 from controllers.events import EventRecorder
+from controllers.fence_store import FenceStore
 from controllers.informer import RESYNC_SECONDS, ChangeHandler, Informer
 from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
@@ -36,6 +38,7 @@ from controllers.reconcilers import (
     RebalancerReconciler,
     ReconcileMetrics,
 )
+from controllers.storage_fence import StorageFence
 from failover.core import binding as b
 from failover.core.api import (
     CLUSTER_RESOURCE_BINDINGS,
@@ -46,6 +49,7 @@ from failover.core.api import (
     Resource,
 )
 from failover.reconcile.decision import DecisionSettings
+from failover.reconcile.storage_fence import DEFAULT_POLL
 
 log = structlog.get_logger("failover_relay.controllers")
 
@@ -157,6 +161,10 @@ class LoopSettings:
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
     resync_seconds: float = RESYNC_SECONDS
     decisions: DecisionSettings = field(default_factory=DecisionSettings)
+    # The storage fence (controllers/storage_fence.py): the fence records' store, None when off; how often an awaited
+    # acknowledgement is read again.
+    fences: FenceStore | None = None
+    fence_poll: timedelta = DEFAULT_POLL
 
 
 def default_lease_namespace() -> str:
@@ -179,6 +187,11 @@ class ReconcileLoop:
         # Built before campaigning: the first CoreV1Api loads the client's large core module (about 1.3 s), which
         # must not delay a new leader's first reconcile.
         self.recorder = EventRecorder(api_client, settings.identity)
+        self.storage_fence = (
+            None
+            if settings.fences is None
+            else StorageFence(settings.fences, settings.decisions, registry, settings.fence_poll)
+        )
         self.elector = LeaderElector(
             client.CoordinationV1Api(api_client), settings.lease_namespace, settings.lease_name, settings.identity
         )
@@ -193,10 +206,14 @@ class ReconcileLoop:
         settings = self.settings
         cache = Cache()
         parts = (KarmadaClient(self.api_client), cache, self.recorder, settings.decisions, self.reconcile_metrics)
+        reconcilers = {spec.resource.kind: spec.reconciler(*parts) for spec in CONTROLLERS}
+        for reconciler in reconcilers.values():
+            if isinstance(reconciler, BindingReconciler):
+                reconciler.storage_fence = self.storage_fence
         controllers = {
             spec.resource.kind: Controller(
                 spec.name,
-                spec.reconciler(*parts),
+                reconcilers[spec.resource.kind],
                 self.controller_metrics,
                 settings.workers if spec.workers is None else spec.workers,
             )

@@ -9,6 +9,7 @@ member credentials of its own, but its identity needs RBAC for the kinds it dele
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from typing import Any
@@ -33,6 +34,11 @@ class MemberProxy:
     def __init__(self, api_client: client.ApiClient, timeout: float = DEFAULT_REQUEST_TIMEOUT_SECONDS) -> None:
         self.api_client = api_client
         self.timeout = timeout
+        # The probe's own client, without urllib3's 3 retries of a read that timed out: with them a cut member took
+        # 4 x PROBE_TIMEOUT_SECONDS (12 s) to say nothing, and held the reconcile of every binding waiting on it.
+        probe_configuration = copy.deepcopy(api_client.configuration)
+        probe_configuration.retries = False
+        self.probe_client = client.ApiClient(probe_configuration)
         self._plurals: dict[tuple[str, str, str], str] = {}
         self._answers: dict[str, tuple[float, bool]] = {}
         self._lock = threading.Lock()
@@ -45,7 +51,9 @@ class MemberProxy:
             if known is not None and now - known[0] < remember_seconds:
                 return known[1]
         try:
-            self._call("GET", f"{CLUSTERS.path(cluster)}/proxy/version", timeout=PROBE_TIMEOUT_SECONDS)
+            self._call(
+                "GET", f"{CLUSTERS.path(cluster)}/proxy/version", timeout=PROBE_TIMEOUT_SECONDS, via=self.probe_client
+            )
             answered = True
         except (ApiException, HTTPError, OSError):  # refused, timed out, 503 from the aggregated apiserver
             answered = False
@@ -85,15 +93,23 @@ class MemberProxy:
                 return str(resource["name"])
         raise LookupError(f"{copy.api_version} {copy.kind} is not served by cluster {copy.cluster}")
 
-    def _call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        timeout: float | None = None,
+        via: client.ApiClient | None = None,
+    ) -> Any:
         """One request with the client's credentials; an ApiException for any status outside 2xx."""
+        api_client = via or self.api_client
         headers = {"Accept": "application/json", **({"Content-Type": "application/json"} if body is not None else {})}
-        request = self.api_client.param_serialize(
+        request = api_client.param_serialize(
             method=method, resource_path=path, header_params=headers, body=body, auth_settings=["BearerToken"]
         )
-        response = self.api_client.call_api(*request, _request_timeout=timeout or self.timeout)
+        response = api_client.call_api(*request, _request_timeout=timeout or self.timeout)
         response.read()
-        return self.api_client.response_deserialize(response, {"2XX": "object", "default": "object"}).data
+        return api_client.response_deserialize(response, {"2XX": "object", "default": "object"}).data
 
 
 def _group_path(api_version: str) -> str:

@@ -20,6 +20,7 @@ from controllers.cache import Cache, with_identity
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.kube import conflict, not_found
+from controllers.storage_fence import StorageFence
 from controllers.storm import StormMetrics
 from failover.core import binding as b
 from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
@@ -164,6 +165,9 @@ class BindingReconciler:
     """One ResourceBinding or ClusterResourceBinding: application failover, the last good state, the state of the
     taint manager's tasks, graceful eviction, then fencing of the old copy (failover/reconcile/fencing.py)."""
 
+    # The storage fence, set by the loop when `fence.storage` is on (controllers/storage_fence.py).
+    storage_fence: StorageFence | None = None
+
     def __init__(
         self,
         kind: str,
@@ -237,14 +241,21 @@ class BindingReconciler:
         if not (self.cache.synced(WORKS.kind) and self.cache.synced(CLUSTERS.kind)):
             return None  # "no Work" on an empty cache would be a guess
         works, clusters = self.cache.works_of(step.binding), self.cache.clusters()
+        acknowledged: frozenset[tuple[str, str]] = frozenset()
+        stored_delay = None
+        if self.storage_fence is not None:
+            acknowledged, stored_delay = await self.storage_fence.check(
+                step.binding, works, clusters, now, lambda: self.client.get(step.ref)
+            )
         fence = await step.apply(
-            lambda obj: decide_fencing(obj, works, clusters, self.settings, now),
+            lambda obj: decide_fencing(obj, works, clusters, self.settings, now, acknowledged),
             lambda decision: decision.binding_patch,
         )
         if fence.woken:
             self.metrics.wakes.inc(len(fence.woken))
             log.info("binding_controller_woken", kind=self.kind, binding=key, clusters=list(fence.woken))
         retry = None
+        gone: list[tuple[str, str]] = []  # (cluster, Work) whose copies are deleted: their fence records can go
         for release in fence.releases:
             if release.delete_first and not await self._delete_copies(step.binding, release.delete_first, clusters):
                 if not release.probe:  # a probe is looked at again at the decision's requeue
@@ -264,6 +275,8 @@ class BindingReconciler:
                     continue
                 raise
             why = "handed" if release.unlabel else "fenced" if not release.delete_first else "deleted"
+            if release.delete_first:
+                gone.append((release.cluster, release.name))
             self.metrics.works_released.labels(why).inc()
             log.info(
                 "work_released",
@@ -279,6 +292,8 @@ class BindingReconciler:
                 done.append(copy)
             elif cluster_reachability(clusters.get(copy.cluster))[0]:
                 retry = COPY_RETRY
+        if self.storage_fence is not None and (gone or done):
+            await self.storage_fence.forget([*gone, *((copy.cluster, copy.work) for copy in done)])
         forget = forget_fenced(step.binding, done)
         if forget:
             # The same write records the dead cluster's return: a retry after a conflict finds nothing to forget.
@@ -287,7 +302,7 @@ class BindingReconciler:
         waiting = any(event.reason == EVENT_WAITING for event in fence.events)
         (self.metrics.waiting.add if waiting else self.metrics.waiting.discard)((self.kind, key))
         await self.recorder.record(step.binding, fence.events)
-        return earliest(fence.requeue_after, retry)
+        return earliest(fence.requeue_after, retry, stored_delay)
 
     async def _delete_copies(
         self, binding: Mapping[str, Any], copies: Iterable[MemberCopy], clusters: Mapping[str, Mapping[str, Any]]

@@ -12,7 +12,8 @@ template expressions:
   keeping what differs, so the rule stays in ``relay.manifests``): ``webhooks.savepointFailurePolicy``;
 - member mode: only the webhooks of ``MEMBER_DECIDERS`` (a member cluster holds the Flink operator's objects, no
   Karmada API);
-- certificates.mode certManager: the CA injector's annotation naming the chart's Certificate.
+- certificates.mode certManager: the CA injector's annotation naming the chart's Certificate;
+- the storage fence's entries (``manifests webhook --fence``): only in member mode with ``fence.memberCluster``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from relay.manifests import (
     CERT_MANAGER_INJECT_ANNOTATION,
     CONFIGURATION_NAME,
     DEFAULT_NAMESPACE,
+    FENCE_ENTRY_PREFIX,
     WebhookOptions,
     mutating_configuration,
     namespace_selector,
@@ -96,6 +98,7 @@ def render_chart_webhooks() -> str:
             service_endpoint(CONFIGURATION_NAME, DEFAULT_NAMESPACE),
             ca_bundle=None,
             savepoint_failure_policy=str(policy),
+            fence=True,  # its entries are kept to a member relay with fence.memberCluster (`_entry`)
         )
         for policy in FailurePolicy
     }
@@ -192,6 +195,10 @@ def _entry(webhook: Webhook, entry: dict[str, Any], fail_entry: dict[str, Any]) 
     if "__chart_" in text:
         raise AssertionError(f"{entry['name']}: a placeholder was left in the template")
     lines = text.rstrip("\n").split("\n")
+    if str(entry["name"]).startswith(FENCE_ENTRY_PREFIX):
+        # relay/manifests.py `--fence`: only where the member relay runs the storage fence's watcher.
+        condition = '{{- if and $.Values.fence.memberCluster (not (include "failover-relay.controlPlane" $)) }}'
+        return [condition, *lines, "{{- end }}"]
     if webhook.decider in MEMBER_DECIDERS:
         return lines
     return ['{{- if include "failover-relay.controlPlane" $ }}', *lines, "{{- end }}"]

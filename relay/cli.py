@@ -44,8 +44,11 @@ SERVE_FLAGS = (
     "server.maxConnections",
     "server.maxConnectionsPerPeer",
     "server.member",
+    "fence.storage",
+    "fence.memberCluster",
+    "fence.memberKubeconfig",
 )
-CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS)
+CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS, "fence.storage")
 INJECT_FLAGS = ("savepoint.checkpointRoot", "savepoint.failureMode")
 STATUS_FLAGS = ("savepoint.checkpointRoot", "controllers.kubeconfig")
 # What a flag declared for the server does in the commands that only read (the declared help speaks of `serve`).
@@ -206,6 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--job-id-label",
         default=None,
         help=f"label that marks FlinkDeployments for savepoint mutation (default {DEFAULT_JOB_ID_LABEL})",
+    )
+    webhook.add_argument(
+        "--fence",
+        action="store_true",
+        help="member relay with the storage fence's watcher (--fence-cluster): also send it every Flink copy Karmada "
+        "applied, so a fenced copy stays suspended",
     )
     webhook.add_argument("--output-file", type=Path, metavar="FILE", help="write to this file instead of stdout")
     # Before 0.2 `-o/--output FILE` wrote the file; everywhere else -o is the output format. Hidden, and it says so.

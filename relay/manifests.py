@@ -38,10 +38,12 @@ from failover.admission.registry import ADMITTED_OPERATIONS, Decider, Webhook, w
 from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy, Resource
 from failover.core.labels import label_key_problems
 from failover.core.names import is_dns_label, is_dns_subdomain
+from failover.state.fence_records import PERMANENT_ID_LABEL
 from failover.state.profiles import trigger_labels
 from relay.settings import default_cert_dir
 
 CONFIGURATION_NAME = "failover-relay"
+FENCE_ENTRY_PREFIX = "fence."  # the storage fence's extra webhook entries (`WebhookOptions.fence`)
 DEFAULT_NAMESPACE = "failover-relay"
 # Validation is a pure function of the object: 3 s is generous, and kubectl's user waits at most that long when the
 # relay hangs. Mutation may look up checkpoints in shared storage under a 2 s deadline (SavepointSettings), so 5 s
@@ -97,6 +99,9 @@ class WebhookOptions:
     savepoint_failure_policy: str = str(DEFAULT_SAVEPOINT_FAILURE_POLICY)
     job_id_label: str = DEFAULT_JOB_ID_LABEL
     annotations: Mapping[str, str] | None = None
+    # A member relay running the storage fence's watcher: its Flink mutation also sees every copy Karmada applied
+    # (webhook/fence_mutator.py keeps a fenced one suspended through drift correction).
+    fence: bool = False
 
 
 def url_endpoint(url: str) -> Endpoint:
@@ -232,6 +237,15 @@ def webhook_entries(webhook: Webhook, options: WebhookOptions, *, mutating: bool
         entry["name"] = webhook.name if index == 0 else f"{index + 1}.{webhook.name}"
         entry["objectSelector"] = {"matchExpressions": [{"key": label, "operator": "Exists"}]}
         entries.append(entry)
+    if options.fence:
+        # Every object Karmada's execution controller applies carries its Work's permanent id
+        # (`pkg/util/work.go` `SetLabelsAndAnnotationsForWorkload`). Ignore: a relay that is down must not block
+        # Karmada's applies; the fence watcher suspends the copy again at its next poll.
+        entry = _webhook(webhook, options, mutating=mutating)
+        entry["name"] = f"{FENCE_ENTRY_PREFIX}{webhook.name}"
+        entry["failurePolicy"] = str(FailurePolicy.IGNORE)
+        entry["objectSelector"] = {"matchExpressions": [{"key": PERMANENT_ID_LABEL, "operator": "Exists"}]}
+        entries.append(entry)
     return entries
 
 
@@ -287,6 +301,7 @@ def webhook_options_from_flags(
     savepoint_failure_policy: str,
     job_id_label: str,
     default_cert_dir: Path,
+    fence: bool = False,
 ) -> WebhookOptions:
     """Turn the command-line flags into options, reading the CA; raise ManifestError on any unusable flag."""
     if (url is None) == (service is None):
@@ -311,6 +326,7 @@ def webhook_options_from_flags(
         savepoint_failure_policy=savepoint_failure_policy,
         job_id_label=job_id_label,
         annotations=annotations,
+        fence=fence,
     )
 
 
@@ -328,6 +344,7 @@ def run_webhook_manifests(args: argparse.Namespace, out: TextIO, err: TextIO) ->
             savepoint_failure_policy=args.savepoint_failure_policy,
             job_id_label=args.job_id_label or DEFAULT_JOB_ID_LABEL,
             default_cert_dir=default_cert_dir(),
+            fence=args.fence,
         )
         rendered = render_webhook_configurations(options)
     except ManifestError as error:

@@ -14,10 +14,11 @@ from aiohttp import web
 from certs.reload import ReloadingSSLContext
 from certs.serving import ensure_certificates
 from failover.admission.registry import defaulters_for
-from failover.core.api import GroupKind
+from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS, GroupKind
 from relay.settings import Settings, SettingsError
 from webhook.blocking import BlockingPool
 from webhook.drain import sweep
+from webhook.fence_mutator import FencedCopies, keeping_suspended
 from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
 from webhook.listener import CappedListener, CappedTLSSite, ConnectionLimits
@@ -33,6 +34,8 @@ CERTIFICATE_CHECK_SECONDS = 60.0
 CLEANUP_SECONDS = 0.05
 
 log = structlog.get_logger("failover_relay")
+# The kinds whose copies the storage fence suspends (failover/state/fence_records.py SUSPENDABLE).
+SUSPENDABLE_KINDS = (FLINK_DEPLOYMENTS.group_kind, FLINK_SESSION_JOBS.group_kind)
 
 
 def now_utc() -> datetime:
@@ -53,8 +56,15 @@ class RelayServer:
         self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
         self.lookup_pool: BlockingPool | None = None
         self.binding_pool: BlockingPool | None = None
+        self.fenced = FencedCopies()  # the member's fence records, kept by the fence watcher when it runs
         if handlers is None:
             savepoints = self._savepoint_mutators()
+            if settings.member and settings.fence.member_cluster:
+                # Fenced copies stay suspended through Karmada's drift correction (webhook/fence_mutator.py).
+                savepoints = {
+                    **savepoints,
+                    **{kind: keeping_suspended(savepoints.get(kind), self.fenced) for kind in SUSPENDABLE_KINDS},
+                }
             works: dict[GroupKind, Mutator] = {}
             if not settings.member:
                 # Preserved-state labels on Works: on when the Karmada apiserver is reachable. Imported here: it
@@ -269,12 +279,16 @@ def _start_cluster_tasks(settings: Settings, relay: RelayServer) -> tuple[asynci
     where the modules they need (the Kubernetes client among them) are never imported."""
     if settings.member:
         log.info("member_mode", serves=sorted(map(str, relay.server.handlers.mutators)))
-        return None, None
+        if not settings.fence.member_cluster:
+            return None, None
+        from relay.fence_watcher import start_fence_watcher  # brings the Kubernetes client: only when asked for
+
+        return start_fence_watcher(settings, relay.fenced, relay.metrics.registry), None
     from controllers.kube import NoClusterConfig
     from relay.start_controllers import start_cabundle_sync, start_reconcile_loop
 
     try:
-        reconcile = start_reconcile_loop(settings.controllers, relay.metrics.registry)
+        reconcile = start_reconcile_loop(settings.controllers, relay.metrics.registry, settings)
     except NoClusterConfig as error:  # controllers.mode on without cluster access: a start-up error, exit 2
         raise SettingsError(str(error)) from None
     return reconcile, start_cabundle_sync(settings, relay.metrics.registry)

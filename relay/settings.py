@@ -321,6 +321,39 @@ class ControllerSettings:
 
 
 @dataclass(frozen=True)
+class FenceSettings:
+    """The storage fence (docs/design.md, "The storage fence"): the control plane writes a fence record to the
+    checkpoint storage before it releases an old copy on an unreachable cluster; the member relay of that cluster
+    suspends the copy and acknowledges. Off on both sides by default."""
+
+    storage: bool = setting(
+        "fence.storage",
+        False,
+        flag="--storage-fence",
+        flag_value=True,
+        help="control plane: write fence records to the checkpoint storage and release an old copy as soon as its "
+        "member relay acknowledges the suspension (off by default)",
+    )
+    member_cluster: str | None = setting(
+        "fence.memberCluster",
+        None,
+        flag="--fence-cluster",
+        help="member mode: this member's Karmada cluster name; watch its fence records and suspend the copies they "
+        "name (off by default)",
+    )
+    # The member relay's access to its own cluster (get, patch of the Flink resources): in-cluster config when None.
+    member_kubeconfig: Path | None = setting(
+        "fence.memberKubeconfig",
+        None,
+        flag="--fence-kubeconfig",
+        help="member mode with --fence-cluster: kubeconfig of this member cluster (default: in-cluster config, "
+        "$KUBECONFIG, ~/.kube/config)",
+    )
+    # How often the member relay reads its fence records and the control plane reads an awaited acknowledgement.
+    poll_seconds: float = setting("fence.pollSeconds", 2.0, gt=0, le=60)
+
+
+@dataclass(frozen=True)
 class Settings:
     host: str = setting(
         "server.host",
@@ -438,6 +471,7 @@ class Settings:
     log_level: LogLevel = setting("logging.level", LogLevel.INFO, flag="--log-level")
     savepoint: SavepointSettings = field(default_factory=SavepointSettings)
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
+    fence: FenceSettings = field(default_factory=FenceSettings)
 
     def drain(self) -> float:
         """The drain on shutdown: drainSeconds, or when unset the customary pause in a cluster and none outside."""
@@ -446,7 +480,7 @@ class Settings:
         return IN_CLUSTER_DRAIN_SECONDS if in_cluster() else 0.0
 
 
-SECTIONS = ("server", "logging", "savepoint", "controllers")
+SECTIONS = ("server", "logging", "savepoint", "controllers", "fence")
 # A config file is a few kilobytes; profiles and storage options included, far below this.
 MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -637,6 +671,7 @@ def check_settings(settings: Settings) -> None:
                 "server.member runs no reconcile loop and no Work mutation: drop controllers.mode "
                 "on, savepoint.workLabels and savepoint.workSavepoints"
             )
+    _check_fence(settings)
     if not savepoint.layouts:
         raise SettingsError("savepoint.layouts needs at least one template")
     if savepoint.checkpoint_root is not None and not savepoint.checkpoint_root.strip():
@@ -659,6 +694,29 @@ def check_settings(settings: Settings) -> None:
         except DirectoryRefused as error:
             raise SettingsError(f"savepoint.allowedRoots[{index}]: {error}") from None
     savepoint.injection_profiles()  # a profile or layout that cannot work stops start-up here, not at a failover
+
+
+def _check_fence(settings: Settings) -> None:
+    """The storage fence's settings against the rest: each side needs the checkpoint storage, and only its own mode."""
+    fence, root = settings.fence, settings.savepoint.checkpoint_root
+    if fence.storage:
+        if settings.member:
+            raise SettingsError("fence.storage is the control plane's; a member relay takes fence.memberCluster")
+        if not root:
+            raise SettingsError("fence.storage writes fence records below savepoint.checkpointRoot: set it")
+        if settings.controllers.fencing == FencingMode.OFF:
+            raise SettingsError(
+                "fence.storage speeds up fencing: it needs controllers.fencing notReady or noExecuteTaint"
+            )
+    if fence.member_cluster is not None:
+        if not settings.member:
+            raise SettingsError("fence.memberCluster is for a member relay (server.member, --member)")
+        if not is_dns_label(fence.member_cluster):
+            raise SettingsError(
+                f"fence.memberCluster {fence.member_cluster!r} is not a Karmada cluster name (a DNS label)"
+            )
+    elif fence.member_kubeconfig is not None:
+        raise SettingsError("fence.memberKubeconfig is used only with fence.memberCluster")
 
 
 def _check_bounds(entry: Declared, value: Any) -> None:

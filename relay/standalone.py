@@ -24,7 +24,7 @@ async def run_controllers(settings: Settings, metrics_address: tuple[str, int]) 
     kubeconfig = controller_settings.kubeconfig
     api_client = load_api_client(Path(kubeconfig) if kubeconfig else None)
     registry = CollectorRegistry()
-    loop = ReconcileLoop(api_client, cluster_loop_settings(api_client, controller_settings), registry)
+    loop = ReconcileLoop(api_client, cluster_loop_settings(api_client, controller_settings, settings), registry)
 
     async def metrics(_: web.Request) -> web.Response:
         response = web.Response(body=generate_latest(registry))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from controllers.cabundle import CaBundleInjector
+from controllers.fence_store import FenceStore
 from controllers.kube import NoClusterConfig, load_api_client
 from controllers.manager import LoopSettings, ReconcileLoop, default_lease_namespace
 from relay.migration import installed_spelling
@@ -28,11 +30,17 @@ def loop_settings(settings: ControllerSettings) -> LoopSettings:
     )
 
 
-def cluster_loop_settings(api_client: Any, settings: ControllerSettings) -> LoopSettings:
-    """`loop_settings`, with the purge-mode spelling the installed CRD accepts: never legacy on Karmada v1.19."""
+def cluster_loop_settings(api_client: Any, settings: ControllerSettings, fence: Settings | None = None) -> LoopSettings:
+    """`loop_settings`, with the purge-mode spelling the installed CRD accepts: never legacy on Karmada v1.19; with
+    `fence` (the whole settings) and `fence.storage` on, the storage fence's store below the checkpoint root."""
     looped = loop_settings(settings)
     spelling = installed_spelling(api_client, looped.decisions.purge_mode_spelling)  # karmada#7792
-    return replace(looped, decisions=replace(looped.decisions, purge_mode_spelling=spelling))
+    looped = replace(looped, decisions=replace(looped.decisions, purge_mode_spelling=spelling))
+    if fence is None or not fence.fence.storage:
+        return looped
+    store = FenceStore(fence.savepoint.open_injection().store)
+    log.info("storage_fence", checkpoint_root=store.store.url_root, poll_seconds=fence.fence.poll_seconds)
+    return replace(looped, fences=store, fence_poll=timedelta(seconds=fence.fence.poll_seconds))
 
 
 def start_cabundle_sync(settings: Settings, registry: CollectorRegistry) -> asyncio.Task[None] | None:
@@ -50,8 +58,11 @@ def start_cabundle_sync(settings: Settings, registry: CollectorRegistry) -> asyn
     return asyncio.create_task(injector.run(), name="cabundle-sync")
 
 
-def start_reconcile_loop(settings: ControllerSettings, registry: CollectorRegistry) -> asyncio.Task[None] | None:
-    """The loop as a task, or None when it is off or (in auto mode) no cluster config is found."""
+def start_reconcile_loop(
+    settings: ControllerSettings, registry: CollectorRegistry, fence: Settings | None = None
+) -> asyncio.Task[None] | None:
+    """The loop as a task, or None when it is off or (in auto mode) no cluster config is found; `fence`: as in
+    `cluster_loop_settings`."""
     if settings.mode == ControllerMode.OFF:
         log.info("controllers_disabled")
         return None
@@ -62,6 +73,6 @@ def start_reconcile_loop(settings: ControllerSettings, registry: CollectorRegist
             raise
         log.info("controllers_disabled", reason=str(error))
         return None
-    loop = ReconcileLoop(api_client, cluster_loop_settings(api_client, settings), registry)
+    loop = ReconcileLoop(api_client, cluster_loop_settings(api_client, settings, fence), registry)
     log.info("controllers_enabled", host=api_client.configuration.host, lease_namespace=loop.settings.lease_namespace)
     return asyncio.create_task(loop.run(), name="reconcile-loop")

@@ -22,6 +22,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from controllers.fence_store import FenceStore
 from controllers.kube import NoClusterConfig, load_api_client
 from failover.admission.registry import group_kind_of
 from failover.core import binding as b
@@ -36,9 +37,11 @@ from failover.core.api import (
 )
 from failover.core.names import is_dns_label, object_key
 from failover.reconcile.decision import DecisionSettings
+from failover.reconcile.fencing import cluster_reachability
 from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_name, workload_view
 from failover.reconcile.storm import render_cluster_table, workload_phase_rows
 from failover.state.checkpoints import CheckpointStore, LookupResult
+from failover.state.fence_records import FenceAck, FenceRecord
 from failover.state.preserved_state import owning_binding
 from failover.state.profiles import InjectionProfile
 from failover.state.restore import find_restore_point
@@ -115,10 +118,31 @@ def collect(
     elif namespace:
         bindings = [binding for binding in bindings if b.metadata(binding).get("namespace") == namespace]
     clusters = {str(b.metadata(cluster).get("name")): cluster for cluster in _listed(api_client, CLUSTERS)}
+    fences = _fence_records(storage, clusters)
     views = []
     for binding in sorted(bindings, key=workload_name):
-        views.append(_view(api_client, binding, clusters, storage, settings, now, decisions))
+        views.append(_view(api_client, binding, clusters, storage, settings, now, decisions, fences))
     return views
+
+
+def _fence_records(
+    storage: Storage | None, clusters: Mapping[str, Any]
+) -> dict[str, list[tuple[FenceRecord, FenceAck | None]]]:
+    """The storage fence's records and acknowledgements of each cluster that is not Ready (docs/design.md, "The
+    storage fence"); none without a checkpoint root, and none of a cluster whose records cannot be read."""
+    if storage is None:
+        return {}
+    fences = FenceStore(storage.roots[0])
+    found: dict[str, list[tuple[FenceRecord, FenceAck | None]]] = {}
+    for name, cluster in clusters.items():
+        if cluster_reachability(cluster)[0]:
+            continue
+        try:
+            held = fences.read(name)
+        except Exception:  # noqa: BLE001  status reads only: a storage error hides the fence state, nothing else
+            continue
+        found[name] = [(record, held.acks.get(fence_id)) for fence_id, record in sorted(held.records.items())]
+    return found
 
 
 def collect_cluster(api_client: client.ApiClient, cluster: str, namespace: str | None) -> list[dict[str, Any]]:
@@ -201,6 +225,7 @@ def _view(
     settings: SavepointSettings,
     now: datetime,
     decisions: DecisionSettings | None = None,
+    fences: Mapping[str, list[tuple[FenceRecord, FenceAck | None]]] | None = None,
 ) -> dict[str, Any]:
     if storage is None:
         return workload_view(
@@ -209,6 +234,7 @@ def _view(
             now,
             restore_problem="no checkpoint root configured (--checkpoint-root or savepoint in --config)",
             decisions=decisions,
+            fence_records=fences,
         )
     resource = b.spec(binding).get("resource")
     resource = resource if isinstance(resource, dict) else {}
@@ -216,7 +242,12 @@ def _view(
     profile, template_resource = storage.profiles.get(group_kind), TEMPLATES.get(group_kind)
     if profile is None or template_resource is None:
         return workload_view(
-            binding, clusters, now, restore_problem=f"no injection profile for {group_kind}", decisions=decisions
+            binding,
+            clusters,
+            now,
+            restore_problem=f"no injection profile for {group_kind}",
+            decisions=decisions,
+            fence_records=fences,
         )
     template = _get(api_client, template_resource, str(resource.get("namespace") or ""), str(resource.get("name")))
     subject = restore_subject(binding, template, profile.label)
@@ -227,9 +258,10 @@ def _view(
             now,
             restore_problem="no job id known: the workload has not reported one",
             decisions=decisions,
+            fence_records=fences,
         )
     result, root = storage.look_up(profile, subject.obj, str(resource.get("namespace") or ""))
-    return workload_view(binding, clusters, now, subject, result, root, decisions=decisions)
+    return workload_view(binding, clusters, now, subject, result, root, decisions=decisions, fence_records=fences)
 
 
 def _named(binding: Mapping[str, Any], workload: str, namespace: str | None) -> bool:

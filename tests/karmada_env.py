@@ -915,6 +915,57 @@ class KarmadaEnv:
         )
         return time.monotonic() - started
 
+    def start_member_relay(self, member: str) -> float:
+        """The member's own relay with the storage fence's watcher, as docs/operations.md "The storage fence" runs it
+        (`serve --member --fence-cluster NAME`): the control plane relay's checkpoint root, the member's apiserver
+        reached directly (inside the member, not through the control plane's TCP relay, so a partition does not cut
+        it), by PID like the rest; the seconds until ``/readyz``."""
+        started = time.monotonic()
+        name = f"member-relay-{member}"
+        self._ports.setdefault(name, free_port())
+
+        def command() -> list[str]:
+            return [
+                *_relay_command(),
+                "serve",
+                "--member",
+                "--fence-cluster",
+                member,
+                "--fence-kubeconfig",
+                str(self.kubeconfig(member)),
+                "--checkpoint-root",
+                str(self.checkpoint_root),
+                "--host",
+                LOOPBACK,
+                "--port",
+                str(self._ports[name]),
+                "--cert-dir",
+                str(self.root / f"{name}-certs"),
+                "--log-format",
+                "json",
+            ]
+
+        env = _loopback_env()
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+        env.pop("KUBECONFIG", None)
+        self._stopped_on_purpose = self._stopped_on_purpose - {name}
+        self._start(
+            name,
+            command,
+            (name,),
+            lambda: f"https://{LOOPBACK}:{self._ports[name]}/readyz",
+            _unverified(),
+            env=env,
+            cwd=REPO_ROOT,
+        )
+        return time.monotonic() - started
+
+    def stop_member_relay(self, member: str) -> None:
+        process = self._processes.get(f"member-relay-{member}")
+        if process is not None:
+            self._stopped_on_purpose = self._stopped_on_purpose | {process.name}
+            process.stop(timeout=30)
+
     def restart_relay(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
         """Stop the relay and start it again (same port, same certificates, so the webhook registration holds)."""
         started = time.monotonic()

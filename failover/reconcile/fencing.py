@@ -37,7 +37,7 @@ for the graceful eviction timeout and then start empty. The decisions here, per 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -203,8 +203,11 @@ def decide_fencing(
     clusters: Mapping[str, Mapping[str, Any]],
     settings: DecisionSettings,
     now: datetime,
+    acknowledged: Collection[tuple[str, str]] = (),
 ) -> FenceDecision:
-    """Decide for one binding over its Works (all of them, across execution namespaces) and the Clusters."""
+    """Decide for one binding over its Works (all of them, across execution namespaces) and the Clusters.
+    `acknowledged`: (cluster, Work name) of old Works whose copies the member relay reported suspended through the
+    storage fence (failover/reconcile/storage_fence.py): fenced at once, without waiting for `fence_after`."""
     if not isinstance(binding, dict) or b.is_deleting(binding):
         return FenceDecision()
     works = [work for work in works if isinstance(work, dict) and work_cluster(work)]
@@ -260,7 +263,8 @@ def decide_fencing(
                 continue
             fence_at = None if settings.fence_after is None else (since or now) + settings.fence_after
             may_fence = fence_at is not None and (tainted or not settings.fence_needs_no_execute_taint)
-            if may_fence and fence_at is not None and now >= fence_at:
+            acked = (cluster_name, release.name) in acknowledged
+            if may_fence and fence_at is not None and (acked or now >= fence_at):
                 for copy in copies:
                     if copy not in new_fenced.setdefault(cluster_name, []):
                         new_fenced[cluster_name].append(copy)
@@ -285,7 +289,8 @@ def decide_fencing(
                         WARNING,
                         EVENT_FENCED,
                         clip_message(
-                            f"{cluster_name} not Ready for {_seconds(now - since) if since else 'an unknown time'}s:"
+                            f"{cluster_name} not Ready for {_seconds(now - since) if since else 'an unknown time'}s"
+                            f"{', its copy suspended (acknowledged through the storage fence)' if acked else ''}:"
                             f" released Work {release.name} so the workload starts elsewhere; its copy there is deleted"
                             " as soon as"
                             f" {cluster_name} answers again"

@@ -19,6 +19,7 @@ from typing import Any
 
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time, read_time_annotation
+from failover.core.names import object_key
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration_seconds
 from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.failover_budget import restoring_until
@@ -26,6 +27,7 @@ from failover.reconcile.fencing import cluster_reachability, fenced_copies
 from failover.reconcile.last_cluster import why_not_takers
 from failover.reconcile.pull_clusters import is_pull
 from failover.state.checkpoints import LookupResult
+from failover.state.fence_records import FenceAck, FenceRecord
 from failover.state.history import JOB_STATUS, read_history, reflected_run, restore_hints
 from failover.state.jobid import job_id_problem
 from failover.state.last_state import preservation_rules, recorded_states
@@ -106,9 +108,11 @@ def workload_view(
     storage: str = "",
     restore_problem: str = "",
     decisions: DecisionSettings | None = None,
+    fence_records: Mapping[str, Sequence[tuple[FenceRecord, FenceAck | None]]] | None = None,
 ) -> dict[str, Any]:
     """Everything the status command shows for one workload, as plain JSON-able data. `decisions` are the relay's
-    settings (its restore grace); None takes the defaults."""
+    settings (its restore grace); None takes the defaults. `fence_records`: the storage fence's records (and their
+    acknowledgements) by cluster, as the checkpoint storage holds them (failover/state/fence_records.py)."""
     decisions = decisions or DecisionSettings()
     resource = b.spec(binding).get("resource")
     resource = resource if isinstance(resource, dict) else {}
@@ -159,7 +163,7 @@ def workload_view(
             }
         )
     moves = [move.as_json() for move in read_history(binding).moves[-SHOWN_MOVES:]]
-    fences = _fences(binding, clusters, decisions, now)
+    fences = _fences(binding, clusters, decisions, now, fence_records or {})
     view: dict[str, Any] = {
         "workload": workload_name(binding),
         "kind": resource.get("kind"),
@@ -235,10 +239,21 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
                 copies = ", ".join(fence["copies"])
                 when = "its agent reconnects (Pull)" if fence.get("pull") else "it answers"
                 lines.append(f"  fence: {fence['cluster']} fenced; its old copy {copies} is deleted when {when}")
-            else:
+            elif fence["state"] == "acknowledged":
+                savepoint = f", savepoint {fence['savepoint']}" if fence.get("savepoint") else ""
                 lines.append(
-                    f"  fence: {fence['cluster']} not Ready since {_or(fence['since'])}; the old copy is fenced at"
-                    f" {_or(fence['fenceAt'])} unless the cluster answers first"
+                    f"  fence: {fence['cluster']} acknowledged at {_or(fence['acknowledgedAt'])}: its member relay"
+                    f" suspended the old copy{savepoint}; released now"
+                )
+            else:
+                asked = (
+                    f"; fence record written {fence['recordWrittenAt']}, waiting for the member relay's acknowledgement"
+                    if fence["state"] == "fencing"
+                    else ""
+                )
+                lines.append(
+                    f"  fence: {fence['cluster']} not Ready since {_or(fence['since'])}{asked}; the old copy is fenced"
+                    f" at {_or(fence['fenceAt'])} unless the cluster answers first"
                 )
         restore = view["restore"]
         if restore.get("path"):
@@ -271,11 +286,18 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _fences(
-    binding: Mapping[str, Any], clusters: Mapping[str, Mapping[str, Any]], decisions: DecisionSettings, now: datetime
+    binding: Mapping[str, Any],
+    clusters: Mapping[str, Mapping[str, Any]],
+    decisions: DecisionSettings,
+    now: datetime,
+    records: Mapping[str, Sequence[tuple[FenceRecord, FenceAck | None]]],
 ) -> list[dict[str, Any]]:
     """The fence state per cluster (failover/reconcile/fencing.py): `fenced` (the old copy recorded, deleted when the
     member answers, or on a Pull cluster (`pull`, only there) by its agent when it reconnects) or `waiting` (a
-    Directly eviction from a cluster that is not Ready, fenced at `fenceAt`)."""
+    Directly eviction from a cluster that is not Ready, fenced at `fenceAt`); with the storage fence
+    (failover/reconcile/storage_fence.py) a waiting cluster is `fencing` once the record is written
+    (`recordWrittenAt`) and `acknowledged` once its member relay reported the old copy stopped (`acknowledgedAt`,
+    `savepoint`), which fences it at once."""
     fenced = fenced_copies(binding)
     fences: list[dict[str, Any]] = [
         {
@@ -294,16 +316,23 @@ def _fences(
         if ready:
             continue
         fence_at = since + decisions.fence_after if since is not None and decisions.fence_after is not None else None
-        fences.append(
-            {
-                "cluster": cluster,
-                "state": "waiting",
-                **({"pull": True} if is_pull(clusters.get(cluster)) else {}),
-                "since": _time(since),
-                "fenceAt": _time(fence_at),
-                "copies": [],
-            }
-        )
+        entry: dict[str, Any] = {
+            "cluster": cluster,
+            "state": "waiting",
+            **({"pull": True} if is_pull(clusters.get(cluster)) else {}),
+            "since": _time(since),
+            "fenceAt": _time(fence_at),
+            "copies": [],
+        }
+        ref = b.object_ref(binding)
+        label = f"{ref.kind} {object_key(ref.namespace, ref.name)}"  # as storage_fence.wanted_records writes it
+        for record, ack in records.get(cluster, ()):
+            if record.binding == label:
+                entry["state"] = "acknowledged" if ack else "fencing"
+                entry["recordWrittenAt"] = _time(record.written_at)
+                entry["acknowledgedAt"] = _time(ack.acknowledged_at) if ack else None
+                entry["savepoint"] = ack.savepoint if ack else None
+        fences.append(entry)
     return fences
 
 

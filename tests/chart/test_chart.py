@@ -352,6 +352,37 @@ def test_a_member_with_cert_manager_runs_slim_without_rbac(helm_bin: Path) -> No
     assert CERT_MANAGER_INJECT_ANNOTATION in _one(rendered, "MutatingWebhookConfiguration")["metadata"]["annotations"]
 
 
+def test_the_storage_fence_reaches_both_relays_with_the_members_rbac(helm_bin: Path) -> None:
+    root = {"savepoint": {"checkpointRoot": "s3://flink/checkpoints"}}
+    control = _container(template(helm_bin, values={**root, "fence": {"storage": True}}))["args"]
+    settings = apply(Settings(), flag_values(build_parser().parse_args(control)))
+    check_settings(settings)
+    assert settings.fence.storage
+
+    member = {**root, "mode": "member", "certificates": {"mode": "certManager"}, "fence": {"memberCluster": "member1"}}
+    rendered = template(helm_bin, values=member)
+    settings = apply(Settings(), flag_values(build_parser().parse_args(_container(rendered)["args"])))
+    check_settings(settings)
+    assert settings.member and settings.fence.member_cluster == "member1"
+    [role] = [o for o in rendered if o["kind"] == "ClusterRole"]
+    assert role["rules"] == [
+        {
+            "apiGroups": ["flink.apache.org"],
+            "resources": ["flinkdeployments", "flinksessionjobs"],
+            "verbs": ["get", "patch"],
+        }
+    ]
+    # The webhook entry that keeps a fenced copy suspended, only there.
+    fence_entry = "fence.savepoints.mutate.failover-relay.io"
+    names = [w["name"] for w in _one(rendered, "MutatingWebhookConfiguration")["webhooks"]]
+    assert fence_entry in names
+    plain = template(helm_bin, values={**member, "fence": {}})
+    assert fence_entry not in [w["name"] for w in _one(plain, "MutatingWebhookConfiguration")["webhooks"]]
+    # The --no-controllers member form has no fence watcher: said at render time.
+    with pytest.raises(HelmError, match="fence.memberCluster needs the --member form"):
+        template_text(helm_bin, values={**member, "certificates": {"mode": "selfManaged"}})
+
+
 def test_another_namespace_is_named_everywhere(helm_bin: Path) -> None:
     rendered = template(helm_bin, namespace="relay-system")
     container = _container(rendered)

@@ -5,6 +5,7 @@ a dead cluster"), and a watch on the member copies that proves there is never mo
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -108,14 +109,18 @@ def events_of(env: KarmadaEnv, namespace: str, reason: str) -> list[dict[str, An
 
 class CopyWatch:
     """Samples every member's copy of the job in the background (``members``: the environment's, unless given) and
-    records when copies existed side by side (a member whose apiserver is down cannot be sampled and is skipped)."""
+    records when copies existed side by side (a member whose apiserver is down cannot be sampled and is skipped), and
+    when copies ran side by side: a copy with `spec.job.state: suspended` is not running (the Flink operator stops its
+    job)."""
 
     def __init__(self, job: FlinkJob, interval: float = 0.2, members: tuple[str, ...] = ()) -> None:
         self.job, self.interval = job, interval
         self.members = members or job.env.members
         self.samples = 0
         self.overlaps: list[tuple[float, tuple[str, ...]]] = []
+        self.running_overlaps: list[tuple[float, tuple[str, ...]]] = []
         self.seen: dict[str, tuple[float, float]] = {}  # member -> (first seen, last seen), monotonic
+        self.suspended: dict[str, float] = {}  # member -> first seen suspended, monotonic
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -129,7 +134,7 @@ class CopyWatch:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            present = []
+            present, running = [], []
             now = time.monotonic()
             for member in self.members:
                 try:
@@ -142,7 +147,68 @@ class CopyWatch:
                     present.append(member)
                     first, _ = self.seen.get(member, (now, now))
                     self.seen[member] = (first, now)
+                    if ((copy.get("spec") or {}).get("job") or {}).get("state") == "suspended":
+                        self.suspended.setdefault(member, now)
+                    else:
+                        running.append(member)
             self.samples += 1
             if len(present) > 1:
                 self.overlaps.append((now, tuple(present)))
+            if len(running) > 1:
+                self.running_overlaps.append((now, tuple(running)))
             self._stop.wait(self.interval)
+
+
+class SuspendingOperator:
+    """What the Flink operator 1.16 does with a copy whose `spec.job.state` turns `suspended`, played in the
+    background for one member's copy (the tier has no operator and no kubelet): stop the job with a savepoint (its
+    upgrade mode is savepoint) — a savepoint directory of Flink's layout written into the workload's
+    `state.savepoints.dir` — and report it in the copy's status as the operator does (`lifecycleState: SUSPENDED`,
+    `jobStatus.state: FINISHED`, `jobStatus.upgradeSavepointPath`)."""
+
+    def __init__(self, job: FlinkJob, member: str, job_id: str, interval: float = 0.2) -> None:
+        self.job, self.member, self.job_id, self.interval = job, member, job_id, interval
+        self.savepoint = job.state_dir / "savepoints" / f"savepoint-{job_id[:6]}-{os.urandom(6).hex()}"
+        self.stopped_at: float | None = None  # monotonic
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> SuspendingOperator:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and self.stopped_at is None:
+            try:
+                copy = self.job.copy_in(self.member)
+            except Exception:  # noqa: BLE001  a member that is coming back cannot be read: try again
+                copy = None
+            if copy and ((copy.get("spec") or {}).get("job") or {}).get("state") == "suspended":
+                self.savepoint.mkdir(parents=True)
+                (self.savepoint / "_metadata").write_bytes(b"flink savepoint metadata")
+                self.job.env.api(self.member).patch(
+                    resource_path(FLINK, "flinkdeployments", self.job.name, self.job.namespace, "status"),
+                    {
+                        "status": {
+                            "lifecycleState": "SUSPENDED",
+                            "jobManagerDeploymentStatus": "MISSING",
+                            "jobStatus": {
+                                "state": "FINISHED",
+                                "jobId": self.job_id,
+                                "upgradeSavepointPath": f"file://{self.savepoint}",
+                            },
+                        }
+                    },
+                )
+                self.stopped_at = time.monotonic()
+            self._stop.wait(self.interval)
+
+
+def fence_files(env: KarmadaEnv, member: str) -> list[str]:
+    """The storage fence's records and acknowledgements of `member` in the tier's checkpoint root."""
+    directory = env.checkpoint_root / ".failover-relay" / "fences" / member
+    return sorted(path.name for path in directory.glob("*.json")) if directory.is_dir() else []

@@ -1,15 +1,20 @@
-"""Partitions and control-plane outages against real Karmada (issue 25 items 1, 3 and 6): the member, its copy and the
-tests' direct view of it keep running while the control plane cannot reach the member (its TCP relay stopped,
-`KarmadaEnv.partition_member`), or while karmada-apiserver itself is down (`KarmadaEnv.stop_control_plane`).
+"""Partitions and control-plane outages against real Karmada (issue 25 items 1, 2, 3 and 6): the member, its copy, its
+member relay and the tests' direct view of it keep running while the control plane cannot reach the member (its TCP
+relay stopped, `KarmadaEnv.partition_member`), or while karmada-apiserver itself is down
+(`KarmadaEnv.stop_control_plane`).
 
 Settings as tests/karmada/test_dead_cluster.py (docs/operations.md, "Cluster failover and a dead cluster"): the
 ClusterTaintPolicy tainting a not-Ready cluster NoExecute, the taint manager's Directly eviction, the relay's
-`fencing: notReady`. Each test prints its timings; docs/operations.md, "Failure modes, measured" has them.
+`fencing: notReady`; and the storage fence (docs/operations.md, "The storage fence"): the control plane relay with
+`fence.storage`, and a member relay for the partitioned member (`serve --member --fence-cluster`, by PID, reading the
+same checkpoint root and its own member's apiserver). Each test prints its timings; docs/operations.md, "Failure
+modes, measured" has them.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,8 +22,10 @@ import pytest
 from tests.karmada.outages import (
     CLUSTER_JOB_ID_LABEL,
     CopyWatch,
+    SuspendingOperator,
     back_to_normal,
     cluster_ready,
+    fence_files,
     grant_fencing_in_members,
     prefer_home,
     recorded_state,
@@ -36,7 +43,17 @@ FENCE_AFTER_SECONDS = 20  # the outage test's: 3 x fenceAfterSeconds of outage s
 # (measured: 78 s on a loaded machine).
 NOT_READY_SECONDS = 150
 HEAL_AFTER_NOT_READY_SECONDS = 10  # well before the default fenceAfterSeconds (60)
-BOTH_RUNNING_SECONDS = 20  # how long the long partition goes on after the new copy is up
+AFTER_MOVE_SECONDS = 10  # how long the long partition goes on after the new copy is up
+MOVE_TARGET_SECONDS = 60  # issue 25: the new copy with its state at most this long after NotReady
+MARGIN_TARGET_SECONDS = 2  # and at least this long between the old copy's suspension and the new copy
+# The e2e CR's job with the upgrade mode that makes the operator take a savepoint when it suspends the job.
+SAVEPOINT_JOB = {
+    "jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar",
+    "args": [],
+    "parallelism": 2,
+    "state": "running",
+    "upgradeMode": "savepoint",
+}
 AFTER_HEAL_SECONDS = 30  # three status rounds after a partition heals, in which nothing may move any more
 NOT_READY_TAINT = "failover.example.io/not-ready"  # manifests/karmada/cluster-taint-policy.yaml
 # Outlasts both partitions (the long one: NotReady, the 60 s fence, the new copy, 20 s more) and the 30 s Karmada takes
@@ -45,7 +62,12 @@ TAINT_TOLERATION_SECONDS = 300
 
 
 def running_job(
-    env: KarmadaEnv, namespace: str, name: str, home: str, taint_toleration: int | None = None
+    env: KarmadaEnv,
+    namespace: str,
+    name: str,
+    home: str,
+    taint_toleration: int | None = None,
+    spec: dict[str, Any] | None = None,
 ) -> tuple[FlinkJob, str]:
     """The job running on `home` (other members only when it has to move) and its state recorded; with
     `taint_toleration`, the policy tolerates the ClusterTaintPolicy's NoExecute taint that long (the taint manager
@@ -64,7 +86,7 @@ def running_job(
                 "tolerationSeconds": taint_toleration,
             }
         ]
-    job.create(policy)
+    job.create(policy, spec=spec)
     assert job.wait_placed() == home
     job_id = new_job_id()
     job.run_healthy(home, job_id)
@@ -95,9 +117,25 @@ def cut_until_not_ready(env: KarmadaEnv, member: str) -> float:
     return time.monotonic() - cut
 
 
+@pytest.fixture(scope="module")
+def member_relay(karmada_env: KarmadaEnv) -> Iterator[str]:
+    """The first member's relay with the storage fence's watcher, for this module's tests."""
+    home = karmada_env.members[0]
+    karmada_env.start_member_relay(home)
+    yield home
+    karmada_env.stop_member_relay(home)
+
+
 @pytest.fixture
-def short_fence(karmada_env: KarmadaEnv):
-    karmada_env.restart_relay({"controllers": {"fenceAfterSeconds": FENCE_AFTER_SECONDS}})
+def short_fence(karmada_env: KarmadaEnv, member_relay: str):
+    karmada_env.restart_relay({"controllers": {"fenceAfterSeconds": FENCE_AFTER_SECONDS}, "fence": {"storage": True}})
+    yield
+    karmada_env.restart_relay()
+
+
+@pytest.fixture
+def storage_fence(karmada_env: KarmadaEnv, member_relay: str):
+    karmada_env.restart_relay({"fence": {"storage": True}})
     yield
     karmada_env.restart_relay()
 
@@ -121,55 +159,73 @@ def test_a_control_plane_outage_longer_than_every_fence_timer_moves_and_suspends
         while time.monotonic() - after < AFTER_HEAL_SECONDS:
             unmoved(job, first)
             time.sleep(2)
-    assert watch.overlaps == [] and set(watch.seen) == {first}
+    assert watch.overlaps == [] and set(watch.seen) == {first} and watch.suspended == {}
+    assert fence_files(env, first) == [], "a fence record was written without a failover"
     report(
         request,
         "karmada",
         f"control-plane outage: karmada-apiserver down {outage} s (3 x fenceAfterSeconds {FENCE_AFTER_SECONDS}),"
-        f" back in {back:.1f} s, then {AFTER_HEAL_SECONDS} s watched: nothing moved, the one copy on {first}"
-        f" never suspended or deleted ({watch.samples} samples)",
+        f" back in {back:.1f} s, then {AFTER_HEAL_SECONDS} s watched, storage fence and member relay on: nothing"
+        f" moved, the one copy on {first} never suspended or deleted, no fence record ({watch.samples} samples)",
     )
 
 
-def test_partitions_move_only_what_does_not_tolerate_them_and_never_run_two_copies_once_healed(
-    karmada_env: KarmadaEnv, namespace: str, request: pytest.FixtureRequest
+def test_partitions_move_only_what_does_not_tolerate_them_and_never_run_two_copies(
+    karmada_env: KarmadaEnv, namespace: str, storage_fence: None, request: pytest.FixtureRequest
 ) -> None:
-    """Two partitions of one Push member, its jobs and their member-side view running throughout.
+    """Two partitions of one Push member, its jobs, its member relay and their member-side view running throughout.
 
-    The long one outlasts the fence: a job of the shipped policy is evicted at NotReady and its old Work released
-    after fenceAfterSeconds without reaching the member (issue 25 item 2 is not built), so its old copy keeps running
-    beside the new one until the partition heals, and is deleted seconds after. The short one heals 10 s after
-    NotReady, before the fence: the move goes on once the member answers, one copy at a time. A job whose policy
-    tolerates the not-ready taint longer than either partition is never moved, suspended or deleted."""
+    The long one outlasts the move: a job of the shipped policy is evicted at NotReady; the relay writes a fence
+    record for its old copy to the checkpoint storage, the member relay suspends that copy, and once it is stopped
+    acknowledges, so the relay releases the old Work without waiting for fenceAfterSeconds and the new copy starts
+    elsewhere from the suspension's savepoint; the old copy stays suspended until the partition heals and is then
+    deleted. The short one heals 10 s after NotReady: its job is suspended by the same fence, then moved once the
+    member answers, one copy at a time. A job whose policy tolerates the not-ready taint longer than either partition
+    is never moved, suspended or deleted.
+
+    Real: Karmada v1.19 (taint manager, scheduler, execution controller), the partition, both relays, the checkpoint
+    storage (a local directory both relays read), the member apiservers and the copies' specs. Standing in for the
+    Flink operator (the tier has none, and no kubelet): `SuspendingOperator` turns the suspension into what operator
+    1.16 reports for a job suspended with upgradeMode savepoint (a savepoint directory in Flink's layout written to
+    the job's savepoint dir, `lifecycleState: SUSPENDED`, `jobStatus.upgradeSavepointPath`), about 0.2 s after it sees
+    `spec.job.state: suspended`; a real operator takes as long as its savepoint. Copies are read directly from the
+    members' apiservers every 0.2 s (`CopyWatch`): a copy with `spec.job.state: suspended` is not running, and the
+    margin is between the first sample showing the old copy suspended and the first showing the new copy."""
     env = karmada_env
     grant_fencing_in_members(env)
     home = env.members[0]
     tolerant, _ = running_job(env, namespace, "tolerant", home, taint_toleration=TAINT_TOLERATION_SECONDS)
-    evicted, job_id = running_job(env, namespace, "evicted", home)
-    checkpoints = evicted.write_checkpoints(job_id, completed=(4,))
+    evicted, job_id = running_job(env, namespace, "evicted", home, spec={"job": SAVEPOINT_JOB})
+    evicted.write_checkpoints(job_id, completed=(4,))
 
     with taint_not_ready_clusters(env), CopyWatch(tolerant) as tolerant_watch:
         # The long partition.
-        with CopyWatch(evicted) as long_watch:
+        with CopyWatch(evicted) as long_watch, SuspendingOperator(evicted, home, job_id) as operator:
             cut = time.monotonic()
             not_ready = cut_until_not_ready(env, home)
+            not_ready_at = cut + not_ready
             second, copy = evicted.wait_restored_outside(home, timeout=180)
-            back = time.monotonic() - cut
+            back = time.monotonic() - not_ready_at
             assert copy["metadata"]["labels"][CLUSTER_JOB_ID_LABEL] == job_id
-            assert restore_path(copy) == checkpoints / "chk-4"
-            untouched(evicted, home)  # still running in the partitioned member: the overlap
-            both_from = time.monotonic()
-            time.sleep(BOTH_RUNNING_SECONDS)
+            # The suspension's savepoint, newer than the last checkpoint, is what the new copy restores.
+            assert restore_path(copy) == operator.savepoint
+            time.sleep(AFTER_MOVE_SECONDS)
+            old = evicted.copy_in(home)
+            assert old is not None and old["spec"]["job"]["state"] == "suspended", "the old copy runs again"
             unmoved(tolerant, home)
             env.heal_member(home)
             healed = time.monotonic()
             env.wait_until(lambda: evicted.copy_in(home) is None, 90, f"the stale copy in {home} deleted")
             stale = time.monotonic() - healed
-            overlap = time.monotonic() - both_from
             long_partition = healed - cut
+            env.wait_until(lambda: fence_files(env, home) == [], 30, "the fence record removed")
             ready_again = back_to_normal(env, home)
         assert evicted.placed_on() == [second] and evicted.copy_in(second) is not None
         assert stale < 20, f"stale copy deleted {stale:.1f} s after the partition healed"
+        assert operator.stopped_at is not None
+        suspended = long_watch.suspended[home] - not_ready_at
+        created = long_watch.seen[second][0] - not_ready_at
+        margin = created - suspended
 
         # The short partition, with a job of the shipped policy started on the member since.
         short, _ = running_job(env, namespace, "short", home)
@@ -183,20 +239,23 @@ def test_partitions_move_only_what_does_not_tolerate_them_and_never_run_two_copi
         copies = [member for member in env.members if short.copy_in(member) is not None]
         unmoved(tolerant, home)
 
-    assert short_watch.overlaps == [], f"two copies at once after a short partition: {short_watch.overlaps[:3]}"
-    assert len(placed) == 1 and copies == placed, (placed, copies)
-    assert tolerant_watch.overlaps == [] and set(tolerant_watch.seen) == {home}
-    short_move = f"moved to {placed[0]} (the taint manager had evicted it)" if placed != [home] else "not moved"
     report(
         request,
         "karmada",
-        f"partitioned Push member {home}: NotReady {not_ready:.1f} s after the cut, new copy on {second} with its"
-        f" state {back:.1f} s after the cut ({back - not_ready:.1f} s after NotReady); the old copy ran beside it"
-        f" {overlap:.1f} s (the partition after the fence) and went {stale:.1f} s after the heal"
-        f" ({len(long_watch.overlaps)} overlapping samples); Ready and untainted {ready_again:.1f} s after the heal."
-        f" Partition healing {HEAL_AFTER_NOT_READY_SECONDS} s after NotReady ({short_not_ready:.1f} s after the cut):"
-        f" one copy throughout, {short_move}."
-        f" Under a {TAINT_TOLERATION_SECONDS} s taint toleration, through both ({long_partition:.0f} s and"
-        f" {short_not_ready + HEAL_AFTER_NOT_READY_SECONDS:.0f} s): nothing moved, the one copy on {home} never"
-        " suspended or deleted",
+        f"partitioned Push member {home}, storage fence: NotReady {not_ready:.1f} s after the cut; the old copy"
+        f" suspended {suspended:.1f} s after NotReady, the new copy on {second} with its state (the suspension's"
+        f" savepoint) {created:.1f} s after NotReady (restored copy seen {back:.1f} s after), margin {margin:.1f} s;"
+        f" running side by side: {len(long_watch.running_overlaps)} samples of {long_watch.samples}; the suspended"
+        f" copy went {stale:.1f} s after the heal ({long_partition:.0f} s partition); Ready and untainted"
+        f" {ready_again:.1f} s after the heal. Partition healing {HEAL_AFTER_NOT_READY_SECONDS} s after NotReady"
+        f" ({short_not_ready:.1f} s after the cut): placed on {placed}, suspended at"
+        f" {sorted(short_watch.suspended)}, running side by side: {len(short_watch.running_overlaps)} samples."
+        f" Under a {TAINT_TOLERATION_SECONDS} s taint toleration, through both: nothing moved, the one copy on"
+        f" {home} never suspended or deleted",
     )
+    assert long_watch.running_overlaps == [], f"two running copies: {long_watch.running_overlaps[:3]}"
+    assert created <= MOVE_TARGET_SECONDS, f"the new copy {created:.1f} s after NotReady"
+    assert margin >= MARGIN_TARGET_SECONDS, f"{margin:.1f} s between the suspension and the new copy"
+    assert short_watch.overlaps == [], f"two copies at once after a short partition: {short_watch.overlaps[:3]}"
+    assert len(placed) == 1 and copies == placed, (placed, copies)
+    assert tolerant_watch.overlaps == [] and set(tolerant_watch.seen) == {home} and tolerant_watch.suspended == {}

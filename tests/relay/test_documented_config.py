@@ -159,6 +159,13 @@ COMPANIONS: dict[str, dict[str, Any]] = {
     "server.serviceName": {"server.namespace": "karmada-system"},
     "server.namespace": {"server.serviceName": "failover-relay"},
     "server.member": {"savepoint.checkpointRoot": "s3://flink/checkpoints"},
+    "fence.storage": {"savepoint.checkpointRoot": "s3://flink/checkpoints"},
+    "fence.memberCluster": {"server.member": True, "savepoint.checkpointRoot": "s3://flink/checkpoints"},
+    "fence.memberKubeconfig": {
+        "server.member": True,
+        "savepoint.checkpointRoot": "s3://flink/checkpoints",
+        "fence.memberCluster": "member1",
+    },
 }
 
 

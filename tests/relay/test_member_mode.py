@@ -194,3 +194,37 @@ def test_control_plane_mode_loads_the_kubernetes_client(tmp_path: Path) -> None:
 def test_member_mode_refuses_what_it_does_not_run(overrides: dict, problem: str) -> None:
     with pytest.raises(SettingsError, match=problem):
         check_settings(apply(Settings(), overrides))
+
+
+def test_a_fence_watcher_without_its_cluster_access_stops_start_up_in_one_line(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "relay.cli",
+            "serve",
+            "--member",
+            "--fence-cluster",
+            "member1",
+            "--fence-kubeconfig",
+            str(tmp_path / "missing.kubeconfig"),
+            "--checkpoint-root",
+            str(tmp_path),
+            "--port",
+            "0",
+            "--cert-dir",
+            str(tmp_path / "certs"),
+            "--log-format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert (
+        result.stderr.splitlines()[-1]
+        == f"failover-relay: fence.memberCluster: no kubeconfig at {tmp_path}/missing.kubeconfig"
+    )

@@ -202,7 +202,7 @@ def test_bad_flags_are_one_line_and_exit_2(argv: list[str], capsys: pytest.Captu
 
 def test_every_declared_default_is_within_its_bounds() -> None:
     check_settings(Settings())
-    assert {key.partition(".")[0] for key in declared()} == {"server", "logging", "savepoint", "controllers"}
+    assert {key.partition(".")[0] for key in declared()} == {"server", "logging", "savepoint", "controllers", "fence"}
 
 
 def test_flags_are_derived_from_the_declarations(tmp_path: Path) -> None:
@@ -307,3 +307,27 @@ def test_a_generic_setting_type_is_read_by_its_origin() -> None:
     assert (yaml_type(Mapping[str, Any]), yaml_type(tuple[str, ...]), yaml_type(float)) == (dict, list, (int, float))
     with pytest.raises(TypeError, match="cannot be read from YAML"):
         yaml_type(dict[str, Any])
+
+
+ROOT = "savepoint:\n  checkpointRoot: s3://flink/checkpoints\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("fence:\n  storage: true\n", "fence.storage writes fence records below savepoint.checkpointRoot"),
+        (ROOT + 'fence:\n  storage: true\ncontrollers:\n  fencing: "off"\n', "it needs controllers.fencing"),
+        (ROOT + "server:\n  member: true\nfence:\n  storage: true\n", "fence.storage is the control plane's"),
+        (ROOT + "fence:\n  memberCluster: member1\n", "fence.memberCluster is for a member relay"),
+        (ROOT + "server:\n  member: true\nfence:\n  memberCluster: ../m1\n", "is not a Karmada cluster name"),
+        (ROOT + "server:\n  member: true\nfence:\n  memberKubeconfig: /k\n", "only with fence.memberCluster"),
+    ],
+)
+def test_inconsistent_storage_fence_settings_are_refused_in_one_line(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    path = tmp_path / "relay.yaml"
+    path.write_text(content)
+    with pytest.raises(SettingsError, match=message) as raised:
+        load_settings(path)
+    assert "\n" not in str(raised.value)

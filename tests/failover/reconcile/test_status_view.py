@@ -13,6 +13,7 @@ from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
 from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.fencing import FENCED_ANNOTATION
 from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_view
+from failover.state.fence_records import CopyRef, FenceAck, FenceRecord
 from failover.state.restore import PREVIOUS_JOB_ID
 from relay.settings import SavepointSettings
 from relay.status import open_storage
@@ -142,6 +143,35 @@ def test_the_fence_state_of_each_cluster_is_shown() -> None:
     assert "fence: member1 not Ready since 2025-03-01T12:00:00Z; the old copy is fenced at 2025-03-01T12:01:00Z" in (
         render_table([view])
     )
+    # The storage fence: the record written (fencing), then the member relay's acknowledgement (acknowledged).
+    ref = CopyRef("flink.apache.org/v1beta1", "FlinkDeployment", "default", "foo")
+    label = f"ResourceBinding {binding['metadata']['namespace']}/{binding['metadata']['name']}"
+    record = FenceRecord("0b7e3f5c-3c1e-4c55-9d2b-6a4c1e2f9a10", "member1", "foo-123", label, (ref,), at(2))
+    other = FenceRecord(
+        "11111111-2222-4333-8444-555555555555", "member1", "bar-1", "ResourceBinding x/bar", (ref,), at(1)
+    )
+    fencing = workload_view(
+        binding,
+        clusters,
+        at(30),
+        decisions=DecisionSettings(),
+        fence_records={"member1": [(other, None), (record, None)]},
+    )
+    [fence] = fencing["fences"]
+    assert (fence["state"], fence["recordWrittenAt"], fence["acknowledgedAt"]) == (
+        "fencing",
+        at(2).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        None,
+    )
+    assert "waiting for the member relay's acknowledgement" in render_table([fencing])
+    ack = FenceAck(record.fence_id, "member1", (), at(5), "file:///sp/savepoint-1")
+    acked = workload_view(
+        binding, clusters, at(30), decisions=DecisionSettings(), fence_records={"member1": [(record, ack)]}
+    )
+    [fence] = acked["fences"]
+    assert (fence["state"], fence["savepoint"]) == ("acknowledged", "file:///sp/savepoint-1")
+    assert "suspended the old copy, savepoint file:///sp/savepoint-1; released now" in render_table([acked])
+
     binding["metadata"]["annotations"][FENCED_ANNOTATION] = (
         '{"member1":[{"apiVersion":"flink.apache.org/v1beta1","kind":"FlinkDeployment","namespace":"default",'
         '"name":"foo","work":"foo-123"}]}'

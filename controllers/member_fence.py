@@ -1,0 +1,193 @@
+"""The member relay's fence watcher (`serve --member --fence-cluster NAME`): every `fence.pollSeconds` read this
+cluster's fence records from the checkpoint storage, suspend the copies they name, and acknowledge each record once
+its copies are stopped (decisions: failover/state/fence_records.py `decide_member_fence`; docs/design.md, "The
+storage fence").
+
+It acts on records alone: no record, nothing is ever suspended, whatever happens to the control plane (issue 25
+item 3). A storage or apiserver error is logged and tried again at the next poll; the records last read stay in force
+for the webhook (webhook/fence_mutator.py), so a storage blip never lets a fenced copy run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from controllers.fence_store import ClusterFences, FenceStore
+from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
+from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS
+from failover.state.fence_records import SUSPENDED, CopyRef, FenceRecord, decide_member_fence
+
+log = structlog.get_logger("failover_relay.member_fence")
+
+PLURALS = {resource.kind: resource.plural for resource in (FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS)}
+
+
+class MemberFenceMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.polls = Counter(
+            "failover_relay_member_fence_polls_total",
+            "Reads of this member cluster's fence records from the checkpoint storage.",
+            ("member_cluster", "result"),
+            registry=registry,
+        )
+        self.suspensions = Counter(
+            "failover_relay_member_fence_suspensions_total",
+            "Copies a fence record names set to spec.job.state suspended by the member relay.",
+            ("member_cluster", "result"),
+            registry=registry,
+        )
+        self.acknowledgements = Counter(
+            "failover_relay_member_fence_acknowledgements_total",
+            "Fence records acknowledged by the member relay (their copies stopped or absent).",
+            ("member_cluster", "result"),
+            registry=registry,
+        )
+        self.records = Gauge(
+            "failover_relay_member_fence_records",
+            "Fence records of this member cluster in the checkpoint storage, as last read.",
+            ("member_cluster",),
+            registry=registry,
+        )
+
+
+class MemberFenceWatcher:
+    def __init__(
+        self,
+        cluster: str,
+        fences: FenceStore,
+        api_client: client.ApiClient,
+        registry: CollectorRegistry,
+        poll_seconds: float,
+        on_records: Callable[[Iterable[FenceRecord]], None],
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.cluster, self.fences, self.poll_seconds = cluster, fences, poll_seconds
+        self.objects = client.CustomObjectsApi(api_client)
+        self.metrics = MemberFenceMetrics(registry)
+        self.on_records, self.clock = on_records, clock
+
+    async def run(self) -> None:
+        log.info("fence_watcher_started", member_cluster=self.cluster, poll_seconds=self.poll_seconds)
+        while True:
+            await self.poll_once()
+            await asyncio.sleep(self.poll_seconds)
+
+    async def poll_once(self) -> None:
+        try:
+            found: ClusterFences = await asyncio.to_thread(self.fences.read, self.cluster)
+        except Exception as error:  # noqa: BLE001  any fsspec backend error: the records last read stay in force
+            self.metrics.polls.labels(self.cluster, "error").inc()
+            log.warning(
+                "fence_records_read_failed",
+                member_cluster=self.cluster,
+                error=type(error).__name__,
+                detail=str(error)[:200],
+            )
+            return
+        self.metrics.polls.labels(self.cluster, "success").inc()
+        self.metrics.records.labels(self.cluster).set(len(found.records))
+        self.on_records(found.records.values())
+        for fence_id, record in sorted(found.records.items()):
+            await self._handle(record, acknowledged=fence_id in found.acks)
+
+    async def _handle(self, record: FenceRecord, acknowledged: bool) -> None:
+        copies: dict[CopyRef, Mapping[str, Any] | None] = {}
+        for ref in record.copies:
+            if not ref.suspendable:
+                continue  # never read: decide_member_fence waits on it, and the timer fences
+            try:
+                copies[ref] = await asyncio.to_thread(self._get, ref)
+            except ApiException as error:
+                self._failed("fence_copy_read_failed", record, ref, error)
+                return
+        decision = decide_member_fence(record, copies, acknowledged, self.clock())
+        for ref in decision.suspend:
+            obj = copies[ref] or {}
+            try:
+                await asyncio.to_thread(self._suspend, ref, str((obj.get("metadata") or {}).get("resourceVersion")))
+            except ApiException as error:
+                self.metrics.suspensions.labels(self.cluster, "error").inc()
+                self._failed("fence_copy_suspend_failed", record, ref, error)
+                continue
+            self.metrics.suspensions.labels(self.cluster, "success").inc()
+            log.info(
+                "fence_copy_suspended",
+                member_cluster=self.cluster,
+                fence_id=record.fence_id,
+                kind=ref.kind,
+                object=f"{ref.namespace}/{ref.name}",
+                binding=record.binding,
+            )
+        ack = decision.acknowledge
+        if ack is None:
+            return
+        try:
+            written = await asyncio.to_thread(self.fences.write_ack, ack)
+        except Exception as error:  # noqa: BLE001  any fsspec backend error: written at the next poll
+            self.metrics.acknowledgements.labels(self.cluster, "error").inc()
+            log.warning(
+                "fence_acknowledgement_failed",
+                member_cluster=self.cluster,
+                fence_id=record.fence_id,
+                error=type(error).__name__,
+                detail=str(error)[:200],
+            )
+            return
+        if written:
+            self.metrics.acknowledgements.labels(self.cluster, "success").inc()
+            log.info(
+                "fence_acknowledgement_written",
+                member_cluster=self.cluster,
+                fence_id=record.fence_id,
+                copies=[f"{c.copy.namespace}/{c.copy.name}:{c.state}" for c in ack.copies],
+                savepoint=ack.savepoint,
+                since_record_seconds=round((ack.acknowledged_at - record.written_at).total_seconds(), 1),
+            )
+
+    def _failed(self, event: str, record: FenceRecord, ref: CopyRef, error: ApiException) -> None:
+        log.warning(
+            event,
+            member_cluster=self.cluster,
+            fence_id=record.fence_id,
+            object=f"{ref.namespace}/{ref.name}",
+            status=error.status,
+            reason=error.reason,
+        )
+
+    def _get(self, ref: CopyRef) -> Mapping[str, Any] | None:
+        group, _, version = ref.api_version.partition("/")
+        try:
+            obj = self.objects.get_namespaced_custom_object(
+                group,
+                version,
+                ref.namespace,
+                PLURALS[ref.kind],
+                ref.name,
+                _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return obj if isinstance(obj, dict) else None
+
+    def _suspend(self, ref: CopyRef, resource_version: str) -> None:
+        """Merge-patch `spec.job.state`, on the version read (409 if it changed: decided again at the next poll)."""
+        group, _, version = ref.api_version.partition("/")
+        self.objects.patch_namespaced_custom_object(
+            group,
+            version,
+            ref.namespace,
+            PLURALS[ref.kind],
+            ref.name,
+            {"metadata": {"resourceVersion": resource_version}, "spec": {"job": {"state": SUSPENDED}}},
+            _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+        )

@@ -1,0 +1,55 @@
+"""The control plane's storage fence adapter (controllers/storage_fence.py) over a real directory: a record only on the
+apiserver's word (the binding read again must still want it), written once, an acknowledgement read back, the
+record removed once its copies are gone; one listing per cluster shared by the bindings waiting on it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from controllers.fence_store import FenceStore
+from controllers.storage_fence import StorageFence
+from failover.reconcile.decision import DecisionSettings
+from failover.reconcile.storage_fence import ACK_MARGIN
+from failover.state.checkpoints import open_store
+from failover.state.fence_records import FenceAck
+from tests.failover.binding_builders import at
+from tests.failover.reconcile.test_fencing import clusters, evicted
+from tests.failover.reconcile.test_storage_fence import PERMANENT_ID, old_work
+
+
+def run(fence: StorageFence, binding: dict[str, Any], fresh: dict[str, Any], now: float) -> Any:
+    async def read_again() -> dict[str, Any]:
+        return fresh
+
+    return asyncio.run(fence.check(binding, [old_work()], clusters(False, since=-30), at(now), read_again))
+
+
+def test_a_record_is_written_on_the_apiservers_word_once_and_its_acknowledgement_fences(tmp_path: Path) -> None:
+    fences = FenceStore(open_store(str(tmp_path)))
+    fence = StorageFence(fences, DecisionSettings(), CollectorRegistry())
+    no_task = evicted()
+    no_task["spec"]["gracefulEvictionTasks"] = []
+
+    # The cache says evicted, the apiserver no longer does (the task ended meanwhile): nothing is written.
+    assert run(fence, evicted(), no_task, 1) == (frozenset(), fence.poll)
+    assert fences.read("member1").present == set()
+
+    acknowledged, again = run(fence, evicted(), evicted(), 1)
+    assert acknowledged == frozenset() and again == fence.poll
+    assert set(fences.read("member1").records) == {PERMANENT_ID}
+    written = (tmp_path / ".failover-relay" / "fences" / "member1" / f"{PERMANENT_ID}.json").read_bytes()
+    run(fence, evicted(), evicted(), 3)
+    assert (tmp_path / ".failover-relay" / "fences" / "member1" / f"{PERMANENT_ID}.json").read_bytes() == written
+
+    fences.write_ack(FenceAck(PERMANENT_ID, "member1", (), at(4)))
+    fence._read_at.clear()  # past half a poll
+    # Seen now; it fences ACK_MARGIN later, so the new copy never comes within it of the suspension.
+    assert run(fence, evicted(), evicted(), 5) == (frozenset(), ACK_MARGIN)
+    assert run(fence, evicted(), evicted(), 7) == (frozenset({("member1", "foo-5d8f")}), None)
+    asyncio.run(fence.forget([("member1", "foo-5d8f")]))
+    found = fences.read("member1")
+    assert found.present == set() and found.acks == {}

@@ -1,0 +1,127 @@
+"""The member relay's fence watcher against a real kube-apiserver (`serve --member --fence-cluster`): a fence record
+in the checkpoint storage suspends exactly the copy it names, the relay's `/mutate` keeps that copy suspended when the
+Work's manifest is applied again (Karmada's drift correction), and the acknowledgement is written once the operator
+reports the job stopped. The apiserver plays the member cluster; the test writes the record as the control plane
+relay does and plays the Flink operator's status report (the real-Karmada tier runs both relays:
+tests/karmada/test_partition.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+
+from controllers.fence_store import FenceStore
+from failover.state.checkpoints import open_store
+from failover.state.fence_records import PERMANENT_ID_LABEL, CopyRef, FenceRecord
+from tests.e2e.objects import apply, flink_deployment, get, warnings_of
+from tests.e2e.relay_process import RelayProcess
+from tests.envtest import ControlPlane
+
+pytestmark = pytest.mark.envtest
+
+FENCE_ID = "0b7e3f5c-3c1e-4c55-9d2b-6a4c1e2f9a10"
+POLL_SECONDS = 0.5  # fence.pollSeconds, set low to keep the test short (default 2)
+POLLS = 3 * POLL_SECONDS  # three of the watcher's polls
+
+
+def applied_copy(name: str, namespace: str, permanent_id: str, work: str) -> dict:
+    """A FlinkDeployment as Karmada's execution controller applies it for Work `work` on member1."""
+    copy = flink_deployment(name, namespace, labels={PERMANENT_ID_LABEL: permanent_id}, state="running")
+    copy["metadata"]["annotations"] = {"work.karmada.io/name": work, "work.karmada.io/namespace": "karmada-es-member1"}
+    return copy
+
+
+def wait_for(read: Callable[[], object], accept: Callable[[object], bool], what: str, timeout: float = 30) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if accept(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: last {value!r}")
+        time.sleep(0.2)
+
+
+def test_a_fence_record_suspends_its_copy_keeps_it_suspended_and_is_acknowledged_once(
+    registered_relay: Callable[..., RelayProcess], control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    root = tmp_path / "checkpoints"
+    root.mkdir()
+    config_file = tmp_path / "relay.yaml"
+    config_file.write_text(f"fence:\n  pollSeconds: {POLL_SECONDS}\n")
+    registered_relay(
+        serve_args=[
+            "--config",
+            str(config_file),
+            "--member",
+            "--fence-cluster",
+            "member1",
+            "--fence-kubeconfig",
+            str(control_plane.kubeconfig_path),
+            "--checkpoint-root",
+            str(root),
+        ],
+        manifest_args=["--fence"],
+    )
+    fenced = applied_copy("orders", namespace, FENCE_ID, "orders-7c9d")
+    # Another Work's copy (the workload back on this cluster has a new permanent id): never touched.
+    back = applied_copy("payments", namespace, "9f0e2d1c-0000-4000-8000-000000000001", "payments-1a2b")
+    for copy in (fenced, back):
+        assert apply(control_plane, copy).returncode == 0
+    time.sleep(POLLS)
+    assert get(control_plane, "flinkdeployment", "orders", namespace)["spec"]["job"]["state"] == "running"
+
+    fences = FenceStore(open_store(str(root)))
+    refs = tuple(CopyRef("flink.apache.org/v1beta1", "FlinkDeployment", namespace, n) for n in ("orders", "payments"))
+    fences.write_record(
+        FenceRecord(FENCE_ID, "member1", "orders-7c9d", f"ResourceBinding {namespace}/orders", refs, datetime.now(UTC))
+    )
+    wait_for(
+        lambda: get(control_plane, "flinkdeployment", "orders", namespace)["spec"]["job"]["state"],
+        lambda state: state == "suspended",
+        "the fenced copy suspended",
+    )
+    # The operator has not reported the job stopped: no acknowledgement yet.
+    time.sleep(POLLS)
+    assert fences.read("member1").acks == {}
+    assert get(control_plane, "flinkdeployment", "payments", namespace)["spec"]["job"]["state"] == "running"
+
+    # Karmada applies the Work's manifest again (drift correction): the relay's /mutate keeps the copy suspended.
+    result = apply(control_plane, fenced)
+    assert result.returncode == 0, result.stderr
+    assert any("kept suspended" in warning for warning in warnings_of(result))
+    assert get(control_plane, "flinkdeployment", "orders", namespace)["spec"]["job"]["state"] == "suspended"
+    result = apply(control_plane, back)
+    assert not any("kept suspended" in warning for warning in warnings_of(result))
+    assert get(control_plane, "flinkdeployment", "payments", namespace)["spec"]["job"]["state"] == "running"
+
+    # The Flink operator stops the job with a savepoint and says so in the status.
+    api = client.CustomObjectsApi(config.new_client_from_config(config_file=str(control_plane.kubeconfig_path)))
+    savepoint = f"file://{root}/{namespace}/savepoints/savepoint-0b7e3f-000000000001"
+    api.patch_namespaced_custom_object_status(
+        "flink.apache.org",
+        "v1beta1",
+        namespace,
+        "flinkdeployments",
+        "orders",
+        {
+            "status": {
+                "lifecycleState": "SUSPENDED",
+                "jobStatus": {"state": "FINISHED", "upgradeSavepointPath": savepoint},
+            }
+        },
+    )
+    acks = wait_for(lambda: fences.read("member1").acks, lambda found: FENCE_ID in found, "the acknowledgement")
+    ack = acks[FENCE_ID]
+    assert ack.savepoint == savepoint
+    # The other copy is another Work's: acknowledged as absent, never suspended.
+    assert [(acked.copy.name, acked.state) for acked in ack.copies] == [("orders", "suspended"), ("payments", "absent")]
+    ack_file = root / ".failover-relay" / "fences" / "member1" / f"{FENCE_ID}.ack.json"
+    written = ack_file.read_bytes()
+    time.sleep(POLLS)
+    assert ack_file.read_bytes() == written  # acknowledged once
