@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from datetime import datetime
 from typing import Any
 
-from failover.core.api import DEFAULT_JOB_ID_LABEL
+from kubernetes import client
+
+from controllers.kube import CustomObjects
+from failover.core.api import CLUSTERS, DEFAULT_JOB_ID_LABEL
 from tests.envtest import ControlPlane
 
 # The namespace of manifests/deploy/namespace.yaml.
@@ -126,3 +130,28 @@ def applied_names(stdout: str) -> set[str]:
     """The objects a `kubectl apply -o name` named, as kind/name with the group dropped (`prometheusrule.monitoring.
     coreos.com/failover-relay` -> `prometheusrule/failover-relay`)."""
     return {re.sub(r"^([a-z]+)\.[^/]*/", r"\1/", line) for line in stdout.split()}
+
+
+def ready_condition(ready: bool, since: datetime) -> dict[str, Any]:
+    return {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "reason": "Test",
+        "message": "set by the test",
+        "lastTransitionTime": since.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def make_cluster(api: client.ApiClient, name: str, ready: bool, since: datetime) -> None:
+    """A Push Cluster with its Ready condition, and its execution namespace."""
+    clusters = CustomObjects(api, CLUSTERS)
+    clusters.create(
+        {
+            "apiVersion": "cluster.karmada.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": {"name": name},
+            "spec": {"syncMode": "Push"},
+        }
+    )
+    clusters.patch_status(name, {"status": {"conditions": [ready_condition(ready, since)]}})
+    client.CoreV1Api(api).create_namespace({"metadata": {"name": f"karmada-es-{name}"}})

@@ -20,9 +20,10 @@ from prometheus_client import CollectorRegistry
 from controllers.kube import CustomObjects, not_found
 from controllers.manager import LoopSettings, ReconcileLoop
 from controllers.members import MemberProxy
-from failover.core.api import CLUSTERS, RESOURCE_BINDINGS, WORKS
+from failover.core.api import RESOURCE_BINDINGS, WORKS
 from failover.reconcile.decision import DecisionSettings
 from relay.settings import ControllerSettings
+from tests.e2e.objects import make_cluster
 from tests.e2e.test_reconcile_loop import JOB_ID, eventually, flink_binding
 from tests.envtest import ControlPlane
 from tests.support import replace_object
@@ -56,30 +57,6 @@ async def loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Callable[
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def ready_condition(ready: bool, since: datetime) -> dict[str, Any]:
-    return {
-        "type": "Ready",
-        "status": "True" if ready else "False",
-        "reason": "Test",
-        "message": "set by the test",
-        "lastTransitionTime": since.strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-
-
-def make_cluster(api: client.ApiClient, name: str, ready: bool, since: datetime) -> None:
-    clusters = CustomObjects(api, CLUSTERS)
-    clusters.create(
-        {
-            "apiVersion": "cluster.karmada.io/v1alpha1",
-            "kind": "Cluster",
-            "metadata": {"name": name},
-            "spec": {"syncMode": "Push"},
-        }
-    )
-    clusters.patch_status(name, {"status": {"conditions": [ready_condition(ready, since)]}})
-    client.CoreV1Api(api).create_namespace({"metadata": {"name": f"karmada-es-{name}"}})
 
 
 def make_work(api: client.ApiClient, cluster: str, namespace: str, binding: str) -> str:

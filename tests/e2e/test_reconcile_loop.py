@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -22,6 +22,7 @@ from controllers.manager import LoopSettings, ReconcileLoop
 from failover.core.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from failover.reconcile.decision import DecisionSettings
 from relay.settings import ControllerSettings
+from tests.e2e.objects import make_cluster
 from tests.envtest import ControlPlane
 from tests.support import replace_object
 
@@ -34,6 +35,14 @@ DEADLINE_SECONDS = 30.0
 @pytest.fixture
 def api(control_plane: ControlPlane) -> client.ApiClient:
     return config.new_client_from_config(config_file=str(control_plane.kubeconfig_path))
+
+
+@pytest.fixture(autouse=True)
+def another_ready_cluster(api: client.ApiClient) -> None:
+    """A Ready cluster besides member1, so a failover from member1 has somewhere to go: without one the loop keeps the
+    workload on its last cluster (failover/reconcile/last_cluster.py) and writes no task. Each test makes its own, so
+    none depends on Clusters an earlier module left in the shared apiserver."""
+    make_cluster(api, f"spare-{uuid.uuid4().hex[:6]}", ready=True, since=datetime.now(UTC) - timedelta(hours=1))
 
 
 @pytest.fixture
