@@ -2,7 +2,9 @@
 
 Nothing is decided here. A decision made on the informer's cache is made again on a fresh GET before anything is
 written, and every write carries the resourceVersion it was decided on, so a stale cache or a second replica can
-never append a second eviction task: the write fails with 409 and the key is reconciled again on fresh data.
+never append a second eviction task: the write fails with 409 and the key is reconciled again on fresh data. The
+writes of a storm (a task's state, the fence record, the wake) instead test the fields their decision read
+(failover/reconcile/preconditions.py), straight from the cache (`_Steps`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from urllib3.exceptions import HTTPError
 from controllers.cache import Cache, with_identity
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
-from controllers.kube import conflict, not_found
+from controllers.kube import conflict, not_found, precondition_failed
 from controllers.storm import StormMetrics
 from failover.core import binding as b
 from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
@@ -39,6 +41,7 @@ from failover.reconcile.fencing import (
     work_cluster,
 )
 from failover.reconcile.graceful_eviction import ENDED_HEALTHY, decide_graceful_eviction
+from failover.reconcile.preconditions import READS_FENCING, Path, fill_reads, guarded_patch
 from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings
 from failover.reconcile.stateless_restart import stateless_restart_events
 from failover.state.history import HISTORY_ANNOTATION, decide_history, returned_cluster_patch
@@ -112,6 +115,11 @@ class ReconcileMetrics:
                 ("member_cluster",),
                 registry=registry,
             )
+        )
+        self.precondition_failures = Counter(
+            "failover_relay_binding_precondition_failures_total",
+            "Binding writes whose test of a field the decision read failed: decided again on a fresh read.",
+            registry=registry,
         )
         self.storm = StormMetrics(registry)
 
@@ -203,7 +211,9 @@ class BindingReconciler:
         if records.patch and HISTORY_ANNOTATION in records.patch["metadata"]["annotations"]:
             log.info("history_recorded", kind=self.kind, binding=key)
 
-        fill = await step.apply(decide_cluster_failover_state)
+        fill = await step.apply(
+            decide_cluster_failover_state, reads=lambda obj, decision: fill_reads(obj, decision.filled)
+        )
         if fill.patch:
             self.metrics.state_fills.inc(len(fill.filled))
             log.info("preserved_state_filled", kind=self.kind, binding=key, clusters=list(fill.filled))
@@ -239,11 +249,12 @@ class BindingReconciler:
         fence = await step.apply(
             lambda obj: decide_fencing(obj, works, clusters, self.settings, now),
             lambda decision: decision.binding_patch,
+            lambda *_: READS_FENCING,
         )
         if fence.woken:
             self.metrics.wakes.inc(len(fence.woken))
             log.info("binding_controller_woken", kind=self.kind, binding=key, clusters=list(fence.woken))
-        retry = None
+        retry, gone = None, set[tuple[str, str]]()
         for release in fence.releases:
             if release.delete_first and not await self._delete_copies(step.binding, release.delete_first, clusters):
                 if not release.probe:  # a probe is looked at again at the decision's requeue
@@ -259,6 +270,8 @@ class BindingReconciler:
                 if not_found(error):
                     continue
                 raise
+            if not release.finalizers:  # the apiserver deleted it with its last finalizer
+                gone.add((release.namespace, release.name))
             why = "fenced" if not release.delete_first else "deleted"
             self.metrics.works_released.labels(why).inc()
             log.info(
@@ -269,6 +282,18 @@ class BindingReconciler:
                 why=why,
                 deleted_copies=len(release.delete_first),
             )
+        if gone:
+            # The wake the Works' deletion calls for, in this reconcile rather than in the one their watch events
+            # queue: a storm's release is then one reconcile per binding, not two.
+            left = [work for work in works if _identity(work) not in gone]
+            wake = await step.apply(
+                lambda obj: decide_fencing(obj, left, clusters, self.settings, now),
+                lambda decision: decision.binding_patch,
+                lambda *_: READS_FENCING,
+            )
+            if wake.woken:
+                self.metrics.wakes.inc(len(wake.woken))
+                log.info("binding_controller_woken", kind=self.kind, binding=key, clusters=list(wake.woken))
         done = []
         for copy in fence.cleanups:
             if await self._delete_copies(step.binding, (copy,), clusters):
@@ -352,6 +377,11 @@ class BindingReconciler:
         return True
 
 
+def _identity(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = b.metadata(obj)
+    return str(meta.get("namespace")), str(meta.get("name"))
+
+
 def _records(binding: dict[str, Any], works: Iterable[Mapping[str, Any]], now: datetime) -> dict[str, Any] | None:
     """The annotation patch of the last good state and the failover history together (None when neither moves)."""
     last_state = decide_last_state(binding, now)
@@ -378,7 +408,12 @@ class _Patch:
 
 class _Steps:
     """Successive decisions on one binding: each is made on the latest known object and, before a write, made again
-    on a fresh GET unless the object was just written; every write carries the resourceVersion it was decided on."""
+    on a fresh GET unless the object was just written; every write carries the resourceVersion it was decided on.
+
+    A decision that says which fields it read (`reads`, failover/reconcile/preconditions.py) is written instead as a
+    JSON patch testing those fields, straight from the cache: no GET, and no 409 for a change elsewhere in the
+    binding. If a test fails (a read field moved, or the cache lagged), the decision is made once more on a fresh GET
+    and written as above."""
 
     def __init__(self, reconciler: BindingReconciler, ref: ObjectRef, binding: dict[str, Any]) -> None:
         self.reconciler, self.ref, self.binding, self.fresh = reconciler, ref, binding, False
@@ -387,9 +422,25 @@ class _Steps:
         self,
         decide: Callable[[dict[str, Any]], Any],
         patch_of: Callable[[Any], Mapping[str, Any] | None] = lambda decision: decision.patch,
+        reads: Callable[[dict[str, Any], Any], Iterable[Path]] | None = None,
     ) -> Any:
         decision = decide(self.binding)
-        if patch_of(decision) and not self.fresh:
+        patch = patch_of(decision)
+        if patch and reads is not None:
+            operations = guarded_patch(self.binding, patch, reads(self.binding, decision))
+            try:
+                self.binding = with_identity(
+                    await self.reconciler.client.json_patch(self.ref, operations), self.reconciler.resource
+                )
+                self.fresh = True
+                return decision
+            except ApiException as error:
+                if not precondition_failed(error):
+                    raise
+                self.reconciler.metrics.precondition_failures.inc()
+                log.info("precondition_failed", binding=str(self.ref), detail=str(error.body)[:200])
+                self.fresh = False
+        if patch and not self.fresh:
             self.binding = with_identity(await self.reconciler.client.get(self.ref), self.reconciler.resource)
             self.fresh = True
             decision = decide(self.binding)
