@@ -91,6 +91,7 @@ class Controller:
         except ApiException as error:
             if conflict(error):
                 self.queue.add_after(key, 0.05)
+                log.info("reconcile_conflict", detail=str(error.body or error.reason)[:300])  # which object, and why
                 return "conflict"
             log.warning("reconcile_failed", status=error.status, reason=error.reason, retries=self.queue.retries(key))
             self.queue.add_rate_limited(key)

@@ -155,6 +155,34 @@ class KeptOnCluster:
             self.gauge.labels(cluster).set(sum(cluster in kept for kept in self.clusters.values()))
 
 
+def _version(obj: Mapping[str, Any] | None) -> object:
+    return (obj or {}).get("metadata", {}).get("resourceVersion")
+
+
+class OwnWrites:
+    """The binding each of our writes produced, until the informer's cache has it. A reconcile queued by our own write
+    (the Work it released was deleted, the binding changed) often runs before the watch event of that write arrives:
+    deciding on the version the write replaced, it asked for the same write again, which then failed its
+    precondition and cost a read (client-go's `MutationCache` solves the same)."""
+
+    def __init__(self) -> None:
+        self._replaced: dict[str, set[object]] = {}
+        self._latest: dict[str, dict[str, Any]] = {}
+
+    def record(self, key: str, before: Mapping[str, Any], after: dict[str, Any]) -> None:
+        self._replaced.setdefault(key, set()).add(_version(before))
+        self._latest[key] = after
+
+    def latest(self, key: str, cached: dict[str, Any] | None) -> dict[str, Any] | None:
+        """`cached`, or our newer write while the cache still holds a version one of our writes replaced."""
+        if key not in self._latest:
+            return cached
+        if cached is not None and _version(cached) in self._replaced[key]:
+            return self._latest[key]
+        del self._latest[key], self._replaced[key]  # caught up, gone, or written since by someone else
+        return cached
+
+
 def conditional(patch: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
     """`patch` with the resourceVersion it was decided on: the apiserver answers 409 if the object moved on."""
     metadata = dict(patch.get("metadata") or {})
@@ -184,16 +212,17 @@ class BindingReconciler:
         self.kind, self.client, self.cache, self.recorder = kind, client, cache, recorder
         self.resource = client.resource(kind)
         self.settings, self.metrics, self.clock = settings, metrics, clock
+        self.own = OwnWrites()
 
     async def __call__(self, key: str) -> timedelta | None:
-        binding = self.cache.get(self.kind, key)
+        binding = self.own.latest(key, self.cache.get(self.kind, key))
         if binding is None:
             self.metrics.kept.set((self.kind, key), ())
             self.metrics.storm.observe((self.kind, key), None, (), self.clock())
             return None
         ref = ref_of(self.kind, key)
         now, settings = self.clock(), self.settings
-        step = _Steps(self, ref, binding)
+        step = _Steps(self, ref, binding, key)
 
         clusters = self.cache.clusters() if self.cache.synced(CLUSTERS.kind) else None
         failover = await step.apply(lambda obj: decide_application_failover(obj, settings, now, clusters))
@@ -415,8 +444,13 @@ class _Steps:
     binding. If a test fails (a read field moved, or the cache lagged), the decision is made once more on a fresh GET
     and written as above."""
 
-    def __init__(self, reconciler: BindingReconciler, ref: ObjectRef, binding: dict[str, Any]) -> None:
-        self.reconciler, self.ref, self.binding, self.fresh = reconciler, ref, binding, False
+    def __init__(self, reconciler: BindingReconciler, ref: ObjectRef, binding: dict[str, Any], key: str) -> None:
+        self.reconciler, self.ref, self.binding, self.key, self.fresh = reconciler, ref, binding, key, False
+
+    def _written(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
+        self.binding = with_identity(after, self.reconciler.resource)
+        self.fresh = True
+        self.reconciler.own.record(self.key, before, self.binding)
 
     async def apply(
         self,
@@ -429,10 +463,7 @@ class _Steps:
         if patch and reads is not None:
             operations = guarded_patch(self.binding, patch, reads(self.binding, decision))
             try:
-                self.binding = with_identity(
-                    await self.reconciler.client.json_patch(self.ref, operations), self.reconciler.resource
-                )
-                self.fresh = True
+                self._written(self.binding, await self.reconciler.client.json_patch(self.ref, operations))
                 return decision
             except ApiException as error:
                 if not precondition_failed(error):
@@ -450,10 +481,7 @@ class _Steps:
         return decision
 
     async def write(self, patch: Mapping[str, Any]) -> None:
-        self.binding = with_identity(
-            await self.reconciler.client.patch(self.ref, conditional(patch, self.binding)), self.reconciler.resource
-        )
-        self.fresh = True
+        self._written(self.binding, await self.reconciler.client.patch(self.ref, conditional(patch, self.binding)))
 
 
 class RebalancerReconciler:
