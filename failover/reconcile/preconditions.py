@@ -23,8 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from failover.core import binding as b
+from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.reconcile.fencing import FENCED_ANNOTATION
-from failover.state.last_state import LAST_STATE_ANNOTATION
+from failover.state.last_state import CLUSTER, LAST_STATE_ANNOTATION, preservation_rules
 
 Path = tuple[str | int, ...]
 Operation = dict[str, Any]
@@ -41,18 +42,37 @@ READS_FENCING: tuple[Path, ...] = (DELETION, TASKS, ("metadata", "annotations", 
 
 def fill_reads(binding: Mapping[str, Any], filled: Iterable[str]) -> tuple[Path, ...]:
     """What `decide_cluster_failover_state` read to fill the tasks of `filled` clusters: whether the binding is
-    deleting, its tasks, the failover rules Karmada copied from the policy, the last healthy reports, and the
-    reflected status of each filled cluster (its entry of `status.aggregatedStatus`, tested where it stands)."""
+    deleting, its tasks, the failover rules Karmada copied from the policy, the last healthy reports, and of each
+    filled cluster's entry in `status.aggregatedStatus` (tested where it stands) its name and the fields of its
+    reflected status the cluster rules read: the loop's cache keeps no others (`controllers/cache.py`
+    `binding_cached_form`), and Karmada rewrites the rest as the copy reports."""
     reads: list[Path] = [DELETION, TASKS, ("spec", "failover"), ("metadata", "annotations", LAST_STATE_ANNOTATION)]
+    fields = _rule_fields(binding)
     items = b.status(binding).get("aggregatedStatus")
     wanted = set(filled)
     for index, item in enumerate(items if isinstance(items, list) else ()):
         if isinstance(item, dict) and item.get("clusterName") in wanted:
-            reads.append(("status", "aggregatedStatus", index))
+            at = ("status", "aggregatedStatus", index)
+            reads.append((*at, "clusterName"))
+            reads.extend([(*at, "status")] if fields is None else [(*at, "status", field) for field in fields])
             wanted.discard(item["clusterName"])
     if wanted:  # a filled cluster without a reflected status: it must still have none
         reads.append(("status", "aggregatedStatus"))
     return tuple(reads)
+
+
+def _rule_fields(binding: Mapping[str, Any]) -> list[str] | None:
+    """The top-level fields of a reflected status the cluster rules read, or None when one may read any."""
+    fields: set[str] = set()
+    for rule in preservation_rules(binding, CLUSTER):
+        try:
+            leading = parse_template(rule.json_path).leading_fields()
+        except JSONPathSyntaxError:
+            continue  # never evaluates to a value
+        if leading is None:
+            return None
+        fields |= leading
+    return sorted(fields)
 
 
 def guarded_patch(obj: Mapping[str, Any], merge_patch: Mapping[str, Any], reads: Iterable[Path]) -> list[Operation]:

@@ -7,14 +7,15 @@ from typing import Any
 
 import pytest
 
+from controllers.cache import binding_cached_form
 from failover.reconcile.cluster_failover import decide_cluster_failover_state
 from failover.reconcile.fencing import FENCED_ANNOTATION, decide_fencing
 from failover.reconcile.preconditions import READS_FENCING, fill_reads, guarded_patch, pointer
 from failover.state.last_state import decide_last_state
-from tests.failover.binding_builders import at, flink_binding, set_health
+from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
 from tests.failover.reconcile.test_cluster_failover import TAINT_TASK, evicted_by_taint
 from tests.failover.reconcile.test_fencing import SETTINGS, clusters, evicted, work
-from tests.failover.state.test_last_state import with_cluster_rules
+from tests.failover.state.test_last_state import OTHER_JOB, with_cluster_rules
 from tests.support import merge_patch
 
 
@@ -79,6 +80,23 @@ def test_a_guarded_patch_writes_what_the_merge_patch_writes() -> None:
     wake, operations = fence(woken, [])
     assert wake.woken == ("member1",)
     assert apply(woken, operations) == merge_patch(woken, wake.binding_patch)
+
+
+def test_a_fill_decided_on_the_cached_form_applies_to_the_stored_binding() -> None:
+    """The cache keeps of a copy's reflected status only what the loop reads; what Karmada reflects beyond that (a
+    FlinkDeployment's reconciliationStatus, its lifecycle state) is not tested."""
+    stored = with_cluster_rules(flink_binding())
+    set_health(stored, "member1", "Healthy", {"jobStatus": {"jobId": JOB_ID}, "lifecycleState": "STABLE"})
+    stored = evicted_by_taint(stored)
+    cached = dict(binding_cached_form(stored))
+    assert "lifecycleState" not in cached["status"]["aggregatedStatus"][0]["status"]
+    decision = decide_cluster_failover_state(cached)
+    operations = guarded_patch(cached, decision.patch, fill_reads(cached, decision.filled))
+    assert apply(stored, operations)["spec"] == merge_patch(stored, decision.patch)["spec"]
+    moved = copy.deepcopy(stored)
+    moved["status"]["aggregatedStatus"][0]["status"]["jobStatus"]["jobId"] = OTHER_JOB
+    with pytest.raises(PreconditionFailed):
+        apply(moved, operations)
 
 
 def test_applied_twice_the_second_fails_and_the_decision_then_asks_for_nothing() -> None:
