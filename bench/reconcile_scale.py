@@ -246,6 +246,23 @@ def api_client(kubeconfig: Path, pool: int) -> client.ApiClient:
     return client.ApiClient(configuration)
 
 
+def create_clusters(api: client.ApiClient) -> None:
+    """The placement's three members as Karmada's cluster status controller reports them, Ready: without another
+    cluster that can take it, the loop keeps an Unhealthy workload on its last cluster instead of evicting it
+    (failover/reconcile/last_cluster.py), and no eviction would ever come."""
+    objects = client.CustomObjectsApi(api)
+    for name in PLACEMENT["clusterAffinity"]["clusterNames"]:
+        body = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name}}
+        objects.create_cluster_custom_object(
+            "cluster.karmada.io", "v1alpha1", "clusters", {**body, "spec": {"syncMode": "Push"}}
+        )
+        ready = {"type": "Ready", "status": "True", "reason": "ClusterReady", "message": "cluster is healthy and ready"}
+        ready["lastTransitionTime"] = format_time(datetime.now(UTC))
+        objects.patch_cluster_custom_object_status(
+            "cluster.karmada.io", "v1alpha1", "clusters", name, {"status": {"conditions": [ready]}}
+        )
+
+
 def create_bindings(
     api: client.ApiClient, count: int, unhealthy: set[int], expired: set[int], toleration: int, threads: int
 ) -> float:
@@ -502,6 +519,7 @@ def run(args: argparse.Namespace) -> int:
             plane.apply_crds(crds)
         api = api_client(plane.kubeconfig_path, args.threads)
         client.CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
+        create_clusters(api)
         print(f"creating {count} bindings ({bad_count} Unhealthy) with {args.threads} threads", file=sys.stderr)
         results["create_seconds"] = create_bindings(api, count, unhealthy, expired, toleration, args.threads)
         results["binding_bytes"] = binding_bytes(api)

@@ -17,7 +17,12 @@ job's phases are timed from the stop:
 - `new work`: its Work for another member;
 - `restored`: its copy there with `initialSavepointPath` (the relay's Work webhook), checked to be its own state.
 
-and the relay's binding reconciles by result (`failover_relay_reconcile_total`: ok, conflict, ...) since it started.
+and the relay's binding reconciles by result (`failover_relay_reconcile_total`: ok, conflict, ...) since it started,
+its binding writes whose precondition failed, and its API calls from the stop to the last restore by call (count and
+mean, `failover_relay_api_call_duration_seconds`). Peers in the same run: the taint manager's pace (tasks per second
+over their spread) against the relay's (releases per second over theirs), with the ratio; they compare when every
+task is written before the fence time, so that the relay releases in one burst (the output says when not). The
+load average over the storm is printed with them.
 
 It prints per phase p50 / p95 / max over the N jobs and the time until the last job was restored, and writes them
 with `--json`. The member is started again between rates (the relay deletes the stale copies). Exit status is
