@@ -1,10 +1,10 @@
 """Adapters between the API and the decisions in `failover/`: read, decide, write with a precondition, record events.
 
-Nothing is decided here. A decision made on the informer's cache is made again on a fresh GET before anything is
-written, and every write carries the resourceVersion it was decided on, so a stale cache or a second replica can
-never append a second eviction task: the write fails with 409 and the key is reconciled again on fresh data. The
-writes of a storm (a task's state, the fence record, the wake) instead test the fields their decision read
-(failover/reconcile/preconditions.py), straight from the cache (`_Steps`).
+Nothing is decided here. Every write carries a precondition on the version it was decided on (the resourceVersion,
+or for the writes of a storm, a task's state, the fence record and the wake, a test of the fields their decision
+read: failover/reconcile/preconditions.py), so a stale cache or a second replica can never append a second eviction
+task: the write fails, the decision is made again on a fresh GET, and a second failure reconciles the key again
+(`_Steps`).
 """
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ class ReconcileMetrics:
         )
         self.precondition_failures = Counter(
             "failover_relay_binding_precondition_failures_total",
-            "Binding writes whose test of a field the decision read failed: decided again on a fresh read.",
+            "Binding writes decided on the cache that found the binding changed (a failed test of a field the decision"
+            " read, or a 409 on the cached resourceVersion): decided again on a fresh read.",
             registry=registry,
         )
         self.storm = StormMetrics(registry)
@@ -436,13 +437,12 @@ class _Patch:
 
 
 class _Steps:
-    """Successive decisions on one binding: each is made on the latest known object and, before a write, made again
-    on a fresh GET unless the object was just written; every write carries the resourceVersion it was decided on.
-
-    A decision that says which fields it read (`reads`, failover/reconcile/preconditions.py) is written instead as a
-    JSON patch testing those fields, straight from the cache: no GET, and no 409 for a change elsewhere in the
-    binding. If a test fails (a read field moved, or the cache lagged), the decision is made once more on a fresh GET
-    and written as above."""
+    """Successive decisions on one binding, each made on the latest known object (the cache's, then what our last
+    write or read returned), and written with a precondition on the version it was decided on: the resourceVersion,
+    or, for a decision that says which fields it read (`reads`, failover/reconcile/preconditions.py), a JSON patch
+    testing those fields, which a change elsewhere in the binding does not fail. A cache that is up to date costs no
+    GET; when the precondition fails (the cache lagged, or someone wrote since), the decision is made once more on a
+    fresh GET and written with that resourceVersion; a 409 then requeues the key."""
 
     def __init__(self, reconciler: BindingReconciler, ref: ObjectRef, binding: dict[str, Any], key: str) -> None:
         self.reconciler, self.ref, self.binding, self.key, self.fresh = reconciler, ref, binding, key, False
@@ -468,9 +468,15 @@ class _Steps:
             except ApiException as error:
                 if not precondition_failed(error):
                     raise
-                self.reconciler.metrics.precondition_failures.inc()
-                log.info("precondition_failed", binding=str(self.ref), detail=str(error.body)[:200])
-                self.fresh = False
+                self._failed(error)
+        elif patch and not self.fresh:
+            try:
+                await self.write(patch)
+                return decision
+            except ApiException as error:
+                if not conflict(error):
+                    raise
+                self._failed(error)
         if patch and not self.fresh:
             self.binding = with_identity(await self.reconciler.client.get(self.ref), self.reconciler.resource)
             self.fresh = True
@@ -479,6 +485,11 @@ class _Steps:
         if patch:
             await self.write(patch)
         return decision
+
+    def _failed(self, error: ApiException) -> None:
+        self.reconciler.metrics.precondition_failures.inc()
+        log.info("precondition_failed", binding=str(self.ref), status=error.status, detail=str(error.body)[:200])
+        self.fresh = False
 
     async def write(self, patch: Mapping[str, Any]) -> None:
         self._written(self.binding, await self.reconciler.client.patch(self.ref, conditional(patch, self.binding)))
