@@ -246,6 +246,23 @@ def api_client(kubeconfig: Path, pool: int) -> client.ApiClient:
     return client.ApiClient(configuration)
 
 
+def create_clusters(api: client.ApiClient) -> None:
+    """The placement's three members as Karmada's cluster status controller reports them, Ready: without another
+    cluster that can take it, the loop keeps an Unhealthy workload on its last cluster instead of evicting it
+    (failover/reconcile/last_cluster.py), and no eviction would ever come."""
+    objects = client.CustomObjectsApi(api)
+    for name in PLACEMENT["clusterAffinity"]["clusterNames"]:
+        body = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name}}
+        objects.create_cluster_custom_object(
+            "cluster.karmada.io", "v1alpha1", "clusters", {**body, "spec": {"syncMode": "Push"}}
+        )
+        ready = {"type": "Ready", "status": "True", "reason": "ClusterReady", "message": "cluster is healthy and ready"}
+        ready["lastTransitionTime"] = format_time(datetime.now(UTC))
+        objects.patch_cluster_custom_object_status(
+            "cluster.karmada.io", "v1alpha1", "clusters", name, {"status": {"conditions": [ready]}}
+        )
+
+
 def create_bindings(
     api: client.ApiClient, count: int, unhealthy: set[int], expired: set[int], toleration: int, threads: int
 ) -> float:
@@ -382,17 +399,29 @@ class ControllerProcess:
     def log_tail(self, lines: int = 30) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
-    def reconciles(self) -> float:
-        """Sum over results of the resourcebindings reconciles; 0 while /metrics does not answer yet."""
+    def metrics(self) -> str:
+        """The process's /metrics text; empty while it does not answer yet."""
         try:
             with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
                 f"http://127.0.0.1:{self.port}/metrics", timeout=5
             ) as response:
-                text = response.read().decode()
+                return str(response.read().decode())
         except OSError:
-            return 0.0
+            return ""
+
+    def reconciles(self) -> float:
+        """Sum over results of the resourcebindings reconciles; 0 while /metrics does not answer yet."""
         pattern = re.compile(rf'^{METRIC}{{controller="{CONTROLLER}",result="[^"]+"}} ([0-9.e+]+)$', re.M)
-        return sum(float(value) for value in pattern.findall(text))
+        return sum(float(value) for value in pattern.findall(self.metrics()))
+
+    def api_calls(self) -> dict[str, list[float]]:
+        """The loop's API calls so far by call: [count, seconds in total] (failover_relay_api_call_duration_seconds)."""
+        calls: dict[str, list[float]] = {}
+        for part, index in (("count", 0), ("sum", 1)):
+            pattern = re.compile(rf'^failover_relay_api_call_duration_seconds_{part}{{call="([^"]+)"}} (\S+)$', re.M)
+            for call, value in pattern.findall(self.metrics()):
+                calls.setdefault(call, [0.0, 0.0])[index] = float(value)
+        return calls
 
     def cpu_seconds(self) -> float:
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -502,6 +531,7 @@ def run(args: argparse.Namespace) -> int:
             plane.apply_crds(crds)
         api = api_client(plane.kubeconfig_path, args.threads)
         client.CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
+        create_clusters(api)
         print(f"creating {count} bindings ({bad_count} Unhealthy) with {args.threads} threads", file=sys.stderr)
         results["create_seconds"] = create_bindings(api, count, unhealthy, expired, toleration, args.threads)
         results["binding_bytes"] = binding_bytes(api)
@@ -586,6 +616,7 @@ def measure(
     results["delays"] = delays(observer, fresh, toleration)
     synced_at = controller.logged_at("caches_synced")
     results["expired_after_sync"] = [observer.eviction[name][0] - synced_at for name in sorted(expired)]
+    results["api_calls"] = controller.api_calls()  # until every eviction was seen: where the evictions' time went
 
     # Steady state: 30 s without changes, every binding cached, the evicted ones waiting for their task's end.
     time.sleep(2)  # let the events and the last reconciles of the eviction writes finish
@@ -681,6 +712,15 @@ def report(results: dict[str, Any]) -> None:
         print(
             f"\nA new leader on {results['expired']} tolerations that ran out before it started: eviction seen by a "
             f"watch − `caches_synced`, seconds (p50 | p95 | max): {distribution(results['expired_after_sync'])}"
+        )
+    if results.get("api_calls"):
+        print(
+            "The loop's API calls until then (count x mean): "
+            + ", ".join(
+                f"{call} {count:.0f} x {1000 * total / count:.0f} ms"
+                for call, (count, total) in sorted(results["api_calls"].items())
+                if count
+            )
         )
     if results["unexpected_evictions"]:
         print(f"\nUNEXPECTED: Healthy bindings evicted: {results['unexpected_evictions'][:10]}")

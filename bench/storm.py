@@ -17,7 +17,12 @@ job's phases are timed from the stop:
 - `new work`: its Work for another member;
 - `restored`: its copy there with `initialSavepointPath` (the relay's Work webhook), checked to be its own state.
 
-and the relay's binding reconciles by result (`failover_relay_reconcile_total`: ok, conflict, ...) since it started.
+and the relay's binding reconciles by result (`failover_relay_reconcile_total`: ok, conflict, ...) since it started,
+its binding writes whose precondition failed, and its API calls from the stop to the last restore by call (count and
+mean, `failover_relay_api_call_duration_seconds`). Peers in the same run: the taint manager's pace (tasks per second
+over their spread) against the relay's (releases per second over theirs), with the ratio; they compare when every
+task is written before the fence time, so that the relay releases in one burst (the output says when not). The
+load average over the storm is printed with them.
 
 It prints per phase p50 / p95 / max over the N jobs and the time until the last job was restored, and writes them
 with `--json`. The member is started again between rates (the relay deletes the stale copies). Exit status is
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import uuid
@@ -113,6 +119,8 @@ def storm(env: KarmadaEnv, jobs_count: int, rate: float) -> dict[str, Any]:
 
     seen: dict[str, dict[str, float]] = {job.name: {} for job in jobs}
     not_ready: float | None = None
+    loads = []
+    calls_before = api_calls(env)
     with taint_not_ready_clusters(env):
         env.stop_member(home)
         stopped = time.monotonic()
@@ -124,8 +132,14 @@ def storm(env: KarmadaEnv, jobs_count: int, rate: float) -> dict[str, Any]:
             answered(lambda at=now: poll(env, namespace, home, others, seen, newest, ids, at))
             if not_ready is None and answered(lambda: not cluster_ready(env, home)):
                 not_ready = now
+            loads.append(os.getloadavg()[0])
             time.sleep(POLL_SECONDS)
     reconciles = relay_samples(env, "failover_relay_reconcile_total")
+    calls = {
+        call: (count - calls_before.get(call, (0, 0.0))[0], total - calls_before.get(call, (0, 0.0))[1])
+        for call, (count, total) in api_calls(env).items()
+    }
+    precondition_failures = sum(relay_samples(env, "failover_relay_binding_precondition_failures_total").values())
     env.start_member(home)
     wait(f"the stale copies in {home} deleted", lambda: not copies(env, home, namespace), 300)
     wait(f"{home} Ready", lambda: cluster_ready(env, home), 180)
@@ -145,7 +159,24 @@ def storm(env: KarmadaEnv, jobs_count: int, rate: float) -> dict[str, Any]:
             for labels, value in reconciles.items()
             if dict(labels).get("controller") == "resourcebindings"
         },
+        # Binding writes whose test of a read field failed (decided again on a fresh read; 0 before they existed).
+        "precondition_failures": precondition_failures,
+        # The loop's API calls from the stop until the last job was restored: call -> (count, seconds in total).
+        "api_calls": {call: value for call, value in calls.items() if value[0]},
+        "load_1m": [min(loads), max(loads)],
     }
+
+
+def api_calls(env: KarmadaEnv) -> dict[str, tuple[float, float]]:
+    """The relay's API calls so far (`failover_relay_api_call_duration_seconds`): call -> (count, seconds)."""
+    counts = relay_samples(env, "failover_relay_api_call_duration_seconds_count")
+    sums = relay_samples(env, "failover_relay_api_call_duration_seconds_sum")
+    return {dict(labels)["call"]: (count, sums.get(labels, 0.0)) for labels, count in counts.items()}
+
+
+def rate_of(times: list[float]) -> float:
+    """Jobs per second over a phase's spread: (N - 1) / (last - first)."""
+    return (len(times) - 1) / (max(times) - min(times)) if len(times) > 1 and max(times) > min(times) else float("inf")
 
 
 def poll(
@@ -199,6 +230,28 @@ def report(result: dict[str, Any], workers: int | None) -> None:
         print(f"| {phase} ({len(values)} jobs) | {cells} | {max(values) if values else float('nan'):.1f} |")
     print(f"\nlast job restored {result['last_restored_seconds']:.1f} s after the stop")
     print(f"relay's binding reconciles since it started, by result: {result['binding_reconciles']}")
+    print(f"binding writes whose precondition failed: {result['precondition_failures']:.0f}")
+    tasks, released = result["phases"]["task"], result["phases"]["released"]
+    # The relay's pace is seen only where its releases are not waiting for tasks: every task written before the
+    # first release (the fence time comes after the last task), then all are released in one burst.
+    print(
+        f"taint manager: {rate_of(tasks):.2f} tasks/s; relay: {rate_of(released):.2f} releases/s, "
+        f"{rate_of(released) / rate_of(tasks):.1f}x"
+        + (
+            ""
+            if max(tasks) < min(released)
+            else " (tasks still coming during the releases: the relay's pace is hidden)"
+        )
+    )
+    low, high = result["load_1m"]
+    print(f"load average (1 min) during the storm: {low:.1f}-{high:.1f} on {os.cpu_count()} CPUs")
+    calls = result["api_calls"]
+    print(
+        "relay's API calls from the stop to the last restore: "
+        + ", ".join(
+            f"{call} {count:.0f} x {1000 * total / count:.0f} ms" for call, (count, total) in sorted(calls.items())
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=200, help="FlinkDeployments on the member that dies (200)")
     parser.add_argument("--rates", default="0.5,5", help="--resource-eviction-rate values, one storm each (0.5,5)")
     parser.add_argument(
-        "--relay-workers", type=int, help="the relay's controllers.workers (default: the relay's own default, 2)"
+        "--relay-workers", type=int, help="the relay's controllers.workers (default: the relay's own default, 8)"
     )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)

@@ -1,7 +1,8 @@
 """What the reconcilers read without asking the apiserver: one informer cache per resource, and Works by binding.
 
-Decisions are made on these snapshots and made again on a fresh GET before anything is written (see
-`controllers/reconcilers.py`), so a cache that lags costs a reconcile, never a wrong write.
+Decisions are made on these snapshots and written with a precondition on the version they saw (its resourceVersion,
+or a test of every field they read; see `controllers/reconcilers.py`), so a cache that lags costs a failed write and
+a read, never a wrong write.
 """
 
 from __future__ import annotations

@@ -83,6 +83,10 @@ class Controller:
                 result = await self._reconcile(key)
             self.metrics.reconciles.labels(self.name, result).inc()
             self.metrics.latency.labels(self.name).observe(time.perf_counter() - started)
+            # A reconcile with nothing to write never waits, and neither does `get` on a full queue: without this a
+            # worker ran through thousands of such keys in one go while the answers of the others' API calls waited
+            # (a new leader's 100 expired tolerations were acted on over 10 s, at the pace of the first pass).
+            await asyncio.sleep(0)
 
     async def _reconcile(self, key: Hashable) -> str:
         """Reconcile `key` and queue it again as its outcome asks; the outcome's metric label."""
@@ -91,6 +95,7 @@ class Controller:
         except ApiException as error:
             if conflict(error):
                 self.queue.add_after(key, 0.05)
+                log.info("reconcile_conflict", detail=str(error.body or error.reason)[:300])  # which object, and why
                 return "conflict"
             log.warning("reconcile_failed", status=error.status, reason=error.reason, retries=self.queue.retries(key))
             self.queue.add_rate_limited(key)

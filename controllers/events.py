@@ -1,4 +1,9 @@
-"""Kubernetes Events on the objects the loop changes, so `kubectl describe` tells an operator what happened."""
+"""Kubernetes Events on the objects the loop changes, so `kubectl describe` tells an operator what happened.
+
+An Event is written beside the reconcile that asked for it, not in its way: a reconcile queues it and goes on to
+its next write (in a storm, the Event of each released Work was one of a release's four round trips). At most
+`EVENT_WRITERS` are written at once, in the order they were asked for.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import structlog
@@ -14,6 +20,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from controllers.client import Calls
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from failover.core.api import RESOURCES_BY_KIND
 from failover.core.names import ObjectRef, key_of
@@ -26,6 +33,9 @@ MAX_MESSAGE_LENGTH = 1024
 # A condition that lasts (a cluster unhealthy without propagateDeps) yields the same event on every reconcile;
 # one per object, reason and message within this window is enough for `kubectl describe`.
 EVENT_REPEAT_SECONDS = 600.0
+# Events written at once: Events are one per decision that changed something, so two keep up with the workers'
+# writes while leaving the API calls (`Calls`) to the writes that decide a failover.
+EVENT_WRITERS = 2
 
 log = structlog.get_logger("failover_relay.events")
 
@@ -33,11 +43,16 @@ log = structlog.get_logger("failover_relay.events")
 class EventRecorder:
     """Writes the decisions' Events, each (object, reason, message) at most once within `EVENT_REPEAT_SECONDS`."""
 
-    def __init__(self, api_client: client.ApiClient, host: str, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, api_client: client.ApiClient, host: str, calls: Calls, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.api = client.CoreV1Api(api_client)
         self.host = host
+        self.calls = calls
         self.clock = clock
         self._recent: dict[tuple[str, str, str, str], float] = {}
+        self._slots: asyncio.Semaphore | None = None
+        self._writing: set[asyncio.Task[None]] = set()
 
     async def record(self, subject: Mapping[str, Any], events: Iterable[Event]) -> None:
         """The Events of one decision about ``subject`` (or about the object each Event names)."""
@@ -51,17 +66,36 @@ class EventRecorder:
             if len(self._recent) > 10_000:
                 self._recent = {k: t for k, t in self._recent.items() if now - t < EVENT_REPEAT_SECONDS}
             log.info("event", kind=key[0], object=key[1], type=event.type, reason=event.reason, message=event.message)
-            await self.write(regarding, event.type, event.reason, event.message)
+            self._write_later(regarding, event.type, event.reason, event.message)
+
+    async def written(self) -> None:
+        """Until every Event asked for so far is written (or given up)."""
+        while self._writing:
+            await asyncio.gather(*self._writing, return_exceptions=True)
+
+    def _write_later(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._write_in_turn(obj, event_type, reason, message))
+        self._writing.add(task)
+        task.add_done_callback(self._writing.discard)
+
+    async def _write_in_turn(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(EVENT_WRITERS)
+        async with self._slots:
+            await self.write(obj, event_type, reason, message)
 
     async def write(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
         """Best effort: an Event that cannot be written is logged, never a reason to fail a reconcile."""
         body = self.event_for(obj, event_type, reason, message, datetime.now(UTC))
         try:
-            await asyncio.to_thread(
-                self.api.create_namespaced_event,
-                event_namespace(obj),
-                body,
-                _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+            await self.calls.run(
+                "event",
+                partial(
+                    self.api.create_namespaced_event,
+                    event_namespace(obj),
+                    body,
+                    _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+                ),
             )
         except (ApiException, HTTPError, OSError) as error:
             log.warning("event_not_recorded", reason=reason, error=getattr(error, "reason", None) or repr(error))

@@ -6,6 +6,8 @@ models are generated for Karmada's CRDs.
 
 from __future__ import annotations
 
+import builtins
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -56,6 +58,7 @@ def load_api_client(kubeconfig: Path | None = None) -> client.ApiClient:
 DEFAULT_REQUEST_TIMEOUT_SECONDS = 10.0
 # A full list of 10,000 bindings takes a few seconds (docs/benchmarks.md); a minute leaves room for far more.
 LIST_TIMEOUT_SECONDS = 60.0
+JSON_PATCH = "application/json-patch+json"
 
 
 def not_found(error: BaseException) -> bool:
@@ -66,6 +69,20 @@ def not_found(error: BaseException) -> bool:
 def conflict(error: BaseException) -> bool:
     """409: the object changed since it was read (or already exists, for a create)."""
     return isinstance(error, ApiException) and error.status == 409
+
+
+def precondition_failed(error: BaseException) -> bool:
+    """422 from a JSON patch that could not be applied: with ours, a `test` failed (a field its decision read has
+    changed). The apiserver answers that with a bare `Invalid` status, no details
+    (`k8s.io/apiserver/pkg/endpoints/handlers/patch.go` `NewGenericServerResponse`); a patched object that fails
+    validation names itself and its causes in `details`."""
+    if not (isinstance(error, ApiException) and error.status == 422):
+        return False
+    try:
+        body = json.loads(error.body or "")
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("reason") == "Invalid" and not body.get("details")
 
 
 def _object(response: object) -> dict[str, Any]:
@@ -113,6 +130,28 @@ class CustomObjects:
         return _object(
             self.api.patch_cluster_custom_object(
                 r.group, r.version, r.plural, name, dict(merge_patch), _request_timeout=self.timeout
+            )
+        )
+
+    def json_patch(self, key: str, operations: builtins.list[dict[str, Any]]) -> dict[str, Any]:
+        """A JSON patch (RFC 6902); its `test` operations are its preconditions (422, `precondition_failed`)."""
+        r, (namespace, name) = self.resource, split_key(key)
+        if r.namespaced:
+            return _object(
+                self.api.patch_namespaced_custom_object(
+                    r.group,
+                    r.version,
+                    namespace,
+                    r.plural,
+                    name,
+                    operations,
+                    _request_timeout=self.timeout,
+                    _content_type=JSON_PATCH,
+                )
+            )
+        return _object(
+            self.api.patch_cluster_custom_object(
+                r.group, r.version, r.plural, name, operations, _request_timeout=self.timeout, _content_type=JSON_PATCH
             )
         )
 

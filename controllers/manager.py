@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import socket
 import uuid
@@ -24,9 +25,9 @@ from controllers.cache import (
     binding_cached_form,
     work_cached_form,
 )
-from controllers.client import KarmadaClient
+from controllers.client import Calls, KarmadaClient
 from controllers.controller import Controller, ControllerMetrics, Reconcile
-from controllers.events import EventRecorder
+from controllers.events import EVENT_WRITERS, EventRecorder
 from controllers.fence_store import FenceStore
 from controllers.informer import RESYNC_SECONDS, ChangeHandler, Informer
 from controllers.kube import CustomObjects
@@ -178,51 +179,79 @@ def default_lease_namespace() -> str:
         return "default"
 
 
+def workers_of(spec: ControllerSpec, settings: LoopSettings) -> int:
+    return settings.workers if spec.workers is None else spec.workers
+
+
+def watched_resources() -> dict[str, Resource]:
+    """Every resource with an informer: those the controllers watch, and those only read (`CACHED_ONLY`)."""
+    return {
+        resource.kind: resource
+        for resource in (*CACHED_ONLY, *(watch.resource for spec in CONTROLLERS for watch in spec.watches))
+    }
+
+
+def with_connections(api_client: client.ApiClient, connections: int) -> client.ApiClient:
+    """A client like `api_client` whose pool keeps `connections` connections to the apiserver open. The client's
+    default is 5 per CPU (10 on 2 cores), and each informer's watch holds one for as long as it runs: with 7
+    watches, workers beyond the 3 left opened a new TLS connection for every call and dropped it after."""
+    configuration = copy.deepcopy(api_client.configuration)
+    configuration.connection_pool_maxsize = connections
+    return client.ApiClient(configuration)
+
+
 class ReconcileLoop:
     def __init__(self, api_client: client.ApiClient, settings: LoopSettings, registry: CollectorRegistry) -> None:
-        self.api_client = api_client
+        # One thread per call that can be in flight: each worker's, and the Events written beside them.
+        threads = sum(workers_of(spec, settings) for spec in CONTROLLERS) + EVENT_WRITERS
+        self.calls = Calls(threads, registry)
+        # Those calls, the watches, and the Lease's renewal.
+        self.api_client = with_connections(api_client, threads + len(watched_resources()) + 1)
         self.settings = settings
         self.controller_metrics = ControllerMetrics(registry)
         self.reconcile_metrics = ReconcileMetrics(registry)
         # Built before campaigning: the first CoreV1Api loads the client's large core module (about 1.3 s), which
         # must not delay a new leader's first reconcile.
-        self.recorder = EventRecorder(api_client, settings.identity)
+        self.recorder = EventRecorder(self.api_client, settings.identity, self.calls)
         self.storage_fence = (
             None
             if settings.fences is None
             else StorageFence(settings.fences, settings.decisions, registry, settings.fence_poll)
         )
         self.elector = LeaderElector(
-            client.CoordinationV1Api(api_client), settings.lease_namespace, settings.lease_name, settings.identity
+            client.CoordinationV1Api(self.api_client), settings.lease_namespace, settings.lease_name, settings.identity
         )
 
     async def run(self) -> None:
         """Until cancelled: campaign for the Lease and reconcile while holding it (released on cancel)."""
-        await self.elector.run(self._lead)
+        try:
+            await self.elector.run(self._lead)
+        finally:
+            self.calls.shutdown()
 
     async def _lead(self) -> None:
         """Reconcile until cancelled: the controllers of `CONTROLLERS` and one informer per resource they watch or
         read (`CACHED_ONLY`), all filling one cache."""
         settings = self.settings
         cache = Cache()
-        parts = (KarmadaClient(self.api_client), cache, self.recorder, settings.decisions, self.reconcile_metrics)
+        parts = (
+            KarmadaClient(self.api_client, self.calls),
+            cache,
+            self.recorder,
+            settings.decisions,
+            self.reconcile_metrics,
+        )
         reconcilers = {spec.resource.kind: spec.reconciler(*parts) for spec in CONTROLLERS}
         for reconciler in reconcilers.values():
             if isinstance(reconciler, BindingReconciler):
                 reconciler.storage_fence = self.storage_fence
         controllers = {
             spec.resource.kind: Controller(
-                spec.name,
-                reconcilers[spec.resource.kind],
-                self.controller_metrics,
-                settings.workers if spec.workers is None else spec.workers,
+                spec.name, reconcilers[spec.resource.kind], self.controller_metrics, workers_of(spec, settings)
             )
             for spec in CONTROLLERS
         }
-        watched = {
-            resource.kind: resource
-            for resource in (*CACHED_ONLY, *(watch.resource for spec in CONTROLLERS for watch in spec.watches))
-        }
+        watched = watched_resources()
         queues = {kind: controller.queue for kind, controller in controllers.items()}
         informers = []
         for resource in watched.values():

@@ -1,8 +1,10 @@
 """Adapters between the API and the decisions in `failover/`: read, decide, write with a precondition, record events.
 
-Nothing is decided here. A decision made on the informer's cache is made again on a fresh GET before anything is
-written, and every write carries the resourceVersion it was decided on, so a stale cache or a second replica can
-never append a second eviction task: the write fails with 409 and the key is reconciled again on fresh data.
+Nothing is decided here. Every write carries a precondition on the version it was decided on (the resourceVersion,
+or for the writes of a storm, a task's state, the fence record and the wake, a test of the fields their decision
+read: failover/reconcile/preconditions.py), so a stale cache or a second replica can never append a second eviction
+task: the write fails, the decision is made again on a fresh GET, and a second failure reconciles the key again
+(`_Steps`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from urllib3.exceptions import HTTPError
 from controllers.cache import Cache, with_identity
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
-from controllers.kube import conflict, not_found
+from controllers.kube import conflict, not_found, precondition_failed
 from controllers.storage_fence import StorageFence
 from controllers.storm import StormMetrics
 from failover.core import binding as b
@@ -40,6 +42,7 @@ from failover.reconcile.fencing import (
     work_cluster,
 )
 from failover.reconcile.graceful_eviction import ENDED_HEALTHY, decide_graceful_eviction
+from failover.reconcile.preconditions import READS_FENCING, Path, fill_reads, guarded_patch
 from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings
 from failover.reconcile.stateless_restart import stateless_restart_events
 from failover.state.history import HISTORY_ANNOTATION, decide_history, returned_cluster_patch
@@ -115,6 +118,12 @@ class ReconcileMetrics:
                 registry=registry,
             )
         )
+        self.precondition_failures = Counter(
+            "failover_relay_binding_precondition_failures_total",
+            "Binding writes decided on the cache that found the binding changed (a failed test of a field the decision"
+            " read, or a 409 on the cached resourceVersion): decided again on a fresh read.",
+            registry=registry,
+        )
         self.storm = StormMetrics(registry)
 
 
@@ -149,6 +158,34 @@ class KeptOnCluster:
             self.gauge.labels(cluster).set(sum(cluster in kept for kept in self.clusters.values()))
 
 
+def _version(obj: Mapping[str, Any] | None) -> object:
+    return (obj or {}).get("metadata", {}).get("resourceVersion")
+
+
+class OwnWrites:
+    """The binding each of our writes produced, until the informer's cache has it. A reconcile queued by our own write
+    (the Work it released was deleted, the binding changed) often runs before the watch event of that write arrives:
+    deciding on the version the write replaced, it asked for the same write again, which then failed its
+    precondition and cost a read (client-go's `MutationCache` solves the same)."""
+
+    def __init__(self) -> None:
+        self._replaced: dict[str, set[object]] = {}
+        self._latest: dict[str, dict[str, Any]] = {}
+
+    def record(self, key: str, before: Mapping[str, Any], after: dict[str, Any]) -> None:
+        self._replaced.setdefault(key, set()).add(_version(before))
+        self._latest[key] = after
+
+    def latest(self, key: str, cached: dict[str, Any] | None) -> dict[str, Any] | None:
+        """`cached`, or our newer write while the cache still holds a version one of our writes replaced."""
+        if key not in self._latest:
+            return cached
+        if cached is not None and _version(cached) in self._replaced[key]:
+            return self._latest[key]
+        del self._latest[key], self._replaced[key]  # caught up, gone, or written since by someone else
+        return cached
+
+
 def conditional(patch: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
     """`patch` with the resourceVersion it was decided on: the apiserver answers 409 if the object moved on."""
     metadata = dict(patch.get("metadata") or {})
@@ -181,16 +218,17 @@ class BindingReconciler:
         self.kind, self.client, self.cache, self.recorder = kind, client, cache, recorder
         self.resource = client.resource(kind)
         self.settings, self.metrics, self.clock = settings, metrics, clock
+        self.own = OwnWrites()
 
     async def __call__(self, key: str) -> timedelta | None:
-        binding = self.cache.get(self.kind, key)
+        binding = self.own.latest(key, self.cache.get(self.kind, key))
         if binding is None:
             self.metrics.kept.set((self.kind, key), ())
             self.metrics.storm.observe((self.kind, key), None, (), self.clock())
             return None
         ref = ref_of(self.kind, key)
         now, settings = self.clock(), self.settings
-        step = _Steps(self, ref, binding)
+        step = _Steps(self, ref, binding, key)
 
         clusters = self.cache.clusters() if self.cache.synced(CLUSTERS.kind) else None
         failover = await step.apply(lambda obj: decide_application_failover(obj, settings, now, clusters))
@@ -208,7 +246,9 @@ class BindingReconciler:
         if records.patch and HISTORY_ANNOTATION in records.patch["metadata"]["annotations"]:
             log.info("history_recorded", kind=self.kind, binding=key)
 
-        fill = await step.apply(decide_cluster_failover_state)
+        fill = await step.apply(
+            decide_cluster_failover_state, reads=lambda obj, decision: fill_reads(obj, decision.filled)
+        )
         if fill.patch:
             self.metrics.state_fills.inc(len(fill.filled))
             log.info("preserved_state_filled", kind=self.kind, binding=key, clusters=list(fill.filled))
@@ -250,12 +290,13 @@ class BindingReconciler:
         fence = await step.apply(
             lambda obj: decide_fencing(obj, works, clusters, self.settings, now, acknowledged),
             lambda decision: decision.binding_patch,
+            lambda *_: READS_FENCING,
         )
         if fence.woken:
             self.metrics.wakes.inc(len(fence.woken))
             log.info("binding_controller_woken", kind=self.kind, binding=key, clusters=list(fence.woken))
-        retry = None
-        gone: list[tuple[str, str]] = []  # (cluster, Work) whose copies are deleted: their fence records can go
+        retry, gone = None, set[tuple[str, str]]()
+        deleted: list[tuple[str, str]] = []  # (cluster, Work) whose copies are deleted: their fence records can go
         for release in fence.releases:
             if release.delete_first and not await self._delete_copies(step.binding, release.delete_first, clusters):
                 if not release.probe:  # a probe is looked at again at the decision's requeue
@@ -274,9 +315,11 @@ class BindingReconciler:
                 if not_found(error):
                     continue
                 raise
-            why = "handed" if release.unlabel else "fenced" if not release.delete_first else "deleted"
+            if not release.finalizers:  # the apiserver deleted it with its last finalizer
+                gone.add((release.namespace, release.name))
             if release.delete_first:
-                gone.append((release.cluster, release.name))
+                deleted.append((release.cluster, release.name))
+            why = "handed" if release.unlabel else "fenced" if not release.delete_first else "deleted"
             self.metrics.works_released.labels(why).inc()
             log.info(
                 "work_released",
@@ -286,14 +329,26 @@ class BindingReconciler:
                 why=why,
                 deleted_copies=len(release.delete_first),
             )
+        if gone:
+            # The wake the Works' deletion calls for, in this reconcile rather than in the one their watch events
+            # queue: a storm's release is then one reconcile per binding, not two.
+            left = [work for work in works if _identity(work) not in gone]
+            wake = await step.apply(
+                lambda obj: decide_fencing(obj, left, clusters, self.settings, now, acknowledged),
+                lambda decision: decision.binding_patch,
+                lambda *_: READS_FENCING,
+            )
+            if wake.woken:
+                self.metrics.wakes.inc(len(wake.woken))
+                log.info("binding_controller_woken", kind=self.kind, binding=key, clusters=list(wake.woken))
         done = []
         for copy in fence.cleanups:
             if await self._delete_copies(step.binding, (copy,), clusters):
                 done.append(copy)
             elif cluster_reachability(clusters.get(copy.cluster))[0]:
                 retry = COPY_RETRY
-        if self.storage_fence is not None and (gone or done):
-            await self.storage_fence.forget([*gone, *((copy.cluster, copy.work) for copy in done)])
+        if self.storage_fence is not None and (deleted or done):
+            await self.storage_fence.forget([*deleted, *((copy.cluster, copy.work) for copy in done)])
         forget = forget_fenced(step.binding, done)
         if forget:
             # The same write records the dead cluster's return: a retry after a conflict finds nothing to forget.
@@ -371,6 +426,11 @@ class BindingReconciler:
         return True
 
 
+def _identity(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = b.metadata(obj)
+    return str(meta.get("namespace")), str(meta.get("name"))
+
+
 def _records(binding: dict[str, Any], works: Iterable[Mapping[str, Any]], now: datetime) -> dict[str, Any] | None:
     """The annotation patch of the last good state and the failover history together (None when neither moves)."""
     last_state = decide_last_state(binding, now)
@@ -396,19 +456,47 @@ class _Patch:
 
 
 class _Steps:
-    """Successive decisions on one binding: each is made on the latest known object and, before a write, made again
-    on a fresh GET unless the object was just written; every write carries the resourceVersion it was decided on."""
+    """Successive decisions on one binding, each made on the latest known object (the cache's, then what our last
+    write or read returned), and written with a precondition on the version it was decided on: the resourceVersion,
+    or, for a decision that says which fields it read (`reads`, failover/reconcile/preconditions.py), a JSON patch
+    testing those fields, which a change elsewhere in the binding does not fail. A cache that is up to date costs no
+    GET; when the precondition fails (the cache lagged, or someone wrote since), the decision is made once more on a
+    fresh GET and written with that resourceVersion; a 409 then requeues the key."""
 
-    def __init__(self, reconciler: BindingReconciler, ref: ObjectRef, binding: dict[str, Any]) -> None:
-        self.reconciler, self.ref, self.binding, self.fresh = reconciler, ref, binding, False
+    def __init__(self, reconciler: BindingReconciler, ref: ObjectRef, binding: dict[str, Any], key: str) -> None:
+        self.reconciler, self.ref, self.binding, self.key, self.fresh = reconciler, ref, binding, key, False
+
+    def _written(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
+        self.binding = with_identity(after, self.reconciler.resource)
+        self.fresh = True
+        self.reconciler.own.record(self.key, before, self.binding)
 
     async def apply(
         self,
         decide: Callable[[dict[str, Any]], Any],
         patch_of: Callable[[Any], Mapping[str, Any] | None] = lambda decision: decision.patch,
+        reads: Callable[[dict[str, Any], Any], Iterable[Path]] | None = None,
     ) -> Any:
         decision = decide(self.binding)
-        if patch_of(decision) and not self.fresh:
+        patch = patch_of(decision)
+        if patch and reads is not None:
+            operations = guarded_patch(self.binding, patch, reads(self.binding, decision))
+            try:
+                self._written(self.binding, await self.reconciler.client.json_patch(self.ref, operations))
+                return decision
+            except ApiException as error:
+                if not precondition_failed(error):
+                    raise
+                self._failed(error)
+        elif patch and not self.fresh:
+            try:
+                await self.write(patch)
+                return decision
+            except ApiException as error:
+                if not conflict(error):
+                    raise
+                self._failed(error)
+        if patch and not self.fresh:
             self.binding = with_identity(await self.reconciler.client.get(self.ref), self.reconciler.resource)
             self.fresh = True
             decision = decide(self.binding)
@@ -417,11 +505,13 @@ class _Steps:
             await self.write(patch)
         return decision
 
+    def _failed(self, error: ApiException) -> None:
+        self.reconciler.metrics.precondition_failures.inc()
+        log.info("precondition_failed", binding=str(self.ref), status=error.status, detail=str(error.body)[:200])
+        self.fresh = False
+
     async def write(self, patch: Mapping[str, Any]) -> None:
-        self.binding = with_identity(
-            await self.reconciler.client.patch(self.ref, conditional(patch, self.binding)), self.reconciler.resource
-        )
-        self.fresh = True
+        self._written(self.binding, await self.reconciler.client.patch(self.ref, conditional(patch, self.binding)))
 
 
 class RebalancerReconciler:

@@ -254,7 +254,7 @@ class ControllerSettings:
         help="namespace of the leader-election Lease (default: the Pod's)",
     )
     lease_name: str = setting("controllers.leaseName", "failover-relay")
-    workers: int = setting("controllers.workers", 2, ge=1, le=64)
+    workers: int = setting("controllers.workers", 8, ge=1, le=64)
     # Spelling of purgeMode in written eviction tasks and in policy defaults.
     purge_mode_spelling: PurgeModeSpelling = setting(
         "controllers.purgeModeSpelling",

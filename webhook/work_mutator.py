@@ -17,6 +17,7 @@ from typing import Any
 
 import structlog
 
+from failover.core import binding as b
 from failover.core.api import WORKS, GroupKind
 from failover.core.verdict import ALLOWED, Verdict, clip
 from failover.state.preserved_state import (
@@ -79,6 +80,10 @@ class WorkMutator:
             return ALLOWED
         namespace = request.namespace or _namespace_of(work)
         if execution_cluster(namespace) is None:
+            return ALLOWED
+        if b.is_deleting(work):
+            # Rendered nowhere again (Karmada's `CreateOrUpdateWork` refuses a Work being deleted): the update is
+            # a finalizer going, in a storm the relay's own release of each old Work, which waited on this read.
             return ALLOWED
         ref, problem = owning_binding(work)
         if ref is None:

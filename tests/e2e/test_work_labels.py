@@ -139,3 +139,21 @@ def test_work_savepoints_set_the_restore_path_inside_the_work(
     # No checkpoint/savepoint directory in its flinkConfiguration: upgradeMode and job.state are left as they are.
     assert manifest["spec"]["job"]["upgradeMode"] == "stateless"
     assert "state" not in manifest["spec"]["job"]
+
+
+@pytest.mark.usefixtures("webhooks")
+def test_a_work_being_deleted_is_released_without_reading_its_binding(
+    control_plane: ControlPlane, namespace: str, cluster: str
+) -> None:
+    leaving = rendered_work("leaving", namespace, cluster)  # its binding does not exist: reading it would warn
+    leaving["metadata"]["finalizers"] = ["karmada.io/execution-controller"]
+    assert apply(control_plane, leaving).returncode == 0
+    execution = f"karmada-es-{cluster}"
+    control_plane.kubectl("delete", "work", "leaving-work", "-n", execution, "--wait=false")
+
+    result = control_plane.kubectl(
+        "patch", "work", "leaving-work", "-n", execution, "--type=merge", "-p", '{"metadata":{"finalizers":null}}'
+    )
+
+    assert warnings_of(result) == []
+    assert get(control_plane, "work", "leaving-work", execution) is None

@@ -244,6 +244,7 @@ async def scrape_exercised_relay(tmp_path: Path) -> str:
             await post(session, "/mutate", json.dumps(work_review()).encode())
             await speak_plain_text(relay.port)
             await run_controller(loop)
+            await loop.calls.run("get", dict)  # a call on the loop's threads, timed by its name (controllers/client.py)
             # What the binding reconciler records for a workload kept on member3 (failover/reconcile/last_cluster.py)
             # that later moved on: the series stays, at 0.
             kept = loop.reconcile_metrics.kept
