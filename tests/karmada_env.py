@@ -610,6 +610,7 @@ class KarmadaEnv:
         self._kept: Path | None = None
         # Components whose address is written into karmada-apiserver (they must keep their port).
         self._registered: set[str] = set()
+        self._member_fence_webhooks: set[str] = set()  # members where register_member_fence_webhook applied it
 
     # -- paths ----------------------------------------------------------------------------------------------------
 
@@ -998,11 +999,12 @@ class KarmadaEnv:
         mutating["webhooks"] = [w for w in mutating["webhooks"] if w["name"].startswith(FENCE_ENTRY_PREFIX)]
         assert mutating["webhooks"], "manifests webhook --fence rendered no storage fence entry"
         self.kubectl("apply", "-f", "-", input=json.dumps(mutating), cluster=member)
+        self._member_fence_webhooks.add(member)
 
     def stop_member_relay(self, member: str) -> None:
-        self.kubectl(
-            "delete", "mutatingwebhookconfiguration", MEMBER_FENCE_WEBHOOK, "--ignore-not-found", cluster=member
-        )
+        if member in self._member_fence_webhooks:
+            self.kubectl("delete", "mutatingwebhookconfiguration", MEMBER_FENCE_WEBHOOK, cluster=member)
+            self._member_fence_webhooks.discard(member)
         process = self._processes.get(f"member-relay-{member}")
         if process is not None:
             self._stopped_on_purpose = self._stopped_on_purpose | {process.name}
