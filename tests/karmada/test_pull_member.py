@@ -206,27 +206,32 @@ def test_a_partitioned_pull_members_copy_is_suspended_through_the_storage_fence_
             SuspendingOperator(job, home, job_id) as operator,
         ):
             env.partition_agent(home)
-            cut = time.monotonic()
-            env.wait_until(lambda: not cluster_ready(env, home), NOT_READY_SECONDS, f"{home} NotReady")
-            not_ready_at = time.monotonic()
-            second, copy = job.wait_restored_outside(home, timeout=180)
-            back = time.monotonic() - not_ready_at
-            assert copy["metadata"]["labels"][CLUSTER_JOB_ID_LABEL] == job_id
-            assert restore_path(copy) == operator.savepoint  # the suspension's, newer than the last checkpoint
-            new_copy = job.copy_in(second)
-            assert new_copy is not None
-            old = job.copy_in(home)
-            assert old is not None and old["spec"]["job"]["state"] == "suspended", "the old copy runs again"
-            handed = job.work(home)
-            assert handed is not None and handed["metadata"].get("deletionTimestamp"), "the old Work not handed over"
-            assert "resourcebinding.karmada.io/permanent-id" not in (handed["metadata"].get("labels") or {})
+            try:
+                cut = time.monotonic()
+                env.wait_until(lambda: not cluster_ready(env, home), NOT_READY_SECONDS, f"{home} NotReady")
+                not_ready_at = time.monotonic()
+                second, copy = job.wait_restored_outside(home, timeout=180)
+                back = time.monotonic() - not_ready_at
+                assert copy["metadata"]["labels"][CLUSTER_JOB_ID_LABEL] == job_id
+                assert restore_path(copy) == operator.savepoint  # the suspension's, newer than the last checkpoint
+                new_copy = job.copy_in(second)
+                assert new_copy is not None
+                old = job.copy_in(home)
+                assert old is not None and old["spec"]["job"]["state"] == "suspended", "the old copy runs again"
+                handed = job.work(home)
+                assert handed is not None and handed["metadata"].get("deletionTimestamp"), (
+                    "the old Work not handed over"
+                )
+                assert "resourcebinding.karmada.io/permanent-id" not in (handed["metadata"].get("labels") or {})
 
-            env.heal_agent(home)
-            healed = time.monotonic()
-            env.wait_until(lambda: job.copy_in(home) is None, 60, f"the stale copy in {home} deleted")
-            stale = time.monotonic() - healed
-            env.wait_until(lambda: job.work(home) is None, 30, f"the old Work in karmada-es-{home} gone")
-            env.wait_until(lambda: fence_files(env, home) == [], 30, "the fence record removed")
+                env.heal_agent(home)
+                healed = time.monotonic()
+                env.wait_until(lambda: job.copy_in(home) is None, 60, f"the stale copy in {home} deleted")
+                stale = time.monotonic() - healed
+                env.wait_until(lambda: job.work(home) is None, 30, f"the old Work in karmada-es-{home} gone")
+                env.wait_until(lambda: fence_files(env, home) == [], 30, "the fence record removed")
+            finally:
+                env.heal_agent(home)  # again, on a failure: the taint policy waits for member4 Ready
         after = job.copy_in(second)  # taint_not_ready_clusters waited for member4 Ready and untainted meanwhile
         assert after is not None and job.placed_on() == [second]
         assert (after["metadata"]["uid"], after["metadata"]["generation"]) == (
