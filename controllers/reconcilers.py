@@ -347,8 +347,9 @@ class BindingReconciler:
                 done.append(copy)
             elif cluster_reachability(clusters.get(copy.cluster))[0]:
                 retry = COPY_RETRY
-        if self.storage_fence is not None and (deleted or done):
-            await self.storage_fence.forget([*deleted, *((copy.cluster, copy.work) for copy in done)])
+        if self.storage_fence is not None and (deleted or done or fence.deleted_by_agent):
+            agent = ((copy.cluster, copy.work) for copy in fence.deleted_by_agent)  # a Pull cluster's, by its agent
+            await self.storage_fence.forget([*deleted, *((copy.cluster, copy.work) for copy in done), *agent])
         forget = forget_fenced(step.binding, done)
         if forget:
             # The same write records the dead cluster's return: a retry after a conflict finds nothing to forget.

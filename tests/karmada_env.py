@@ -110,6 +110,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from relay.manifests import FENCE_ENTRY_PREFIX
 from tests.crd_sources import ConversionWebhook, KarmadaTree, flink_deployment_crd, karmada_crds
 from tests.envtest import ControlPlaneError, KubectlError, _loopback_env, free_port
 from tests.support import die_with_parent
@@ -131,6 +132,7 @@ KARMADA_STATEFUL_GATES = "Failover=true,StatefulFailoverInjection=true"
 # no host answers, as a member behind NAT whose apiserver the control plane cannot reach.
 PULL_MEMBER = "member4"
 PULL_API_ENDPOINT = "https://192.0.2.1:6443"
+MEMBER_FENCE_WEBHOOK = "failover-relay-member-fence"  # register_member_fence_webhook's configuration in a member
 CLUSTER_STATUS_UPDATE_FREQUENCY = "10s"
 # karmada-apiserver audits writes of Works (the Work mutator's audit annotations), nothing else.
 AUDIT_POLICY = {
@@ -608,6 +610,7 @@ class KarmadaEnv:
         self._kept: Path | None = None
         # Components whose address is written into karmada-apiserver (they must keep their port).
         self._registered: set[str] = set()
+        self._member_fence_webhooks: set[str] = set()  # members where register_member_fence_webhook applied it
 
     # -- paths ----------------------------------------------------------------------------------------------------
 
@@ -915,11 +918,12 @@ class KarmadaEnv:
         )
         return time.monotonic() - started
 
-    def start_member_relay(self, member: str) -> float:
+    def start_member_relay(self, member: str, webhook: bool = False) -> float:
         """The member's own relay with the storage fence's watcher, as docs/operations.md "The storage fence" runs it
         (`serve --member --fence-cluster NAME`): the control plane relay's checkpoint root, the member's apiserver
         reached directly (inside the member, not through the control plane's TCP relay, so a partition does not cut
-        it), by PID like the rest; the seconds until ``/readyz``."""
+        it), by PID like the rest; the seconds until ``/readyz``. With `webhook`, its `/mutate` is registered in the
+        member as that section says (`register_member_fence_webhook`)."""
         started = time.monotonic()
         name = f"member-relay-{member}"
         self._ports.setdefault(name, free_port())
@@ -958,9 +962,49 @@ class KarmadaEnv:
             env=env,
             cwd=REPO_ROOT,
         )
+        if webhook:
+            self.register_member_fence_webhook(member)
         return time.monotonic() - started
 
+    def register_member_fence_webhook(self, member: str) -> None:
+        """The storage fence's entry of `failover-relay manifests webhook --fence` for the member relay, applied in
+        its member (docs/operations.md, "The storage fence"): every Flink object carrying Karmada's
+        `work.karmada.io/permanent-id` goes to its `/mutate`, which keeps a fenced copy suspended when Karmada
+        re-applies the Work's manifest (a Pull member's agent does so as soon as the copy changes). Only that entry:
+        the savepoint entries of the rendering are the control plane relay's business in this tier."""
+        name = f"member-relay-{member}"
+        rendered = subprocess.run(
+            [
+                *_relay_command(),
+                "manifests",
+                "webhook",
+                "--url",
+                f"https://{LOOPBACK}:{self._ports[name]}",
+                "--cert-dir",
+                str(self.root / f"{name}-certs"),
+                "--fence",
+            ],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=_loopback_env(),
+        )
+        if rendered.returncode != 0:
+            raise ControlPlaneError(f"failover-relay manifests webhook exited {rendered.returncode}: {rendered.stderr}")
+        (mutating,) = [
+            doc for doc in yaml.safe_load_all(rendered.stdout) if doc and doc["kind"] == "MutatingWebhookConfiguration"
+        ]
+        mutating["metadata"]["name"] = MEMBER_FENCE_WEBHOOK
+        mutating["webhooks"] = [w for w in mutating["webhooks"] if w["name"].startswith(FENCE_ENTRY_PREFIX)]
+        assert mutating["webhooks"], "manifests webhook --fence rendered no storage fence entry"
+        self.kubectl("apply", "-f", "-", input=json.dumps(mutating), cluster=member)
+        self._member_fence_webhooks.add(member)
+
     def stop_member_relay(self, member: str) -> None:
+        if member in self._member_fence_webhooks:
+            self.kubectl("delete", "mutatingwebhookconfiguration", MEMBER_FENCE_WEBHOOK, cluster=member)
+            self._member_fence_webhooks.discard(member)
         process = self._processes.get(f"member-relay-{member}")
         if process is not None:
             self._stopped_on_purpose = self._stopped_on_purpose | {process.name}

@@ -110,11 +110,14 @@ class WorkRelease:
 class FenceDecision:
     """`binding_patch` (metadata.annotations and/or spec.gracefulEvictionTasks) is applied first with the binding's
     resourceVersion, then each `release`, then each `cleanup` (delete through the cluster proxy, then
-    `forget_fenced`). `requeue_after`: when a fence or a stuck-deletion deadline runs out."""
+    `forget_fenced`). `deleted_by_agent`: fenced copies on a Pull cluster whose handed Work is gone, so its agent
+    deleted them (`binding_patch` already forgets them; their storage fence records can go too). `requeue_after`:
+    when a fence or a stuck-deletion deadline runs out."""
 
     binding_patch: Mapping[str, Any] | None = None
     releases: tuple[WorkRelease, ...] = ()
     cleanups: tuple[MemberCopy, ...] = ()
+    deleted_by_agent: tuple[MemberCopy, ...] = ()
     woken: tuple[str, ...] = ()
     events: tuple[Event, ...] = ()
     requeue_after: timedelta | None = None
@@ -328,6 +331,7 @@ def decide_fencing(
             )
 
     cleanups: list[MemberCopy] = []
+    deleted_by_agent: list[MemberCopy] = []
     targets = {target.name for target in b.target_clusters(binding)}
     for cluster_name, held in fenced.items():
         pull = is_pull(clusters.get(cluster_name))
@@ -341,6 +345,7 @@ def decide_fencing(
         elif pull:  # the agent removes the Work's finalizer only after deleting the copy: no Work, no copy
             left = {b.metadata(work).get("name") for work in works if work_cluster(work) == cluster_name}
             new_fenced[cluster_name] = [c for c in new_fenced.get(cluster_name, []) if c not in held or c.work in left]
+            deleted_by_agent.extend(c for c in held if c.work not in left)
         else:
             cleanups.extend(held)
 
@@ -361,6 +366,7 @@ def decide_fencing(
         binding_patch=patch or None,
         releases=tuple(releases),
         cleanups=tuple(cleanups),
+        deleted_by_agent=tuple(deleted_by_agent),
         woken=tuple(woken),
         events=tuple(events),
         requeue_after=earliest(*delays),

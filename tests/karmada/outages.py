@@ -60,7 +60,7 @@ def taint_not_ready_clusters(env: KarmadaEnv) -> Iterator[None]:
         # NotReady, it leaves a NoExecute taint there for good and every later test is kept off that member. So the
         # policy goes once every running member is Ready and untainted again (a stopped one cannot be).
         try:
-            for member in env.members:
+            for member in (*env.members, *env.pull_members):
                 if env.member_pid(member) is not None:
                     back_to_normal(env, member)
         finally:
@@ -157,6 +157,17 @@ class CopyWatch:
             if len(running) > 1:
                 self.running_overlaps.append((now, tuple(running)))
             self._stop.wait(self.interval)
+
+
+# The e2e CR's job with the upgrade mode that makes the operator take a savepoint when it suspends the job (what
+# SuspendingOperator plays).
+SAVEPOINT_JOB = {
+    "jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar",
+    "args": [],
+    "parallelism": 2,
+    "state": "running",
+    "upgradeMode": "savepoint",
+}
 
 
 class SuspendingOperator:

@@ -21,6 +21,7 @@ import pytest
 
 from tests.karmada.outages import (
     CLUSTER_JOB_ID_LABEL,
+    SAVEPOINT_JOB,
     CopyWatch,
     SuspendingOperator,
     back_to_normal,
@@ -46,14 +47,6 @@ HEAL_AFTER_NOT_READY_SECONDS = 10  # well before the default fenceAfterSeconds (
 AFTER_MOVE_SECONDS = 10  # how long the long partition goes on after the new copy is up
 MOVE_TARGET_SECONDS = 60  # issue 25: the new copy with its state at most this long after NotReady
 MARGIN_TARGET_SECONDS = 2  # and at least this long between the old copy's suspension and the new copy
-# The e2e CR's job with the upgrade mode that makes the operator take a savepoint when it suspends the job.
-SAVEPOINT_JOB = {
-    "jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar",
-    "args": [],
-    "parallelism": 2,
-    "state": "running",
-    "upgradeMode": "savepoint",
-}
 AFTER_HEAL_SECONDS = 30  # three status rounds after a partition heals, in which nothing may move any more
 NOT_READY_TAINT = "failover.example.io/not-ready"  # manifests/karmada/cluster-taint-policy.yaml
 # Outlasts both partitions (the long one: NotReady, the 60 s fence, the new copy, 20 s more) and the 30 s Karmada takes

@@ -2,7 +2,9 @@
 state, and when the member and its agent return, the stale copy is gone within seconds while the new one is never
 touched (issue 25 item 4). The control plane cannot reach the member's apiserver (its Cluster names an address no host
 answers), so Karmada's cluster proxy cannot delete anything there: the relay hands the old Work to the agent instead
-(failover/reconcile/pull_clusters.py), and the returning agent deletes the copy itself.
+(failover/reconcile/pull_clusters.py), and the returning agent deletes the copy itself. The second test partitions
+the agent from karmada-apiserver instead, with the storage fence on: the old copy is suspended before the new one
+starts (issue 25's "Pull member partitioned, storage reachable" target).
 
 The Pull member is started by this module's fixture only (`KarmadaEnv.start_pull_member`, about 16 s) and stopped
 after it; no policy of the other tests names it. Settings as tests/karmada/test_dead_cluster.py's (the relay's
@@ -23,16 +25,19 @@ import pytest
 from tests.flink_job import Probe, RunningJob
 from tests.karmada.outages import (
     CLUSTER_JOB_ID_LABEL,
+    SAVEPOINT_JOB,
     CopyWatch,
+    SuspendingOperator,
     cluster_ready,
     events_of,
+    fence_files,
     prefer_home,
     recorded_state,
     stateful_cluster_policy,
     taint_not_ready_clusters,
 )
 from tests.karmada.records import FLINK_CONFIGURATION, FLINK_VERSION, KEYS, RATE, kill_at_any_moment, newest_completed
-from tests.karmada.workloads import FlinkJob, relay_status, restore_path
+from tests.karmada.workloads import FlinkJob, new_job_id, relay_status, restore_path
 from tests.karmada_env import KarmadaEnv
 from tests.support import report
 
@@ -41,6 +46,11 @@ pytestmark = pytest.mark.karmada
 BACK_WITH_STATE_SECONDS = 120  # after the agent stopped (issue 25's target)
 STALE_COPY_SECONDS = 10  # after the agent started again (issue 25's target)
 UNTOUCHED_SECONDS = 15  # the new copy watched after the stale one went
+# The partition with the storage fence (issue 25's targets): the new copy with its state at most this long after
+# NotReady, at least this long after the old copy's suspension.
+MOVE_TARGET_SECONDS = 60
+MARGIN_TARGET_SECONDS = 2
+NOT_READY_SECONDS = 120  # --cluster-monitor-grace-period (40 s) and a loaded machine
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +167,96 @@ def test_a_dead_pull_members_job_comes_back_with_its_state_and_its_stale_copy_go
         f"started (last seen beside the new copy {overlap_seconds:.1f} s after; the apiserver was back "
         f"{before_agent:.1f} s before the agent); Ready after {ready_lag:.1f} s; the new copy on {second} untouched",
     )
+
+
+def test_a_partitioned_pull_members_copy_is_suspended_through_the_storage_fence_before_its_job_moves(
+    karmada_env: KarmadaEnv, pull_member: str, namespace: str, request: pytest.FixtureRequest
+) -> None:
+    """The agent cut off from karmada-apiserver (its TCP relay stopped, `KarmadaEnv.partition_agent`) while the member,
+    its copy and its member relay run on, with the storage fence on (docs/operations.md, "The storage fence"): the
+    relay writes a fence record for the old Work, member4's relay suspends the copy and acknowledges, and the relay
+    hands the Work to the agent at once instead of after fenceAfterSeconds; the new copy starts elsewhere from the
+    suspension's savepoint. When the partition heals, the agent deletes the suspended copy and the handed Work goes,
+    and with it the fence record.
+
+    The member relay's `/mutate` is registered in member4 as that section says: the agent, cut off from
+    karmada-apiserver but not from its own member, re-applies the Work it last saw whenever the copy changes, which
+    without the webhook set `spec.job.state` back to running within a second of each suspension (measured: the copy
+    never stopped and the Work was handed over by the 60 s timer).
+
+    The Flink operator is played by `SuspendingOperator` as in tests/karmada/test_partition.py (whose docstring says
+    what is real); copies are read directly from the members' apiservers every 0.2 s (`CopyWatch`)."""
+    env, home = karmada_env, pull_member
+    env.start_member_relay(home, webhook=True)
+    env.restart_relay({"fence": {"storage": True}})
+    try:
+        job = FlinkJob(env, namespace)
+        others = list(env.members)
+        policy = stateful_cluster_policy("flink", namespace, job.name, (home, *others), toleration_seconds=300)
+        job.create(prefer_home(policy, home, others), spec={"job": SAVEPOINT_JOB})
+        assert job.wait_placed(timeout=120) == home
+        job_id = new_job_id()
+        job.run_healthy(home, job_id)
+        job.write_checkpoints(job_id, completed=(4,))
+        env.wait_until(lambda: job_id in recorded_state(job), 30, "the relay's record of the last healthy state")
+
+        with (
+            taint_not_ready_clusters(env),
+            CopyWatch(job, members=(*env.members, home)) as watch,
+            SuspendingOperator(job, home, job_id) as operator,
+        ):
+            env.partition_agent(home)
+            try:
+                cut = time.monotonic()
+                env.wait_until(lambda: not cluster_ready(env, home), NOT_READY_SECONDS, f"{home} NotReady")
+                not_ready_at = time.monotonic()
+                second, copy = job.wait_restored_outside(home, timeout=180)
+                back = time.monotonic() - not_ready_at
+                assert copy["metadata"]["labels"][CLUSTER_JOB_ID_LABEL] == job_id
+                assert restore_path(copy) == operator.savepoint  # the suspension's, newer than the last checkpoint
+                new_copy = job.copy_in(second)
+                assert new_copy is not None
+                old = job.copy_in(home)
+                assert old is not None and old["spec"]["job"]["state"] == "suspended", "the old copy runs again"
+                handed = job.work(home)
+                assert handed is not None and handed["metadata"].get("deletionTimestamp"), (
+                    "the old Work not handed over"
+                )
+                assert "resourcebinding.karmada.io/permanent-id" not in (handed["metadata"].get("labels") or {})
+
+                env.heal_agent(home)
+                healed = time.monotonic()
+                env.wait_until(lambda: job.copy_in(home) is None, 60, f"the stale copy in {home} deleted")
+                stale = time.monotonic() - healed
+                env.wait_until(lambda: job.work(home) is None, 30, f"the old Work in karmada-es-{home} gone")
+                env.wait_until(lambda: fence_files(env, home) == [], 30, "the fence record removed")
+            finally:
+                env.heal_agent(home)  # again, on a failure: the taint policy waits for member4 Ready
+        after = job.copy_in(second)  # taint_not_ready_clusters waited for member4 Ready and untainted meanwhile
+        assert after is not None and job.placed_on() == [second]
+        assert (after["metadata"]["uid"], after["metadata"]["generation"]) == (
+            new_copy["metadata"]["uid"],
+            new_copy["metadata"]["generation"],
+        ), "the new copy was replaced or changed"
+    finally:
+        env.restart_relay()
+        env.stop_member_relay(home)
+
+    assert operator.stopped_at is not None
+    not_ready = not_ready_at - cut
+    suspended = watch.suspended[home] - not_ready_at
+    created = watch.seen[second][0] - not_ready_at
+    margin = created - suspended
+    report(
+        request,
+        "karmada",
+        f"partitioned Pull member {home}, storage fence: NotReady {not_ready:.1f} s after the cut; the old copy"
+        f" suspended {suspended:.1f} s after NotReady, the new copy on {second} with its state (the suspension's"
+        f" savepoint) {created:.1f} s after NotReady (restored copy seen {back:.1f} s after), margin {margin:.1f} s;"
+        f" running side by side: {len(watch.running_overlaps)} samples of {watch.samples}; the suspended copy"
+        f" deleted by the agent {stale:.1f} s after the heal; the new copy untouched",
+    )
+    assert watch.running_overlaps == [], f"two running copies: {watch.running_overlaps[:3]}"
+    assert created <= MOVE_TARGET_SECONDS, f"the new copy {created:.1f} s after NotReady"
+    assert margin >= MARGIN_TARGET_SECONDS, f"{margin:.1f} s between the suspension and the new copy"
+    assert stale < STALE_COPY_SECONDS, f"stale copy deleted {stale:.1f} s after the heal"

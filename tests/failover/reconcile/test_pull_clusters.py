@@ -98,10 +98,12 @@ def test_a_handed_work_waits_for_the_agent_and_its_copy_is_forgotten_once_the_wo
     # The agent is back and Ready: it deletes the copy itself; the relay still does nothing but wait.
     back = decide_fencing(binding, [handed], pull(True, since=3000), SETTINGS, at(3001))
     assert back.releases == () and back.cleanups == () and back.binding_patch is None
+    assert back.deleted_by_agent == ()
     assert fenced_copies(binding) == {"member1": [COPY]}
-    # The agent deleted the copy and then removed its finalizer: the Work is gone, so is the record.
+    # The agent deleted the copy and then removed its finalizer: the Work is gone, so are the record and the storage
+    # fence's record of it.
     gone = decide_fencing(binding, [], pull(True, since=3000), SETTINGS, at(3002))
-    assert gone.cleanups == ()
+    assert gone.cleanups == () and gone.deleted_by_agent == (COPY,)
     assert fenced_copies(merge_patch(binding, gone.binding_patch)) == {}
 
 
