@@ -918,12 +918,12 @@ class KarmadaEnv:
         )
         return time.monotonic() - started
 
-    def start_member_relay(self, member: str, webhook: bool = False) -> float:
+    def start_member_relay(self, member: str) -> float:
         """The member's own relay with the storage fence's watcher, as docs/operations.md "The storage fence" runs it
         (`serve --member --fence-cluster NAME`): the control plane relay's checkpoint root, the member's apiserver
         reached directly (inside the member, not through the control plane's TCP relay, so a partition does not cut
-        it), by PID like the rest; the seconds until ``/readyz``. With `webhook`, its `/mutate` is registered in the
-        member as that section says (`register_member_fence_webhook`)."""
+        it), by PID like the rest, and its `/mutate` registered in the member as that section says
+        (`register_member_fence_webhook`); the seconds until both are done."""
         started = time.monotonic()
         name = f"member-relay-{member}"
         self._ports.setdefault(name, free_port())
@@ -962,8 +962,7 @@ class KarmadaEnv:
             env=env,
             cwd=REPO_ROOT,
         )
-        if webhook:
-            self.register_member_fence_webhook(member)
+        self.register_member_fence_webhook(member)
         return time.monotonic() - started
 
     def register_member_fence_webhook(self, member: str) -> None:

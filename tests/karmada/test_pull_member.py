@@ -187,7 +187,7 @@ def test_a_partitioned_pull_members_copy_is_suspended_through_the_storage_fence_
     The Flink operator is played by `SuspendingOperator` as in tests/karmada/test_partition.py (whose docstring says
     what is real); copies are read directly from the members' apiservers every 0.2 s (`CopyWatch`)."""
     env, home = karmada_env, pull_member
-    env.start_member_relay(home, webhook=True)
+    env.start_member_relay(home)
     env.restart_relay({"fence": {"storage": True}})
     try:
         job = FlinkJob(env, namespace)
