@@ -34,6 +34,7 @@ from failover.reconcile.failback import decide_failback
 from failover.reconcile.fencing import (
     EVENT_FENCED_COPY,
     EVENT_WAITING,
+    FenceDecision,
     MemberCopy,
     cluster_reachability,
     decide_fencing,
@@ -287,14 +288,19 @@ class BindingReconciler:
             acknowledged, stored_delay = await self.storage_fence.check(
                 step.binding, works, clusters, now, lambda: self.client.get(step.ref)
             )
-        fence = await step.apply(
-            lambda obj: decide_fencing(obj, works, clusters, self.settings, now, acknowledged),
-            lambda decision: decision.binding_patch,
-            lambda *_: READS_FENCING,
-        )
-        if fence.woken:
-            self.metrics.wakes.inc(len(fence.woken))
-            log.info("binding_controller_woken", kind=self.kind, binding=key, clusters=list(fence.woken))
+
+        async def decide(works: Iterable[Mapping[str, Any]]) -> FenceDecision:
+            decision = await step.apply(
+                lambda obj: decide_fencing(obj, works, clusters, self.settings, now, acknowledged),
+                lambda decision: decision.binding_patch,
+                lambda *_: READS_FENCING,
+            )
+            if decision.woken:
+                self.metrics.wakes.inc(len(decision.woken))
+                log.info("binding_controller_woken", kind=self.kind, binding=key, clusters=list(decision.woken))
+            return decision
+
+        fence = await decide(works)
         retry, gone = None, set[tuple[str, str]]()
         deleted: list[tuple[str, str]] = []  # (cluster, Work) whose copies are deleted: their fence records can go
         for release in fence.releases:
@@ -332,15 +338,7 @@ class BindingReconciler:
         if gone:
             # The wake the Works' deletion calls for, in this reconcile rather than in the one their watch events
             # queue: a storm's release is then one reconcile per binding, not two.
-            left = [work for work in works if _identity(work) not in gone]
-            wake = await step.apply(
-                lambda obj: decide_fencing(obj, left, clusters, self.settings, now, acknowledged),
-                lambda decision: decision.binding_patch,
-                lambda *_: READS_FENCING,
-            )
-            if wake.woken:
-                self.metrics.wakes.inc(len(wake.woken))
-                log.info("binding_controller_woken", kind=self.kind, binding=key, clusters=list(wake.woken))
+            await decide([work for work in works if _identity(work) not in gone])
         done = []
         for copy in fence.cleanups:
             if await self._delete_copies(step.binding, (copy,), clusters):
