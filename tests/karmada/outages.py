@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
 
@@ -107,7 +107,27 @@ def events_of(env: KarmadaEnv, namespace: str, reason: str) -> list[dict[str, An
     ]
 
 
-class CopyWatch:
+class Background:
+    """A test's helper that runs `_run` on a thread of its own while its `with` block lasts; `_run` ends when
+    `_stop` is set."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class CopyWatch(Background):
     """Samples every member's copy of the job in the background (``members``: the environment's, unless given) and
     records when copies existed side by side (a member whose apiserver is down cannot be sampled and is skipped), and
     when copies ran side by side: a copy with `spec.job.state: suspended` is not running (the Flink operator stops its
@@ -121,16 +141,7 @@ class CopyWatch:
         self.running_overlaps: list[tuple[float, tuple[str, ...]]] = []
         self.seen: dict[str, tuple[float, float]] = {}  # member -> (first seen, last seen), monotonic
         self.suspended: dict[str, float] = {}  # member -> first seen suspended, monotonic
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> CopyWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join(10)
+        super().__init__()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -170,7 +181,7 @@ SAVEPOINT_JOB = {
 }
 
 
-class SuspendingOperator:
+class SuspendingOperator(Background):
     """What the Flink operator 1.16 does with a copy whose `spec.job.state` turns `suspended`, played in the
     background for one member's copy (the tier has no operator and no kubelet): stop the job with a savepoint (its
     upgrade mode is savepoint) — a savepoint directory of Flink's layout written into the workload's
@@ -181,16 +192,7 @@ class SuspendingOperator:
         self.job, self.member, self.job_id, self.interval = job, member, job_id, interval
         self.savepoint = job.state_dir / "savepoints" / f"savepoint-{job_id[:6]}-{os.urandom(6).hex()}"
         self.stopped_at: float | None = None  # monotonic
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> SuspendingOperator:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join(10)
+        super().__init__()
 
     def _run(self) -> None:
         while not self._stop.is_set() and self.stopped_at is None:
