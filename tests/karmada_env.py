@@ -564,6 +564,21 @@ def _relay_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "relay.cli"]
 
 
+def _webhook_manifests(*args: str) -> str:
+    """What `failover-relay manifests webhook ARGS` prints; a ControlPlaneError when it fails."""
+    rendered = subprocess.run(
+        [*_relay_command(), "manifests", "webhook", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_loopback_env(),
+    )
+    if rendered.returncode != 0:
+        raise ControlPlaneError(f"failover-relay manifests webhook exited {rendered.returncode}: {rendered.stderr}")
+    return rendered.stdout
+
+
 @dataclass
 class _Apiserver:
     name: str
@@ -972,27 +987,15 @@ class KarmadaEnv:
         re-applies the Work's manifest (a Pull member's agent does so as soon as the copy changes). Only that entry:
         the savepoint entries of the rendering are the control plane relay's business in this tier."""
         name = f"member-relay-{member}"
-        rendered = subprocess.run(
-            [
-                *_relay_command(),
-                "manifests",
-                "webhook",
-                "--url",
-                f"https://{LOOPBACK}:{self._ports[name]}",
-                "--cert-dir",
-                str(self.root / f"{name}-certs"),
-                "--fence",
-            ],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=_loopback_env(),
+        rendered = _webhook_manifests(
+            "--url",
+            f"https://{LOOPBACK}:{self._ports[name]}",
+            "--cert-dir",
+            str(self.root / f"{name}-certs"),
+            "--fence",
         )
-        if rendered.returncode != 0:
-            raise ControlPlaneError(f"failover-relay manifests webhook exited {rendered.returncode}: {rendered.stderr}")
         (mutating,) = [
-            doc for doc in yaml.safe_load_all(rendered.stdout) if doc and doc["kind"] == "MutatingWebhookConfiguration"
+            doc for doc in yaml.safe_load_all(rendered) if doc and doc["kind"] == "MutatingWebhookConfiguration"
         ]
         mutating["metadata"]["name"] = MEMBER_FENCE_WEBHOOK
         mutating["webhooks"] = [w for w in mutating["webhooks"] if w["name"].startswith(FENCE_ENTRY_PREFIX)]
@@ -1617,27 +1620,10 @@ class KarmadaEnv:
             for member in self.members:
                 self.kubectl("apply", "-f", str(manifest), cluster=member)
         self.start_relay()
-        rendered = subprocess.run(
-            [
-                *_relay_command(),
-                "manifests",
-                "webhook",
-                "--url",
-                self.relay_url,
-                "--namespace",
-                RELAY_NAMESPACE,
-                "--cert-dir",
-                str(self.relay_cert_dir),
-            ],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=_loopback_env(),
+        rendered = _webhook_manifests(
+            "--url", self.relay_url, "--namespace", RELAY_NAMESPACE, "--cert-dir", str(self.relay_cert_dir)
         )
-        if rendered.returncode != 0:
-            raise ControlPlaneError(f"failover-relay manifests webhook exited {rendered.returncode}: {rendered.stderr}")
-        self.kubectl("apply", "-f", "-", input=rendered.stdout)
+        self.kubectl("apply", "-f", "-", input=rendered)
         self._registered.add("failover-relay")
         # Registered means the apiserver calls it: a policy only the relay refuses (statePreservation with a
         # Gracefully purge, docs/design.md "Policy admission") is refused.
