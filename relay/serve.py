@@ -17,7 +17,7 @@ from failover.admission.registry import defaulters_for
 from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS, GroupKind
 from relay.settings import Settings, SettingsError
 from webhook.blocking import BlockingPool
-from webhook.drain import sweep
+from webhook.drain import Connection, sweep
 from webhook.fence_mutator import FencedCopies, keeping_suspended
 from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
@@ -206,16 +206,24 @@ class RelayServer:
             log.info("draining", drain_seconds=self.drain_seconds, grace_seconds=self.grace_seconds)
             # Idle keep-alive connections are not closed at once: a caller may be writing its next review into one
             # right now (issue 28). Each is closed once quiet, while the drain still sends callers elsewhere.
+            idle_since: dict[Connection, float] = {}
             await sweep(
                 lambda: listener.connections,
                 until=loop.time() + self.drain_seconds,
                 stop_when_empty=False,
                 clock=loop.time,
+                idle_since=idle_since,
             )
             listener.close()
             deadline = loop.time() + self.grace_seconds
             self.server.cut_body_reads(loop.time() + self.grace_seconds / 2)
-            await sweep(lambda: listener.connections, until=deadline, stop_when_empty=True, clock=loop.time)
+            await sweep(
+                lambda: listener.connections,
+                until=deadline,
+                stop_when_empty=True,
+                clock=loop.time,
+                idle_since=idle_since,
+            )
             if listener.connections:
                 log.warning("grace_expired", connections=len(listener.connections))
             await self.runner.cleanup()
