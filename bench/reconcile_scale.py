@@ -49,7 +49,6 @@ from controllers.informer import LIST_PAGE_SIZE
 from failover.core.annotations import format_time, parse_time
 from failover.core.api import RESOURCE_BINDINGS
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
-from failover.reconcile.records import merged
 from failover.state.history import decide_history
 from failover.state.last_state import decide_last_state
 from tests.crd_sources import envtest_crds, karmada_tree
@@ -354,7 +353,7 @@ def store_bindings(api: client.ApiClient, etcd_url: str, count: int, fixtures: F
             generation=template["generation"],
             managedFields=template["managedFields"],
         )
-        return without_nulls(merged(obj, obj_status))  # as the status patch lands: its nulls are absent members
+        return without_nulls({**obj, **obj_status})  # as the status patch lands: its nulls are absent members
 
     for template in templates.values():  # what is stored is what the apiserver made of the same fixture
         mine = stored(int(template["metadata"]["name"].removeprefix("job-")))
