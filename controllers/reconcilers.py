@@ -43,7 +43,7 @@ from failover.reconcile.fencing import (
     work_cluster,
 )
 from failover.reconcile.graceful_eviction import ENDED_HEALTHY, decide_graceful_eviction
-from failover.reconcile.preconditions import READS_FENCING, Path, fill_reads, guarded_patch
+from failover.reconcile.preconditions import READS_FENCING, Path, eviction_reads, fill_reads, guarded_patch
 from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings
 from failover.reconcile.records import annotation_patch, has_history, with_records
 from failover.reconcile.stateless_restart import stateless_restart_events
@@ -259,7 +259,9 @@ class BindingReconciler:
             log.info("preserved_state_filled", kind=self.kind, binding=key, clusters=list(fill.filled))
         await self.recorder.record(step.binding, fill.events)
 
-        eviction = await step.apply(lambda obj: decide_graceful_eviction(obj, settings, now))
+        eviction = await step.apply(
+            lambda obj: decide_graceful_eviction(obj, settings, now), reads=lambda obj, _: eviction_reads(obj)
+        )
         if eviction.patch and eviction.ended:  # other patches only stamp a task's creationTimestamp
             self.metrics.tasks_removed.inc(len(eviction.ended))
             log.info(
