@@ -23,6 +23,7 @@ a number.
 from __future__ import annotations
 
 import argparse
+import base64
 import copy
 import json
 import os
@@ -66,6 +67,10 @@ EVICTION_SLACK_SECONDS = 180.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # How long before the new leader starts the toleration of the `--expired` bindings ran out.
 EXPIRED_FOR_SECONDS = 60
+# `--fixtures etcd`: puts per etcd transaction (etcd's defaults: at most 128 operations and 1.5 MiB per request, and
+# a stored binding is about 8 kB), and how long the apiserver may take to list every binding written into its etcd.
+ETCD_TXN_OPS = 64
+FIXTURE_VISIBLE_SECONDS = 600.0
 
 
 # What Karmada v1.19 writes on a FlinkDeployment's binding: the policy's labels and annotations, the workload's
@@ -263,29 +268,142 @@ def create_clusters(api: client.ApiClient) -> None:
         )
 
 
-def create_bindings(
-    api: client.ApiClient, count: int, unhealthy: set[int], expired: set[int], toleration: int, threads: int
-) -> float:
-    """Create the bindings and write their status; the `expired` ones carry an unhealthy-since stamp a previous leader
-    wrote `toleration` + EXPIRED_FOR_SECONDS ago."""
-    objects = client.CustomObjectsApi(api)
-    r = RESOURCE_BINDINGS
-    since = format_time(datetime.now(UTC) - timedelta(seconds=toleration + EXPIRED_FOR_SECONDS))
+class Fixtures:
+    """The N bindings and their status: the Unhealthy ones (`unhealthy`) with `toleration`, the `expired` ones with an
+    unhealthy-since stamp a previous leader wrote `toleration` + EXPIRED_FOR_SECONDS ago, every one with the records
+    of a previous leader."""
 
-    def create(index: int) -> None:
-        name = f"job-{index:05d}"
-        bad = index in unhealthy
-        obj = binding(name, toleration if bad else HEALTHY_TOLERATION_SECONDS, since if index in expired else None)
+    def __init__(self, unhealthy: set[int], expired: set[int], toleration: int) -> None:
+        self.unhealthy, self.expired, self.toleration = unhealthy, expired, toleration
+        self.since = format_time(datetime.now(UTC) - timedelta(seconds=toleration + EXPIRED_FOR_SECONDS))
+
+    def shape(self, index: int) -> tuple[bool, bool]:
+        return index in self.unhealthy, index in self.expired
+
+    def __call__(self, index: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The binding as created, and the status written through the status subresource."""
+        bad, late = self.shape(index)
+        obj = binding(
+            name_of(index), self.toleration if bad else HEALTHY_TOLERATION_SECONDS, self.since if late else None
+        )
         obj_status = status("Unhealthy" if bad else "Healthy")
         obj["metadata"]["annotations"].update(previous_leader_records({**obj, **obj_status}))
-        objects.create_namespaced_custom_object(r.group, r.version, NAMESPACE, r.plural, obj)
-        objects.patch_namespaced_custom_object_status(r.group, r.version, NAMESPACE, r.plural, name, obj_status)
+        return obj, obj_status
 
+
+def without_nulls(value: Any) -> Any:
+    """`value` without its null members, in lists too, as the apiserver stores a status written by a merge patch."""
+    if isinstance(value, dict):
+        return {key: without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [without_nulls(item) for item in value]
+    return value
+
+
+def name_of(index: int) -> str:
+    return f"job-{index:05d}"
+
+
+def create_bindings(api: client.ApiClient, count: int, fixtures: Fixtures, threads: int) -> float:
+    """Create the bindings through the apiserver and write their status (two requests each)."""
     started = time.monotonic()
     with ThreadPoolExecutor(threads) as pool:
-        for done, _ in enumerate(pool.map(create, range(count)), 1):
+        for done, _ in enumerate(pool.map(lambda index: create_one(api, fixtures, index), range(count)), 1):
             if done % 1000 == 0:
                 print(f"  created {done}/{count} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+    return time.monotonic() - started
+
+
+def create_one(api: client.ApiClient, fixtures: Fixtures, index: int) -> dict[str, Any]:
+    """Create binding `index` and write its status through the apiserver; the binding as stored."""
+    objects = client.CustomObjectsApi(api)
+    r = RESOURCE_BINDINGS
+    obj, obj_status = fixtures(index)
+    objects.create_namespaced_custom_object(r.group, r.version, NAMESPACE, r.plural, obj)
+    return dict(
+        objects.patch_namespaced_custom_object_status(
+            r.group, r.version, NAMESPACE, r.plural, obj["metadata"]["name"], obj_status
+        )
+    )
+
+
+def store_bindings(api: client.ApiClient, etcd_url: str, count: int, fixtures: Fixtures, threads: int) -> float:
+    """The fixture path for large N (`--fixtures etcd`), not a measured part: the first binding of each shape
+    (Healthy, Unhealthy, expired) is created through the apiserver as `create_bindings` does; every other one is
+    written straight into the benchmark's own etcd as the apiserver stores it (a custom resource is stored as JSON
+    under /registry/<group>/<resource>/<namespace>/<name>, without resourceVersion, which etcd's revision gives),
+    with the metadata the apiserver adds (uid, creationTimestamp, generation) and the managedFields of its shape's
+    template, in transactions of ETCD_TXN_OPS puts. The apiserver's watch cache reads them from etcd's watch; this
+    returns once the apiserver's own LIST counts all N and a GET of the last one returns what was stored."""
+    started = time.monotonic()
+    templates: dict[tuple[bool, bool], dict[str, Any]] = {}
+    for index in range(count):
+        if fixtures.shape(index) not in templates:
+            templates[fixtures.shape(index)] = create_one(api, fixtures, index)
+    through_api = {int(t["metadata"]["name"].removeprefix("job-")) for t in templates.values()}
+    r = RESOURCE_BINDINGS
+    prefix = f"/registry/{r.group}/{r.plural}/{NAMESPACE}/"
+
+    def stored(index: int) -> dict[str, Any]:
+        obj, obj_status = fixtures(index)
+        template = templates[fixtures.shape(index)]["metadata"]
+        obj["metadata"].update(
+            uid=str(uuid.uuid4()),
+            creationTimestamp=format_time(datetime.now(UTC)),
+            generation=template["generation"],
+            managedFields=template["managedFields"],
+        )
+        return without_nulls({**obj, **obj_status})  # as the status patch lands: its nulls are absent members
+
+    for template in templates.values():  # what is stored is what the apiserver made of the same fixture
+        mine = stored(int(template["metadata"]["name"].removeprefix("job-")))
+        for part in ("spec", "status", "labels", "annotations"):
+            ours, theirs = (obj.get(part) or obj["metadata"].get(part) for obj in (mine, template))
+            if part == "annotations":
+                ours, theirs = set(ours), set(theirs)  # the records' times may be a second apart
+            if ours != theirs:
+                raise RuntimeError(
+                    f"{template['metadata']['name']}: the apiserver stores {part} as {theirs}, not {ours}"
+                )
+
+    def put(indexes: list[int]) -> None:
+        operations = []
+        for index in indexes:
+            key, value = prefix + name_of(index), json.dumps(stored(index), separators=(",", ":")).encode()
+            put = {"key": base64.b64encode(key.encode()).decode(), "value": base64.b64encode(value).decode()}
+            operations.append({"requestPut": put})
+        request = urllib.request.Request(
+            f"{etcd_url}/v3/kv/txn", json.dumps({"success": operations}).encode(), method="POST"
+        )
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=120) as response:
+            answer = json.loads(response.read())
+        if "error" in answer or not answer.get("succeeded"):
+            raise RuntimeError(f"etcd refused a transaction: {str(answer)[:300]}")
+
+    rest = [index for index in range(count) if index not in through_api]
+    batches = [rest[i : i + ETCD_TXN_OPS] for i in range(0, len(rest), ETCD_TXN_OPS)]
+    with ThreadPoolExecutor(min(threads, 4)) as pool:
+        for done, _ in enumerate(pool.map(put, batches), 1):
+            if done % 50 == 0:
+                print(
+                    f"  stored {done * ETCD_TXN_OPS}/{len(rest)} ({time.monotonic() - started:.0f} s)", file=sys.stderr
+                )
+    objects = CustomObjectsList(api)
+    deadline = time.monotonic() + FIXTURE_VISIBLE_SECONDS
+    while True:
+        listing = objects(limit=1)
+        seen = len(listing["items"]) + (listing["metadata"].get("remainingItemCount") or 0)
+        if seen == count:
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the apiserver lists {seen} bindings, {count} were stored")
+        time.sleep(1)
+    last = name_of(rest[-1]) if rest else name_of(0)
+    got = client.CustomObjectsApi(api).get_namespaced_custom_object(r.group, r.version, NAMESPACE, r.plural, last)
+    expected = stored(int(last.removeprefix("job-")))
+    if got["spec"] != expected["spec"] or got["status"] != expected["status"]:
+        raise RuntimeError(f"{last} as the apiserver returns it is not what was stored")
+    print(f"  the apiserver lists {count} bindings; {last} reads back as stored", file=sys.stderr)
     return time.monotonic() - started
 
 
@@ -367,7 +485,7 @@ class BindingWatch:
 
 
 class ControllerProcess:
-    def __init__(self, kubeconfig: Path, log: Path) -> None:
+    def __init__(self, kubeconfig: Path, log: Path, workers: int | None = None) -> None:
         self.port = free_port()
         self.log = log
         command = [
@@ -384,6 +502,10 @@ class ControllerProcess:
             "--log-format",
             "json",
         ]
+        if workers is not None:  # the relay's controllers.workers, through its config file
+            config_file = log.with_name("relay-config.yaml")
+            config_file.write_text(f"controllers:\n  workers: {workers}\n")
+            command += ["--config", str(config_file)]
         env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
         env.pop("KUBERNETES_SERVICE_HOST", None)
         self.started = time.monotonic()
@@ -506,6 +628,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= bad_count <= count:
         print("--unhealthy must be between 0 and --bindings", file=sys.stderr)
         return 2
+    if args.relay_workers is not None and args.relay_workers < 1:
+        print("--relay-workers must be at least 1", file=sys.stderr)
+        return 2
     if not 0 <= args.expired <= bad_count:
         print("--expired must be between 0 and --unhealthy", file=sys.stderr)
         return 2
@@ -521,6 +646,7 @@ def run(args: argparse.Namespace) -> int:
         "unhealthy": bad_count,
         "expired": len(expired),
         "toleration_seconds": toleration,
+        "relay_workers": args.relay_workers,
         "machine": machine(),
     }
     workdir = Path(tempfile.mkdtemp(prefix="reconcile-scale-"))
@@ -532,14 +658,19 @@ def run(args: argparse.Namespace) -> int:
         api = api_client(plane.kubeconfig_path, args.threads)
         client.CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
         create_clusters(api)
-        print(f"creating {count} bindings ({bad_count} Unhealthy) with {args.threads} threads", file=sys.stderr)
-        results["create_seconds"] = create_bindings(api, count, unhealthy, expired, toleration, args.threads)
+        fixtures = Fixtures(unhealthy, expired, toleration)
+        if args.fixtures == "etcd":
+            print(f"storing {count} bindings ({bad_count} Unhealthy) in etcd", file=sys.stderr)
+            results["store_seconds"] = store_bindings(api, plane.etcd_url, count, fixtures, args.threads)
+        else:
+            print(f"creating {count} bindings ({bad_count} Unhealthy) with {args.threads} threads", file=sys.stderr)
+            results["create_seconds"] = create_bindings(api, count, fixtures, args.threads)
         results["binding_bytes"] = binding_bytes(api)
         results["list_floor_seconds"], version = list_floor(api, count)
 
         observer = BindingWatch(api, version, unhealthy_names)
         observer.start()
-        controller = ControllerProcess(plane.kubeconfig_path, workdir / "controllers.log")
+        controller = ControllerProcess(plane.kubeconfig_path, workdir / "controllers.log", args.relay_workers)
         try:
             measure(
                 controller, observer, results, count, unhealthy_names, expired_names, toleration, args.steady_seconds
@@ -664,10 +795,16 @@ def report(results: dict[str, Any]) -> None:
     )
     print("| step | seconds |")
     print("|---|---|")
-    print(
-        f"| create {count} bindings + their status (2 requests each) | {results['create_seconds']:.1f} "
-        f"({2 * count / results['create_seconds']:.0f} requests/s) |"
-    )
+    if "create_seconds" in results:
+        print(
+            f"| create {count} bindings + their status (2 requests each) | {results['create_seconds']:.1f} "
+            f"({2 * count / results['create_seconds']:.0f} requests/s) |"
+        )
+    else:
+        print(
+            f"| fixtures, not measured: {count} bindings stored in etcd until the apiserver lists them all | "
+            f"{results['store_seconds']:.1f} |"
+        )
     print(f"| floor: one LIST of all {count} with the client, pages of {LIST_PAGE_SIZE} (best of 3) | {floor:.2f} |")
     print(f"| controller start → Lease held (`controllers_starting`) | {first.get('lease', float('nan')):.2f} |")
     print(f"| controller start → `caches_synced` | {first.get('synced', float('nan')):.2f} |")
@@ -709,9 +846,11 @@ def report(results: dict[str, Any]) -> None:
         f"timer counts from the truncated annotation |"
     )
     if results["expired_after_sync"]:
+        after_sync = sorted(results["expired_after_sync"])
         print(
             f"\nA new leader on {results['expired']} tolerations that ran out before it started: eviction seen by a "
-            f"watch − `caches_synced`, seconds (p50 | p95 | max): {distribution(results['expired_after_sync'])}"
+            f"watch − `caches_synced`, seconds (first | 5th | p50 | p95 | last): {after_sync[0]:.2f} | "
+            f"{after_sync[min(4, len(after_sync) - 1)]:.2f} | {distribution(after_sync)}"
         )
     if results.get("api_calls"):
         print(
@@ -740,6 +879,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steady-seconds", type=float, default=30.0, help="quiet window for CPU (default 30)")
     parser.add_argument("--threads", type=int, default=12, help="creating threads (default 12)")
     parser.add_argument("--quick", action="store_true", help="1,000 bindings, 20 Unhealthy")
+    parser.add_argument(
+        "--relay-workers", type=int, help="the relay's controllers.workers (default: the relay's own default)"
+    )
+    parser.add_argument(
+        "--fixtures",
+        choices=("api", "etcd"),
+        default="api",
+        help="create the bindings through the apiserver (default), or write all but one of each shape into its etcd",
+    )
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args(argv)
     if args.quick:

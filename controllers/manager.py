@@ -57,6 +57,8 @@ log = structlog.get_logger("failover_relay.controllers")
 # How long to wait for the first list of every informer before reconciling anything: reconciling failback on an
 # empty binding cache would see no workloads at all.
 SYNC_TIMEOUT_SECONDS = 60.0
+# How often a first list that outlived it is looked at again.
+SYNC_POLL_SECONDS = 5.0
 
 
 # Where an event of one resource leads: (cache, the event's kind, its key) -> the (kind, key) pairs to reconcile.
@@ -273,8 +275,7 @@ class ReconcileLoop:
             asyncio.create_task(controller.run(), name=f"controller-{name}") for name, controller in controllers.items()
         ]
         try:
-            synced = await asyncio.gather(*(informer.wait_synced(SYNC_TIMEOUT_SECONDS) for informer in informers))
-            log.info("caches_synced", all=all(synced))
+            await wait_synced(informers)
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
@@ -282,6 +283,20 @@ class ReconcileLoop:
             await asyncio.gather(*tasks, return_exceptions=True)
             for informer in informers:
                 informer.stop()
+
+
+async def wait_synced(informers: Iterable[Informer]) -> None:
+    """Until every informer's first list is in the cache, then `caches_synced`: the time a new leader knows every
+    object. A first list that takes longer than SYNC_TIMEOUT_SECONDS (50,000 bindings on a loaded apiserver) is
+    named in a warning, and `caches_synced` still comes when it is done, not at the timeout."""
+    informers = list(informers)
+    synced = await asyncio.gather(*(informer.wait_synced(SYNC_TIMEOUT_SECONDS) for informer in informers))
+    if not all(synced):
+        waiting = sorted(informer.name for informer, done in zip(informers, synced, strict=True) if not done)
+        log.warning("caches_sync_slow", waiting=waiting, seconds=SYNC_TIMEOUT_SECONDS)
+        while not all(await asyncio.gather(*(informer.wait_synced(SYNC_POLL_SECONDS) for informer in informers))):
+            pass
+    log.info("caches_synced")
 
 
 def queue_keys(resource: Resource, cache: Cache, queues: Mapping[str, WorkQueue]) -> ChangeHandler:

@@ -27,7 +27,7 @@ from controllers.storm import StormMetrics
 from failover.core import binding as b
 from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
 from failover.core.names import ObjectRef, object_key
-from failover.reconcile.application_failover import decide_application_failover
+from failover.reconcile.application_failover import FailoverDecision, decide_application_failover
 from failover.reconcile.cluster_failover import decide_cluster_failover_state
 from failover.reconcile.decision import NORMAL, DecisionSettings, Event, clip_message, earliest
 from failover.reconcile.failback import decide_failback
@@ -43,11 +43,11 @@ from failover.reconcile.fencing import (
     work_cluster,
 )
 from failover.reconcile.graceful_eviction import ENDED_HEALTHY, decide_graceful_eviction
-from failover.reconcile.preconditions import READS_FENCING, Path, fill_reads, guarded_patch
+from failover.reconcile.preconditions import READS_FENCING, Path, eviction_reads, fill_reads, guarded_patch
 from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings
+from failover.reconcile.records import annotation_patch, has_history, with_records
 from failover.reconcile.stateless_restart import stateless_restart_events
-from failover.state.history import HISTORY_ANNOTATION, decide_history, returned_cluster_patch
-from failover.state.last_state import decide_last_state
+from failover.state.history import returned_cluster_patch
 
 log = structlog.get_logger("failover_relay.reconcile")
 
@@ -232,7 +232,17 @@ class BindingReconciler:
         step = _Steps(self, ref, binding, key)
 
         clusters = self.cache.clusters() if self.cache.synced(CLUSTERS.kind) else None
-        failover = await step.apply(lambda obj: decide_application_failover(obj, settings, now, clusters))
+        works = self.cache.works_of(binding) if self.cache.synced(WORKS.kind) else ()
+
+        def decide_failover(obj: dict[str, Any]) -> tuple[FailoverDecision, dict[str, Any] | None]:
+            decision = decide_application_failover(obj, settings, now, clusters)
+            # One write for the eviction and the records it calls for (its history move), and for a healthy
+            # binding's records alone: a new leader's burst of expired tolerations is one round trip each.
+            return decision, with_records(obj, decision.patch, works, now)
+
+        failover, patch = await step.apply(decide_failover, lambda decided: decided[1])
+        if has_history(patch):
+            log.info("history_recorded", kind=self.kind, binding=key)
         if failover.patch and failover.evicted:  # most patches only start a cluster's unhealthy timer
             self.metrics.evictions.inc(len(failover.evicted))
             log.info("clusters_evicted", kind=self.kind, binding=key, clusters=list(failover.evicted))
@@ -240,12 +250,6 @@ class BindingReconciler:
             log.warning("kept_on_last_cluster", kind=self.kind, binding=key, clusters=list(failover.kept))
         self.metrics.kept.set((self.kind, key), failover.kept)
         await self.recorder.record(step.binding, failover.events)
-
-        # One write for both records of the binding: on a first pass over many healthy bindings each costs a PATCH.
-        works = self.cache.works_of(step.binding) if self.cache.synced(WORKS.kind) else ()
-        records = await step.apply(lambda obj: _Patch(_records(obj, works, now)))
-        if records.patch and HISTORY_ANNOTATION in records.patch["metadata"]["annotations"]:
-            log.info("history_recorded", kind=self.kind, binding=key)
 
         fill = await step.apply(
             decide_cluster_failover_state, reads=lambda obj, decision: fill_reads(obj, decision.filled)
@@ -255,7 +259,9 @@ class BindingReconciler:
             log.info("preserved_state_filled", kind=self.kind, binding=key, clusters=list(fill.filled))
         await self.recorder.record(step.binding, fill.events)
 
-        eviction = await step.apply(lambda obj: decide_graceful_eviction(obj, settings, now))
+        eviction = await step.apply(
+            lambda obj: decide_graceful_eviction(obj, settings, now), reads=lambda obj, _: eviction_reads(obj)
+        )
         if eviction.patch and eviction.ended:  # other patches only stamp a task's creationTimestamp
             self.metrics.tasks_removed.inc(len(eviction.ended))
             log.info(
@@ -352,7 +358,7 @@ class BindingReconciler:
         if forget:
             # The same write records the dead cluster's return: a retry after a conflict finds nothing to forget.
             returned = returned_cluster_patch(step.binding, {copy.cluster for copy in done}, now)
-            await step.write(_annotation_patch(forget, returned) or forget)
+            await step.write(annotation_patch(forget, returned) or forget)
         waiting = any(event.reason == EVENT_WAITING for event in fence.events)
         (self.metrics.waiting.add if waiting else self.metrics.waiting.discard)((self.kind, key))
         await self.recorder.record(step.binding, fence.events)
@@ -428,30 +434,6 @@ class BindingReconciler:
 def _identity(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = b.metadata(obj)
     return str(meta.get("namespace")), str(meta.get("name"))
-
-
-def _records(binding: dict[str, Any], works: Iterable[Mapping[str, Any]], now: datetime) -> dict[str, Any] | None:
-    """The annotation patch of the last good state and the failover history together (None when neither moves)."""
-    last_state = decide_last_state(binding, now)
-    recorded = binding
-    if last_state:
-        annotations = {**b.annotations(binding), **last_state["metadata"]["annotations"]}
-        metadata = {**b.metadata(binding), "annotations": {k: v for k, v in annotations.items() if v is not None}}
-        recorded = {**binding, "metadata": metadata}
-    return _annotation_patch(last_state, decide_history(recorded, works, now))
-
-
-def _annotation_patch(*patches: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Merge patches that set only annotations, as one (None, which deletes an annotation, is kept)."""
-    annotations = {key: value for patch in patches if patch for key, value in patch["metadata"]["annotations"].items()}
-    return {"metadata": {"annotations": annotations}} if annotations else None
-
-
-class _Patch:
-    """A bare merge patch as a decision."""
-
-    def __init__(self, patch: Mapping[str, Any] | None) -> None:
-        self.patch = patch
 
 
 class _Steps:

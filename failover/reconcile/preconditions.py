@@ -12,8 +12,8 @@ applied twice, the second fails its tests and the decision, made again on the ne
 The kube-apiserver applies JSON patches with evanphx/json-patch v4 (`k8s.io/apiserver/pkg/endpoints/handlers/
 patch.go`), whose `test` of a missing member with the value null succeeds when the member's parent exists; so a
 field that was absent is tested as null at its first missing step. Which fields each decision reads is said here,
-next to the decision's inputs (`READS_*`, `fill_reads`); tests/failover/reconcile/test_preconditions.py checks that
-a decision does not change when any other field does.
+next to the decision's inputs (`READS_*`, `fill_reads`, `eviction_reads`);
+tests/failover/reconcile/test_preconditions.py checks that a decision does not change when any other field does.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 from failover.core import binding as b
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.reconcile.fencing import FENCED_ANNOTATION
+from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
 from failover.state.last_state import CLUSTER, LAST_STATE_ANNOTATION, preservation_rules
 
 Path = tuple[str | int, ...]
@@ -38,6 +39,33 @@ TARGETS = ("spec", "clusters")
 # What `decide_fencing` reads of the binding (failover/reconcile/fencing.py): whether it is deleting, its tasks, its
 # record of fenced copies and its targets.
 READS_FENCING: tuple[Path, ...] = (DELETION, TASKS, ("metadata", "annotations", FENCED_ANNOTATION), TARGETS)
+
+
+def eviction_reads(binding: Mapping[str, Any]) -> tuple[Path, ...]:
+    """What `decide_graceful_eviction` read (failover/reconcile/graceful_eviction.py): whether the binding is
+    deleting, its tasks, whether it is scheduled for its generation, its targets, the record of finished evictions,
+    and of each target's entry in `status.aggregatedStatus` (tested where it stands) its name and health; a target
+    without an entry must still have none."""
+    reads: list[Path] = [
+        DELETION,
+        TASKS,
+        ("metadata", "generation"),
+        ("status", "schedulerObservedGeneration"),
+        TARGETS,
+        ("metadata", "annotations", EVICTED_FROM_ANNOTATION),
+    ]
+    wanted = {target.name for target in b.target_clusters(binding)}
+    items = b.status(binding).get("aggregatedStatus")
+    for index, item in enumerate(items if isinstance(items, list) else ()):
+        if isinstance(item, dict) and item.get("clusterName") in wanted:
+            reads += [
+                ("status", "aggregatedStatus", index, "clusterName"),
+                ("status", "aggregatedStatus", index, "health"),
+            ]
+            wanted.discard(item["clusterName"])
+    if wanted:
+        reads.append(("status", "aggregatedStatus"))
+    return tuple(reads)
 
 
 def fill_reads(binding: Mapping[str, Any], filled: Iterable[str]) -> tuple[Path, ...]:

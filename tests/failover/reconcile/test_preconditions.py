@@ -9,12 +9,15 @@ import pytest
 
 from controllers.cache import binding_cached_form
 from failover.reconcile.cluster_failover import decide_cluster_failover_state
+from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.fencing import FENCED_ANNOTATION, decide_fencing
-from failover.reconcile.preconditions import READS_FENCING, fill_reads, guarded_patch, pointer
+from failover.reconcile.graceful_eviction import decide_graceful_eviction
+from failover.reconcile.preconditions import READS_FENCING, eviction_reads, fill_reads, guarded_patch, pointer
 from failover.state.last_state import decide_last_state
-from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
+from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health, stamp
 from tests.failover.reconcile.test_cluster_failover import TAINT_TASK, evicted_by_taint
 from tests.failover.reconcile.test_fencing import SETTINGS, clusters, evicted, work
+from tests.failover.reconcile.test_graceful_eviction import evicting_binding
 from tests.failover.state.test_last_state import OTHER_JOB, with_cluster_rules
 from tests.support import merge_patch
 
@@ -181,3 +184,50 @@ def test_a_removed_annotation_is_tested_then_removed_and_keys_are_escaped() -> N
         {"op": "add", "path": "/metadata/annotations/b~0c", "value": "3"},
     ]
     assert pointer(("a", 0, "x/y")) == "/a/0/x~1y"
+
+
+def ended_by_health() -> dict[str, Any]:
+    """nginx evicted from member1, its new copy on member2 Healthy and scheduled: the task ends."""
+    binding = evicting_binding({"gracePeriodSeconds": 600, "creationTimestamp": stamp(0)})
+    set_health(binding, "member1", "Unhealthy", {"readyReplicas": 0})  # the old copy, still reported
+    binding["metadata"]["resourceVersion"] = "100"
+    return binding
+
+
+def end(binding: dict[str, Any]) -> list[dict[str, Any]]:
+    decision = decide_graceful_eviction(binding, DecisionSettings(), at(10))
+    assert decision.ended and decision.patch is not None
+    return guarded_patch(binding, decision.patch, eviction_reads(binding))
+
+
+def test_a_tasks_end_writes_what_the_merge_patch_writes_and_not_twice() -> None:
+    binding = ended_by_health()
+    decision = decide_graceful_eviction(binding, DecisionSettings(), at(10))
+    ended = apply(binding, end(binding))
+    assert ended == merge_patch(binding, decision.patch) and ended["spec"]["gracefulEvictionTasks"] == []
+    with pytest.raises(PreconditionFailed):
+        apply(ended, end(binding))
+    assert decide_graceful_eviction(ended, DecisionSettings(), at(10)).patch is None
+
+
+def test_a_tasks_end_survives_what_it_did_not_read_and_fails_on_what_it_did() -> None:
+    binding = ended_by_health()
+    operations = end(binding)
+    elsewhere = copy.deepcopy(binding)  # Karmada's conditions, a label, the old copy's report, a new version
+    elsewhere["metadata"]["resourceVersion"] = "101"
+    elsewhere["metadata"].setdefault("labels", {})["karmada.io/managed"] = "true"
+    elsewhere["status"]["conditions"] = [{"type": "FullyApplied", "status": "False"}]
+    set_health(elsewhere, "member1", "Unknown", {})
+    elsewhere["status"]["aggregatedStatus"][1]["status"] = {"readyReplicas": 1}  # member2's report, not its health
+    assert decide_graceful_eviction(elsewhere, DecisionSettings(), at(10)) == decide_graceful_eviction(
+        binding, DecisionSettings(), at(10)
+    )
+    assert apply(elsewhere, operations)["status"] == elsewhere["status"]
+    unhealthy, rescheduled, moved = copy.deepcopy(binding), copy.deepcopy(binding), copy.deepcopy(binding)
+    set_health(unhealthy, "member2", "Unhealthy")
+    rescheduled["metadata"]["generation"] = 3
+    moved["spec"]["clusters"] = [{"name": "member3", "replicas": 2}]
+    for changed in (unhealthy, rescheduled, moved):
+        assert decide_graceful_eviction(changed, DecisionSettings(), at(10)).ended == ()
+        with pytest.raises(PreconditionFailed):
+            apply(changed, operations)
