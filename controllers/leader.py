@@ -17,11 +17,14 @@ whole lease duration (issue 15).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import structlog
 from kubernetes import client
@@ -38,6 +41,8 @@ RENEW_DEADLINE = timedelta(seconds=10)
 RETRY_PERIOD = timedelta(seconds=2)
 # Attempts of a release that meets a conflict (our own last renewal landing after its read).
 RELEASE_ATTEMPTS = 5
+
+T = TypeVar("T")
 
 
 def request_timeout(renew_deadline: timedelta) -> float:
@@ -89,6 +94,10 @@ class LeaderElector:
         self._clock = clock or time.monotonic
         self._observed: Observation | None = None
         self._in_flight: asyncio.Future[bool] | None = None
+        # The Lease's calls on a thread of their own: on asyncio's default executor (6 threads on 2 cores) a renewal
+        # could queue behind whatever else the process runs there, and a leader that misses its renew deadline
+        # steps down. One at a time is all the Lease needs; each call ends within `request_timeout`.
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="lease")
         self.is_leader = False
 
     async def run(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -146,12 +155,17 @@ class LeaderElector:
 
     async def _attempt(self) -> bool:
         try:
-            acquired = await asyncio.to_thread(self._try_acquire_or_renew)
+            acquired = await self._call(self._try_acquire_or_renew)
         except (ApiException, HTTPError, OSError) as error:
             log.warning("lease_update_failed", error=getattr(error, "reason", None) or type(error).__name__)
             acquired = False
         self.is_leader = acquired
         return acquired
+
+    async def _call(self, function: Callable[[], T]) -> T:
+        """`function()` on the Lease's thread, in a copy of the caller's context (as `asyncio.to_thread`)."""
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._thread, partial(context.run, function))
 
     async def _settle(self) -> None:
         """Wait (at most one request timeout and a second) for the Lease call in flight, if any."""
@@ -162,7 +176,7 @@ class LeaderElector:
     async def release(self) -> None:
         for attempt in range(1, RELEASE_ATTEMPTS + 1):
             try:
-                released = await asyncio.to_thread(self._release)
+                released = await self._call(self._release)
             except ApiException as error:
                 if error.status == 409 and attempt < RELEASE_ATTEMPTS:
                     log.info("lease_release_conflict", attempt=attempt)  # re-read: is it still ours?

@@ -8,6 +8,7 @@ import asyncio
 import copy
 import random
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -102,3 +103,48 @@ async def test_a_stopped_leader_always_releases_its_lease(control_plane: Control
             held_after_stop.append(round_)
             break  # the next replica would wait a whole lease duration
     assert not held_after_stop, f"the Lease stayed held after the stop in rounds {held_after_stop}"
+
+
+async def test_a_leader_keeps_its_lease_while_the_default_executor_is_full(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    """The renewal has a thread of its own: asyncio's default executor held by blocking waits (informers' sync waits
+    and other `asyncio.to_thread` users do that) for longer than the renew deadline does not make the leader step
+    down. At 50,000 bindings a leader lost its Lease during a relist (docs/benchmarks.md)."""
+    renew_deadline = timedelta(seconds=2)
+    elector = LeaderElector(
+        coordination_api(control_plane),
+        namespace,
+        "busy-executor-test",
+        "replica-a",
+        lease_duration=timedelta(seconds=3),
+        renew_deadline=renew_deadline,
+        retry_period=timedelta(milliseconds=250),
+    )
+    leading = asyncio.Event()
+    stepped_down = asyncio.Event()
+
+    async def lead() -> None:
+        leading.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stepped_down.set()
+
+    campaign = asyncio.create_task(elector.run(lead))
+    release = threading.Event()
+    try:
+        async with asyncio.timeout(10):
+            await leading.wait()
+        loop = asyncio.get_running_loop()
+        # More blocking waits than the default executor has threads, each as long as two renew deadlines.
+        blocked = [loop.run_in_executor(None, release.wait, 10) for _ in range(64)]
+        await asyncio.sleep(2 * renew_deadline.total_seconds())
+        assert not stepped_down.is_set(), "the leader stepped down while the default executor was full"
+        assert elector.is_leader
+        release.set()
+        await asyncio.gather(*blocked)
+    finally:
+        release.set()
+        campaign.cancel()
+        await asyncio.gather(campaign, return_exceptions=True)
