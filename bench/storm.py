@@ -81,7 +81,7 @@ from tests.karmada.outages import (
     taint_not_ready_clusters,
 )
 from tests.karmada.test_storm import copies, relay_samples, storm_policy
-from tests.karmada.workloads import BINDINGS, WORKS, FlinkJob, new_job_id, restore_path
+from tests.karmada.workloads import BINDINGS, FLINK, WORKS, FlinkJob, new_job_id, restore_path
 from tests.karmada_env import (
     KARMADA,
     KARMADA_CONTROLLERS,
@@ -359,7 +359,10 @@ def storm(
         "states": dict(collections.Counter(look.state.values())),
         "own_job_id_label": sum(look.label_ok.values()),
         "nowhere_seconds": [phases.get("new copy", float("nan")) for phases in seen.values()],
-        "two_copies_seconds": {name: seconds for name, seconds in look.two_copies.items() if seconds},
+        # Per job seen with a copy in the returning member and one elsewhere at once: (first, last) such sample, in
+        # seconds after the stop; and when the returning member's last stale copy was seen.
+        "two_copies": look.two_copies,
+        "last_stale_copy_seconds": look.last_stale,
         "moved_twice": sorted(name for name, placed in look.placed.items() if len(placed) > 1),
         **during,
         "karmada_conflicts": karmada_conflicts(karmada_log.lines()),
@@ -392,8 +395,8 @@ class Look:
         self.state: dict[str, str] = {}
         self.label_ok: dict[str, bool] = {}
         self.placed: dict[str, set[tuple[str, str]]] = {name: set() for name in ids}
-        self.two_copies: dict[str, float] = dict.fromkeys(ids, 0.0)
-        self.last: float | None = None
+        self.two_copies: dict[str, tuple[float, float]] = {}
+        self.last_stale: float | None = None
         self.in_home: set[str] = set(ids)
         self.elsewhere: dict[str, int] = {}
         self.stopped = 0.0
@@ -436,12 +439,15 @@ class Look:
                         self.seen[name]["restored"] = now
         self.elsewhere = dict(elsewhere)
         if home_up:
-            self.in_home = set(copies(env, self.home, self.namespace))
-            step = now - self.last if self.last is not None else 0.0
+            try:  # not `copies`, which makes a member that does not answer yet one without copies
+                listed = env.api(self.home).list(resource_path(FLINK, "flinkdeployments", namespace=self.namespace))
+            except Exception:  # noqa: BLE001  not answering yet: its copies are still unknown
+                return True
+            self.in_home = {copy["metadata"]["name"] for copy in listed}
             for name in self.in_home:
+                self.last_stale = now
                 if elsewhere[name]:
-                    self.two_copies[name] += step
-            self.last = now
+                    self.two_copies[name] = (self.two_copies.get(name, (now, now))[0], now)
         return True
 
 
@@ -483,12 +489,15 @@ def report(result: dict[str, Any], workers: int | None) -> None:
     )
     nowhere = [v for v in result["nowhere_seconds"] if v == v]
     print(f"running nowhere (stop to first copy elsewhere), p50 / p95 / max: {cells(nowhere)} s")
-    two = result["two_copies_seconds"]
-    print(
-        f"two copies at once after the member came back: {len(two)} jobs"
-        + (f", up to {max(two.values()):.1f} s" if two else "")
-        + f"; moved twice: {len(result['moved_twice'])}"
+    two, stale = result["two_copies"], result["last_stale_copy_seconds"]
+    longest = f", seen for up to {max(last - first for first, last in two.values()):.1f} s" if two else ""
+    last_stale = (
+        f"the last stale copy seen {stale - result['member_back_seconds']:.1f} s after the member answered"
+        if stale is not None
+        else "no stale copy seen after the member answered"
     )
+    print(f"two copies at once after the member came back: {len(two)} jobs{longest}; {last_stale}")
+    print(f"moved twice: {len(result['moved_twice'])}")
     if "binding_reconciles" in result:
         print(f"relay's binding reconciles during the outage, by result: {result['binding_reconciles']}")
         print(f"binding writes whose precondition failed: {result['precondition_failures']:.0f}")
