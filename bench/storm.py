@@ -34,9 +34,10 @@ running and has completed checkpoints of its own; then that member's kube-apiser
 - `new copy`: its copy on another member (the job runs again);
 - `restored`: that copy with `initialSavepointPath` of its own newest checkpoint and its own job id label.
 
-The member stays down until every job is restored, or `--outage` seconds (Karmada alone never restores: its
-execution controller cannot delete the old Work on a dead cluster, `pkg/controllers/execution/execution_controller.go`
-`handleWorkDelete`, and the binding controller creates no new Work while it is there, `checkDirectPurgeOrphanWorks`).
+The member stays down until every job is restored, or `--outage` seconds (default 300 + N / rate; Karmada alone
+never restores: its execution controller cannot delete the old Work on a dead cluster,
+`pkg/controllers/execution/execution_controller.go` `handleWorkDelete`, and the binding controller creates no new
+Work while it is there, `checkDirectPurgeOrphanWorks`).
 Then the member is started again and sampled with the others until every job has one copy, outside it: the time
 each job ran nowhere (from the stop to its first copy elsewhere) and the time two copies of it existed at once (the
 returning member's old copy beside the new one) are counted, with the jobs whose copy elsewhere changed (moved
@@ -554,7 +555,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--cluster-failure-thresholds", default="30", help="seconds, one storm each (30)")
     parser.add_argument("--cluster-status-update-frequencies", default="10", help="seconds, one storm each (10)")
-    parser.add_argument("--outage", type=float, default=300, help="the longest the member stays down, in seconds (300)")
+    parser.add_argument(
+        "--outage", type=float, help="the longest the member stays down, in seconds (300 + jobs / rate, per storm)"
+    )
     parser.add_argument(
         "--relay-workers", type=int, help="the relay's controllers.workers (default: the relay's own default, 8)"
     )
@@ -571,7 +574,11 @@ def main(argv: list[str] | None = None) -> int:
     if any(mode not in SETUPS for mode in modes):
         print(f"--karmada-controllers: a comma-separated list of {', '.join(SETUPS)}", file=sys.stderr)
         return 2
-    if args.jobs < 1 or args.outage <= 0 or (args.relay_workers is not None and args.relay_workers < 1):
+    if (
+        args.jobs < 1
+        or (args.outage is not None and args.outage <= 0)
+        or (args.relay_workers is not None and args.relay_workers < 1)
+    ):
         print("--jobs, --outage and --relay-workers must be greater than 0", file=sys.stderr)
         return 2
     env = KarmadaEnv(karmada_tree(source_only=False), ensure_binaries())
@@ -584,7 +591,11 @@ def main(argv: list[str] | None = None) -> int:
         if relay_config:
             env.restart_relay(relay_config)
         for mode, rate, threshold, frequency in itertools.product(modes, rates, thresholds, frequencies):
-            results.append(storm(env, args.jobs, mode, rate, threshold, frequency, args.outage, relay_away))
+            results.append(
+                storm(
+                    env, args.jobs, mode, rate, threshold, frequency, args.outage or 300 + args.jobs / rate, relay_away
+                )
+            )
             report(results[-1], args.relay_workers)
             if args.json:
                 args.json.write_text(json.dumps(results, indent=2))
