@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from failover.reconcile.records import merged
+
 GVK = {
     "PropagationPolicy": ("policy.karmada.io", "v1alpha1"),
     "ClusterPropagationPolicy": ("policy.karmada.io", "v1alpha1"),
@@ -141,17 +143,9 @@ def report(request: Any, tag: str, line: str) -> None:
 
 
 def merge_patch(obj: Mapping[str, Any], patch: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Apply a JSON merge patch (RFC 7386) to a copy of `obj`: what the apiserver stores after PATCH."""
-    result = copy.deepcopy(dict(obj))
-    for key, value in (patch or {}).items():
-        if value is None:
-            result.pop(key, None)
-        elif isinstance(value, dict):
-            current = result.get(key)
-            result[key] = merge_patch(current if isinstance(current, dict) else {}, value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
+    """Apply a JSON merge patch (RFC 7386) to a copy of `obj`: what the apiserver stores after PATCH. The loop's own
+    `merged`, on a deep copy, so that a test may change the result without touching `obj`."""
+    return merged(copy.deepcopy(dict(obj)), patch or {})
 
 
 def replace_object(objects: Any, obj: Mapping[str, Any], *, status: bool = False) -> dict[str, Any]:
