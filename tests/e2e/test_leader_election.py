@@ -21,9 +21,39 @@ from tests.envtest import ControlPlane
 
 pytestmark = pytest.mark.envtest
 
+RENEW_DEADLINE = timedelta(seconds=2)
+
 
 def coordination_api(control_plane: ControlPlane) -> client.CoordinationV1Api:
     return client.CoordinationV1Api(config.new_client_from_config(config_file=str(control_plane.kubeconfig_path)))
+
+
+class Leading:
+    """A `lead()` for `LeaderElector.run` that says when it started and when it was stopped (leadership lost)."""
+
+    def __init__(self) -> None:
+        self.leading = asyncio.Event()
+        self.stepped_down = asyncio.Event()
+
+    async def __call__(self) -> None:
+        self.leading.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.stepped_down.set()
+
+
+def short_elector(api: client.CoordinationV1Api, namespace: str, name: str) -> LeaderElector:
+    """A leader that must renew within 2 s (lease 3 s, a try every 0.25 s)."""
+    return LeaderElector(
+        api,
+        namespace,
+        name,
+        "replica-a",
+        lease_duration=timedelta(seconds=3),
+        renew_deadline=RENEW_DEADLINE,
+        retry_period=timedelta(milliseconds=250),
+    )
 
 
 @pytest.fixture
@@ -37,31 +67,13 @@ def black_hole() -> Iterator[str]:
 async def test_a_leader_whose_apiserver_hangs_steps_down_within_the_renew_deadline(
     control_plane: ControlPlane, namespace: str, black_hole: str
 ) -> None:
-    renew_deadline = timedelta(seconds=2)
     api = coordination_api(control_plane)
-    elector = LeaderElector(
-        api,
-        namespace,
-        "hang-test",
-        "replica-a",
-        lease_duration=timedelta(seconds=3),
-        renew_deadline=renew_deadline,
-        retry_period=timedelta(milliseconds=250),
-    )
-    leading = asyncio.Event()
-    stepped_down = asyncio.Event()
-
-    async def lead() -> None:
-        leading.set()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            stepped_down.set()
-
+    elector = short_elector(api, namespace, "hang-test")
+    lead = Leading()
     campaign = asyncio.create_task(elector.run(lead))
     try:
         async with asyncio.timeout(10):
-            await leading.wait()
+            await lead.leading.wait()
         await asyncio.sleep(0.5)  # a few renewals first
         # From now on every call is accepted and never answered. (A new client: the kubeconfig's token refresh
         # hook would set the host back before each call.)
@@ -71,9 +83,9 @@ async def test_a_leader_whose_apiserver_hangs_steps_down_within_the_renew_deadli
         api.api_client = client.ApiClient(hung)
         frozen_at = time.monotonic()
         async with asyncio.timeout(15):  # without bounds the hung renewal never returns
-            await stepped_down.wait()
+            await lead.stepped_down.wait()
         took = time.monotonic() - frozen_at
-        assert took < renew_deadline.total_seconds() + 1.5, f"stepped down {took:.1f} s after the apiserver hung"
+        assert took < RENEW_DEADLINE.total_seconds() + 1.5, f"stepped down {took:.1f} s after the apiserver hung"
     finally:
         campaign.cancel()
         await asyncio.gather(campaign, return_exceptions=True)
@@ -111,36 +123,18 @@ async def test_a_leader_keeps_its_lease_while_the_default_executor_is_full(
     """The renewal has a thread of its own: asyncio's default executor held by blocking waits (informers' sync waits
     and other `asyncio.to_thread` users do that) for longer than the renew deadline does not make the leader step
     down. At 50,000 bindings a leader lost its Lease during a relist (docs/benchmarks.md)."""
-    renew_deadline = timedelta(seconds=2)
-    elector = LeaderElector(
-        coordination_api(control_plane),
-        namespace,
-        "busy-executor-test",
-        "replica-a",
-        lease_duration=timedelta(seconds=3),
-        renew_deadline=renew_deadline,
-        retry_period=timedelta(milliseconds=250),
-    )
-    leading = asyncio.Event()
-    stepped_down = asyncio.Event()
-
-    async def lead() -> None:
-        leading.set()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            stepped_down.set()
-
+    elector = short_elector(coordination_api(control_plane), namespace, "busy-executor-test")
+    lead = Leading()
     campaign = asyncio.create_task(elector.run(lead))
     release = threading.Event()
     try:
         async with asyncio.timeout(10):
-            await leading.wait()
+            await lead.leading.wait()
         loop = asyncio.get_running_loop()
         # More blocking waits than the default executor has threads, each as long as two renew deadlines.
         blocked = [loop.run_in_executor(None, release.wait, 10) for _ in range(64)]
-        await asyncio.sleep(2 * renew_deadline.total_seconds())
-        assert not stepped_down.is_set(), "the leader stepped down while the default executor was full"
+        await asyncio.sleep(2 * RENEW_DEADLINE.total_seconds())
+        assert not lead.stepped_down.is_set(), "the leader stepped down while the default executor was full"
         assert elector.is_leader
         release.set()
         await asyncio.gather(*blocked)
