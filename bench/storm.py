@@ -5,13 +5,15 @@
     python bench/storm.py --jobs 50 --rates 0.5 --karmada-controllers off,own,beside   # the relay against its peers
     python bench/storm.py --jobs 20 --rates 0.5 --cluster-failure-thresholds 30,10 \
         --cluster-status-update-frequencies 10,5                                         # the flags' effects
+    python bench/storm.py --jobs 100 --rates 5 --relay-workers 8,32                     # the relay's workers
 
 The control plane is the real-Karmada tier's (`tests/karmada_env.py`: Karmada v1.19's own binaries, three member
 kube-apiservers, failover-relay with its defaults, `fenceAfterSeconds` 60), with cluster failover as
 docs/operations.md says (the Failover gate, NoExecute taint eviction, a ClusterTaintPolicy, status every 10 s,
 failure threshold 30 s). One storm per combination of the lists given: `--karmada-controllers`, `--rates`
 (karmada-controller-manager's `--resource-eviction-rate`), `--cluster-failure-thresholds` and
-`--cluster-status-update-frequencies` (seconds; karmada-controller-manager is restarted with them for each storm).
+`--cluster-status-update-frequencies` (seconds; karmada-controller-manager is restarted with them for each storm) and
+`--relay-workers` (the relay's `controllers.workers`; the relay is restarted with it).
 What `--karmada-controllers` sets up:
 
 - `off` (the default): docs/operations.md's install: Karmada's applicationFailover, gracefulEviction and
@@ -559,7 +561,8 @@ def main(argv: list[str] | None = None) -> int:
         "--outage", type=float, help="the longest the member stays down, in seconds (300 + jobs / rate, per storm)"
     )
     parser.add_argument(
-        "--relay-workers", type=int, help="the relay's controllers.workers (default: the relay's own default, 8)"
+        "--relay-workers",
+        help="the relay's controllers.workers, one storm each (default: the relay's own default, 8)",
     )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
@@ -567,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         rates = numbers(args.rates, "--rates")
         thresholds = numbers(args.cluster_failure_thresholds, "--cluster-failure-thresholds")
         frequencies = numbers(args.cluster_status_update_frequencies, "--cluster-status-update-frequencies")
+        workers = numbers(args.relay_workers, "--relay-workers") if args.relay_workers else [0]
     except SystemExit as error:
         print(error, file=sys.stderr)
         return 2
@@ -574,29 +578,32 @@ def main(argv: list[str] | None = None) -> int:
     if any(mode not in SETUPS for mode in modes):
         print(f"--karmada-controllers: a comma-separated list of {', '.join(SETUPS)}", file=sys.stderr)
         return 2
-    if (
-        args.jobs < 1
-        or (args.outage is not None and args.outage <= 0)
-        or (args.relay_workers is not None and args.relay_workers < 1)
-    ):
-        print("--jobs, --outage and --relay-workers must be greater than 0", file=sys.stderr)
+    if args.jobs < 1 or (args.outage is not None and args.outage <= 0):
+        print("--jobs and --outage must be greater than 0", file=sys.stderr)
+        return 2
+    if any(count != int(count) for count in workers):
+        print("--relay-workers: comma-separated whole numbers", file=sys.stderr)
         return 2
     env = KarmadaEnv(karmada_tree(source_only=False), ensure_binaries())
     env.start()
-    relay_config = {"controllers": {"workers": args.relay_workers}} if args.relay_workers else {}
-    relay_away = RelayAway(env, relay_config)
+    relay_away = RelayAway(env, {})
     results = []
     try:
         grant_fencing_in_members(env)
-        if relay_config:
-            env.restart_relay(relay_config)
-        for mode, rate, threshold, frequency in itertools.product(modes, rates, thresholds, frequencies):
+        storms = itertools.product(workers, modes, rates, thresholds, frequencies)
+        for count, mode, rate, threshold, frequency in storms:
+            config = {"controllers": {"workers": int(count)}} if count else {}
+            if config != relay_away.config:  # 0: the relay's own default, as the tier started it
+                relay_away.config = config
+                if not relay_away.away:
+                    env.restart_relay(config)
             results.append(
                 storm(
                     env, args.jobs, mode, rate, threshold, frequency, args.outage or 300 + args.jobs / rate, relay_away
                 )
             )
-            report(results[-1], args.relay_workers)
+            results[-1]["relay_workers"] = int(count) or None
+            report(results[-1], int(count) or None)
             if args.json:
                 args.json.write_text(json.dumps(results, indent=2))
     finally:
