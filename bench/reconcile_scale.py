@@ -14,7 +14,11 @@ What it measures (issue 5, "a scale benchmark"):
 - the delay between toleration expiry (annotation time + tolerationSeconds) and the eviction task: as written (the
   task's creationTimestamp; both ends have one-second precision) and as observed by the watch;
 - steady CPU and RSS of the controller process over a quiet window once every eviction is written (utime+stime from
-  /proc/PID/stat; VmRSS and VmHWM from /proc/PID/status).
+  /proc/PID/stat; VmRSS and VmHWM from /proc/PID/status);
+- with `--expired K`, the new leader's burst against a ceiling in the same run: after the quiet window, this process
+  writes K conditional JSON patches of an eviction's size to K Healthy bindings, as many at a time as the relay has
+  workers (`ceiling`): the apiserver's own pace for that burst, which the relay's (its first to its K-th eviction) is
+  printed over.
 
 Exit status is non-zero only when the harness fails (the control plane, the process, or a deadline), never because of
 a number.
@@ -46,11 +50,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kubernetes import client, config, watch
 
 from controllers.informer import LIST_PAGE_SIZE
+from controllers.kube import JSON_PATCH
 from failover.core.annotations import format_time, parse_time
 from failover.core.api import RESOURCE_BINDINGS
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
 from failover.state.history import decide_history
 from failover.state.last_state import decide_last_state
+from relay.settings import ControllerSettings
 from tests.crd_sources import envtest_crds, karmada_tree
 from tests.envtest import REPO_ROOT, ControlPlane, ensure_binaries, free_port
 
@@ -70,6 +76,10 @@ EXPIRED_FOR_SECONDS = 60
 # `--fixtures etcd`: puts per etcd transaction (etcd's defaults: at most 128 operations and 1.5 MiB per request, and
 # a stored binding is about 8 kB), and how long the apiserver may take to list every binding written into its etcd.
 ETCD_TXN_OPS = 64
+# The ceiling's writes: an annotation as large as an eviction's patch (the task and the records it carries, about
+# 1 kB), under a key no decision reads.
+CEILING_ANNOTATION = "bench.failover-relay.io/ceiling"
+CEILING_PAYLOAD_BYTES = 1024
 FIXTURE_VISIBLE_SECONDS = 600.0
 
 
@@ -327,7 +337,7 @@ def create_one(api: client.ApiClient, fixtures: Fixtures, index: int) -> dict[st
     )
 
 
-def store_bindings(api: client.ApiClient, etcd_url: str, count: int, fixtures: Fixtures, threads: int) -> float:
+def store_bindings(api: client.ApiClient, plane: ControlPlane, count: int, fixtures: Fixtures, threads: int) -> float:
     """The fixture path for large N (`--fixtures etcd`), not a measured part: the first binding of each shape
     (Healthy, Unhealthy, expired) is created through the apiserver as `create_bindings` does; every other one is
     written straight into the benchmark's own etcd as the apiserver stores it (a custom resource is stored as JSON
@@ -372,13 +382,7 @@ def store_bindings(api: client.ApiClient, etcd_url: str, count: int, fixtures: F
             key, value = prefix + name_of(index), json.dumps(stored(index), separators=(",", ":")).encode()
             put = {"key": base64.b64encode(key.encode()).decode(), "value": base64.b64encode(value).decode()}
             operations.append({"requestPut": put})
-        request = urllib.request.Request(
-            f"{etcd_url}/v3/kv/txn", json.dumps({"success": operations}).encode(), method="POST"
-        )
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=120) as response:
-            answer = json.loads(response.read())
-        if "error" in answer or not answer.get("succeeded"):
-            raise RuntimeError(f"etcd refused a transaction: {str(answer)[:300]}")
+        plane.etcd("kv/txn", {"success": operations}, timeout=120)
 
     rest = [index for index in range(count) if index not in through_api]
     batches = [rest[i : i + ETCD_TXN_OPS] for i in range(0, len(rest), ETCD_TXN_OPS)]
@@ -661,7 +665,7 @@ def run(args: argparse.Namespace) -> int:
         fixtures = Fixtures(unhealthy, expired, toleration)
         if args.fixtures == "etcd":
             print(f"storing {count} bindings ({bad_count} Unhealthy) in etcd", file=sys.stderr)
-            results["store_seconds"] = store_bindings(api, plane.etcd_url, count, fixtures, args.threads)
+            results["store_seconds"] = store_bindings(api, plane, count, fixtures, args.threads)
         else:
             print(f"creating {count} bindings ({bad_count} Unhealthy) with {args.threads} threads", file=sys.stderr)
             results["create_seconds"] = create_bindings(api, count, fixtures, args.threads)
@@ -675,6 +679,11 @@ def run(args: argparse.Namespace) -> int:
             measure(
                 controller, observer, results, count, unhealthy_names, expired_names, toleration, args.steady_seconds
             )
+            if expired:
+                workers = args.relay_workers or ControllerSettings.__dataclass_fields__["workers"].default
+                healthy = [index for index in range(count) if index not in unhealthy]
+                spread = [name_of(index) for index in healthy[:: max(1, len(healthy) // len(expired))][: len(expired)]]
+                results["ceiling"] = ceiling(plane.kubeconfig_path, spread, workers)
         finally:
             controller.stop()
             observer.stop()
@@ -761,6 +770,50 @@ def measure(
         "cpu_percent": 100 * cpu / wall,
         **controller.memory_mib(),
         "reconciles_total": controller.reconciles(),
+    }
+
+
+def ceiling(kubeconfig: Path, names: list[str], workers: int) -> dict[str, Any]:
+    """The apiserver's own pace for a burst like a new leader's: one JSON patch per binding that tests its
+    resourceVersion (read before timing) and adds an annotation of CEILING_PAYLOAD_BYTES, `workers` at a time, by a
+    bare client with a connection per worker; seconds from the first request to each answer."""
+    api = api_client(kubeconfig, workers)
+    objects, r = client.CustomObjectsApi(api), RESOURCE_BINDINGS
+    versions = {
+        name: objects.get_namespaced_custom_object(r.group, r.version, NAMESPACE, r.plural, name)["metadata"][
+            "resourceVersion"
+        ]
+        for name in names
+    }
+    payload = "x" * CEILING_PAYLOAD_BYTES
+    key = CEILING_ANNOTATION.replace("/", "~1")
+
+    def write(name: str) -> tuple[float, float]:
+        sent = time.monotonic()
+        objects.patch_namespaced_custom_object(  # as the loop writes (controllers/kube.py `json_patch`)
+            r.group,
+            r.version,
+            NAMESPACE,
+            r.plural,
+            name,
+            [
+                {"op": "test", "path": "/metadata/resourceVersion", "value": versions[name]},
+                {"op": "add", "path": f"/metadata/annotations/{key}", "value": payload},
+            ],
+            _content_type=JSON_PATCH,
+        )
+        answered = time.monotonic()
+        return answered - started, answered - sent
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(workers) as pool:
+        answers = list(pool.map(write, names))
+    api.close()
+    return {
+        "writes": len(names),
+        "workers": workers,
+        "answered": sorted(at for at, _ in answers),
+        "latency_ms": 1000 * sum(latency for _, latency in answers) / len(answers),
     }
 
 
@@ -851,6 +904,17 @@ def report(results: dict[str, Any]) -> None:
             f"\nA new leader on {results['expired']} tolerations that ran out before it started: eviction seen by a "
             f"watch − `caches_synced`, seconds (first | 5th | p50 | p95 | last): {after_sync[0]:.2f} | "
             f"{after_sync[min(4, len(after_sync) - 1)]:.2f} | {distribution(after_sync)}"
+        )
+    if results.get("ceiling"):
+        top = results["ceiling"]
+        burst = sorted(results["expired_after_sync"])
+        span = burst[-1] - burst[0]
+        print(
+            f"The apiserver's ceiling for that burst, same run: {top['writes']} conditional JSON patches of "
+            f"{CEILING_PAYLOAD_BYTES} bytes to Healthy bindings, {top['workers']} at a time, by a bare client: the "
+            f"last answered {top['answered'][-1]:.2f} s after the first was sent ({top['latency_ms']:.0f} ms each). "
+            f"The relay's burst, first to last eviction seen: {span:.2f} s = {span / top['answered'][-1]:.2f}x the "
+            f"ceiling; its last {burst[-1]:.2f} s after `caches_synced`"
         )
     if results.get("api_calls"):
         print(

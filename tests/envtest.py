@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -210,6 +211,16 @@ class ControlPlane:
     def etcd_url(self) -> str:
         return f"http://{LOOPBACK}:{self._etcd_client_port}"
 
+    def etcd(self, call: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+        """One call of etcd's JSON gateway, `/v3/<call>` (keys and values base64): a write behind the apiserver's
+        back (a benchmark's fixtures, a change no watch delivered). A refused call raises ControlPlaneError."""
+        request = urllib.request.Request(f"{self.etcd_url}/v3/{call}", json.dumps(body).encode(), method="POST")
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=timeout) as response:
+            answer: dict[str, Any] = json.loads(response.read())
+        if "error" in answer or answer.get("succeeded") is False:
+            raise ControlPlaneError(f"etcd refused {call}: {str(answer)[:300]}")
+        return answer
+
     @property
     def ca_file(self) -> Path:
         """The apiserver's self-signed bundle: serving certificate followed by the CA that signed it."""
@@ -265,17 +276,19 @@ class ControlPlane:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
 
-    def restart_apiserver(self) -> float:
+    def restart_apiserver(self, while_down: Callable[[], object] | None = None) -> float:
         """Stop and start kube-apiserver on the same port against the same etcd; return its start-up seconds.
 
         The serving certificate in the cert dir is reused, so existing kubeconfigs and CA files stay valid; clients
         see exactly what an apiserver rollout looks like to them: watches end, connections are refused, then it is
-        back with the same data.
+        back with the same data, or with what `while_down` wrote into etcd meanwhile: changes no watch delivered.
         """
         if self._apiserver is None:
             raise ControlPlaneError("control plane is not started")
         _stop_process(self._apiserver)
         self._apiserver = None
+        if while_down is not None:
+            while_down()
         self._start_apiserver()
         return self.apiserver_startup_seconds or 0.0
 
