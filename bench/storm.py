@@ -562,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--relay-workers",
-        help="the relay's controllers.workers, one storm each (default: the relay's own default, 8)",
+        help="the relay's controllers.workers, one storm each (default: the relay's own default)",
     )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)

@@ -38,8 +38,8 @@ T = TypeVar("T")
 class Calls:
     """The loop's blocking API calls, on threads of its own: one per call that can be in flight at once (each worker's
     and the Events written beside them), so none waits for a thread. On asyncio's default executor they queued
-    behind whatever else holds its min(32, CPUs + 4) threads (6 on 2 cores): the informers' sync waits, the
-    webhook's request parsing in `serve`. Every call has a deadline (`controllers.kube`), so a shutdown waits for a
+    behind whatever else holds its min(32, CPUs + 4) threads (6 on 2 cores), such as the webhook's request parsing
+    in `serve`. Every call has a deadline (`controllers.kube`), so a shutdown waits for a
     thread at most that long."""
 
     def __init__(self, threads: int, registry: CollectorRegistry) -> None:

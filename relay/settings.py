@@ -254,7 +254,10 @@ class ControllerSettings:
         help="namespace of the leader-election Lease (default: the Pod's)",
     )
     lease_name: str = setting("controllers.leaseName", "failover-relay")
-    workers: int = setting("controllers.workers", 8, ge=1, le=64)
+    # Workers per binding controller. 32: a new leader's burst of expired tolerations came 1.16x the apiserver's own
+    # pace for the same writes with 32, 2.6x with 8, and a storm's conflicts with the taint manager did not rise
+    # (docs/benchmarks.md, "The relay's workers: 8 against 32").
+    workers: int = setting("controllers.workers", 32, ge=1, le=64)
     # Spelling of purgeMode in written eviction tasks and in policy defaults.
     purge_mode_spelling: PurgeModeSpelling = setting(
         "controllers.purgeModeSpelling",
