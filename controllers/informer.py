@@ -75,9 +75,13 @@ class Informer:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop listing and watching, and drop the cache. The thread may linger in a watch read until the next event
+        (bookmarks come about once a minute), holding this informer; the cached objects are freed now all the same,
+        by reference counting, though their pages were frozen (`settle_long_lived`)."""
         self._stopping.set()
         if self._watch is not None:
             self._watch.stop()
+        self.cache = {}
 
     async def wait_synced(self, timeout: float) -> bool:  # noqa: ASYNC109  False at the timeout, which is no failure
         """Whether the first list is in the cache within `timeout`. It waits on the loop, not on a thread: seven

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import gc
 import os
 import socket
 import uuid
@@ -283,6 +284,10 @@ class ReconcileLoop:
             await asyncio.gather(*tasks, return_exceptions=True)
             for informer in informers:
                 informer.stop()
+            # The term's informers, queues and reconcilers reference each other, and the informers froze what was
+            # alive as they listed (controllers/informer.py `settle_long_lived`): only the collector frees a cycle,
+            # and it skips frozen objects.
+            gc.unfreeze()
 
 
 async def wait_synced(informers: Iterable[Informer]) -> None:

@@ -1,4 +1,4 @@
-"""The informer's relist after `410 Gone` (controllers/informer.py), against a real kube-apiserver.
+"""The informer (controllers/informer.py) against a real kube-apiserver: its relist after `410 Gone`, and its stop.
 
 While the apiserver is down a Work changes and another is deleted, straight in etcd: no watch delivers either. When
 the apiserver is back its watch cache starts past the informer's resourceVersion, the informer's watch is refused
@@ -6,14 +6,19 @@ with 410 and it lists again. The relist must report exactly what changed unseen,
 page by page, never holding the old cache beside the new one: a relist of 50,000 bindings that did doubled the RSS
 (docs/benchmarks.md, "The 50,000-binding run"). Its second page is refused once with the 410 the apiserver gives an
 expired continue token (a long list outlived a compaction): the relist that starts over must lose no report.
+
+A stopped informer's thread may wait in a watch read for a minute; its cache, frozen page by page, must be freed at
+once, or a lost leadership would keep a whole term's cache.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import io
 import json
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -106,6 +111,7 @@ async def test_a_relist_after_410_reports_the_unseen_changes_and_replaces_the_ca
             lambda: f"{namespace}/gone" not in informer.cache and f"{namespace}/changed" in reported,
             f"a relist (reported: {reported})",
         )
+        after = {key: informer.get(key) for key in ours}
     finally:
         informer.stop()
 
@@ -113,8 +119,29 @@ async def test_a_relist_after_410_reports_the_unseen_changes_and_replaces_the_ca
     assert len(relist_pages) > 2, "the relist was neither paged nor started over"
     assert expired_tokens
     assert sorted(key for key in reported if key in ours) == sorted([f"{namespace}/changed", f"{namespace}/gone"])
-    changed = informer.get(f"{namespace}/changed")
+    changed = after[f"{namespace}/changed"]
     assert changed is not None and changed["metadata"]["labels"]["changed"] == "while-the-apiserver-was-down"
     assert version_of(changed) != before[f"{namespace}/changed"]
-    assert version_of(informer.get(f"{namespace}/kept")) == before[f"{namespace}/kept"]
+    assert version_of(after[f"{namespace}/kept"]) == before[f"{namespace}/kept"]
     assert behind_during_relist == []
+
+
+class Cached(dict[str, Any]):
+    """A cached object that can be watched for its end (a plain dict takes no weak reference)."""
+
+
+async def test_a_stopped_informer_frees_its_frozen_cache_while_its_thread_lingers(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    apply(control_plane, work("cached", namespace))
+    works = CustomObjects(config.new_client_from_config(config_file=str(control_plane.kubeconfig_path)), WORKS)
+    informer = Informer(WORKS.plural, works.list, lambda key: None, asyncio.get_running_loop(), transform=Cached)
+    informer.start()
+    assert await informer.wait_synced(DEADLINE_SECONDS)
+    cached = weakref.ref(informer.cache[f"{namespace}/cached"])
+    informer.stop()
+    gc.collect()
+    assert informer._thread.is_alive(), "the thread should still wait in its watch read"
+    assert cached() is None, "the stopped informer's thread still holds its cache"
+    apply(control_plane, work("wakes-the-watch", namespace))  # the next event ends the thread
+    await asyncio.to_thread(informer._thread.join, DEADLINE_SECONDS)
