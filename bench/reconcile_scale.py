@@ -756,6 +756,10 @@ def measure(
     results["delays"] = delays(observer, fresh, toleration)
     synced_at = controller.logged_at("caches_synced")
     results["expired_after_sync"] = [observer.eviction[name][0] - synced_at for name in sorted(expired)]
+    # The stamps this leader wrote among those evictions: writes the burst's pace is shared with.
+    if expired:
+        burst = [observer.eviction[name][0] for name in expired]
+        results["stamps_in_burst"] = sum(min(burst) <= seen <= max(burst) for seen, _ in observer.stamp.values())
     results["api_calls"] = controller.api_calls()  # until every eviction was seen: where the evictions' time went
 
     # Steady state: 30 s without changes, every binding cached, the evicted ones waiting for their task's end.
@@ -908,13 +912,17 @@ def report(results: dict[str, Any]) -> None:
     if results.get("ceiling"):
         top = results["ceiling"]
         burst = sorted(results["expired_after_sync"])
-        span = burst[-1] - burst[0]
+        span, stamps = burst[-1] - burst[0], results["stamps_in_burst"]
+        writes = len(burst) + stamps
+        pace, ceiling_pace = writes / span if span > 0 else float("inf"), top["writes"] / top["answered"][-1]
         print(
             f"The apiserver's ceiling for that burst, same run: {top['writes']} conditional JSON patches of "
             f"{CEILING_PAYLOAD_BYTES} bytes to Healthy bindings, {top['workers']} at a time, by a bare client: the "
-            f"last answered {top['answered'][-1]:.2f} s after the first was sent ({top['latency_ms']:.0f} ms each). "
-            f"The relay's burst, first to last eviction seen: {span:.2f} s = {span / top['answered'][-1]:.2f}x the "
-            f"ceiling; its last {burst[-1]:.2f} s after `caches_synced`"
+            f"last answered {top['answered'][-1]:.2f} s after the first was sent ({top['latency_ms']:.0f} ms each), "
+            f"{ceiling_pace:.0f} writes/s. The relay's burst, first to last eviction seen: {span:.2f} s for "
+            f"{len(burst)} evictions and the {stamps} stamps seen among them, {pace:.0f} writes/s: the ceiling's "
+            f"pace is {ceiling_pace / pace:.2f}x the relay's; its last eviction {burst[-1]:.2f} s after "
+            "`caches_synced`"
         )
     if results.get("api_calls"):
         print(
