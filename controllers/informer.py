@@ -134,7 +134,9 @@ class Informer:
         short (an expired continue token is a `410` too) loses no report; the first list reports every key once it
         is complete, when the cache is synced."""
         first = not self.synced.is_set()
+        started = time.monotonic()
         listed: set[str] = set()
+        changed = 0
         token: str | None = None
         while True:
             listing = self._list(limit=LIST_PAGE_SIZE, _continue=token) if token else self._list(limit=LIST_PAGE_SIZE)
@@ -143,6 +145,7 @@ class Informer:
                 listed.add(key)
                 if _version(self.cache.get(key)) != _version(item):
                     self.cache[key] = self._transform(item)
+                    changed += 1
                     if not first:
                         self._notify(key)
             settle_long_lived()
@@ -157,6 +160,15 @@ class Informer:
             self._call_on_loop(self._synced_on_loop.set)
         for key in listed if first else gone:
             self._notify(key)
+        log.info(
+            "listed",
+            resource=self.name,
+            first=first,
+            objects=len(listed),
+            changed=changed,
+            gone=len(gone),
+            seconds=round(time.monotonic() - started, 3),
+        )
         return str((listing.get("metadata") or {}).get("resourceVersion") or "")
 
     def _watch_from(self, resource_version: str, until: float) -> str:
