@@ -3,6 +3,7 @@
     python bench/reconcile_scale.py                      # 10,000 bindings, 100 of them Unhealthy
     python bench/reconcile_scale.py --quick              # 1,000 / 20, a few minutes
     python bench/reconcile_scale.py --bindings 5000 --unhealthy 50 --toleration 30
+    python bench/reconcile_scale.py --bindings 50000 --unhealthy 200 --expired 100 --fixtures etcd --relist
 
 What it measures (issue 5, "a scale benchmark"):
 - creation: N bindings created, then their status written through the status subresource (Healthy, or Unhealthy for
@@ -18,7 +19,9 @@ What it measures (issue 5, "a scale benchmark"):
 - with `--expired K`, the new leader's burst against a ceiling in the same run: after the quiet window, this process
   writes K conditional JSON patches of an eviction's size to K Healthy bindings, as many at a time as the relay has
   workers (`ceiling`): the apiserver's own pace for that burst, which the relay's (its first to its K-th eviction) is
-  printed over.
+  printed over;
+- with `--relist`, an apiserver rollout at the end: kube-apiserver restarted so that every informer is refused with
+  410 and lists again: how long until the bindings are listed again, whether the Lease held, and the RSS meanwhile.
 
 Exit status is non-zero only when the harness fails (the control plane, the process, or a deadline), never because of
 a number.
@@ -561,15 +564,20 @@ class ControllerProcess:
                 values[key] = int(rest.split()[0]) / 1024
         return values
 
-    def _line(self, event: str) -> dict[str, Any] | None:
+    def entries(self) -> list[dict[str, Any]]:
+        """Every JSON line of the log so far."""
+        found = []
         for line in self.log.read_text(errors="replace").splitlines():
             try:
                 entry = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(entry, dict) and entry.get("event") == event:
-                return entry
-        return None
+            if isinstance(entry, dict):
+                found.append(entry)
+        return found
+
+    def _line(self, event: str) -> dict[str, Any] | None:
+        return next((entry for entry in self.entries() if entry.get("event") == event), None)
 
     def logged_at(self, event: str) -> float:
         """The wall-clock time of the first log line of `event` (its ISO timestamp)."""
@@ -684,6 +692,8 @@ def run(args: argparse.Namespace) -> int:
                 healthy = [index for index in range(count) if index not in unhealthy]
                 spread = [name_of(index) for index in healthy[:: max(1, len(healthy) // len(expired))][: len(expired)]]
                 results["ceiling"] = ceiling(plane.kubeconfig_path, spread, workers)
+            if args.relist:
+                results["relist"] = relist(plane, controller)
         finally:
             controller.stop()
             observer.stop()
@@ -821,6 +831,43 @@ def ceiling(kubeconfig: Path, names: list[str], workers: int) -> dict[str, Any]:
     }
 
 
+def relist(plane: ControlPlane, controller: ControllerProcess) -> dict[str, Any]:
+    """An apiserver rollout at this scale (`--relist`): kube-apiserver restarted after a write to etcd behind its
+    back (a key of no resource), so its watch cache starts past every informer's resourceVersion and each informer
+    is refused with 410 and lists everything again; until the bindings are listed again, by this term or, if the
+    Lease was lost meanwhile, by the next. The RSS is sampled every POLL_SECONDS, VmHWM read at the end."""
+    seen_before = len(controller.entries())
+    before = controller.memory_mib()
+    started = time.monotonic()
+
+    def behind_its_back() -> None:
+        key, value = (base64.b64encode(text.encode()).decode() for text in ("/bench/relist", str(time.time())))
+        plane.etcd("kv/put", {"key": key, "value": value})
+
+    restart_seconds = plane.restart_apiserver(behind_its_back)
+    peak, listed = before.get("VmRSS", 0.0), None
+    deadline = started + FIRST_PASS_DEADLINE_SECONDS
+    while listed is None:
+        controller.alive()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the bindings were not listed again within {FIRST_PASS_DEADLINE_SECONDS:.0f} s")
+        peak = max(peak, controller.memory_mib().get("VmRSS", 0.0))
+        after = controller.entries()[seen_before:]
+        listed = next((e for e in after if e.get("event") == "listed" and e.get("resource") == CONTROLLER), None)
+        time.sleep(POLL_SECONDS)
+    relisted_seconds = time.monotonic() - started
+    time.sleep(5)  # the reconciles of what the relist reported
+    return {
+        "apiserver_restart_seconds": restart_seconds,
+        "relisted_seconds": relisted_seconds,
+        "listed": listed,
+        "events": sorted({str(e.get("event")) for e in controller.entries()[seen_before:]}),
+        "rss_before_mib": before.get("VmRSS", 0.0),
+        "rss_peak_sampled_mib": peak,
+        "after": controller.memory_mib(),
+    }
+
+
 def delays(observer: BindingWatch, unhealthy: set[str], toleration: int) -> dict[str, list[float]]:
     written, observed, stamp_to_eviction = [], [], []
     for name in sorted(unhealthy):
@@ -933,6 +980,18 @@ def report(results: dict[str, Any]) -> None:
                 if count
             )
         )
+    if results.get("relist"):
+        again = results["relist"]
+        listed = again["listed"]
+        print(
+            f"\nAn apiserver rollout (`--relist`): kube-apiserver back in {again['apiserver_restart_seconds']:.1f} s; "
+            f"the bindings listed again {again['relisted_seconds']:.1f} s after the restart began ("
+            f"{'a new term' if listed.get('first') else 'the same term'}: {listed.get('objects')} objects, "
+            f"{listed.get('changed')} changed, the list {listed.get('seconds')} s); RSS {again['rss_before_mib']:.0f} "
+            f"MiB before, {again['rss_peak_sampled_mib']:.0f} MiB at most while sampled, VmHWM "
+            f"{again['after'].get('VmHWM', 0):.0f} MiB, {again['after'].get('VmRSS', 0):.0f} MiB after; the loop's "
+            f"log events meanwhile: {', '.join(again['events'])}"
+        )
     if results["unexpected_evictions"]:
         print(f"\nUNEXPECTED: Healthy bindings evicted: {results['unexpected_evictions'][:10]}")
     print(f"\ncontroller log: {results['controller_log']}")
@@ -959,6 +1018,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=("api", "etcd"),
         default="api",
         help="create the bindings through the apiserver (default), or write all but one of each shape into its etcd",
+    )
+    parser.add_argument(
+        "--relist",
+        action="store_true",
+        help="at the end, restart kube-apiserver so that every informer lists again, and measure that",
     )
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args(argv)
