@@ -83,6 +83,7 @@ ETCD_TXN_OPS = 64
 # 1 kB), under a key no decision reads.
 CEILING_ANNOTATION = "bench.failover-relay.io/ceiling"
 CEILING_PAYLOAD_BYTES = 1024
+LOOP_EVENT = re.compile(r"^[a-z_]+$")
 FIXTURE_VISIBLE_SECONDS = 600.0
 
 
@@ -861,7 +862,11 @@ def relist(plane: ControlPlane, controller: ControllerProcess) -> dict[str, Any]
         "apiserver_restart_seconds": restart_seconds,
         "relisted_seconds": relisted_seconds,
         "listed": listed,
-        "events": sorted({str(e.get("event")) for e in controller.entries()[seen_before:]}),
+        # The loop's own events (snake_case names); the client's urllib3 retry warnings are counted apart.
+        "events": sorted(
+            {str(e.get("event")) for e in controller.entries()[seen_before:] if LOOP_EVENT.match(str(e.get("event")))}
+        ),
+        "other_lines": sum(not LOOP_EVENT.match(str(e.get("event"))) for e in controller.entries()[seen_before:]),
         "rss_before_mib": before.get("VmRSS", 0.0),
         "rss_peak_sampled_mib": peak,
         "after": controller.memory_mib(),
@@ -990,7 +995,8 @@ def report(results: dict[str, Any]) -> None:
             f"{listed.get('changed')} changed, the list {listed.get('seconds')} s); RSS {again['rss_before_mib']:.0f} "
             f"MiB before, {again['rss_peak_sampled_mib']:.0f} MiB at most while sampled, VmHWM "
             f"{again['after'].get('VmHWM', 0):.0f} MiB, {again['after'].get('VmRSS', 0):.0f} MiB after; the loop's "
-            f"log events meanwhile: {', '.join(again['events'])}"
+            f"log events meanwhile: {', '.join(again['events'])} (and {again['other_lines']} lines of the client's "
+            "retries)"
         )
     if results["unexpected_evictions"]:
         print(f"\nUNEXPECTED: Healthy bindings evicted: {results['unexpected_evictions'][:10]}")

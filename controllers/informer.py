@@ -155,11 +155,6 @@ class Informer:
         gone = [key for key in self.cache if key not in listed]
         for key in gone:
             self.cache.pop(key, None)
-        if first:
-            self.synced.set()
-            self._call_on_loop(self._synced_on_loop.set)
-        for key in listed if first else gone:
-            self._notify(key)
         log.info(
             "listed",
             resource=self.name,
@@ -169,6 +164,11 @@ class Informer:
             gone=len(gone),
             seconds=round(time.monotonic() - started, 3),
         )
+        if first:
+            self.synced.set()
+            self._call_on_loop(self._synced_on_loop.set)
+        for key in listed if first else gone:
+            self._notify(key)
         return str((listing.get("metadata") or {}).get("resourceVersion") or "")
 
     def _watch_from(self, resource_version: str, until: float) -> str:
