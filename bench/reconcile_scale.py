@@ -767,10 +767,11 @@ def measure(
     results["delays"] = delays(observer, fresh, toleration)
     synced_at = controller.logged_at("caches_synced")
     results["expired_after_sync"] = [observer.eviction[name][0] - synced_at for name in sorted(expired)]
-    # The stamps this leader wrote among those evictions: writes the burst's pace is shared with.
+    # The stamps this leader wrote among those evictions (of the fresh ones only: an expired binding's old stamp is
+    # first seen with its eviction): writes the burst's pace is shared with.
     if expired:
         burst = [observer.eviction[name][0] for name in expired]
-        results["stamps_in_burst"] = sum(min(burst) <= seen <= max(burst) for seen, _ in observer.stamp.values())
+        results["stamps_in_burst"] = sum(min(burst) <= observer.stamp[name][0] <= max(burst) for name in fresh)
     results["api_calls"] = controller.api_calls()  # until every eviction was seen: where the evictions' time went
 
     # Steady state: 30 s without changes, every binding cached, the evicted ones waiting for their task's end.
