@@ -19,7 +19,6 @@ import gc
 import io
 import json
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,6 +31,7 @@ from controllers.kube import CustomObjects
 from failover.core.api import WORKS
 from failover.core.names import key_of
 from tests.e2e.objects import apply, work
+from tests.e2e.test_reconcile_loop import eventually
 from tests.envtest import ControlPlane
 
 pytestmark = pytest.mark.envtest
@@ -54,13 +54,6 @@ def change_in_etcd(plane: ControlPlane, namespace: str, name: str) -> None:
 
 def version_of(obj: Any) -> str | None:
     return None if obj is None else obj["metadata"].get("resourceVersion")
-
-
-async def until(condition: Callable[[], bool], what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + DEADLINE_SECONDS
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, f"{what} not within {DEADLINE_SECONDS} s"
-        await asyncio.sleep(0.05)
 
 
 async def test_a_relist_after_410_reports_the_unseen_changes_and_replaces_the_cache_in_place(
@@ -99,7 +92,7 @@ async def test_a_relist_after_410_reports_the_unseen_changes_and_replaces_the_ca
         assert ours <= set(informer.cache)
         before = {key: version_of(informer.get(key)) for key in ours}
         # The first list's reports, which the loop may run after the wait returned.
-        await until(lambda: ours <= set(reported), "the first list's reports")
+        await eventually(lambda: set(reported), lambda got: ours <= got, DEADLINE_SECONDS)
         reported.clear()
 
         def behind_the_apiservers_back() -> None:
@@ -107,9 +100,10 @@ async def test_a_relist_after_410_reports_the_unseen_changes_and_replaces_the_ca
             control_plane.etcd("kv/deleterange", {"key": etcd_key(namespace, "gone")})
 
         await asyncio.to_thread(control_plane.restart_apiserver, behind_the_apiservers_back)
-        await until(
-            lambda: f"{namespace}/gone" not in informer.cache and f"{namespace}/changed" in reported,
-            f"a relist (reported: {reported})",
+        await eventually(  # the relist: `gone` dropped, `changed` reported
+            lambda: (f"{namespace}/gone" in informer.cache, sorted(reported)),
+            lambda got: not got[0] and f"{namespace}/changed" in got[1],
+            DEADLINE_SECONDS,
         )
         after = {key: informer.get(key) for key in ours}
     finally:
