@@ -61,7 +61,7 @@ from failover.state.history import decide_history
 from failover.state.last_state import decide_last_state
 from relay.settings import ControllerSettings
 from tests.crd_sources import envtest_crds, karmada_tree
-from tests.envtest import REPO_ROOT, ControlPlane, ensure_binaries, free_port
+from tests.envtest import REPO_ROOT, ControlPlane, ensure_binaries, etcd_key, free_port
 
 NAMESPACE = "bench"
 CLUSTER = "member1"
@@ -356,7 +356,6 @@ def store_bindings(api: client.ApiClient, plane: ControlPlane, count: int, fixtu
             templates[fixtures.shape(index)] = create_one(api, fixtures, index)
     through_api = {int(t["metadata"]["name"].removeprefix("job-")) for t in templates.values()}
     r = RESOURCE_BINDINGS
-    prefix = f"/registry/{r.group}/{r.plural}/{NAMESPACE}/"
 
     def stored(index: int) -> dict[str, Any]:
         obj, obj_status = fixtures(index)
@@ -383,7 +382,8 @@ def store_bindings(api: client.ApiClient, plane: ControlPlane, count: int, fixtu
     def put(indexes: list[int]) -> None:
         operations = []
         for index in indexes:
-            key, value = prefix + name_of(index), json.dumps(stored(index), separators=(",", ":")).encode()
+            key = etcd_key(r.group, r.plural, NAMESPACE, name_of(index))
+            value = json.dumps(stored(index), separators=(",", ":")).encode()
             put = {"key": base64.b64encode(key.encode()).decode(), "value": base64.b64encode(value).decode()}
             operations.append({"requestPut": put})
         plane.etcd("kv/txn", {"success": operations}, timeout=120)
@@ -859,15 +859,14 @@ def relist(plane: ControlPlane, controller: ControllerProcess) -> dict[str, Any]
         time.sleep(POLL_SECONDS)
     relisted_seconds = time.monotonic() - started
     time.sleep(5)  # the reconciles of what the relist reported
+    # The loop's own events (snake_case names); the client's urllib3 retry warnings are counted apart.
+    events = [str(entry.get("event")) for entry in controller.entries()[seen_before:]]
     return {
         "apiserver_restart_seconds": restart_seconds,
         "relisted_seconds": relisted_seconds,
         "listed": listed,
-        # The loop's own events (snake_case names); the client's urllib3 retry warnings are counted apart.
-        "events": sorted(
-            {str(e.get("event")) for e in controller.entries()[seen_before:] if LOOP_EVENT.match(str(e.get("event")))}
-        ),
-        "other_lines": sum(not LOOP_EVENT.match(str(e.get("event"))) for e in controller.entries()[seen_before:]),
+        "events": sorted({event for event in events if LOOP_EVENT.match(event)}),
+        "other_lines": sum(not LOOP_EVENT.match(event) for event in events),
         "rss_before_mib": before.get("VmRSS", 0.0),
         "rss_peak_sampled_mib": peak,
         "after": controller.memory_mib(),

@@ -592,8 +592,9 @@ def main(argv: list[str] | None = None) -> int:
         grant_fencing_in_members(env)
         storms = itertools.product(workers, modes, rates, thresholds, frequencies)
         for count, mode, rate, threshold, frequency in storms:
-            config = {"controllers": {"workers": int(count)}} if count else {}
-            if config != relay_away.config:  # 0: the relay's own default, as the tier started it
+            relay_workers = int(count) or None  # None: the relay's own default, as the tier started it
+            config = {"controllers": {"workers": relay_workers}} if relay_workers else {}
+            if config != relay_away.config:
                 relay_away.config = config
                 if not relay_away.away:
                     env.restart_relay(config)
@@ -602,8 +603,8 @@ def main(argv: list[str] | None = None) -> int:
                     env, args.jobs, mode, rate, threshold, frequency, args.outage or 300 + args.jobs / rate, relay_away
                 )
             )
-            results[-1]["relay_workers"] = int(count) or None
-            report(results[-1], int(count) or None)
+            results[-1]["relay_workers"] = relay_workers
+            report(results[-1], relay_workers)
             if args.json:
                 args.json.write_text(json.dumps(results, indent=2))
     finally:

@@ -176,6 +176,12 @@ class _Probe:
     body: str
 
 
+def etcd_key(group: str, plural: str, namespace: str, name: str) -> str:
+    """Where kube-apiserver stores a namespaced custom resource in etcd: its JSON, without resourceVersion (etcd's
+    revision is that), under this key."""
+    return f"/registry/{group}/{plural}/{namespace}/{name}"
+
+
 class ControlPlane:
     """etcd + kube-apiserver on loopback ports, with an admin kubeconfig.
 

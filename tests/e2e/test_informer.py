@@ -32,20 +32,20 @@ from failover.core.api import WORKS
 from failover.core.names import key_of
 from tests.e2e.objects import apply, work
 from tests.e2e.test_reconcile_loop import eventually
-from tests.envtest import ControlPlane
+from tests.envtest import ControlPlane, etcd_key
 
 pytestmark = pytest.mark.envtest
 
 DEADLINE_SECONDS = 60.0
 
 
-def etcd_key(namespace: str, name: str) -> str:
-    """Where the apiserver stores a Work (a custom resource: JSON under /registry/<group>/<plural>/...)."""
-    return base64.b64encode(f"/registry/{WORKS.group}/{WORKS.plural}/{namespace}/{name}".encode()).decode()
+def work_key(namespace: str, name: str) -> str:
+    """A Work's etcd key, base64 as etcd's JSON gateway takes it."""
+    return base64.b64encode(etcd_key(WORKS.group, WORKS.plural, namespace, name).encode()).decode()
 
 
 def change_in_etcd(plane: ControlPlane, namespace: str, name: str) -> None:
-    key = etcd_key(namespace, name)
+    key = work_key(namespace, name)
     [stored] = plane.etcd("kv/range", {"key": key})["kvs"]
     obj = json.loads(base64.b64decode(stored["value"]))
     obj["metadata"].setdefault("labels", {})["changed"] = "while-the-apiserver-was-down"
@@ -97,7 +97,7 @@ async def test_a_relist_after_410_reports_the_unseen_changes_and_replaces_the_ca
 
         def behind_the_apiservers_back() -> None:
             change_in_etcd(control_plane, namespace, "changed")
-            control_plane.etcd("kv/deleterange", {"key": etcd_key(namespace, "gone")})
+            control_plane.etcd("kv/deleterange", {"key": work_key(namespace, "gone")})
 
         await asyncio.to_thread(control_plane.restart_apiserver, behind_the_apiservers_back)
         await eventually(  # the relist: `gone` dropped, `changed` reported
