@@ -168,7 +168,7 @@ def write_cert_manager_files(cert_dir: Path) -> Path:
     """A cert dir as a cert-manager Certificate's Secret mounts it on a member cluster: tls.crt, tls.key and ca.crt
     of a CA that is not the relay's, no ca.key (certs/serving.py then serves the files as they are)."""
     from certs.authority import generate_ca, generate_serving_certificate
-    from certs.names import serving_names
+    from certs.serving_names import serving_names
 
     now = datetime.now(UTC)
     ca = generate_ca("cert-manager-ca", now, timedelta(days=365))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from certs.names import serving_names
+from certs.serving_names import serving_names
 from certs.store import CertDir, CertificateFiles, use_external
 
 # Lifetimes. Kyverno, which self-manages the same kind of webhook CA, uses CA 1 y and leaf 150 d renewed 15 d

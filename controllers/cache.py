@@ -24,7 +24,7 @@ from failover.core.api import (
 )
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.core.names import object_key
-from failover.reconcile.fencing import FENCED_ANNOTATION, fenced_copies
+from failover.fence.fenced_copies import FENCED_ANNOTATION, fenced_copies
 from failover.reconcile.stateless_restart import is_flink_deployment
 from failover.state.history import JOB_STATUS
 from failover.state.last_state import preservation_rules

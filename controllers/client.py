@@ -28,7 +28,7 @@ from failover.core.api import (
     Resource,
 )
 from failover.core.names import ObjectRef, object_key
-from failover.reconcile.fencing import MemberCopy
+from failover.core.work import MemberCopy
 
 RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS, WORKS)
 

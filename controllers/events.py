@@ -23,8 +23,8 @@ from urllib3.exceptions import HTTPError
 from controllers.client import Calls
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from failover.core.api import RESOURCES_BY_KIND
+from failover.core.decision import Event
 from failover.core.names import ObjectRef, key_of
-from failover.reconcile.decision import Event
 
 COMPONENT = "failover-relay"
 # Events of cluster-scoped objects (ClusterResourceBinding, WorkloadRebalancer) go to "default", as kubectl expects.

@@ -16,8 +16,8 @@ from typing import Any, Protocol, cast
 
 import structlog
 
-from failover.state.checkpoints import CheckpointStore
-from failover.state.fence_records import (
+from failover.fence.fence_files import (
+    ACK_SUFFIX,
     MAX_RECORD_BYTES,
     FenceAck,
     FenceRecord,
@@ -31,6 +31,7 @@ from failover.state.fence_records import (
     parse_record,
     record_name,
 )
+from failover.state.checkpoints import CheckpointStore
 
 log = structlog.get_logger("failover_relay.fence_store")
 
@@ -74,15 +75,17 @@ class FenceStore:
             names = self.fs.ls(directory, detail=False)
         except FileNotFoundError:
             return found
-        for path in names:
-            name = posixpath.basename(str(path).rstrip("/"))
+        files = [posixpath.basename(str(path).rstrip("/")) for path in names]
+        # Records first: an acknowledgement names its copies as its record does, without repeating their Work.
+        for name in sorted(files, key=lambda name: name.endswith(ACK_SUFFIX)):
             try:
                 fence_id, is_ack = parse_file_name(name)
                 if not is_ack:
                     found.present.add(fence_id)
                 data = self._read_bounded(posixpath.join(directory, name))
                 if is_ack:
-                    found.acks[fence_id] = parse_ack(data, cluster, fence_id)
+                    record = found.records.get(fence_id)
+                    found.acks[fence_id] = parse_ack(data, cluster, fence_id, record.work if record else "")
                 else:
                     found.records[fence_id] = parse_record(data, cluster, fence_id)
             except RecordRefused as refused:

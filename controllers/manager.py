@@ -50,8 +50,8 @@ from failover.core.api import (
     WORKS,
     Resource,
 )
-from failover.reconcile.decision import DecisionSettings
-from failover.reconcile.storage_fence import DEFAULT_POLL
+from failover.core.loop_settings import DecisionSettings
+from failover.fence.control_plane import DEFAULT_POLL
 
 log = structlog.get_logger("failover_relay.controllers")
 

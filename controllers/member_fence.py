@@ -23,7 +23,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from controllers.fence_store import ClusterFences, FenceStore
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS
-from failover.state.fence_records import SUSPENDED, CopyRef, FenceRecord, decide_member_fence
+from failover.core.work import MemberCopy
+from failover.fence.fence_files import SUSPENDED, FenceRecord
+from failover.fence.member_relay import decide_member_fence, suspendable
 
 log = structlog.get_logger("failover_relay.member_fence")
 
@@ -99,9 +101,9 @@ class MemberFenceWatcher:
             await self._handle(record, acknowledged=fence_id in found.acks)
 
     async def _handle(self, record: FenceRecord, acknowledged: bool) -> None:
-        copies: dict[CopyRef, Mapping[str, Any] | None] = {}
+        copies: dict[MemberCopy, Mapping[str, Any] | None] = {}
         for ref in record.copies:
-            if not ref.suspendable:
+            if not suspendable(ref):
                 continue  # never read: decide_member_fence waits on it, and the timer fences
             try:
                 copies[ref] = await asyncio.to_thread(self._get, ref)
@@ -152,7 +154,7 @@ class MemberFenceWatcher:
                 since_record_seconds=round((ack.acknowledged_at - record.written_at).total_seconds(), 1),
             )
 
-    def _failed(self, event: str, record: FenceRecord, ref: CopyRef, error: ApiException) -> None:
+    def _failed(self, event: str, record: FenceRecord, ref: MemberCopy, error: ApiException) -> None:
         log.warning(
             event,
             member_cluster=self.cluster,
@@ -162,7 +164,7 @@ class MemberFenceWatcher:
             reason=error.reason,
         )
 
-    def _get(self, ref: CopyRef) -> Mapping[str, Any] | None:
+    def _get(self, ref: MemberCopy) -> Mapping[str, Any] | None:
         group, _, version = ref.api_version.partition("/")
         try:
             obj = self.objects.get_namespaced_custom_object(
@@ -179,7 +181,7 @@ class MemberFenceWatcher:
             raise
         return obj if isinstance(obj, dict) else None
 
-    def _suspend(self, ref: CopyRef, resource_version: str) -> None:
+    def _suspend(self, ref: MemberCopy, resource_version: str) -> None:
         """Merge-patch `spec.job.state`, on the version read (409 if it changed: decided again at the next poll)."""
         group, _, version = ref.api_version.partition("/")
         self.objects.patch_namespaced_custom_object(

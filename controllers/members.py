@@ -20,7 +20,7 @@ from urllib3.exceptions import HTTPError
 
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from failover.core.api import CLUSTERS
-from failover.reconcile.fencing import MemberCopy
+from failover.core.work import MemberCopy
 
 # A member that is not Ready is asked `/version` (every authenticated user may read it) before anything else, with
 # a short deadline, and the answer is remembered, so a dead cluster costs one short request per interval however

@@ -23,29 +23,23 @@ from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.kube import conflict, not_found, precondition_failed
 from controllers.storage_fence import StorageFence
-from controllers.storm import StormMetrics
+from controllers.storm_metrics import StormMetrics
 from failover.core import binding as b
 from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS, WORKS
+from failover.core.cluster import is_ready
+from failover.core.decision import NORMAL, Event, clip_message, earliest
+from failover.core.loop_settings import DecisionSettings
 from failover.core.names import ObjectRef, object_key
+from failover.core.work import MemberCopy, applied_by, work_cluster
+from failover.fence.fenced_copies import forget_fenced
+from failover.fence.old_copy import EVENT_FENCED_COPY, EVENT_WAITING, FenceDecision, decide_fencing
 from failover.reconcile.application_failover import FailoverDecision, decide_application_failover
 from failover.reconcile.cluster_failover import decide_cluster_failover_state
-from failover.reconcile.decision import NORMAL, DecisionSettings, Event, clip_message, earliest
 from failover.reconcile.failback import decide_failback
-from failover.reconcile.fencing import (
-    EVENT_FENCED_COPY,
-    EVENT_WAITING,
-    FenceDecision,
-    MemberCopy,
-    cluster_reachability,
-    decide_fencing,
-    forget_fenced,
-    is_fenced_copy,
-    work_cluster,
-)
 from failover.reconcile.graceful_eviction import ENDED_HEALTHY, decide_graceful_eviction
 from failover.reconcile.preconditions import READS_FENCING, Path, eviction_reads, fill_reads, guarded_patch
 from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings
-from failover.reconcile.records import annotation_patch, has_history, with_records
+from failover.reconcile.record_keeping import annotation_patch, has_history, with_records
 from failover.reconcile.stateless_restart import stateless_restart_events
 from failover.state.history import returned_cluster_patch
 
@@ -349,7 +343,7 @@ class BindingReconciler:
         for copy in fence.cleanups:
             if await self._delete_copies(step.binding, (copy,), clusters):
                 done.append(copy)
-            elif cluster_reachability(clusters.get(copy.cluster))[0]:
+            elif is_ready(clusters.get(copy.cluster)):
                 retry = COPY_RETRY
         if self.storage_fence is not None and (deleted or done or fence.deleted_by_agent):
             agent = ((copy.cluster, copy.work) for copy in fence.deleted_by_agent)  # a Pull cluster's, by its agent
@@ -370,7 +364,7 @@ class BindingReconciler:
         """Delete old copies through the cluster proxy; True when all are gone or are not ours to delete. A member
         whose cluster is not Ready is asked first whether it answers at all (remembered per cluster)."""
         for copy in copies:
-            if not cluster_reachability(clusters.get(copy.cluster))[0] and not await self.client.member_answers(
+            if not is_ready(clusters.get(copy.cluster)) and not await self.client.member_answers(
                 copy.cluster, self.settings.probe_interval.total_seconds()
             ):
                 return False
@@ -382,7 +376,7 @@ class BindingReconciler:
         """Delete an old copy through the cluster proxy; True when it is gone or is not ours to delete."""
         try:
             member_object = await self.client.get_member(copy)
-            if not is_fenced_copy(member_object, copy):
+            if not applied_by(member_object, copy):
                 log.warning(
                     "member_copy_not_ours",
                     cluster=copy.cluster,

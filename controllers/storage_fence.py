@@ -19,14 +19,8 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from controllers.fence_store import ClusterFences, FenceStore
-from failover.reconcile.decision import DecisionSettings
-from failover.reconcile.storage_fence import (
-    DEFAULT_POLL,
-    StoredFence,
-    decide_storage_fence,
-    records_done,
-    wanted_records,
-)
+from failover.core.loop_settings import DecisionSettings
+from failover.fence.control_plane import DEFAULT_POLL, StoredFence, decide_storage_fence, records_done, wanted_records
 
 log = structlog.get_logger("failover_relay.storage_fence")
 

@@ -385,7 +385,7 @@ def _status(args: argparse.Namespace) -> int:
         args.interval,
         sys.stdout,
         sys.stderr,
-        settings.controllers.decisions(),
+        settings.controllers.decisions,
         cluster=args.cluster,
     )
 

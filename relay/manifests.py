@@ -38,7 +38,7 @@ from failover.admission.registry import ADMITTED_OPERATIONS, Decider, Webhook, w
 from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy, Resource
 from failover.core.labels import label_key_problems
 from failover.core.names import is_dns_label, is_dns_subdomain
-from failover.state.fence_records import PERMANENT_ID_LABEL
+from failover.core.work import PERMANENT_ID_LABEL
 from failover.state.profiles import trigger_labels
 from relay.settings import default_cert_dir
 

@@ -26,10 +26,11 @@ from failover.core.api import (
     CLUSTER_RESOURCE_BINDINGS,
     PROPAGATION_POLICIES,
     RESOURCE_BINDINGS,
+    PurgeModeSpelling,
     Resource,
 )
 from failover.core.fields import object_name
-from failover.reconcile.migration import Spelling, crd_purge_mode_enum, spelling_to_write
+from failover.reconcile.purge_spelling import crd_purge_mode_enum, spelling_to_write
 from relay.connection_errors import connection_problem
 from relay.server_check import ServerCheckError, raw_request
 
@@ -124,7 +125,7 @@ def run_legacy_purge_modes(kubeconfig: Path | None, out: TextIO, err: TextIO) ->
     return EXIT_FOUND if found else EXIT_NONE
 
 
-def installed_spelling(api_client: client.ApiClient, configured: Spelling) -> Spelling:
+def installed_spelling(api_client: client.ApiClient, configured: PurgeModeSpelling) -> PurgeModeSpelling:
     """The spelling the loop may write on this control plane, from the installed ResourceBinding CRD's enum (the
     object the loop writes eviction tasks into); the configured one when the CRD cannot be read."""
     name = f"{RESOURCE_BINDINGS.plural}.{RESOURCE_BINDINGS.group}"

@@ -74,7 +74,8 @@ class RelayServer:
                 works, self.binding_pool = work_mutators(settings, savepoints, self.metrics)
             # The spelling the Karmada CRDs accept also decides how a missing policy purgeMode is defaulted.
             handlers = AdmissionHandlers(
-                mutators={**savepoints, **works}, defaulters=defaulters_for(settings.controllers.purge_mode_spelling)
+                mutators={**savepoints, **works},
+                defaulters=defaulters_for(settings.controllers.decisions.purge_mode_spelling),
             )
         self.readiness = Readiness(
             host=settings.host,

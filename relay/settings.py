@@ -1,12 +1,15 @@
 """Settings of `failover-relay`: each declared once, read from defaults, the YAML config file, then flags.
 
-Every setting is one dataclass field declared with `setting(...)`: its config file key, its default, its bounds and
-(when it has one) its command-line flag; its type is the field's annotation. One loader reads the file through these
-declarations, one function turns parsed flags into overrides, and one check enforces the bounds on the result, so a
-value is refused the same way whichever way it came in: exit 2 with one line naming the key.
+Every setting is one dataclass field declared with `setting(...)` (failover/core/setting_spec.py): its config file
+key, its default, its bounds and (when it has one) its command-line flag; its type is the field's annotation. The
+reconcile decisions' settings are declared where the decisions read them (failover/core/loop_settings.py
+`DecisionSettings`, nested here as `controllers.decisions`); the server's, the savepoint lookup's and the storage
+fence's below. One loader reads the file through these declarations, one function turns parsed flags into
+overrides, and one check enforces the bounds on the result, so a value is refused the same way whichever way it came
+in: exit 2 with one line naming the key.
 
 To add a setting: add a field `name: type = setting("section.configKey", default, ge=..., flag="--name",
-help="... (default {default})")` to the section's dataclass below, then list its key in the command's flags in
+help="... (default {default})")` to the section's dataclass, then list its key in the command's flags in
 relay/cli.py if it gets one. Nothing else restates it.
 
 The config file is strict: an unknown key or a value of the wrong type stops start-up with a message naming it,
@@ -29,9 +32,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL, GroupKind
+from failover.core.loop_settings import DecisionSettings, FencingMode
 from failover.core.names import is_dns_label
+from failover.core.setting_spec import Spec, setting, spec_of
 from failover.core.verdict import clip
-from failover.reconcile.decision import DecisionSettings
 from failover.state.checkpoints import DEFAULT_LAYOUT, CheckpointStore, LayoutError, open_store
 from failover.state.profiles import InjectionProfile, ProfileError, load_profiles
 from failover.state.savepoint import (
@@ -66,62 +70,6 @@ class ControllerMode(StrEnum):
     OFF = "off"  # webhook only
 
 
-class FencingMode(StrEnum):
-    """When the old Work of a Directly eviction from an unreachable cluster is released
-    (failover/reconcile/fencing.py)."""
-
-    OFF = "off"  # never: the new copy waits for the cluster or the task's grace period
-    NOT_READY = "notReady"  # the cluster has not been Ready for fenceAfterSeconds
-    NO_EXECUTE_TAINT = "noExecuteTaint"  # that, and it carries a NoExecute taint
-
-    @classmethod
-    def of(cls, decisions: DecisionSettings) -> FencingMode:
-        """The mode `decisions` fence in: the inverse of `ControllerSettings.decisions`."""
-        if decisions.fence_after is None:
-            return cls.OFF
-        return cls.NO_EXECUTE_TAINT if decisions.fence_needs_no_execute_taint else cls.NOT_READY
-
-
-class PurgeModeSpelling(StrEnum):
-    NEW = "new"  # Directly/Gracefully/Never: Karmada v1.15+, the only spelling the v1.19 CRD accepts
-    LEGACY = "legacy"  # Immediately/Graciously/Never: what the v1.12-v1.14 CRDs accept
-
-
-@dataclass(frozen=True)
-class Spec:
-    """How one setting is named, bounded and given on the command line (the field's metadata)."""
-
-    key: str  # "section.configKey" in the config file
-    ge: float | None = None
-    gt: float | None = None
-    le: float | None = None
-    lt: float | None = None
-    flag: str | None = None
-    # A flag that takes no argument and sets this value (--failback, --no-cabundle-sync); None: the flag takes one.
-    flag_value: Any = None
-    help: str | None = None  # "{default}" is replaced by the declared default
-    choices_hint: str | None = None  # how to name the allowed values in an error, instead of listing them
-
-
-def setting(
-    key: str,
-    default: Any = MISSING,
-    *,
-    default_factory: Any = MISSING,
-    ge: float | None = None,
-    gt: float | None = None,
-    le: float | None = None,
-    lt: float | None = None,
-    flag: str | None = None,
-    flag_value: Any = None,
-    help: str | None = None,
-    choices_hint: str | None = None,
-) -> Any:
-    """A dataclass field that is a setting (see the module docstring)."""
-    spec = Spec(key, ge, gt, le, lt, flag, flag_value, help, choices_hint)
-    return field(default=default, default_factory=default_factory, metadata={"setting": spec})
-
-
 def in_cluster() -> bool:
     return "KUBERNETES_SERVICE_HOST" in os.environ
 
@@ -141,10 +89,6 @@ def default_host() -> str:
 # still send us reviews. 5 s is the customary preStop pause; with server.graceSeconds it fits in the default
 # terminationGracePeriodSeconds of 30. Outside a cluster nothing routes through endpoints, so there is no pause.
 IN_CLUSTER_DRAIN_SECONDS = 5.0
-
-
-def _seconds(delta: timedelta) -> float:
-    return delta.total_seconds()
 
 
 class InjectionSetup(NamedTuple):
@@ -232,7 +176,7 @@ class SavepointSettings:
 class ControllerSettings:
     """The reconcile loop (docs/design.md, "The reconcile loop's machinery").
 
-    The decision defaults are DecisionSettings' (Karmada's)."""
+    The decisions' settings are `decisions` (failover/core/loop_settings.py), in the same config section."""
 
     mode: ControllerMode = setting(
         "controllers.mode",
@@ -258,69 +202,8 @@ class ControllerSettings:
     # pace for the same writes with 32, 2.6x with 8, and a storm's conflicts with the taint manager did not rise
     # (docs/benchmarks.md, "The relay's workers: 8 against 32").
     workers: int = setting("controllers.workers", 32, ge=1, le=64)
-    # Spelling of purgeMode in written eviction tasks and in policy defaults.
-    purge_mode_spelling: PurgeModeSpelling = setting(
-        "controllers.purgeModeSpelling",
-        PurgeModeSpelling(DecisionSettings.purge_mode_spelling),
-        choices_hint="new (Karmada v1.15+) or legacy (v1.12-v1.14)",
-    )
-    graceful_eviction_timeout_seconds: float = setting(
-        "controllers.gracefulEvictionTimeoutSeconds", _seconds(DecisionSettings.graceful_eviction_timeout), ge=0
-    )
-    state_wait_seconds: float = setting("controllers.stateWaitSeconds", _seconds(DecisionSettings.state_wait), ge=0)
-    failback: bool = setting(
-        "controllers.failback",
-        DecisionSettings.failback_enabled,
-        flag="--failback",
-        flag_value=True,
-        help="move workloads back to a recovered cluster (off by default; or per policy annotation)",
-    )
-    failback_settle_seconds: float = setting(
-        "controllers.failbackSettleSeconds", _seconds(DecisionSettings.failback_settle), ge=0
-    )
-    failback_max_in_flight: int = setting(
-        "controllers.failbackMaxInFlight", DecisionSettings.failback_max_in_flight, ge=1
-    )
-    # docs/operations.md "Fencing"; fenceAfterSeconds counts from the cluster's Ready transition.
-    fencing: FencingMode = setting(
-        "controllers.fencing", FencingMode.of(DecisionSettings()), choices_hint="off, notReady or noExecuteTaint"
-    )
-    fence_after_seconds: float = setting(
-        "controllers.fenceAfterSeconds", _seconds(DecisionSettings.fence_after or timedelta(0)), ge=0
-    )
-    stuck_deletion_seconds: float = setting(
-        "controllers.stuckDeletionSeconds", _seconds(DecisionSettings.stuck_deletion_after), ge=0
-    )
-    # No ping-pong (failover/reconcile/failover_budget.py).
-    failover_budget: int = setting("controllers.failoverBudget", DecisionSettings.failover_budget, ge=1)
-    failover_budget_window_seconds: float = setting(
-        "controllers.failoverBudgetWindowSeconds", _seconds(DecisionSettings.failover_budget_window), gt=0
-    )
-    failover_backoff_seconds: float = setting(
-        "controllers.failoverBackoffSeconds", _seconds(DecisionSettings.failover_backoff), ge=0
-    )
-    restore_grace_seconds: float = setting(
-        "controllers.restoreGraceSeconds", _seconds(DecisionSettings.restore_grace), ge=0
-    )
-
-    def decisions(self) -> DecisionSettings:
-        """The knobs of the reconcile decisions, as failover/ takes them."""
-        fencing = FencingMode(self.fencing)
-        return DecisionSettings(
-            purge_mode_spelling=PurgeModeSpelling(self.purge_mode_spelling).value,
-            graceful_eviction_timeout=timedelta(seconds=self.graceful_eviction_timeout_seconds),
-            state_wait=timedelta(seconds=self.state_wait_seconds),
-            failback_enabled=self.failback,
-            failback_settle=timedelta(seconds=self.failback_settle_seconds),
-            failback_max_in_flight=self.failback_max_in_flight,
-            fence_after=None if fencing is FencingMode.OFF else timedelta(seconds=self.fence_after_seconds),
-            fence_needs_no_execute_taint=fencing is FencingMode.NO_EXECUTE_TAINT,
-            stuck_deletion_after=timedelta(seconds=self.stuck_deletion_seconds),
-            failover_budget=self.failover_budget,
-            failover_budget_window=timedelta(seconds=self.failover_budget_window_seconds),
-            failover_backoff=timedelta(seconds=self.failover_backoff_seconds),
-            restore_grace=timedelta(seconds=self.restore_grace_seconds),
-        )
+    # The decisions' knobs, each declared once in failover/core/loop_settings.py under `controllers.`.
+    decisions: DecisionSettings = field(default_factory=DecisionSettings)
 
 
 @dataclass(frozen=True)
@@ -516,7 +399,9 @@ def declared() -> dict[str, Declared]:
             if isinstance(hint, type) and is_dataclass(hint):
                 walk(hint, (*path, item.name))
                 continue
-            spec: Spec = item.metadata["setting"]
+            spec = spec_of(item.metadata)
+            if spec is None:  # a knob no configuration sets (failover/core/loop_settings.py says why)
+                continue
             arguments = typing.get_args(hint)
             optional = type(None) in arguments and typing.get_origin(hint) is not tuple
             kind = next(a for a in arguments if a is not type(None)) if optional else hint
@@ -608,7 +493,7 @@ def yaml_type(kind: Any) -> type | tuple[type, ...]:
         return str
     if kind is Path:
         return str
-    if kind is float:
+    if kind in (float, timedelta):
         return (int, float)
     if kind in (bool, int, str):
         return typing.cast(type, kind)
@@ -634,6 +519,10 @@ def _convert(entry: Declared, value: Any) -> Any:
             raise SettingsError(f"{key}: option names must be strings ({name!r} is {type(name).__name__})")
     if origin is tuple:
         return tuple(value)
+    if kind is timedelta:  # given in seconds; the bounds are checked on them
+        if not math.isfinite(value):
+            raise SettingsError(f"{key} must be a finite number, not {value}")
+        return timedelta(seconds=value)
     if kind is Path:
         if not value.strip():  # Path("") is the working directory, never what was meant
             raise SettingsError(f"{key} must not be empty")
@@ -707,7 +596,7 @@ def _check_fence(settings: Settings) -> None:
             raise SettingsError("fence.storage is the control plane's; a member relay takes fence.memberCluster")
         if not root:
             raise SettingsError("fence.storage writes fence records below savepoint.checkpointRoot: set it")
-        if settings.controllers.fencing == FencingMode.OFF:
+        if settings.controllers.decisions.fencing == FencingMode.OFF:
             raise SettingsError(
                 "fence.storage speeds up fencing: it needs controllers.fencing notReady or noExecuteTaint"
             )
@@ -732,7 +621,9 @@ def _check_bounds(entry: Declared, value: Any) -> None:
         return
     if entry.kind is Path and not str(value).strip():
         raise SettingsError(f"{key} must not be empty")
-    if entry.kind not in (int, float):
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    elif entry.kind not in (int, float):
         return
     if isinstance(value, float) and not math.isfinite(value):
         # NaN compares false with every bound, so it would pass them all (a cache TTL of NaN never expires).
@@ -829,8 +720,8 @@ def add_setting_flags(parser: argparse.ArgumentParser, *keys: str, helps: Mappin
         options: dict[str, Any] = {"dest": entry.dest, "help": help_text, "default": None}
         if isinstance(entry.kind, type) and issubclass(entry.kind, StrEnum):
             options["choices"] = [member.value for member in entry.kind]
-        elif entry.kind in (int, float):
-            options["type"] = entry.kind
+        elif entry.kind in (int, float, timedelta):
+            options["type"] = int if entry.kind is int else float
             options["metavar"] = "N" if entry.kind is int else "SECONDS" if key.endswith("Seconds") else "NUMBER"
         else:
             options["metavar"] = (
@@ -853,4 +744,6 @@ def flag_values(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
     return value.value if isinstance(value, StrEnum) else f"{value:g}" if isinstance(value, float) else str(value)

@@ -26,7 +26,7 @@ def loop_settings(settings: ControllerSettings) -> LoopSettings:
         lease_namespace=settings.lease_namespace or default_lease_namespace(),
         lease_name=settings.lease_name,
         workers=settings.workers,
-        decisions=settings.decisions(),
+        decisions=settings.decisions,
     )
 
 

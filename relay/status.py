@@ -35,13 +35,13 @@ from failover.core.api import (
     WORKS,
     Resource,
 )
+from failover.core.cluster import is_ready
+from failover.core.loop_settings import DecisionSettings
 from failover.core.names import is_dns_label, object_key
-from failover.reconcile.decision import DecisionSettings
-from failover.reconcile.fencing import cluster_reachability
+from failover.fence.fence_files import FenceAck, FenceRecord
 from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_name, workload_view
 from failover.reconcile.storm import render_cluster_table, workload_phase_rows
 from failover.state.checkpoints import CheckpointStore, LookupResult
-from failover.state.fence_records import FenceAck, FenceRecord
 from failover.state.preserved_state import owning_binding
 from failover.state.profiles import InjectionProfile
 from failover.state.restore import find_restore_point
@@ -135,7 +135,7 @@ def _fence_records(
     fences = FenceStore(storage.roots[0])
     found: dict[str, list[tuple[FenceRecord, FenceAck | None]]] = {}
     for name, cluster in clusters.items():
-        if cluster_reachability(cluster)[0]:
+        if is_ready(cluster):
             continue
         try:
             held = fences.read(name)

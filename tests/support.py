@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from failover.reconcile.records import merged
+from failover.reconcile.record_keeping import merged
 
 GVK = {
     "PropagationPolicy": ("policy.karmada.io", "v1alpha1"),

@@ -10,7 +10,8 @@ from collections.abc import Iterable
 import structlog
 
 from failover.core.verdict import Verdict
-from failover.state.fence_records import FenceRecord, suspension_patch
+from failover.fence.fence_files import FenceRecord
+from failover.fence.member_relay import suspension_patch
 from webhook.handlers import Mutator
 from webhook.review import AdmissionRequest
 

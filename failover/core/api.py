@@ -140,6 +140,13 @@ class PurgeMode(str, Enum):
         return self.canonical is PurgeMode.GRACEFULLY
 
 
+class PurgeModeSpelling(StrEnum):
+    """Which names eviction tasks and policy defaults are written with."""
+
+    NEW = "new"  # Directly/Gracefully/Never: Karmada v1.15+, the only spelling the v1.19 CRD accepts
+    LEGACY = "legacy"  # Immediately/Graciously/Never: what the v1.12-v1.14 CRDs accept
+
+
 _CANONICAL = {PurgeMode.IMMEDIATELY: PurgeMode.DIRECTLY, PurgeMode.GRACIOUSLY: PurgeMode.GRACEFULLY}
 _LEGACY = {PurgeMode.DIRECTLY: PurgeMode.IMMEDIATELY, PurgeMode.GRACEFULLY: PurgeMode.GRACIOUSLY}
 

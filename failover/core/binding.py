@@ -19,6 +19,7 @@ from failover.core.api import (
     REASON_APPLICATION_FAILURE,
     REASON_FAILBACK,
     REASON_TAINT_UNTOLERATED,
+    PurgeMode,
 )
 from failover.core.fields import is_int
 from failover.core.names import ObjectRef
@@ -112,6 +113,21 @@ def eviction_tasks(binding: Mapping[str, Any]) -> list[dict[str, Any]]:
         for task in _list(spec(binding).get("gracefulEvictionTasks"))
         if isinstance(task, dict) and isinstance(task.get("fromCluster"), str)
     ]
+
+
+def purge_mode(task: Mapping[str, Any]) -> PurgeMode | None:
+    """The task's purgeMode, legacy names included; None when absent or not one of Karmada's."""
+    try:
+        return PurgeMode(task.get("purgeMode"))
+    except ValueError:
+        return None
+
+
+def is_directly(task: Mapping[str, Any]) -> bool:
+    """The task purges Directly (or Immediately): since v1.15 Karmada creates the new copy only once the old one is
+    deleted (`pkg/controllers/binding/binding_controller.go` `checkDirectPurgeOrphanWorks`)."""
+    mode = purge_mode(task)
+    return mode is not None and mode.is_directly
 
 
 def is_cluster_failover_task(task: Mapping[str, Any]) -> bool:

@@ -44,8 +44,9 @@ from failover.core.api import (
     REASON_APPLICATION_FAILURE,
     PurgeMode,
 )
+from failover.core.decision import NORMAL, WARNING, Event, clip_message, earliest
 from failover.core.fields import is_int
-from failover.reconcile.decision import NORMAL, WARNING, DecisionSettings, Event, clip_message, earliest
+from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.failover_budget import (
     EVENT_HELD_BACK,
     FAILOVERS_ANNOTATION,
@@ -57,6 +58,7 @@ from failover.reconcile.failover_budget import (
 )
 from failover.reconcile.last_cluster import EVENT_KEPT, RECHECK, kept_message, why_not_takers
 from failover.state.last_state import APPLICATION, evaluate_rule, preservation_rules, recorded_state
+from failover.state.preserved_state import inherited_state
 
 UNHEALTHY_SINCE_ANNOTATION = "failover-relay.io/unhealthy-since"
 
@@ -320,30 +322,6 @@ def _preserved_state(
             )
         )
     return _StateOutcome(state=state, events=tuple(events))
-
-
-def inherited_state(tasks: list[dict[str, Any]], cluster: str) -> tuple[str, dict[str, str]] | None:
-    """The state of an earlier failover that `cluster` was the replacement for (#6232), if still pending.
-
-    The graceful eviction decision removes a task as soon as the binding is scheduled and every target is Healthy,
-    so an earlier task that is still present means its replacement copy never became healthy. Tasks kept by
-    suppressDeletion are not evidence of that and are not inherited from.
-    """
-    for task in reversed(tasks):
-        state = task.get("preservedLabelState")
-        before = task.get("clustersBeforeFailover")
-        if (
-            task["fromCluster"] == cluster
-            or task.get("suppressDeletion") is True
-            or not isinstance(state, dict)
-            or not state
-        ):
-            continue
-        if isinstance(before, list) and cluster in before:
-            continue  # the cluster ran the workload before that failover: its own state is current
-        if all(isinstance(k, str) and isinstance(v, str) for k, v in state.items()):
-            return task["fromCluster"], dict(state)
-    return None
 
 
 def _eviction_task(

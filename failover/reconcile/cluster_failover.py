@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from failover.core import binding as b
-from failover.reconcile.application_failover import inherited_state
-from failover.reconcile.decision import NORMAL, WARNING, Event, clip_message
+from failover.core.decision import NORMAL, WARNING, Event, clip_message
 from failover.state.last_state import CLUSTER, evaluate_rule, preservation_rules, recorded_state
+from failover.state.preserved_state import inherited_state
 
 EVENT_STATE_FILLED = "PreservedStateFilled"
 EVENT_STATE_NOT_FOUND = "PreservedStateNotFound"

@@ -51,6 +51,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from failover.core import binding as b
+from failover.core import cluster as c
 from failover.core.annotations import format_time, parse_time, read_json_annotation, write_time_annotation
 from failover.core.api import (
     CLUSTER_PROPAGATION_POLICY,
@@ -65,10 +66,11 @@ from failover.core.api import (
     WORKLOAD_REBALANCERS,
     PurgeMode,
 )
+from failover.core.decision import NORMAL, WARNING, BindingPatch, Event, clip_message
 from failover.core.labels import label_value_problems
+from failover.core.loop_settings import DecisionSettings
 from failover.core.names import ObjectRef, is_dns_label
 from failover.core.placement import clusters_by_name_only, placement_is_single_cluster
-from failover.reconcile.decision import NORMAL, WARNING, BindingPatch, DecisionSettings, Event, clip_message
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
 from failover.state.last_state import recorded_state
 
@@ -78,7 +80,6 @@ IN_FLIGHT_RETRY = timedelta(seconds=10)
 RECOVERY_ANNOTATION = "failover-relay.io/recovery"
 FAILBACK_CLUSTER_LABEL = "failover-relay.io/failback-cluster"
 EVENT_FAILBACK = "FailbackTriggered"
-NO_EXECUTE = "NoExecute"
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def decide_failback(
         return FailbackDecision()
     record = _read_record(b.annotations(cluster).get(RECOVERY_ANNOTATION))
     ready_since = _ready_since(cluster)
-    if ready_since is None or _has_no_execute_taint(cluster):
+    if ready_since is None or c.has_taint(cluster):
         down = {"downSeenAt": record.get("downSeenAt") or format_time(now)}
         return FailbackDecision(cluster_patch=_record_patch(record, down))
 
@@ -269,12 +270,7 @@ def failback_route(binding: Mapping[str, Any], recovered: str, schedulable: set[
 
 
 def _schedulable(cluster: Mapping[str, Any]) -> bool:
-    taints = b.spec(cluster).get("taints")
-    blocked = any(
-        isinstance(taint, dict) and taint.get("effect") in ("NoSchedule", NO_EXECUTE)
-        for taint in (taints if isinstance(taints, list) else ())
-    )
-    return _ready_since(cluster) is not None and not blocked
+    return c.is_ready(cluster) and not c.has_taint(cluster, c.SCHEDULING_EFFECTS)
 
 
 def _failback_in_flight(binding: Mapping[str, Any]) -> bool:
@@ -340,23 +336,11 @@ def _rebalancer(cluster: str, name: str, workloads: list[dict[str, str]], settin
 
 def _ready_since(cluster: Mapping[str, Any]) -> datetime | None:
     """When the Ready condition last turned True; None when the cluster is not Ready."""
-    conditions = b.status(cluster).get("conditions")
-    for condition in conditions if isinstance(conditions, list) else ():
-        if isinstance(condition, dict) and condition.get("type") == "Ready":
-            if condition.get("status") != "True":
-                return None
-            # A Ready condition without a transition time counts as ready since the epoch: it is ready, and no
-            # eviction can be proven to predate it, so only a recorded taint removal makes it a recovery.
-            return parse_time(condition.get("lastTransitionTime")) or datetime.min.replace(tzinfo=UTC)
-    return None
-
-
-def _has_no_execute_taint(cluster: Mapping[str, Any]) -> bool:
-    taints = b.spec(cluster).get("taints")
-    return any(
-        isinstance(taint, dict) and taint.get("effect") == NO_EXECUTE
-        for taint in (taints if isinstance(taints, list) else ())
-    )
+    if not c.is_ready(cluster):
+        return None
+    # A Ready condition without a transition time counts as ready since the epoch: it is ready, and no eviction can be
+    # proven to predate it, so only a recorded taint removal makes it a recovery.
+    return c.reachability(cluster).since or datetime.min.replace(tzinfo=UTC)
 
 
 def _affected(binding: Mapping[str, Any], cluster: str, recovered: datetime) -> bool:

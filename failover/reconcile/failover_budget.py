@@ -27,7 +27,7 @@ from typing import Any
 
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time
-from failover.reconcile.decision import DecisionSettings
+from failover.core.loop_settings import DecisionSettings
 
 FAILOVERS_ANNOTATION = "failover-relay.io/failovers"
 EVENT_HELD_BACK = "FailoverHeldBack"

@@ -32,8 +32,9 @@ from typing import Any
 
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time, read_time_annotation, write_time_annotation
+from failover.core.decision import NORMAL, Event, earliest
 from failover.core.fields import is_int
-from failover.reconcile.decision import NORMAL, DecisionSettings, Event, earliest
+from failover.core.loop_settings import DecisionSettings
 
 EVICTED_FROM_ANNOTATION = "failover-relay.io/evicted-from"
 EVENT_TASK_REMOVED = "EvictionTaskRemoved"

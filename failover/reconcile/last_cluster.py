@@ -26,12 +26,12 @@ from datetime import timedelta
 from typing import Any
 
 from failover.core import binding as b
+from failover.core import cluster as c
 from failover.core.placement import placement_clusters
 
 EVENT_KEPT = "KeptOnLastCluster"
 # A Cluster turning Ready does not change the binding, so nothing else would wake a held workload.
 RECHECK = timedelta(seconds=30)
-SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 def why_not_takers(
@@ -71,17 +71,11 @@ def kept_message(cluster: str, reasons: Mapping[str, str], toleration_seconds: i
 
 def _unschedulable(cluster: Mapping[str, Any], placement: Any) -> str:
     """Why the scheduler would not pick `cluster` whatever the workload, "" when it might."""
-    conditions = b.status(cluster).get("conditions")
-    ready = any(
-        isinstance(condition, dict) and condition.get("type") == "Ready" and condition.get("status") == "True"
-        for condition in (conditions if isinstance(conditions, list) else ())
-    )
-    if not ready:
+    if not c.is_ready(cluster):
         return "not Ready"
     tolerations = placement.get("clusterTolerations") if isinstance(placement, dict) else None
-    taints = b.spec(cluster).get("taints")
-    for taint in taints if isinstance(taints, list) else ():
-        if isinstance(taint, dict) and taint.get("effect") in SCHEDULING_EFFECTS and not _tolerated(taint, tolerations):
+    for taint in c.taints(cluster):
+        if taint.get("effect") in c.SCHEDULING_EFFECTS and not _tolerated(taint, tolerations):
             return f"tainted {taint.get('key')}:{taint.get('effect')}"
     return ""
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from failover.core import binding as b
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
-from failover.reconcile.fencing import FENCED_ANNOTATION
+from failover.fence.fenced_copies import FENCED_ANNOTATION
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
 from failover.state.last_state import CLUSTER, LAST_STATE_ANNOTATION, preservation_rules
 

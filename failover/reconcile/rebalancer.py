@@ -34,9 +34,10 @@ from failover.core.api import (
     REBALANCE_SUCCESSFUL,
     RESOURCE_BINDING,
 )
+from failover.core.decision import NORMAL, WARNING, BindingPatch, Event, earliest
 from failover.core.fields import is_int
+from failover.core.loop_settings import DecisionSettings
 from failover.core.names import ObjectRef
-from failover.reconcile.decision import NORMAL, WARNING, BindingPatch, DecisionSettings, Event, earliest
 
 WORKLOAD_FIELDS = ("apiVersion", "kind", "namespace", "name")
 

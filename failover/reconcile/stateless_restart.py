@@ -16,7 +16,7 @@ from typing import Any
 
 from failover.core import binding as b
 from failover.core.api import FLINK_DEPLOYMENTS
-from failover.reconcile.decision import WARNING, Event, clip_message
+from failover.core.decision import WARNING, Event, clip_message
 from failover.state.flink_config import read_state_config, stateless_restart_reasons
 
 EVENT_STATELESS_RESTART = "StatelessRestart"

@@ -19,15 +19,15 @@ from typing import Any
 
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time, read_time_annotation
+from failover.core.cluster import is_pull, reachability
+from failover.core.loop_settings import DecisionSettings
 from failover.core.names import object_key
+from failover.fence.fence_files import FenceAck, FenceRecord
+from failover.fence.fenced_copies import fenced_copies
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration_seconds
-from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.failover_budget import restoring_until
-from failover.reconcile.fencing import cluster_reachability, fenced_copies
 from failover.reconcile.last_cluster import why_not_takers
-from failover.reconcile.pull_clusters import is_pull
 from failover.state.checkpoints import LookupResult
-from failover.state.fence_records import FenceAck, FenceRecord
 from failover.state.history import JOB_STATUS, read_history, reflected_run, restore_hints
 from failover.state.jobid import job_id_problem
 from failover.state.last_state import preservation_rules, recorded_states
@@ -131,7 +131,7 @@ def workload_view(
         )
         reflected = (item or {}).get("status")
         job_status = reflected.get(JOB_STATUS) if isinstance(reflected, dict) else None
-        ready, _, _ = cluster_reachability(clusters.get(target.name))
+        ready = reachability(clusters.get(target.name)).ready
         restoring = restoring_until(binding, target.name, decisions) if application else None
         if restoring is not None and (now >= restoring or b.health_of(item) == b.HEALTHY):
             restoring = None
@@ -312,7 +312,8 @@ def _fences(
         cluster = task["fromCluster"]
         if cluster in fenced or str(task.get("purgeMode")) not in ("Directly", "Immediately"):
             continue
-        ready, since, _ = cluster_reachability(clusters.get(cluster))
+        reach = reachability(clusters.get(cluster))
+        ready, since = reach.ready, reach.since
         if ready:
             continue
         fence_at = since + decisions.fence_after if since is not None and decisions.fence_after is not None else None

@@ -25,7 +25,6 @@ from typing import Any
 
 from failover.core import binding as b
 from failover.core.annotations import parse_time
-from failover.core.api import PurgeMode
 
 RUNNING = "running"
 UNHEALTHY = "unhealthy"
@@ -58,7 +57,9 @@ def phases(binding: Mapping[str, Any], work_clusters: Collection[str]) -> list[C
         since = parse_time(task.get("creationTimestamp"))
         reason = str(task.get("reason") or "")
         elsewhere = [name for name in targets if name != cluster]
-        if cluster in work_clusters and _released_before_new_copy(task):
+        # With Directly the new copy waits for the old Work to go (Karmada v1.15+, `checkDirectPurgeOrphanWorks`);
+        # Gracefully and Never keep the old copy beside the new one, so its Work is no phase of the move.
+        if cluster in work_clusters and b.is_directly(task):
             phase = RELEASING
         elif not elsewhere or not b.scheduled_for_generation(binding):
             phase = SCHEDULING
@@ -81,15 +82,6 @@ def restored_away_from(binding: Mapping[str, Any], cluster: str) -> bool:
         and b.scheduled_for_generation(binding)
         and all(b.health_of(health.get(name)) == b.HEALTHY for name in elsewhere)
     )
-
-
-def _released_before_new_copy(task: Mapping[str, Any]) -> bool:
-    """With Directly the new copy waits for the old Work to go (Karmada v1.15+, `checkDirectPurgeOrphanWorks`);
-    Gracefully and Never keep the old copy beside the new one, so its Work is no phase of the move."""
-    try:
-        return PurgeMode(task.get("purgeMode")).is_directly
-    except ValueError:
-        return False
 
 
 def workload_phase_rows(

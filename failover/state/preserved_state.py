@@ -388,3 +388,27 @@ def under_manifest(index: int, verdict: Verdict) -> Verdict:
     prefix = f"{MANIFESTS_POINTER}/{index}"
     patch = tuple({**op, "path": prefix + op["path"]} for op in verdict.patch)
     return replace(verdict, patch=patch)
+
+
+def inherited_state(tasks: list[dict[str, Any]], cluster: str) -> tuple[str, dict[str, str]] | None:
+    """The state of an earlier failover that `cluster` was the replacement for (karmada#6232), if still pending.
+
+    The graceful eviction decision removes a task as soon as the binding is scheduled and every target is Healthy,
+    so an earlier task that is still present means its replacement copy never became healthy. Tasks kept by
+    suppressDeletion are not evidence of that and are not inherited from.
+    """
+    for task in reversed(tasks):
+        state = task.get("preservedLabelState")
+        before = task.get("clustersBeforeFailover")
+        if (
+            task["fromCluster"] == cluster
+            or task.get("suppressDeletion") is True
+            or not isinstance(state, dict)
+            or not state
+        ):
+            continue
+        if isinstance(before, list) and cluster in before:
+            continue  # the cluster ran the workload before that failover: its own state is current
+        if all(isinstance(k, str) and isinstance(v, str) for k, v in state.items()):
+            return task["fromCluster"], dict(state)
+    return None

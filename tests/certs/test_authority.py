@@ -17,7 +17,7 @@ from certs.authority import (
     generate_ca,
     generate_serving_certificate,
 )
-from certs.names import serving_names
+from certs.serving_names import serving_names
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 YEAR = timedelta(days=365)

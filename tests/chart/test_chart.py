@@ -311,7 +311,7 @@ def test_values_reach_the_relay_as_flags_its_parser_accepts(helm_bin: Path, tmp_
     check_settings(settings)
 
     assert settings.savepoint.checkpoint_root == "s3://flink/checkpoints"
-    assert settings.controllers.failback is True
+    assert settings.controllers.decisions.failback_enabled is True
     assert settings.controllers.kubeconfig == f"{mounts['karmada']}/kubeconfig"
     assert settings.savepoint.late_restore is True and settings.controllers.workers == 4
     assert settings.controllers.mode is ControllerMode.AUTO

@@ -12,13 +12,12 @@ from prometheus_client import CollectorRegistry
 
 from controllers.fence_store import FenceStore
 from controllers.storage_fence import StorageFence
-from failover.reconcile.decision import DecisionSettings
-from failover.reconcile.storage_fence import ACK_MARGIN
+from failover.core.loop_settings import DecisionSettings
+from failover.fence.control_plane import ACK_MARGIN
+from failover.fence.fence_files import FenceAck
 from failover.state.checkpoints import open_store
-from failover.state.fence_records import FenceAck
 from tests.failover.binding_builders import at
-from tests.failover.reconcile.test_fencing import clusters, evicted
-from tests.failover.reconcile.test_storage_fence import PERMANENT_ID, old_work
+from tests.failover.work_builders import PERMANENT_ID, clusters, evicted, old_work
 
 
 def run(fence: StorageFence, binding: dict[str, Any], fresh: dict[str, Any], now: float) -> Any:

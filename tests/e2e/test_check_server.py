@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from controllers.kube import load_api_client
-from failover.reconcile.migration import crd_purge_mode_enum
+from failover.reconcile.purge_spelling import crd_purge_mode_enum
 from relay.check import check_object
 from relay.migration import installed_spelling, legacy_lines
 from relay.schemas import bundled

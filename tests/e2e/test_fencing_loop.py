@@ -21,7 +21,7 @@ from controllers.kube import CustomObjects, not_found
 from controllers.manager import LoopSettings, ReconcileLoop
 from controllers.members import MemberProxy
 from failover.core.api import RESOURCE_BINDINGS, WORKS
-from failover.reconcile.decision import DecisionSettings
+from failover.core.loop_settings import DecisionSettings
 from relay.settings import ControllerSettings
 from tests.e2e.objects import make_cluster
 from tests.e2e.test_reconcile_loop import JOB_ID, eventually, flink_binding

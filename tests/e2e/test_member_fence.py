@@ -16,8 +16,9 @@ import pytest
 from kubernetes import client, config
 
 from controllers.fence_store import FenceStore
+from failover.core.work import PERMANENT_ID_LABEL, MemberCopy
+from failover.fence.fence_files import FenceRecord
 from failover.state.checkpoints import open_store
-from failover.state.fence_records import PERMANENT_ID_LABEL, CopyRef, FenceRecord
 from tests.e2e.objects import apply, flink_deployment, get, warnings_of
 from tests.e2e.relay_process import RelayProcess
 from tests.envtest import ControlPlane
@@ -77,7 +78,10 @@ def test_a_fence_record_suspends_its_copy_keeps_it_suspended_and_is_acknowledged
     assert get(control_plane, "flinkdeployment", "orders", namespace)["spec"]["job"]["state"] == "running"
 
     fences = FenceStore(open_store(str(root)))
-    refs = tuple(CopyRef("flink.apache.org/v1beta1", "FlinkDeployment", namespace, n) for n in ("orders", "payments"))
+    refs = tuple(
+        MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", namespace, n, "orders-7c9d")
+        for n in ("orders", "payments")
+    )
     fences.write_record(
         FenceRecord(FENCE_ID, "member1", "orders-7c9d", f"ResourceBinding {namespace}/orders", refs, datetime.now(UTC))
     )

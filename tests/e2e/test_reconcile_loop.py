@@ -20,7 +20,7 @@ from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
 from controllers.manager import LoopSettings, ReconcileLoop
 from failover.core.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
-from failover.reconcile.decision import DecisionSettings
+from failover.core.loop_settings import DecisionSettings
 from relay.settings import ControllerSettings
 from tests.e2e.objects import make_cluster
 from tests.envtest import ControlPlane

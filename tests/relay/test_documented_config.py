@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import typing
 from collections.abc import Iterator, Mapping
+from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -176,11 +177,13 @@ def valid_value(entry: Declared) -> Any:
         return VALID[spec.key]
     if kind is bool:
         return True if default is None else not default
-    if kind in (int, float):
+    if kind in (int, float, timedelta):
         low = spec.ge if spec.ge is not None else spec.gt
         high = spec.le if spec.le is not None else spec.lt
+        default = default.total_seconds() if isinstance(default, timedelta) else default
         start = default if default is not None else (low or 0)
         step = 1 if kind is int else 0.5
+        kind = float if kind is timedelta else kind
         for candidate in (start + step, start - step, start + 2 * step):
             if all(
                 (
@@ -209,6 +212,8 @@ def as_declared(entry: Declared, value: Any) -> Any:
         return tuple(value)
     if kind is Path:
         return Path(value)
+    if kind is timedelta:  # given in seconds
+        return timedelta(seconds=value)
     if isinstance(kind, type) and issubclass(kind, StrEnum):
         return kind(value)
     return value

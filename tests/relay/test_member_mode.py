@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from certs.authority import generate_ca, generate_serving_certificate
-from certs.names import LOCAL_DNS_NAMES, LOCAL_IP_ADDRESSES
+from certs.serving_names import LOCAL_DNS_NAMES, LOCAL_IP_ADDRESSES
 from relay.settings import Settings, SettingsError, apply, check_settings
 from tests.support import admission_review, client_tls, decoded_patch
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from failover.reconcile.decision import DecisionSettings
+from failover.core.loop_settings import DecisionSettings
 from relay.settings import (
     ControllerSettings,
     Settings,
@@ -62,7 +63,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_no_file_gives_the_defaults() -> None:
     settings = load_settings(None)
     assert (settings.port, settings.log_format, settings.cabundle_sync) == (9443, "auto", True)
-    assert settings.controllers.mode == "auto" and settings.controllers.failback is False
+    assert settings.controllers.mode == "auto" and settings.controllers.decisions.failback_enabled is False
     assert settings.drain_seconds is None and settings.grace_seconds == 10.0
 
 
@@ -82,12 +83,13 @@ def test_every_section_is_read(tmp_path: Path) -> None:
         "/etc/karmada/kubeconfig",
         "karmada-system",
     )
-    assert (controllers.workers, controllers.purge_mode_spelling, controllers.failback) == (4, "legacy", True)
-    assert (
-        controllers.graceful_eviction_timeout_seconds,
-        controllers.state_wait_seconds,
-        controllers.failback_settle_seconds,
-    ) == (120, 30, 60)
+    decisions = controllers.decisions
+    assert (controllers.workers, decisions.purge_mode_spelling, decisions.failback_enabled) == (4, "legacy", True)
+    assert (decisions.graceful_eviction_timeout, decisions.state_wait, decisions.failback_settle) == (
+        timedelta(seconds=120),
+        timedelta(seconds=30),
+        timedelta(seconds=60),
+    )
 
 
 @pytest.mark.parametrize(
@@ -233,7 +235,11 @@ def test_flags_are_derived_from_the_declarations(tmp_path: Path) -> None:
 
 
 def test_the_decisions_take_the_declared_values() -> None:
-    assert ControllerSettings().decisions() == DecisionSettings()
+    assert ControllerSettings().decisions == DecisionSettings()
+    # Each of the decisions' settings is declared once, in DecisionSettings, and read from the controllers section.
+    loop_keys = {key for key, entry in declared().items() if entry.path[:2] == ("controllers", "decisions")}
+    assert "controllers.fenceAfterSeconds" in loop_keys and "controllers.failback" in loop_keys
+    assert all(key.startswith("controllers.") for key in loop_keys)
 
 
 @pytest.mark.parametrize(

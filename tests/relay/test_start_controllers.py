@@ -1,5 +1,5 @@
-"""The state-on-every-path settings reach the decisions (ControllerSettings.decisions), and bad values get a clear
-answer naming the key."""
+"""The state-on-every-path settings reach the decisions (ControllerSettings.decisions, declared in
+failover/core/loop_settings.py), and bad values get a clear answer naming the key."""
 
 from __future__ import annotations
 
@@ -8,22 +8,27 @@ from pathlib import Path
 
 import pytest
 
-from relay.settings import ControllerSettings, FencingMode, SettingsError, load_settings
+from failover.core.loop_settings import FencingMode
+from relay.settings import ControllerSettings, SettingsError, load_settings
 
 
 def test_defaults_fence_after_a_minute_give_a_restore_five_minutes_and_hold_a_fourth_failover_within_the_hour() -> None:
-    decisions = ControllerSettings().decisions()
-    assert decisions.fence_after == timedelta(seconds=60) and not decisions.fence_needs_no_execute_taint
+    decisions = ControllerSettings().decisions
+    assert decisions.fence_after == timedelta(seconds=60) and decisions.fencing == FencingMode.NOT_READY
+    assert decisions.fences and not decisions.fence_needs_no_execute_taint
     assert decisions.stuck_deletion_after == timedelta(seconds=5)
     assert (decisions.failover_budget, decisions.failover_budget_window) == (3, timedelta(hours=1))
     assert decisions.failover_backoff == timedelta(0) and decisions.restore_grace == timedelta(minutes=5)
     assert decisions.failback_max_in_flight == 5
 
 
-def test_fencing_modes_map_to_the_decision_settings() -> None:
-    assert ControllerSettings(fencing=FencingMode.OFF).decisions().fence_after is None
-    taint = ControllerSettings(fencing=FencingMode.NO_EXECUTE_TAINT, fence_after_seconds=30).decisions()
-    assert taint.fence_after == timedelta(seconds=30) and taint.fence_needs_no_execute_taint
+def test_fencing_modes_map_to_the_decision_settings(tmp_path: Path) -> None:
+    path = tmp_path / "relay.yaml"
+    path.write_text('controllers:\n  fencing: "off"\n')
+    assert not load_settings(path).controllers.decisions.fences
+    path.write_text("controllers:\n  fencing: noExecuteTaint\n  fenceAfterSeconds: 30\n")
+    taint = load_settings(path).controllers.decisions
+    assert taint.fence_after == timedelta(seconds=30) and taint.fences and taint.fence_needs_no_execute_taint
 
 
 def test_the_config_file_sets_them(tmp_path: Path) -> None:
@@ -32,7 +37,7 @@ def test_the_config_file_sets_them(tmp_path: Path) -> None:
         "controllers:\n  fencing: noExecuteTaint\n  fenceAfterSeconds: 20\n  failoverBudget: 5\n"
         "  restoreGraceSeconds: 90\n  failbackMaxInFlight: 2\n"
     )
-    decisions = load_settings(path).controllers.decisions()
+    decisions = load_settings(path).controllers.decisions
     assert decisions.fence_after == timedelta(seconds=20) and decisions.fence_needs_no_execute_taint
     assert (decisions.failover_budget, decisions.restore_grace, decisions.failback_max_in_flight) == (
         5,

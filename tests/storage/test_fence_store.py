@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import os
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import structlog
 
 from controllers.fence_store import FenceStore
+from failover.core.work import MemberCopy
+from failover.fence.fence_files import FENCES_DIR, AckedCopy, FenceAck, FenceRecord
 from failover.state.checkpoints import open_store
-from failover.state.fence_records import FENCES_DIR, AckedCopy, CopyRef, FenceAck, FenceRecord
 from tests.failover.binding_builders import at
 from tests.storage.test_s3_checkpoints import bucket, options  # noqa: F401  (the bucket fixture)
 
 FENCE_ID = "0b7e3f5c-3c1e-4c55-9d2b-6a4c1e2f9a10"
-REF = CopyRef("flink.apache.org/v1beta1", "FlinkDeployment", "jobs", "orders")
+REF = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "jobs", "orders", "orders-7c9d")
 RECORD = FenceRecord(FENCE_ID, "member1", "orders-7c9d", "ResourceBinding jobs/orders", (REF,), at(0))
 ACK = FenceAck(FENCE_ID, "member1", (AckedCopy(REF, "suspended", "u-1"),), at(5), None)
 
@@ -45,6 +47,12 @@ def exercise(fences: FenceStore, write_raw) -> None:
 
     fences.remove("member1", FENCE_ID)
     assert fences.write_ack(ACK) is True and fences.write_ack(ACK) is False
+    # An acknowledgement read without its record: its copies' Work, which only the record names, is unknown.
+    unknown_work = replace(REF, work="")
+    assert fences.read("member1").acks == {
+        FENCE_ID: replace(ACK, copies=(AckedCopy(unknown_work, "suspended", "u-1"),))
+    }
+    assert fences.write_record(RECORD) is True
     assert fences.read("member1").acks == {FENCE_ID: ACK}
     fences.remove("member1", FENCE_ID)
     assert FENCE_ID not in fences.read("member1").present | set(fences.read("member1").acks)

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
+from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, decide_application_failover
-from failover.reconcile.decision import DecisionSettings
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, nginx_binding, set_health, stamp
 from tests.support import merge_patch
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.application_failover import decide_application_failover
-from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.failover_budget import EVENT_HELD_BACK, FAILOVERS_ANNOTATION, failover_history
 from tests.failover.binding_builders import at, flink_binding, set_health, stamp
 from tests.support import merge_patch

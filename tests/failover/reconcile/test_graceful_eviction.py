@@ -6,7 +6,7 @@ import copy
 import json
 from datetime import timedelta
 
-from failover.reconcile.decision import DecisionSettings
+from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, all_targets_healthy, decide_graceful_eviction
 from tests.failover.binding_builders import at, nginx_binding, preemption_task, set_health, stamp
 from tests.support import merge_patch

@@ -8,8 +8,8 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, decide_application_failover
-from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.last_cluster import EVENT_KEPT, RECHECK, why_not_takers
 from tests.failover.binding_builders import at, flink_binding, set_health, stamp
 from tests.support import merge_patch

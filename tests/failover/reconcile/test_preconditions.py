@@ -8,22 +8,26 @@ from typing import Any
 import pytest
 
 from controllers.cache import binding_cached_form
+from failover.core.loop_settings import DecisionSettings
+from failover.fence.fenced_copies import FENCED_ANNOTATION
+from failover.fence.old_copy import decide_fencing
 from failover.reconcile.cluster_failover import decide_cluster_failover_state
-from failover.reconcile.decision import DecisionSettings
-from failover.reconcile.fencing import FENCED_ANNOTATION, decide_fencing
 from failover.reconcile.graceful_eviction import decide_graceful_eviction
 from failover.reconcile.preconditions import READS_FENCING, eviction_reads, fill_reads, guarded_patch, pointer
 from failover.state.last_state import decide_last_state
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health, stamp
 from tests.failover.reconcile.test_cluster_failover import TAINT_TASK, evicted_by_taint
-from tests.failover.reconcile.test_fencing import SETTINGS, clusters, evicted, work
 from tests.failover.reconcile.test_graceful_eviction import evicting_binding
 from tests.failover.state.test_last_state import OTHER_JOB, with_cluster_rules
+from tests.failover.work_builders import clusters, evicted, work
 from tests.support import merge_patch
 
 
 class PreconditionFailed(Exception):
     """What the apiserver answers with 422."""
+
+
+SETTINGS = DecisionSettings()
 
 
 def apply(obj: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any]:

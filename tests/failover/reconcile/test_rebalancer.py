@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from datetime import timedelta
 
+from failover.core.loop_settings import DecisionSettings
 from failover.core.names import ObjectRef
-from failover.reconcile.decision import DecisionSettings
 from failover.reconcile.rebalancer import binding_name, binding_ref, decide_rebalance, referenced_bindings
 from tests.failover.binding_builders import at, stamp
 from tests.support import merge_patch

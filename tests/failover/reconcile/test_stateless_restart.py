@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from controllers.cache import work_cached_form
-from failover.reconcile.decision import WARNING
+from failover.core.decision import WARNING
 from failover.reconcile.stateless_restart import EVENT_STATELESS_RESTART, keeps_state, stateless_restart_events
 
 RULES = {"rules": [{"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}]}

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
+from failover.core.loop_settings import DecisionSettings
+from failover.core.work import MemberCopy
+from failover.fence.fence_files import FenceAck, FenceRecord
+from failover.fence.fenced_copies import FENCED_ANNOTATION
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
-from failover.reconcile.decision import DecisionSettings
-from failover.reconcile.fencing import FENCED_ANNOTATION
 from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_view
-from failover.state.fence_records import CopyRef, FenceAck, FenceRecord
 from failover.state.restore import PREVIOUS_JOB_ID
 from relay.settings import SavepointSettings
 from relay.status import open_storage
@@ -144,11 +145,12 @@ def test_the_fence_state_of_each_cluster_is_shown() -> None:
         render_table([view])
     )
     # The storage fence: the record written (fencing), then the member relay's acknowledgement (acknowledged).
-    ref = CopyRef("flink.apache.org/v1beta1", "FlinkDeployment", "default", "foo")
+    ref = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "default", "foo", "foo-123")
     label = f"ResourceBinding {binding['metadata']['namespace']}/{binding['metadata']['name']}"
     record = FenceRecord("0b7e3f5c-3c1e-4c55-9d2b-6a4c1e2f9a10", "member1", "foo-123", label, (ref,), at(2))
+    bar = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "x", "bar", "bar-1")
     other = FenceRecord(
-        "11111111-2222-4333-8444-555555555555", "member1", "bar-1", "ResourceBinding x/bar", (ref,), at(1)
+        "11111111-2222-4333-8444-555555555555", "member1", "bar-1", "ResourceBinding x/bar", (bar,), at(1)
     )
     fencing = workload_view(
         binding,

@@ -9,8 +9,8 @@ from typing import Any
 
 import jsonpatch
 
+from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.application_failover import decide_application_failover
-from failover.reconcile.decision import DecisionSettings
 from failover.state.history import (
     DEAD_CLUSTER_RETURN,
     EVICTION,

@@ -10,28 +10,26 @@ from typing import Any
 
 import pytest
 
-from failover.state.fence_records import (
+from failover.core.work import MemberCopy
+from failover.fence.fence_files import (
     FENCES_DIR,
     AckedCopy,
-    CopyRef,
     FenceAck,
     FenceRecord,
     RecordRefused,
     cluster_dir,
-    decide_member_fence,
     encode_ack,
     encode_record,
-    names_copy,
     parse_ack,
     parse_file_name,
     parse_record,
-    suspension_patch,
 )
+from failover.fence.member_relay import decide_member_fence, names_copy, suspension_patch
 from tests.failover.binding_builders import at
 
 FENCE_ID = "0b7e3f5c-3c1e-4c55-9d2b-6a4c1e2f9a10"
 NEW_ID = "9f0e2d1c-0000-4000-8000-000000000001"
-REF = CopyRef("flink.apache.org/v1beta1", "FlinkDeployment", "jobs", "orders")
+REF = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "jobs", "orders", "orders-7c9d")
 RECORD = FenceRecord(FENCE_ID, "member1", "orders-7c9d", "ResourceBinding jobs/orders-flinkdeployment", (REF,), at(0))
 
 
@@ -62,7 +60,7 @@ def member_copy(
 def test_records_and_acknowledgements_round_trip_and_name_their_files() -> None:
     assert parse_record(encode_record(RECORD), "member1", FENCE_ID) == RECORD
     ack = FenceAck(FENCE_ID, "member1", (AckedCopy(REF, "suspended", "u-1"),), at(3), "s3://b/sp/savepoint-1")
-    assert parse_ack(encode_ack(ack), "member1", FENCE_ID) == ack
+    assert parse_ack(encode_ack(ack), "member1", FENCE_ID, RECORD.work) == ack
     assert parse_file_name(f"{FENCE_ID}.json") == (FENCE_ID, False)
     assert parse_file_name(f"{FENCE_ID}.ack.json") == (FENCE_ID, True)
     assert cluster_dir("member1") == f"{FENCES_DIR}/member1"
@@ -181,7 +179,7 @@ def test_the_webhook_keeps_a_fenced_copy_suspended_and_leaves_every_other_alone(
 
 
 def test_a_record_naming_what_no_suspension_stops_is_never_acknowledged() -> None:
-    deployment = CopyRef("apps/v1", "Deployment", "jobs", "sidecar")
+    deployment = MemberCopy("member1", "apps/v1", "Deployment", "jobs", "sidecar", "orders-7c9d")
     record = FenceRecord(FENCE_ID, "member1", "orders-7c9d", "b", (REF, deployment), at(0))
     stopped = member_copy("suspended", lifecycle="SUSPENDED")
     decision = decide_member_fence(record, {REF: stopped, deployment: None}, acknowledged=False, now=at(1))

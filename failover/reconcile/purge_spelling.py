@@ -7,11 +7,9 @@ and where an object (policy or binding) still holds a legacy name (`failover.adm
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
-from failover.core.api import PurgeMode
-
-Spelling = Literal["new", "legacy"]
+from failover.core.api import PurgeMode, PurgeModeSpelling
 
 
 def crd_purge_mode_enum(crd: Mapping[str, Any]) -> frozenset[str] | None:
@@ -30,7 +28,7 @@ def crd_purge_mode_enum(crd: Mapping[str, Any]) -> frozenset[str] | None:
     return None
 
 
-def spelling_to_write(enum: frozenset[str] | None, configured: Spelling) -> Spelling:
+def spelling_to_write(enum: frozenset[str] | None, configured: PurgeModeSpelling) -> PurgeModeSpelling:
     """The spelling the loop writes: the only one the installed CRD accepts, else what is configured.
 
     v1.19's enum (Directly, Gracefully, Never) forces "new" even when `purgeModeSpelling: legacy` is configured
@@ -42,7 +40,7 @@ def spelling_to_write(enum: frozenset[str] | None, configured: Spelling) -> Spel
     new = {mode.value for mode in PurgeMode if not mode.is_legacy}
     legacy = {mode.legacy.value for mode in PurgeMode}
     if enum >= new and not enum & (legacy - new):
-        return "new"
+        return PurgeModeSpelling.NEW
     if enum >= legacy and not enum & (new - legacy):
-        return "legacy"
+        return PurgeModeSpelling.LEGACY
     return configured

@@ -7,19 +7,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from failover.reconcile.decision import DecisionSettings
-from failover.reconcile.fencing import (
-    EVENT_FENCED,
-    EVENT_WAITING,
-    EXECUTION_FINALIZER,
-    MemberCopy,
-    decide_fencing,
-    fenced_copies,
-)
-from failover.reconcile.pull_clusters import BINDING_ID_LABELS, binding_id_labels, handed_to_agent, is_pull
+from failover.core.cluster import is_pull
+from failover.core.loop_settings import DecisionSettings, FencingMode
+from failover.core.work import BINDING_ID_LABELS, EXECUTION_FINALIZER, MemberCopy, binding_id_labels, handed_to_agent
+from failover.fence.fenced_copies import fenced_copies
+from failover.fence.old_copy import EVENT_FENCED, EVENT_WAITING, decide_fencing
 from failover.reconcile.status_view import render_table, workload_view
 from tests.failover.binding_builders import at
-from tests.failover.reconcile.test_fencing import cluster, evicted, work
+from tests.failover.work_builders import cluster, evicted, work
 from tests.support import merge_patch
 
 SETTINGS = DecisionSettings()  # fence after 60 s
@@ -50,12 +45,12 @@ def test_the_sync_mode_is_read_from_the_cluster() -> None:
 
 def test_a_work_is_handed_to_the_agent_only_while_deleting_with_the_finalizer_and_without_the_binding_label() -> None:
     assert binding_id_labels(old_work()) == (LABEL,)
-    assert not handed_to_agent(old_work(), EXECUTION_FINALIZER)
-    assert handed_to_agent(old_work(labelled=False), EXECUTION_FINALIZER)
-    assert not handed_to_agent(old_work(labelled=False, deleting=None), EXECUTION_FINALIZER)
+    assert not handed_to_agent(old_work())
+    assert handed_to_agent(old_work(labelled=False))
+    assert not handed_to_agent(old_work(labelled=False, deleting=None))
     released = old_work(labelled=False)
     released["metadata"]["finalizers"] = []
-    assert not handed_to_agent(released, EXECUTION_FINALIZER)
+    assert not handed_to_agent(released)
 
 
 def test_an_unreachable_pull_cluster_is_never_tried_through_the_proxy_and_its_work_is_handed_to_the_agent() -> None:
@@ -125,7 +120,7 @@ def test_a_ready_pull_clusters_deleting_work_is_left_to_its_agent() -> None:
 
 
 def test_fencing_off_never_hands_over() -> None:
-    off = DecisionSettings(fence_after=None)
+    off = DecisionSettings(fencing=FencingMode.OFF)
     decision = decide_fencing(evicted(), [old_work()], pull(False, since=-3000), off, at(10))
     assert decision.releases == () and decision.requeue_after is None
     assert "fencing is off" in decision.events[0].message

@@ -3,11 +3,9 @@ needs, that each is written once, and that an acknowledgement makes `decide_fenc
 
 from __future__ import annotations
 
-from typing import Any
-
-from failover.reconcile.decision import DecisionSettings
-from failover.reconcile.fencing import EVENT_FENCED, EVENT_WAITING, decide_fencing
-from failover.reconcile.storage_fence import (
+from failover.core.loop_settings import DecisionSettings, FencingMode
+from failover.core.work import MemberCopy
+from failover.fence.control_plane import (
     ACK_MARGIN,
     DEFAULT_POLL,
     StoredFence,
@@ -15,18 +13,13 @@ from failover.reconcile.storage_fence import (
     records_done,
     wanted_records,
 )
-from failover.state.fence_records import CopyRef, FenceAck
+from failover.fence.fence_files import FenceAck
+from failover.fence.old_copy import EVENT_FENCED, EVENT_WAITING, decide_fencing
 from tests.failover.binding_builders import at
-from tests.failover.reconcile.test_fencing import SETTINGS, clusters, evicted, work
+from tests.failover.work_builders import PERMANENT_ID, clusters, evicted, old_work, work
 
-PERMANENT_ID = "0b7e3f5c-3c1e-4c55-9d2b-6a4c1e2f9a10"
-COPY = CopyRef("flink.apache.org/v1beta1", "FlinkDeployment", "default", "foo")
-
-
-def old_work(**kwargs: Any) -> dict[str, Any]:
-    obj = work(**kwargs)
-    obj["metadata"]["labels"] = {"work.karmada.io/permanent-id": PERMANENT_ID}
-    return obj
+SETTINGS = DecisionSettings()  # fence after 60 s
+COPY = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "default", "foo", "foo-5d8f")
 
 
 def test_a_record_is_wanted_for_the_work_the_timer_would_fence_and_for_nothing_else() -> None:
@@ -43,7 +36,7 @@ def test_a_record_is_wanted_for_the_work_the_timer_would_fence_and_for_nothing_e
     # The cluster is Ready (a control-plane outage leaves it so), fencing is off, no Directly task, the Work is not
     # being deleted, the finalizer is gone, or the Work has no permanent id: no record.
     assert wanted_records(evicted(), [old_work()], clusters(True), SETTINGS, at(1)) == ()
-    off = DecisionSettings(fence_after=None)
+    off = DecisionSettings(fencing=FencingMode.OFF)
     assert wanted_records(evicted(), [old_work()], clusters(False), off, at(1)) == ()
     gracefully = evicted()
     gracefully["spec"]["gracefulEvictionTasks"][0]["purgeMode"] = "Gracefully"
@@ -55,7 +48,7 @@ def test_a_record_is_wanted_for_the_work_the_timer_would_fence_and_for_nothing_e
     assert wanted_records(evicted(), [old_work(finalizers=())], clusters(False), SETTINGS, at(1)) == ()
     assert wanted_records(evicted(), [work()], clusters(False), SETTINGS, at(1)) == ()
     # noExecuteTaint mode: only once the taint is there.
-    tainted = DecisionSettings(fence_needs_no_execute_taint=True)
+    tainted = DecisionSettings(fencing=FencingMode.NO_EXECUTE_TAINT)
     assert wanted_records(evicted(), [old_work()], clusters(False), tainted, at(1)) == ()
     assert len(wanted_records(evicted(), [old_work()], clusters(False, taint=True), tainted, at(1))) == 1
 

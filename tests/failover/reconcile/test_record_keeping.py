@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, decide_application_failover
-from failover.reconcile.decision import DecisionSettings
-from failover.reconcile.records import decide_records, has_history, merged, with_records
+from failover.reconcile.record_keeping import decide_records, has_history, merged, with_records
 from failover.state.history import FAILOVER, HISTORY_ANNOTATION, read_history
 from failover.state.last_state import LAST_STATE_ANNOTATION
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health

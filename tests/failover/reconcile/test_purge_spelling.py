@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from failover.admission.policy import legacy_purge_modes_in, mutate_policy
-from failover.reconcile.migration import crd_purge_mode_enum, spelling_to_write
+from failover.reconcile.purge_spelling import crd_purge_mode_enum, spelling_to_write
 from tests.relay.karmada_source import karmada_crd_dir
 from tests.support import flink_policy
 

@@ -1,96 +1,20 @@
-"""The old copy of a Directly-purged workload (failover/reconcile/fencing.py): fence an unreachable cluster, finish a
+"""The old copy of a Directly-purged workload (failover/fence/old_copy.py): fence an unreachable cluster, finish a
 stuck deletion, remove fenced copies on return, wake the binding controller."""
 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
-from failover.reconcile.decision import DecisionSettings
-from failover.reconcile.fencing import (
-    EVENT_FENCED,
-    EVENT_STUCK_DELETION,
-    EVENT_WAITING,
-    EXECUTION_FINALIZER,
-    FENCED_ANNOTATION,
-    MemberCopy,
-    decide_fencing,
-    fenced_copies,
-    forget_fenced,
-    is_fenced_copy,
-)
-from tests.failover.binding_builders import at, flink_binding, stamp
+from failover.core.loop_settings import DecisionSettings, FencingMode
+from failover.core.work import EXECUTION_FINALIZER, MemberCopy, applied_by
+from failover.fence.fenced_copies import FENCED_ANNOTATION, fenced_copies, forget_fenced
+from failover.fence.old_copy import EVENT_FENCED, EVENT_STUCK_DELETION, EVENT_WAITING, decide_fencing
+from tests.failover.binding_builders import at
+from tests.failover.work_builders import clusters, evicted, work
 from tests.support import merge_patch
 
 SETTINGS = DecisionSettings()  # fence after 60 s, stuck deletion after 5 s
 COPY = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "default", "foo", "foo-5d8f")
-
-
-def evicted(message: str = "application on member1 was Unhealthy") -> dict[str, Any]:
-    binding = flink_binding()
-    binding["metadata"]["labels"] = {"resourcebinding.karmada.io/permanent-id": "b-1"}
-    binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
-    binding["spec"]["gracefulEvictionTasks"] = [
-        {
-            "fromCluster": "member1",
-            "purgeMode": "Directly",
-            "reason": "ApplicationFailure",
-            "message": message,
-            "creationTimestamp": stamp(0),
-        }
-    ]
-    return binding
-
-
-def work(
-    cluster: str = "member1",
-    deleting: float | None = 0,
-    finalizers: tuple[str, ...] = (EXECUTION_FINALIZER,),
-    name: str = "foo-5d8f",
-) -> dict[str, Any]:
-    metadata: dict[str, Any] = {
-        "name": name,
-        "namespace": f"karmada-es-{cluster}",
-        "resourceVersion": "77",
-        "finalizers": list(finalizers),
-    }
-    if deleting is not None:
-        metadata["deletionTimestamp"] = stamp(deleting)
-    return {
-        "apiVersion": "work.karmada.io/v1alpha1",
-        "kind": "Work",
-        "metadata": metadata,
-        "spec": {
-            "workload": {
-                "manifests": [
-                    {
-                        "apiVersion": "flink.apache.org/v1beta1",
-                        "kind": "FlinkDeployment",
-                        "metadata": {"name": "foo", "namespace": "default"},
-                    }
-                ]
-            }
-        },
-    }
-
-
-def cluster(name: str, ready: bool, since: float, taint: bool = False) -> dict[str, Any]:
-    obj: dict[str, Any] = {
-        "metadata": {"name": name},
-        "spec": {},
-        "status": {
-            "conditions": [
-                {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": stamp(since)}
-            ]
-        },
-    }
-    if taint:
-        obj["spec"]["taints"] = [{"key": "cluster.karmada.io/not-ready", "effect": "NoExecute"}]
-    return obj
-
-
-def clusters(member1_ready: bool, since: float = 0, taint: bool = False) -> dict[str, dict[str, Any]]:
-    return {"member1": cluster("member1", member1_ready, since, taint), "member2": cluster("member2", True, -1000)}
 
 
 def test_an_unreachable_clusters_old_work_waits_then_is_fenced() -> None:
@@ -128,7 +52,7 @@ def test_fencing_keeps_other_finalizers() -> None:
 
 def test_fencing_off_never_releases_without_deleting_and_says_why() -> None:
     decision = decide_fencing(
-        evicted(), [work()], clusters(False, since=-1000), DecisionSettings(fence_after=None), at(0)
+        evicted(), [work()], clusters(False, since=-1000), DecisionSettings(fencing=FencingMode.OFF), at(0)
     )
     assert all(release.probe and release.delete_first for release in decision.releases)
     assert decision.binding_patch is None and decision.requeue_after == timedelta(seconds=5)
@@ -136,7 +60,7 @@ def test_fencing_off_never_releases_without_deleting_and_says_why() -> None:
 
 
 def test_a_required_no_execute_taint_must_be_there() -> None:
-    settings = DecisionSettings(fence_needs_no_execute_taint=True)
+    settings = DecisionSettings(fencing=FencingMode.NO_EXECUTE_TAINT)
     untainted = decide_fencing(evicted(), [work()], clusters(False, since=-1000), settings, at(0))
     assert [release.probe for release in untainted.releases] == [True]
     assert "NoExecute" in untainted.events[0].message
@@ -228,9 +152,9 @@ def test_only_the_object_the_fenced_work_put_there_is_deleted() -> None:
             "annotations": {"work.karmada.io/name": "foo-5d8f", "work.karmada.io/namespace": "karmada-es-member1"}
         }
     }
-    assert is_fenced_copy(ours, COPY)
-    assert not is_fenced_copy({"metadata": {}}, COPY)
-    assert not is_fenced_copy(
+    assert applied_by(ours, COPY)
+    assert not applied_by({"metadata": {}}, COPY)
+    assert not applied_by(
         {
             "metadata": {
                 "annotations": {"work.karmada.io/name": "foo-5d8f", "work.karmada.io/namespace": "karmada-es-x"}

@@ -1,13 +1,12 @@
 """The control plane's side of the storage fence: which fence records a binding needs, and which old Works the
-member relay has acknowledged, so `fencing.decide_fencing` releases them at once instead of after
-`fenceAfterSeconds` (docs/design.md, "The storage fence"; the record format: failover/state/fence_records.py).
+member relay has acknowledged, so `old_copy.decide_fencing` releases them at once instead of after
+`fenceAfterSeconds` (docs/design.md, "The storage fence"; the files: failover/fence/fence_files.py).
 
-A record is wanted for exactly the Works `decide_fencing` would fence once its timer runs out: a Work of a Directly
-task's cluster that Karmada is deleting, still held by the execution controller's finalizer, on a cluster that is
-not Ready (and, with `fence_needs_no_execute_taint`, NoExecute-tainted), with fencing on. Nothing else ever writes
-one, so a control-plane outage, which leaves no Directly task and no cluster marked not Ready behind it, can never
-suspend a copy (issue 25 item 3): the member side acts on records alone. A Work without a permanent id (Karmada's
-Work webhook gives every Work one) gets no record and is fenced by the timer alone.
+A record is wanted for exactly the Works the timer fence would release once its time comes: a held Work waiting on a
+cluster that is not Ready (failover/fence/waiting.py), with fencing on (and, with `fencing: noExecuteTaint`, a
+NoExecute taint). Nothing else ever writes one, so a control-plane outage, which leaves no Directly task and no
+cluster marked not Ready behind it, can never suspend a copy: the member side acts on records alone. A Work without a
+permanent id (Karmada's Work webhook gives every Work one) gets no record and is fenced by the timer alone.
 """
 
 from __future__ import annotations
@@ -18,23 +17,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from failover.core import binding as b
-from failover.core.api import PurgeMode
+from failover.core import work as w
+from failover.core.loop_settings import DecisionSettings
 from failover.core.names import is_dns_label, object_key
-from failover.reconcile.decision import DecisionSettings
-from failover.reconcile.fencing import (
-    EXECUTION_FINALIZER,
-    cluster_reachability,
-    member_copies,
-    work_cluster,
-)
-from failover.state.fence_records import PERMANENT_ID_LABEL, CopyRef, FenceAck, FenceRecord, is_fence_id
+from failover.fence.fence_files import FenceAck, FenceRecord, is_fence_id
+from failover.fence.waiting import fence_time, held_works
 
 # How often a binding waiting for an acknowledgement reads its cluster's fence directory again: the member relay polls
 # as often (`fence.pollSeconds`), so the new copy comes within about two polls of the suspension.
 DEFAULT_POLL = timedelta(seconds=2)
 # An acknowledgement fences only once the control plane has seen it this long: the old copy was suspended before the
-# member wrote it, so its new copy comes at least this long after the suspension, whatever the polls' phase (issue 25:
-# a margin of at least 2 s between the old copy's suspension and the new copy's creation).
+# member wrote it, so its new copy comes at least this long after the suspension, whatever the polls' phase (the
+# promise is a margin of at least 2 s between the old copy's suspension and the new copy's creation).
 ACK_MARGIN = timedelta(seconds=2)
 
 
@@ -66,32 +60,24 @@ def wanted_records(
     settings: DecisionSettings,
     now: datetime,
 ) -> tuple[FenceRecord, ...]:
-    """The fence records this binding needs now (written at `now` if they are not stored yet)."""
-    if not isinstance(binding, dict) or b.is_deleting(binding) or settings.fence_after is None:
+    """The fence records this binding needs now (written at `now` if they are not stored yet), by cluster."""
+    if not isinstance(binding, dict) or b.is_deleting(binding):
         return ()
     ref = b.object_ref(binding)
     label = f"{ref.kind} {object_key(ref.namespace, ref.name)}"
     records = []
-    for cluster in sorted({task["fromCluster"] for task in b.eviction_tasks(binding) if _directly(task)}):
-        ready, _, tainted = cluster_reachability(clusters.get(cluster))
-        if ready or not is_dns_label(cluster) or (settings.fence_needs_no_execute_taint and not tainted):
+    for held in sorted(held_works(binding, works, clusters), key=lambda held: held.cluster):
+        fence_id, copies = w.permanent_id(held.work), w.member_copies(held.work)
+        if (
+            not held.waits
+            or fence_time(held.reach, settings, now) is None
+            or not is_dns_label(held.cluster)
+            or not is_fence_id(fence_id)
+            or not copies
+        ):
             continue
-        for work in works:
-            meta = b.metadata(work)
-            finalizers = meta.get("finalizers")
-            labels = meta.get("labels")
-            permanent_id = labels.get(PERMANENT_ID_LABEL) if isinstance(labels, dict) else None
-            if (
-                work_cluster(work) != cluster
-                or not meta.get("deletionTimestamp")
-                or not isinstance(finalizers, list)
-                or EXECUTION_FINALIZER not in finalizers
-                or not is_fence_id(permanent_id)
-            ):
-                continue
-            copies = tuple(CopyRef(c.api_version, c.kind, c.namespace, c.name) for c in member_copies(work))
-            if copies:
-                records.append(FenceRecord(str(permanent_id), cluster, str(meta.get("name")), label, copies, now))
+        work_name = str(b.metadata(held.work).get("name"))
+        records.append(FenceRecord(str(fence_id), held.cluster, work_name, label, copies, now))
     return tuple(records)
 
 
@@ -140,10 +126,3 @@ def records_done(
     id → (cluster, Work name) as stored."""
     done = set(released_or_cleaned)
     return tuple(sorted(fence_id for fence_id, key in cluster_records.items() if key in done))
-
-
-def _directly(task: Mapping[str, Any]) -> bool:
-    try:
-        return PurgeMode(task.get("purgeMode")).is_directly
-    except ValueError:
-        return False

@@ -1,0 +1,136 @@
+"""The member relay's side of the storage fence: which of its cluster's objects a fence record names, what the fence
+watcher does about them (suspend, then acknowledge once the Flink operator reports them stopped), and what the
+member's `/mutate` keeps so Karmada's drift correction cannot start a fenced copy again (docs/design.md, "The storage
+fence"; the files: failover/fence/fence_files.py). The watcher acts on records alone: no record, nothing is ever
+suspended, whatever happens to the control plane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from failover.core import work as w
+from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS
+from failover.core.work import MemberCopy
+from failover.fence.fence_files import ABSENT, SUSPENDED, AckedCopy, FenceAck, FenceRecord
+
+OPERATOR_SUSPENDED = "SUSPENDED"  # status.lifecycleState once the operator has stopped it (operator 1.16 CRD)
+# The Flink operator resources whose spec.job.state suspends a job (operator 1.16 CRDs); `spec.job.state: suspended`
+# stops the job, with a savepoint where upgradeMode allows.
+SUSPENDABLE = frozenset(resource.group_kind for resource in (FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS))
+
+
+def suspendable(copy: MemberCopy) -> bool:
+    """A suspension can stop this copy: a Flink job the operator runs."""
+    return any(copy.api_version.partition("/")[0] == gk.group and copy.kind == gk.kind for gk in SUSPENDABLE)
+
+
+def names_copy(record: FenceRecord, member_object: Mapping[str, Any]) -> bool:
+    """`member_object` is a copy the fenced Work put on this cluster: one of the record's objects, applied by that
+    very Work (its permanent id and name, stamped by the execution controller). A copy the workload is back on
+    carries a new Work's permanent id and is never named."""
+    if not isinstance(member_object, dict) or not isinstance(member_object.get("metadata"), dict):
+        return False
+    copy = w.copy_of(member_object, record.cluster, record.work)
+    return copy in record.copies and w.applied_by(member_object, copy, record.fence_id)
+
+
+def job_state(member_object: Mapping[str, Any]) -> str | None:
+    spec = member_object.get("spec")
+    job = spec.get("job") if isinstance(spec, Mapping) else None
+    if not isinstance(job, Mapping):
+        return None
+    state = job.get("state")
+    return state if isinstance(state, str) else "running"  # the operator's default
+
+
+def operator_suspended(member_object: Mapping[str, Any]) -> bool:
+    """The Flink operator reports the job stopped by the suspension (`status.lifecycleState` SUSPENDED)."""
+    status = member_object.get("status")
+    return isinstance(status, Mapping) and status.get("lifecycleState") == OPERATOR_SUSPENDED
+
+
+def suspension_savepoint(member_object: Mapping[str, Any]) -> str | None:
+    """Where the operator put the savepoint the suspension took: `jobStatus.upgradeSavepointPath`, else the last
+    savepoint's location (operator 1.16 CRD fields)."""
+    status = member_object.get("status")
+    job = status.get("jobStatus") if isinstance(status, Mapping) else None
+    if not isinstance(job, Mapping):
+        return None
+    path = job.get("upgradeSavepointPath")
+    if isinstance(path, str) and path:
+        return path
+    info = job.get("savepointInfo")
+    last = info.get("lastSavepoint") if isinstance(info, Mapping) else None
+    location = last.get("location") if isinstance(last, Mapping) else None
+    return location if isinstance(location, str) and location else None
+
+
+@dataclass(frozen=True)
+class MemberFenceDecision:
+    """What a member relay does about one record: suspend these copies, or write this acknowledgement, or wait for
+    the operator (neither)."""
+
+    suspend: tuple[MemberCopy, ...] = ()
+    acknowledge: FenceAck | None = None
+    waiting_for_operator: tuple[MemberCopy, ...] = ()
+
+
+def decide_member_fence(
+    record: FenceRecord,
+    copies: Mapping[MemberCopy, Mapping[str, Any] | None],
+    acknowledged: bool,
+    now: datetime,
+) -> MemberFenceDecision:
+    """One record against the member's objects (`copies`: each of the record's copies as read from the member, None
+    when absent). Acknowledged once: with an acknowledgement stored, no second one is written, but a named copy found
+    running again (drift correction while the webhook was not called) is suspended again. A copy not named by the
+    record (another Work's) is not touched and counts as absent. A record naming an object no suspension can stop
+    (not a Flink job) is never acknowledged: the timer fences it."""
+    if acknowledged:
+        again = tuple(
+            ref
+            for ref in record.copies
+            if suspendable(ref)
+            and (obj := copies.get(ref)) is not None
+            and names_copy(record, obj)
+            and job_state(obj) not in (None, SUSPENDED)
+        )
+        return MemberFenceDecision(suspend=again)
+    suspend, waiting, acked = [], [], []
+    savepoint = None
+    for ref in record.copies:
+        obj = copies.get(ref)
+        if not suspendable(ref):
+            waiting.append(ref)
+            continue
+        if obj is None or not names_copy(record, obj):
+            acked.append(AckedCopy(ref, ABSENT))
+            continue
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        if job_state(obj) is None:
+            waiting.append(ref)  # nothing here can stop it: the control plane's timer decides
+        elif job_state(obj) != SUSPENDED:
+            suspend.append(ref)
+        elif not operator_suspended(obj):
+            waiting.append(ref)
+        else:
+            acked.append(AckedCopy(ref, SUSPENDED, uid[:64]))
+            savepoint = savepoint or suspension_savepoint(obj)
+    if suspend or waiting:
+        return MemberFenceDecision(suspend=tuple(suspend), waiting_for_operator=tuple(waiting))
+    return MemberFenceDecision(acknowledge=FenceAck(record.fence_id, record.cluster, tuple(acked), now, savepoint))
+
+
+def suspension_patch(member_object: Mapping[str, Any], records: Iterable[FenceRecord]) -> list[dict[str, Any]]:
+    """The JSONPatch the member's `/mutate` applies so a fenced copy stays suspended through Karmada's drift
+    correction (the execution controller re-applies the Work's manifest once the member is reachable, karmada#7552;
+    in Pull mode the agent does): `spec.job.state: suspended` on a copy a record names, nothing on any other."""
+    state = job_state(member_object)
+    if state is None or state == SUSPENDED or not any(names_copy(record, member_object) for record in records):
+        return []
+    spec_job = member_object["spec"]["job"]
+    return [{"op": "replace" if "state" in spec_job else "add", "path": "/spec/job/state", "value": SUSPENDED}]
