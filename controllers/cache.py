@@ -1,7 +1,7 @@
 """What the reconcilers read without asking the apiserver: one informer cache per resource, and Works by binding.
 
 Decisions are made on these snapshots and written with a precondition on the version they saw (its resourceVersion,
-or a test of every field they read; see `controllers/reconcilers.py`), so a cache that lags costs a failed write and
+or a test of every field they read; see `controllers/binding_writes.py`), so a cache that lags costs a failed write and
 a read, never a wrong write.
 """
 

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from kubernetes import client
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import Histogram
 
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, CustomObjects
 from controllers.members import MemberProxy
@@ -42,15 +42,9 @@ class Calls:
     in `serve`. Every call has a deadline (`controllers.kube`), so a shutdown waits for a
     thread at most that long."""
 
-    def __init__(self, threads: int, registry: CollectorRegistry) -> None:
+    def __init__(self, threads: int, seconds: Histogram) -> None:
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="api-call")
-        self.seconds = Histogram(
-            "failover_relay_api_call_duration_seconds",
-            "The loop's API calls, by call, from asking for a thread to the answer: where a reconcile's time goes.",
-            ("call",),
-            registry=registry,
-            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-        )
+        self.seconds = seconds  # LoopMetrics.api_calls
 
     async def run(self, call: str, function: Callable[..., T], *args: Any) -> T:
         """`function(*args)` on a thread, in a copy of the caller's context (as `asyncio.to_thread`): the log lines

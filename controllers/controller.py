@@ -5,7 +5,7 @@ events may queue keys of several controllers (a Cluster's readiness queues the b
 
 A reconcile function gets a key and returns when to look again (or None). Raising requeues the key with backoff;
 `Conflict` (409: someone wrote the object since we read it) retries at once with fresh data, which is how optimistic
-concurrency is meant to be used. Metrics record every outcome.
+concurrency is meant to be used. Metrics record every outcome (controllers/loop_metrics.py).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from datetime import timedelta
 import structlog
 import structlog.contextvars
 from kubernetes.client.exceptions import ApiException
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from controllers.kube import conflict
+from controllers.loop_metrics import LoopMetrics
 from controllers.queue import ShutDown, WorkQueue
 
 Reconcile = Callable[[str], Awaitable[timedelta | None]]
@@ -28,31 +28,8 @@ Reconcile = Callable[[str], Awaitable[timedelta | None]]
 log = structlog.get_logger("failover_relay.controller")
 
 
-class ControllerMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.reconciles = Counter(
-            "failover_relay_reconcile_total",
-            "Reconciles, by controller and result.",
-            ("controller", "result"),
-            registry=registry,
-        )
-        self.latency = Histogram(
-            "failover_relay_reconcile_duration_seconds",
-            "Time spent in one reconcile.",
-            ("controller",),
-            registry=registry,
-            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-        )
-        self.depth = Gauge(
-            "failover_relay_queue_depth",
-            "Keys waiting in the work queue (ready and delayed).",
-            ("controller",),
-            registry=registry,
-        )
-
-
 class Controller:
-    def __init__(self, name: str, reconcile: Reconcile, metrics: ControllerMetrics, workers: int = 2) -> None:
+    def __init__(self, name: str, reconcile: Reconcile, metrics: LoopMetrics, workers: int = 2) -> None:
         self.name = name
         self.reconcile = reconcile
         self.metrics = metrics

@@ -18,6 +18,7 @@ import structlog
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
+from controllers.binding_reconciler import BindingReconciler, LoopParts
 from controllers.cache import (
     BINDING_RESOURCES,
     POLICY_RESOURCES,
@@ -27,19 +28,16 @@ from controllers.cache import (
     work_cached_form,
 )
 from controllers.client import Calls, KarmadaClient
-from controllers.controller import Controller, ControllerMetrics, Reconcile
+from controllers.controller import Controller, Reconcile
 from controllers.events import EVENT_WRITERS, EventRecorder
+from controllers.failback_reconciler import FailbackReconciler
 from controllers.fence_store import FenceStore
 from controllers.informer import RESYNC_SECONDS, ChangeHandler, Informer
 from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
+from controllers.loop_metrics import LoopMetrics
 from controllers.queue import WorkQueue
-from controllers.reconcilers import (
-    BindingReconciler,
-    FailbackReconciler,
-    RebalancerReconciler,
-    ReconcileMetrics,
-)
+from controllers.rebalancer_reconciler import RebalancerReconciler
 from controllers.storage_fence import StorageFence
 from failover.core import binding as b
 from failover.core.api import (
@@ -107,9 +105,9 @@ class Watch:
     keys: KeyMap = itself
 
 
-# What builds a reconciler from the parts every reconciler gets: client, cache, event recorder, decision settings,
-# metrics.
-ReconcilerFactory = Callable[[KarmadaClient, Cache, EventRecorder, DecisionSettings, ReconcileMetrics], Reconcile]
+# What builds a reconciler from the parts every reconciler gets (client, cache, event recorder, decision settings,
+# metrics, the storage fence).
+ReconcilerFactory = Callable[[LoopParts], Reconcile]
 
 
 @dataclass(frozen=True)
@@ -207,19 +205,18 @@ class ReconcileLoop:
     def __init__(self, api_client: client.ApiClient, settings: LoopSettings, registry: CollectorRegistry) -> None:
         # One thread per call that can be in flight: each worker's, and the Events written beside them.
         threads = sum(workers_of(spec, settings) for spec in CONTROLLERS) + EVENT_WRITERS
-        self.calls = Calls(threads, registry)
+        self.metrics = LoopMetrics(registry)
+        self.calls = Calls(threads, self.metrics.api_calls)
         # Those calls, the watches, and the Lease's renewal.
         self.api_client = with_connections(api_client, threads + len(watched_resources()) + 1)
         self.settings = settings
-        self.controller_metrics = ControllerMetrics(registry)
-        self.reconcile_metrics = ReconcileMetrics(registry)
         # Built before campaigning: the first CoreV1Api loads the client's large core module (about 1.3 s), which
         # must not delay a new leader's first reconcile.
         self.recorder = EventRecorder(self.api_client, settings.identity, self.calls)
         self.storage_fence = (
             None
             if settings.fences is None
-            else StorageFence(settings.fences, settings.decisions, registry, settings.fence_poll)
+            else StorageFence(settings.fences, settings.decisions, self.metrics, settings.fence_poll)
         )
         self.elector = LeaderElector(
             client.CoordinationV1Api(self.api_client), settings.lease_namespace, settings.lease_name, settings.identity
@@ -237,21 +234,16 @@ class ReconcileLoop:
         read (`CACHED_ONLY`), all filling one cache."""
         settings = self.settings
         cache = Cache()
-        parts = (
+        parts = LoopParts(
             KarmadaClient(self.api_client, self.calls),
             cache,
             self.recorder,
             settings.decisions,
-            self.reconcile_metrics,
+            self.metrics,
+            self.storage_fence,
         )
-        reconcilers = {spec.resource.kind: spec.reconciler(*parts) for spec in CONTROLLERS}
-        for reconciler in reconcilers.values():
-            if isinstance(reconciler, BindingReconciler):
-                reconciler.storage_fence = self.storage_fence
         controllers = {
-            spec.resource.kind: Controller(
-                spec.name, reconcilers[spec.resource.kind], self.controller_metrics, workers_of(spec, settings)
-            )
+            spec.resource.kind: Controller(spec.name, spec.reconciler(parts), self.metrics, workers_of(spec, settings))
             for spec in CONTROLLERS
         }
         watched = watched_resources()

@@ -57,3 +57,9 @@ class ObjectRef:
 
     def __str__(self) -> str:
         return f"{self.kind} {object_key(self.namespace, self.name)}"
+
+    @classmethod
+    def from_key(cls, kind: str, key: str) -> ObjectRef:
+        """The object of `kind` whose `object_key` is `key`."""
+        namespace, name = split_key(key)
+        return cls(kind, name, namespace)

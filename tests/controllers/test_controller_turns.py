@@ -7,7 +7,8 @@ import asyncio
 
 from prometheus_client import CollectorRegistry
 
-from controllers.controller import Controller, ControllerMetrics
+from controllers.controller import Controller
+from controllers.loop_metrics import LoopMetrics
 
 
 async def test_an_answer_is_taken_in_between_reconciles_that_never_wait() -> None:
@@ -27,7 +28,7 @@ async def test_an_answer_is_taken_in_between_reconciles_that_never_wait() -> Non
         if len(quiet) == 1000 and answered_after:
             all_done.set()
 
-    controller = Controller("bindings", reconcile, ControllerMetrics(CollectorRegistry()), workers=2)
+    controller = Controller("bindings", reconcile, LoopMetrics(CollectorRegistry()), workers=2)
     controller.queue.add("writes", first=True)
     for index in range(1000):
         controller.queue.add(f"healthy-{index}")

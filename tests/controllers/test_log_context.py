@@ -9,7 +9,8 @@ import json
 import structlog
 from prometheus_client import CollectorRegistry
 
-from controllers.controller import Controller, ControllerMetrics
+from controllers.controller import Controller
+from controllers.loop_metrics import LoopMetrics
 
 log = structlog.get_logger("failover_relay.test")
 
@@ -26,7 +27,7 @@ async def test_lines_logged_in_a_reconcile_and_its_thread_hops_carry_the_key(jso
         await asyncio.to_thread(log.info, "in_a_thread")  # as the client's API calls run
         reconciled.set()
 
-    controller = Controller("resourcebindings", reconcile, ControllerMetrics(CollectorRegistry()), workers=1)
+    controller = Controller("resourcebindings", reconcile, LoopMetrics(CollectorRegistry()), workers=1)
     controller.queue.add("ns/a")
     running = asyncio.create_task(controller.run())
     try:
@@ -49,7 +50,7 @@ async def test_a_failed_reconciles_line_carries_the_key(json_lines: io.StringIO)
         raised.set()  # the worker logs the failure before it next waits, so before this test resumes
         raise RuntimeError("a bug")
 
-    controller = Controller("clusters", reconcile, ControllerMetrics(CollectorRegistry()), workers=1)
+    controller = Controller("clusters", reconcile, LoopMetrics(CollectorRegistry()), workers=1)
     controller.queue.add("member1")
     running = asyncio.create_task(controller.run())
     try:

@@ -11,6 +11,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from controllers.fence_store import FenceStore
+from controllers.loop_metrics import LoopMetrics
 from controllers.storage_fence import StorageFence
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import ACK_MARGIN
@@ -21,15 +22,22 @@ from tests.failover.work_builders import PERMANENT_ID, clusters, evicted, old_wo
 
 
 def run(fence: StorageFence, binding: dict[str, Any], fresh: dict[str, Any], now: float) -> Any:
-    async def read_again() -> dict[str, Any]:
-        return fresh
+    """(acknowledged, when to look again), as the old-copy step asks: a record written only for `fresh`, the binding
+    read again from the apiserver, still wanting it."""
 
-    return asyncio.run(fence.check(binding, [old_work()], clusters(False, since=-30), at(now), read_again))
+    async def step() -> Any:
+        works, members = [old_work()], clusters(False, since=-30)
+        decision = await fence.check(binding, works, members, at(now))
+        if decision.write:
+            await fence.write(decision.write, fresh, works, members, at(now))
+        return decision.acknowledged, decision.requeue_after
+
+    return asyncio.run(step())
 
 
 def test_a_record_is_written_on_the_apiservers_word_once_and_its_acknowledgement_fences(tmp_path: Path) -> None:
     fences = FenceStore(open_store(str(tmp_path)))
-    fence = StorageFence(fences, DecisionSettings(), CollectorRegistry())
+    fence = StorageFence(fences, DecisionSettings(), LoopMetrics(CollectorRegistry()))
     no_task = evicted()
     no_task["spec"]["gracefulEvictionTasks"] = []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from controllers.storm_metrics import StormMetrics
+from controllers.loop_metrics import StormMetrics
 from tests.failover.binding_builders import at, set_health
 from tests.failover.reconcile.test_storm import evicted
 

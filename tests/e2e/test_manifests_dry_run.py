@@ -135,8 +135,8 @@ def test_whole_kustomization_is_accepted_by_the_apiserver(
     assert "Warning" not in result.stderr, result.stderr
 
 
-# (verb, resource, namespace or None) the relay calls: controllers/reconcilers.py, informer.py, leader.py,
-# events.py and cabundle.py.
+# (verb, resource, namespace or None) the relay calls: controllers/binding_writes.py, old_copies.py,
+# rebalancer_reconciler.py, failback_reconciler.py, informer.py, leader.py, events.py and cabundle.py.
 ALLOWED = [
     *(
         (verb, resource, None)

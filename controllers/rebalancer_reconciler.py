@@ -1,0 +1,93 @@
+"""WorkloadRebalancer: stamp the bindings it names, write its status, delete it after its TTL (the decisions:
+failover/reconcile/rebalancer.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any, Literal
+
+import structlog
+from kubernetes.client.exceptions import ApiException
+
+from controllers.binding_reconciler import LoopParts
+from controllers.binding_writes import conditional
+from controllers.cache import with_identity
+from controllers.kube import not_found
+from failover.core.api import WORKLOAD_REBALANCERS
+from failover.core.names import ObjectRef
+from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings
+
+log = structlog.get_logger("failover_relay.reconcile")
+
+
+class RebalancerReconciler:
+    """WorkloadRebalancer: stamp bindings, write status, expire after the TTL."""
+
+    def __init__(self, parts: LoopParts) -> None:
+        self.client, self.cache, self.recorder = parts.client, parts.cache, parts.recorder
+        self.settings, self.metrics, self.clock = parts.settings, parts.metrics, parts.clock
+
+    async def __call__(self, key: str) -> timedelta | None:
+        if self.cache.get(WORKLOAD_REBALANCERS.kind, key) is None:
+            return None
+        ref = ObjectRef.from_key(WORKLOAD_REBALANCERS.kind, key)
+        try:
+            rebalancer = with_identity(await self.client.get(ref), WORKLOAD_REBALANCERS)
+        except ApiException as error:
+            if not_found(error):
+                return None
+            raise
+        now = self.clock()
+        bindings = {
+            ref: binding for ref in referenced_bindings(rebalancer) if (binding := await self._read(ref)) is not False
+        }
+        decision = decide_rebalance(rebalancer, bindings, self.settings, now)
+        for _ in range(len(decision.stamps) + 1):
+            vanished = await self._stamp_all(decision)
+            if vanished is None:
+                return self.settings.rebalancer_retry
+            if not vanished:
+                break
+            bindings.update(dict.fromkeys(vanished))
+            decision = decide_rebalance(rebalancer, bindings, self.settings, now)
+        if decision.status_patch:
+            rebalancer = with_identity(
+                await self.client.patch_status(ref, conditional(decision.status_patch, rebalancer)),
+                WORKLOAD_REBALANCERS,
+            )
+        await self.recorder.record(rebalancer, decision.events)
+        if decision.delete:
+            try:
+                await self.client.delete(ref, (rebalancer.get("metadata") or {}).get("resourceVersion"))
+            except ApiException as error:
+                if not not_found(error):
+                    raise
+            log.info("rebalancer_expired", rebalancer=key)
+            return None
+        return decision.requeue_after
+
+    async def _read(self, ref: ObjectRef) -> Mapping[str, Any] | Literal[False] | None:
+        """The binding, None when it does not exist, False when it could not be read (retried later)."""
+        try:
+            return await self.client.get(ref)
+        except ApiException as error:
+            if not_found(error):
+                return None
+            log.warning("binding_read_failed", binding=str(ref), status=error.status)
+            return False
+
+    async def _stamp_all(self, decision: Any) -> list[ObjectRef] | None:
+        """Apply the stamps; the refs that turned out not to exist, or None when a stamp failed otherwise."""
+        vanished = []
+        for stamp in decision.stamps:
+            try:
+                await self.client.patch(stamp.binding, stamp.patch)
+            except ApiException as error:
+                if not_found(error):
+                    vanished.append(stamp.binding)
+                    continue
+                log.warning("binding_stamp_failed", binding=str(stamp.binding), status=error.status)
+                return None
+            self.metrics.rebalances.inc()
+        return vanished
