@@ -1,6 +1,6 @@
-"""The reconcile loop's metrics, all of them: the controllers' reconciles and queues, the API calls, what the
-binding pipeline changed, the storage fence's records and a storm's phases. Karmada's conventions: the cluster is the
-`member_cluster` label, results the `result` label, durations `_seconds` histograms.
+"""The reconcile loop's metrics, all of them: the controllers' reconciles and queues, the API calls, what the binding
+pipeline changed, a storm's phases, and (where it is on) the storage fence's records. Karmada's conventions: the cluster
+is the `member_cluster` label, results the `result` label, durations `_seconds` histograms.
 
 The storm metrics: after every reconcile of a binding the loop hands its phases (`failover.reconcile.storm.phases`)
 to `StormMetrics`, which counts how many workloads wait in which phase per member cluster and how long each phase
@@ -130,27 +130,32 @@ class LoopMetrics:
             " read, or a 409 on the cached resourceVersion): decided again on a fresh read.",
             registry=registry,
         )
-        # The storage fence (controllers/storage_fence.py).
-        self.fence_records = Counter(
+        self.storm = StormMetrics(registry)
+
+
+class StorageFenceMetrics:
+    """The storage fence's metrics (controllers/storage_fence.py), registered only where it is on."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.records = Counter(
             "failover_relay_fence_records_written_total",
             "Fence records written to the checkpoint storage for an old copy on an unreachable cluster.",
             ("member_cluster", "result"),
             registry=registry,
         )
-        self.fence_acknowledged = Histogram(
+        self.acknowledged = Histogram(
             "failover_relay_fence_acknowledgement_seconds",
             "From a fence record's writing to the member relay's acknowledgement, as the control plane saw it.",
             ("member_cluster",),
             buckets=ACKNOWLEDGEMENT_BUCKETS,
             registry=registry,
         )
-        self.fence_reads = Counter(
+        self.reads = Counter(
             "failover_relay_fence_storage_reads_total",
             "Reads of a cluster's fence records by the control plane.",
             ("member_cluster", "result"),
             registry=registry,
         )
-        self.storm = StormMetrics(registry)
 
 
 class KeySet:

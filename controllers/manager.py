@@ -35,7 +35,7 @@ from controllers.fence_store import FenceStore
 from controllers.informer import RESYNC_SECONDS, ChangeHandler, Informer
 from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
-from controllers.loop_metrics import LoopMetrics
+from controllers.loop_metrics import LoopMetrics, StorageFenceMetrics
 from controllers.queue import WorkQueue
 from controllers.rebalancer_reconciler import RebalancerReconciler
 from controllers.storage_fence import StorageFence
@@ -195,7 +195,7 @@ def watched_resources() -> dict[str, Resource]:
 def with_connections(api_client: client.ApiClient, connections: int) -> client.ApiClient:
     """A client like `api_client` whose pool keeps `connections` connections to the apiserver open. The client's
     default is 5 per CPU (10 on 2 cores), and each informer's watch holds one for as long as it runs: with 7
-    watches, workers beyond the 3 left opened a new TLS connection for every call and dropped it after."""
+    watches, workers beyond the 3 left would open a new TLS connection for every call and drop it after."""
     configuration = copy.deepcopy(api_client.configuration)
     configuration.connection_pool_maxsize = connections
     return client.ApiClient(configuration)
@@ -216,7 +216,7 @@ class ReconcileLoop:
         self.storage_fence = (
             None
             if settings.fences is None
-            else StorageFence(settings.fences, settings.decisions, self.metrics, settings.fence_poll)
+            else StorageFence(settings.fences, settings.decisions, StorageFenceMetrics(registry), settings.fence_poll)
         )
         self.elector = LeaderElector(
             client.CoordinationV1Api(self.api_client), settings.lease_namespace, settings.lease_name, settings.identity

@@ -19,7 +19,7 @@ from typing import Any
 import structlog
 
 from controllers.fence_store import ClusterFences, FenceStore
-from controllers.loop_metrics import LoopMetrics
+from controllers.loop_metrics import StorageFenceMetrics
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import (
     DEFAULT_POLL,
@@ -39,7 +39,7 @@ class StorageFence:
         self,
         fences: FenceStore,
         settings: DecisionSettings,
-        metrics: LoopMetrics,
+        metrics: StorageFenceMetrics,
         poll: timedelta = DEFAULT_POLL,
     ) -> None:
         self.fences, self.settings, self.poll = fences, settings, poll
@@ -87,7 +87,7 @@ class StorageFence:
                     savepoint=ack.savepoint,
                 )
                 if written is not None:
-                    self.metrics.fence_acknowledged.labels(ack.cluster).observe(
+                    self.metrics.acknowledged.labels(ack.cluster).observe(
                         (ack.acknowledged_at - written).total_seconds()
                     )
         return decision
@@ -114,12 +114,12 @@ class StorageFence:
         try:
             found = await asyncio.to_thread(self.fences.read, cluster)
         except Exception as error:  # noqa: BLE001  any fsspec backend error: the timer still fences
-            self.metrics.fence_reads.labels(cluster, "error").inc()
+            self.metrics.reads.labels(cluster, "error").inc()
             log.warning(
                 "fence_storage_read_failed", member_cluster=cluster, error=type(error).__name__, detail=str(error)[:200]
             )
             return None
-        self.metrics.fence_reads.labels(cluster, "success").inc()
+        self.metrics.reads.labels(cluster, "success").inc()
         self._read_at[cluster] = (now, found)
         return found
 
@@ -127,7 +127,7 @@ class StorageFence:
         try:
             written = await asyncio.to_thread(self.fences.write_record, record)
         except Exception as error:  # noqa: BLE001  any fsspec backend error: the timer still fences
-            self.metrics.fence_records.labels(record.cluster, "error").inc()
+            self.metrics.records.labels(record.cluster, "error").inc()
             log.warning(
                 "fence_record_write_failed",
                 member_cluster=record.cluster,
@@ -138,7 +138,7 @@ class StorageFence:
             return
         self._read_at.pop(record.cluster, None)
         if written:
-            self.metrics.fence_records.labels(record.cluster, "success").inc()
+            self.metrics.records.labels(record.cluster, "success").inc()
             log.info(
                 "fence_record_written",
                 member_cluster=record.cluster,

@@ -222,14 +222,12 @@ def loop(
     fake: FakeKarmada,
     now: datetime,
     settings: DecisionSettings | None = None,
-    storage_fence: Any = None,
+    storage_fence: StorageFence | None = None,
     kind: str = RESOURCE_BINDINGS.kind,
 ) -> Loop:
-    """The binding reconciler of `kind` over `fake` (its cache filled from it now), its clock stopped at `now`.
-    `storage_fence`: a callable taking the loop's metrics and returning the `StorageFence`, or None."""
+    """The binding reconciler of `kind` over `fake` (its cache filled from it now), its clock stopped at `now`."""
     metrics = LoopMetrics(CollectorRegistry())
     events = KeptEvents()
     cache = filled_cache(fake)
-    fence: StorageFence | None = storage_fence(metrics) if storage_fence is not None else None
-    parts = LoopParts(fake, cache, events, settings or DecisionSettings(), metrics, fence, lambda: now)  # type: ignore[arg-type]
+    parts = LoopParts(fake, cache, events, settings or DecisionSettings(), metrics, storage_fence, lambda: now)  # type: ignore[arg-type]
     return Loop(fake, cache, parts, BindingReconciler(kind, parts), events, metrics)

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from controllers.binding_reconciler import STEPS
 from controllers.fence_store import FenceStore
-from controllers.loop_metrics import LoopMetrics
+from controllers.loop_metrics import StorageFenceMetrics
 from controllers.storage_fence import StorageFence
 from failover.core.loop_settings import DecisionSettings
 from failover.core.work import EXECUTION_FINALIZER
@@ -235,14 +235,14 @@ async def test_the_storage_fence_writes_a_record_on_the_apiservers_word_and_rele
     tmp_path: Path,
 ) -> None:
     fences = FenceStore(open_store(str(tmp_path)))
-    fence = StorageFence(fences, DecisionSettings(), LoopMetrics(CollectorRegistry()))
+    fence = StorageFence(fences, DecisionSettings(), StorageFenceMetrics(CollectorRegistry()))
     fake = FakeKarmada()
     fake.put(evicted())
     fake.put(owned(old_work()))
     members(fake, False, since=-10)  # the timer fences only at 50 s
 
     # The cache says evicted; the apiserver no longer does (the task ended meanwhile): no record.
-    stale = loop(fake, at(0), storage_fence=lambda _: fence)
+    stale = loop(fake, at(0), storage_fence=fence)
     ended = stored_binding(fake)
     ended["spec"]["gracefulEvictionTasks"] = []
     fake.put(ended)
@@ -250,15 +250,15 @@ async def test_the_storage_fence_writes_a_record_on_the_apiservers_word_and_rele
     assert fences.read("member1").present == set()
 
     fake.put(evicted())
-    await reconcile(fake, 1, storage_fence=lambda _: fence)
+    await reconcile(fake, 1, storage_fence=fence)
     assert set(fences.read("member1").records) == {PERMANENT_ID}
     assert fake.stored(*WORK) is not None  # written, not acknowledged: the Work stays
 
     fences.write_ack(FenceAck(PERMANENT_ID, "member1", (), at(2)))
     fence._read_at.clear()
-    seen = await reconcile(fake, 3, storage_fence=lambda _: fence)
+    seen = await reconcile(fake, 3, storage_fence=fence)
     assert fake.stored(*WORK) is not None and seen.requeue == ACK_MARGIN  # seen; fenced a margin later
-    acknowledged = await reconcile(fake, 3 + ACK_MARGIN.total_seconds(), storage_fence=lambda _: fence)
+    acknowledged = await reconcile(fake, 3 + ACK_MARGIN.total_seconds(), storage_fence=fence)
     assert fake.stored(*WORK) is None
     [message] = [event.message for _, event in acknowledged.events.events if event.reason == EVENT_FENCED]
     assert "acknowledged through the storage fence" in message

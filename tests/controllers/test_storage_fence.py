@@ -11,7 +11,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from controllers.fence_store import FenceStore
-from controllers.loop_metrics import LoopMetrics
+from controllers.loop_metrics import StorageFenceMetrics
 from controllers.storage_fence import StorageFence
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import ACK_MARGIN
@@ -37,7 +37,7 @@ def run(fence: StorageFence, binding: dict[str, Any], fresh: dict[str, Any], now
 
 def test_a_record_is_written_on_the_apiservers_word_once_and_its_acknowledgement_fences(tmp_path: Path) -> None:
     fences = FenceStore(open_store(str(tmp_path)))
-    fence = StorageFence(fences, DecisionSettings(), LoopMetrics(CollectorRegistry()))
+    fence = StorageFence(fences, DecisionSettings(), StorageFenceMetrics(CollectorRegistry()))
     no_task = evicted()
     no_task["spec"]["gracefulEvictionTasks"] = []
 

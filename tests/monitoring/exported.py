@@ -169,7 +169,7 @@ async def run_controller(loop: ReconcileLoop) -> None:
         if reconciled == {"fine", *("conflicting", "api-failing", "crashing")}:
             everything_done.set()
 
-    controller = Controller(RESOURCE_BINDINGS.plural, reconcile, loop.controller_metrics, workers=1)
+    controller = Controller(RESOURCE_BINDINGS.plural, reconcile, loop.metrics, workers=1)
     for key in ("fine", "conflicting", "api-failing", "crashing"):
         controller.queue.add(key)
     # Its worker alone: the keys are queued by hand instead of by an informer, which would need an apiserver.
@@ -206,9 +206,9 @@ def storm(loop: ReconcileLoop) -> None:
         },
     }
     key, now = (RESOURCE_BINDINGS.kind, "flink/scraped-flinkdeployment"), datetime(2026, 11, 26, 10, 1, tzinfo=UTC)
-    loop.reconcile_metrics.storm.observe(key, binding, ("member2",), now)
+    loop.metrics.storm.observe(key, binding, ("member2",), now)
     binding["status"]["aggregatedStatus"][0]["health"] = "Healthy"
-    loop.reconcile_metrics.storm.observe(key, binding, ("member2",), now)
+    loop.metrics.storm.observe(key, binding, ("member2",), now)
 
 
 async def post(session: aiohttp.ClientSession, path: str, body: bytes) -> None:
@@ -247,7 +247,7 @@ async def scrape_exercised_relay(tmp_path: Path) -> str:
             await loop.calls.run("get", dict)  # a call on the loop's threads, timed by its name (controllers/client.py)
             # What the binding reconciler records for a workload kept on member3 (failover/reconcile/last_cluster.py)
             # that later moved on: the series stays, at 0.
-            kept = loop.reconcile_metrics.kept
+            kept = loop.metrics.kept
             kept.set(("ResourceBinding", "flink/scraped"), ("member3",))
             kept.set(("ResourceBinding", "flink/scraped"), ())
             storm(loop)
