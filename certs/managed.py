@@ -5,7 +5,7 @@ imported (through certs/authority.py): a relay serving certificates from elsewhe
 
 Our own CA rotates with overlap: when it is renewed, the previous CA stays in ``ca.crt`` after the new one until
 it expires, so a caBundle rendered from ``ca.crt`` verifies both the replicas already serving the new leaf and
-those still serving the old one (the ~1 min of x509 errors after rotation in gatekeeper #1045).
+those still serving the old one (the ~1 min of x509 errors after rotation in gatekeeper#1045).
 
 A damaged CA of ours is repaired only in ways that keep every client working, and each repair is reported in
 ``CertificateFiles.repairs`` (the server logs it as an error and counts it):
@@ -160,8 +160,8 @@ def _ensure_managed(
             and _read_own_key_pair(directory.next_ca_cert, directory.next_ca_key) is None
         ):
             # Stage the successor one renewal window before it is needed, trusted but not yet used to sign, so the
-            # caBundle sync has long published it when the serving certificate moves to it (issue of gatekeeper
-            # #1045: x509 errors while the bundle lags behind the certificate).
+            # caBundle sync has long published it when the serving certificate moves to it (gatekeeper#1045: x509
+            # errors while the bundle lags behind the certificate).
             successor = generate_ca(CA_COMMON_NAME, now, ca_valid_for)
             _write(directory.next_ca_key, successor.private_key_pem, _KEY_MODE)
             _write(directory.next_ca_cert, successor.certificate_pem, _CERT_MODE)

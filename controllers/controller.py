@@ -61,8 +61,8 @@ class Controller:
             self.metrics.reconciles.labels(self.name, result).inc()
             self.metrics.latency.labels(self.name).observe(time.perf_counter() - started)
             # A reconcile with nothing to write never waits, and neither does `get` on a full queue: without this a
-            # worker ran through thousands of such keys in one go while the answers of the others' API calls waited
-            # (a new leader's 100 expired tolerations were acted on over 10 s, at the pace of the first pass).
+            # worker runs through thousands of such keys in one go while the answers of the others' API calls wait,
+            # and a new leader's expired tolerations are acted on at the pace of its first pass over every binding.
             await asyncio.sleep(0)
 
     async def _reconcile(self, key: Hashable) -> str:

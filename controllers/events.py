@@ -1,7 +1,8 @@
 """Kubernetes Events on the objects the loop changes, so `kubectl describe` tells an operator what happened.
 
 An Event is written beside the reconcile that asked for it, not in its way: a reconcile queues it and goes on to
-its next write (in a storm, the Event of each released Work was one of a release's four round trips). At most
+its next write (in a storm, written in line, the Event of each released Work would be one of a release's four round
+trips). At most
 `EVENT_WRITERS` are written at once, in the order they were asked for.
 """
 

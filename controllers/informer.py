@@ -128,8 +128,8 @@ class Informer:
         two-core machine, and it is held in memory whole before the first object is decoded.
 
         Each listed object that changed replaces its cached version as its page comes, so a relist after a `410`
-        holds one copy of every object, not the old cache beside the new one (a relist of 50,000 bindings did that and
-        doubled the RSS, docs/benchmarks.md); the keys the list no longer has are dropped at its end. Readers meanwhile
+        holds one copy of every object, not the old cache beside the new one (which doubles the RSS of 50,000 bindings,
+        docs/benchmarks.md); the keys the list no longer has are dropped at its end. Readers meanwhile
         see each object whole, at least as new as before. A relist reports each change as it replaces it, so one cut
         short (an expired continue token is a `410` too) loses no report; the first list reports every key once it
         is complete, when the cache is synced."""
@@ -217,8 +217,8 @@ def settle_long_lived() -> None:
     """Take what is alive now out of the cyclic collector's sight (`gc.freeze`), after collecting the young
     generations so that little garbage is frozen with it. A listed page is long-lived: the cache holds it until a
     watch event replaces an object, and reference counting frees the replaced one, frozen or not. Unfrozen, every
-    full collection walked the whole cache (millions of dicts and lists at 50,000 bindings), more often the more it
-    grew: decoding and caching 50,000 v1.19 bindings took 15.8 s with the collector as it comes and 4.1 s with each
+    full collection walks the whole cache (millions of dicts and lists at 50,000 bindings), more often the more it
+    grows: decoding and caching 50,000 v1.19 bindings takes 15.8 s with the collector as it comes and 4.1 s with each
     page frozen, against 3.6 s without a collector (`python bench/informer_gc.py`, docs/benchmarks.md)."""
     gc.collect(1)
     gc.freeze()

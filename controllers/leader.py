@@ -11,7 +11,7 @@ leader-election client (pkg/leaderelection: `restClient.Timeout`), and a renewal
 deadline passes, so a hung apiserver connection cannot keep a leader from stepping down. On stop the renewal is
 cancelled and the call it has in flight is awaited before the release, which is retried on a conflict while the
 Lease still names us: otherwise the release races the renewal and fails with 409, and the next replica waits a
-whole lease duration (issue 15).
+whole lease duration.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The member relay's fence watcher (`serve --member --fence-cluster NAME`): every `fence.pollSeconds` read this
 cluster's fence records from the checkpoint storage, suspend the copies they name, and acknowledge each record once
-its copies are stopped (decisions: failover/state/fence_records.py `decide_member_fence`; docs/design.md, "The
+its copies are stopped (decisions: failover/fence/member_relay.py `decide_member_fence`; docs/design.md, "The
 storage fence").
 
-It acts on records alone: no record, nothing is ever suspended, whatever happens to the control plane (issue 25
-item 3). A storage or apiserver error is logged and tried again at the next poll; the records last read stay in force
-for the webhook (webhook/fence_mutator.py), so a storage blip never lets a fenced copy run again.
+It acts on records alone: no record, nothing is ever suspended, whatever happens to the control plane. A storage or
+apiserver error is logged and tried again at the next poll; the records last read stay in force for the webhook
+(webhook/fence_mutator.py), so a storage blip never lets a fenced copy run again.
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ class MemberProxy:
     def __init__(self, api_client: client.ApiClient, timeout: float = DEFAULT_REQUEST_TIMEOUT_SECONDS) -> None:
         self.api_client = api_client
         self.timeout = timeout
-        # The probe's own client, without urllib3's 3 retries of a read that timed out: with them a cut member took
-        # 4 x PROBE_TIMEOUT_SECONDS (12 s) to say nothing, and held the reconcile of every binding waiting on it.
+        # The probe's own client, without urllib3's 3 retries of a read that timed out: with them a member that does not
+        # answer costs 4 x PROBE_TIMEOUT_SECONDS (12 s), and holds the reconcile of every binding waiting on it.
         probe_configuration = copy.deepcopy(api_client.configuration)
         probe_configuration.retries = False
         self.probe_client = client.ApiClient(probe_configuration)
@@ -46,8 +46,8 @@ class MemberProxy:
 
     def answers(self, cluster: str, remember_seconds: float) -> bool:
         """Whether the member's apiserver answers through the proxy; remembered for `remember_seconds`. One probe
-        per cluster at a time: the workers that find the answer expired together wait for it (in a 50-job storm
-        they had sent 857 probes in two minutes)."""
+        per cluster at a time: the workers that find the answer expired together wait for it, so a storm of bindings
+        waiting on one member costs one probe per interval, not one per binding."""
         known = self._known(cluster, remember_seconds)
         if known is not None:
             return known

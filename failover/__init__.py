@@ -1,16 +1,19 @@
 """The failover domain: every decision failover-relay makes, as plain functions of their inputs.
 
-Four rooms, each allowed to import only the rooms named here (a test, tests/test_layers.py, holds the code to it):
+Five rooms, each allowed to import only the rooms named here (a test, tests/test_layers.py, holds the code to it):
 
 - `core/`: the Karmada and Flink API catalogue, object names and typed field reads, labels, JSONPath, verdicts,
-  annotation values, binding reads and the placement reader. Imports nothing of ours.
+  annotation values, binding, Cluster and Work reads, the placement reader, what a reconcile decision returns and
+  the loop's settings. Imports nothing of ours.
 - `state/`: a workload's state: what to preserve, where its checkpoints and savepoints are, which one to restore
   from, and the label and restore path a moved copy gets. Imports `core`.
 - `admission/`: the webhook's rules for policies and rebalancers, Karmada's own admission and schema steps, warnings
   and the registry that routes them. Imports `core` and `state`, never `reconcile`.
+- `fence/`: the old copy of a Directly purge: the Works a new copy waits on, the timer fence, the storage fence's
+  files and both sides' decisions. Imports `core`.
 - `reconcile/`: the loop's decisions on bindings, clusters and rebalancers: application and cluster failover,
-  graceful eviction, fencing, failback, the failover budget, the rebalancer. Imports `core` and `state`, never
-  `admission`.
+  graceful eviction, failback, the failover budget, the rebalancer, what `status` shows. Imports `core`, `state` and
+  `fence`, never `admission`.
 
 Everything here is a plain function of its inputs (objects, settings, the current time) and imports nothing of
 failover-relay outside this package, so every rule is tested without a server or a cluster. None of it talks to an

@@ -1,4 +1,4 @@
-"""Which open connections a stopping server may close, and closing them until none is left (issue 28).
+"""Which open connections a stopping server may close, and closing them until none is left.
 
 HTTP/1.1 gives a server no way to close a keep-alive connection without racing the client: a review written in the
 moment the server closes is lost (RFC 9112 section 9.6; the apiserver does not retry a POST). So a stopping server

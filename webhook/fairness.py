@@ -1,4 +1,4 @@
-"""Who gives way when the listener is full (issue 28): a few addresses must not be able to take every place.
+"""Who gives way when the listener is full: a few addresses must not be able to take every place.
 
 The caps (webhook/listener.py) bound memory, but on their own they let whoever comes first keep every place: idle TLS
 connections from 8 addresses made 67 of 82 legitimate reviews from another address fail. So when the server is full,

@@ -1,9 +1,9 @@
 """Readiness that means something: the TLS listener answers a real handshake with a valid certificate.
 
-controller-runtime learnt this the hard way (#723): a webhook reported ready before it served, and the apiserver's
-first calls failed. `/readyz` here dials our own listener over TLS and verifies the served chain and its validity
-period against our CA when we have one; it fails when the chain does not verify, the certificate has expired, the CA
-file is missing or unusable, or the server is shutting down.
+controller-runtime learnt this the hard way (controller-runtime#723): a webhook reported ready before it served, and the
+apiserver's first calls failed. `/readyz` here dials our own listener over TLS and verifies the served chain and its
+validity period against our CA when we have one; it fails when the chain does not verify, the certificate has expired,
+the CA file is missing or unusable, or the server is shutting down.
 
 The name in the certificate is not checked: the certificate names what the apiserver dials (the Service, e.g. the
 only name in a cert-manager Certificate), never the address we dial ourselves (loopback, or a pod IP given to

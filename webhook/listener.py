@@ -2,7 +2,7 @@
 
 `loop.create_server` accepts every connection and gives each a TLS state and a 256 KiB read buffer before a byte
 arrives, holding it up to the event loop's 60 s handshake timeout: 2,000 bare connects took the server from 74 MB
-to 689 MB (issue 15). This listener accepts on its own so that it can refuse before anything is allocated:
+to 689 MB. This listener accepts on its own so that it can refuse before anything is allocated:
 
 - at most `max_connections` open at once, and at most `max_connections_per_peer` from one address that finished
   their handshake and do nothing (idle, or sending a request head): the apiserver opens one connection per
@@ -285,7 +285,7 @@ class CappedListener:
             del self.by_peer[counted.peer]
         self.connections.discard(counted)
         # The TLS protocol refers to this one: dropping the link back leaves no cycle, so reference counting frees
-        # the connection's buffers at once instead of the next full collection (issue 28).
+        # the connection's buffers at once instead of the next full collection.
         counted.tls = None
 
     async def _handshake(self, conn: socket.socket, protocol: _Counted) -> None:
@@ -309,7 +309,7 @@ class CappedListener:
             # A failed or timed-out handshake never reaches the HTTP protocol: its place is released here.
             self.release(protocol)
             # The handshake future holds this error, whose traceback holds this frame, which holds the future: a
-            # cycle that keeps the connection's TLS state until a full collection. Cut it (issue 28).
+            # cycle that keeps the connection's TLS state until a full collection. Cut it.
             error.__traceback__ = None
             if isinstance(error, asyncio.CancelledError):
                 conn.close()

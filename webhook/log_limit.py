@@ -1,4 +1,4 @@
-"""Bad requests logged once per source and period (issue 28): a scanner must not fill the logs.
+"""Bad requests logged once per source and period: a scanner must not fill the logs.
 
 Every bad request is still counted (`failover_relay_admission_errors_total{reason}`); the log says which source sends
 them, once per `period` seconds, with how many lines it held back since the last. Malformed HTTP that aiohttp itself

@@ -3,25 +3,25 @@
 Each is an admission warning (`kubectl apply` prints it), never a denial: the policy is valid for Karmada, it just
 will not do what its author expects.
 
-- A selected kind Karmada has no health interpretation for (Karmada issue #7843): its binding never reports
+- A selected kind Karmada has no health interpretation for (karmada#7843): its binding never reports
   Unhealthy, so application failover never starts. Karmada interprets health natively for apps/v1 workloads, Pods,
   Services, Ingresses, PVCs and PDBs (`pkg/resourceinterpreter/default/native/healthy.go`) and through its
   bundled customizations for some CRDs (FlinkDeployment among them), but not for batch/v1 Job, FlinkSessionJob or
   FlinkBlueGreenDeployment; a ResourceInterpreterCustomization with `healthInterpretation` fixes it.
-- A placement that names a single cluster (#5803): a failover has nowhere to go.
+- A placement that names a single cluster (karmada#5803): a failover has nowhere to go.
 - Cluster failover whose placement tolerates every NoExecute taint: the taint manager never evicts
   (`pkg/controllers/cluster/taint_manager.go` `needEviction`).
 - Failback (`failover-relay.io/failback: "true"`) on a flat `clusterAffinity` of more than two clusters with a
   single-cluster spread: the workload moves back only when the recovered cluster wins the scheduler's name
   tie-break (failover/reconcile/failback.py `failback_route`); ordered `clusterAffinities` always can.
-- Stateful failover of FlinkDeployments whose preserved state cannot restore a job (issue 13 point 7, the policy
-  side): no statePreservation rule keeps the job id (`{ .jobStatus.jobId }`), by which the restore finds the job's
-  checkpoints and savepoints; or the rule that keeps it writes a label the relay's savepoint webhook is not
-  registered for (`failover.state.profiles.TRIGGER_LABELS`), so the restored copy gets the label and no restore path.
-  The workloads' own configuration (no checkpoint dir, DELETE_ON_CANCELLATION) cannot be judged here: the policy webhook
-  answers from the object alone, without reading the selected workloads from the apiserver; those come at the
-  workload's admission with a trigger label (`failover.state.savepoint`) and as the loop's StatelessRestart Event
-  (`failover.reconcile.stateless_restart`).
+- Stateful failover of FlinkDeployments whose preserved state cannot restore a job (the policy side;
+  failover/reconcile/stateless_restart.py is the workload's): no statePreservation rule keeps the job id (`{
+  .jobStatus.jobId }`), by which the restore finds the job's checkpoints and savepoints; or the rule that keeps it
+  writes a label the relay's savepoint webhook is not registered for (`failover.state.profiles.TRIGGER_LABELS`), so the
+  restored copy gets the label and no restore path. The workloads' own configuration (no checkpoint dir,
+  DELETE_ON_CANCELLATION) cannot be judged here: the policy webhook answers from the object alone, without reading the
+  selected workloads from the apiserver; those come at the workload's admission with a trigger label
+  (`failover.state.savepoint`) and as the loop's StatelessRestart Event (`failover.reconcile.stateless_restart`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.core.placement import clusters_by_name_only, placement_clusters, placement_is_single_cluster
 from failover.state.profiles import TRIGGER_LABELS
 
-# (group, kind) Karmada v1.19 has no health interpretation for, as reported in Karmada #7843.
+# (group, kind) Karmada v1.19 has no health interpretation for, as reported in karmada#7843.
 NO_HEALTH_INTERPRETATION = frozenset(
     {("batch", "Job"), ("flink.apache.org", "FlinkSessionJob"), ("flink.apache.org", "FlinkBlueGreenDeployment")}
 )

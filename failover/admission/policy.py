@@ -107,8 +107,8 @@ def default_policy(policy: Mapping[str, Any], legacy_purge_modes: bool = False) 
 def mutate_policy(policy: Mapping[str, Any], legacy_purge_modes: bool = False) -> Verdict:
     """`/mutate` of a policy: Karmada's defaults (`default_policy`), and legacy purge-mode names rewritten.
 
-    Karmada v1.19 removed `Immediately` and `Graciously` from the CRD enum with no conversion (#7792), while its docs
-    still print them; mutating webhooks run before schema validation, so the rewrite keeps such manifests working,
+    Karmada v1.19 removed `Immediately` and `Graciously` from the CRD enum with no conversion (karmada#7792), while its
+    docs still print them; mutating webhooks run before schema validation, so the rewrite keeps such manifests working,
     with a warning asking for the new name. With `legacy_purge_modes` (Karmada v1.12-v1.14, whose enum knows only
     the legacy names) nothing is rewritten.
     """
@@ -196,7 +196,8 @@ def _validate_application(
     propagate_deps = bool_at(findings, spec, "propagateDeps", "spec.propagateDeps")
     wrong_type = propagate_deps is None and spec.get("propagateDeps") is not None
     if propagate_deps is not True and not wrong_type:
-        # Karmada's failover controller skips bindings without propagateDeps: failover would never happen (#3738).
+        # Karmada's failover controller skips bindings without propagateDeps: failover would never happen
+        # (karmada#3738).
         findings.deny(
             "spec.propagateDeps", "must be true when spec.failover.application is set; add propagateDeps: true"
         )

@@ -1,7 +1,9 @@
 """The vocabulary every other room speaks: the Karmada and Flink API catalogue (`api`), object names (`names`),
 typed reads of untrusted objects (`fields`), label syntax (`labels`), client-go's JSONPath (`jsonpath`), what a rule
-concludes (`verdict`), values kept in annotations (`annotations`), tolerant binding reads (`binding`) and how many
-clusters a placement can pick (`placement`).
+concludes (`verdict`), values kept in annotations (`annotations`), tolerant reads of bindings (`binding`), Clusters
+(`cluster`) and Works and their copies (`work`), how many clusters a placement can pick (`placement`), what a
+reconcile decision returns beside its patch (`decision`), and the loop's settings (`loop_settings`, declared with
+`setting_spec`).
 
 Imports nothing of failover-relay: the standard library only.
 """

@@ -54,7 +54,7 @@ class DecisionSettings:
     # Failback evictions under way at once, over every workload: each one restarts a job, and a recovered cluster
     # should not take every workload back in the same second.
     failback_max_in_flight: int = setting("controllers.failbackMaxInFlight", 5, ge=1)
-    # No ping-pong (failover/reconcile/failover_budget.py, Karmada #4480, #6233): at most failover_budget application
+    # No ping-pong (failover/reconcile/failover_budget.py, karmada#4480, #6233): at most failover_budget application
     # failovers of one workload per window; each failover in the window doubles the least time to the next, from
     # failover_backoff (0: none).
     failover_budget: int = setting("controllers.failoverBudget", 3, ge=1)

@@ -1,7 +1,7 @@
 """How many clusters a placement can pick: read from `spec.placement` as Karmada v1.19's scheduler reads it.
 
-The one reader of "can this placement pick only one cluster?" (issue 23 point 2), for the statePreservation warning
-(Karmada injects preserved state only for a single target cluster), the #5803 warning (a placement naming one
+The one reader of "can this placement pick only one cluster?", for the statePreservation warning (Karmada injects
+preserved state only for a single target cluster), the karmada#5803 warning (a placement naming one
 cluster has nowhere to fail over to) and failback (`failover/reconcile/failback.py` `failback_route`).
 
 Two ways bound a placement, and Karmada applies both:

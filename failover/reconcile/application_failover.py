@@ -7,7 +7,7 @@ preserved state, clustersBeforeFailover). Where this differs from Karmada:
 
 - The first-unhealthy time of each cluster is kept on the binding (annotation `UNHEALTHY_SINCE_ANNOTATION`, JSON
   `{"member1": "2024-05-01T10:00:00Z"}`), not in memory, so a restart or a new leader keeps counting.
-- `Unknown` health neither starts nor resets the timer; only `Healthy` resets it (Karmada issue #7431, where
+- `Unknown` health neither starts nor resets the timer; only `Healthy` resets it (karmada#7431, where
   Unhealthy/Unknown flapping postponed failover forever).
 - A statePreservation JSONPath that finds nothing in the failing copy's status takes the value the copy last
   reported while Healthy (`failover.state.last_state`). Only when there is none either does it delay the eviction, by at
@@ -16,13 +16,13 @@ preserved state, clustersBeforeFailover). Where this differs from Karmada:
 - A preserved value that is not a valid label value, or an alias that is not a valid label key, is dropped with a
   Warning instead of being written into a task whose injection would break the member apply.
 - A second failover away from a copy that never became healthy keeps the first failover's preserved state instead
-  of re-reading it from the broken copy (Karmada issue #6232).
-- No ping-pong: a failover budget, backoff and a restore grace (`failover.reconcile.failover_budget`, Karmada #4480,
-  #6233).
+  of re-reading it from the broken copy (karmada#6232).
+- No ping-pong: a failover budget, backoff and a restore grace (`failover.reconcile.failover_budget`, karmada#4480,
+  karmada#6233).
 - Never none: the last cluster that can run the workload is not evicted when no other cluster can take it
-  (`failover.reconcile.last_cluster`, Karmada #7455); the copy is kept there with a Warning.
+  (`failover.reconcile.last_cluster`, karmada#7455); the copy is kept there with a Warning.
 - Missing `propagateDeps` on a ResourceBinding is reported with a Warning event instead of silently doing nothing
-  (Karmada issue #3738); ClusterResourceBindings are not checked, as in Karmada.
+  (karmada#3738); ClusterResourceBindings are not checked, as in Karmada.
 """
 
 from __future__ import annotations
@@ -152,11 +152,11 @@ def decide_application_failover(
             continue  # healthy resets the timer
         if cluster_health == b.UNKNOWN:
             if since is not None:
-                new_timers[target.name] = since  # #7431: Unknown keeps the timer, it does not reset it
+                new_timers[target.name] = since  # karmada#7431: Unknown keeps the timer, it does not reset it
             continue
         restoring = restoring_until(binding, target.name, settings) if since is None else None
         if restoring is not None and now < restoring:
-            delays.append(restoring - now)  # #6233: a copy still restoring its state is not counted yet
+            delays.append(restoring - now)  # karmada#6233: a copy still restoring its state is not counted yet
             continue
         since = since or now
         new_timers[target.name] = since

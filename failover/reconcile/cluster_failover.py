@@ -8,7 +8,7 @@ a task, with the rules of `spec.failover.cluster` (Karmada copies them from the 
 this order:
 
 1. an earlier task's state when the evicted copy was the replacement of that earlier failover and never became
-   healthy (Karmada issue #6232, as for application failover);
+   healthy (karmada#6232, as for application failover);
 2. the evicted copy's last healthy report (`failover.state.last_state`): with a dead cluster that is all there is;
 3. the evicted copy's reflected status, when it renders every rule.
 

@@ -1,7 +1,7 @@
 """Failback: when a cluster that workloads were evicted from has recovered, spread them back with a rebalancer.
 
 Karmada never moves a workload back by itself: a WorkloadRebalancer has to be created by hand (docs/design.md,
-"Failback"; Karmada #6774). This decision creates one, for one Cluster at a time:
+"Failback"; karmada#6774). This decision creates one, for one Cluster at a time:
 
 - the cluster has recovered: Ready=True and no NoExecute taint. The recovery time is the later of the Ready
   condition's lastTransitionTime and the moment the loop saw a NoExecute taint go away (kept in the Cluster

@@ -1,8 +1,8 @@
 """No ping-pong: a per-workload failover budget with backoff, and a restore grace after every move.
 
-Karmada fails a workload over as often as its health says so (Karmada issue #4480: a job that cannot run anywhere
+Karmada fails a workload over as often as its health says so (karmada#4480: a job that cannot run anywhere
 moves between clusters forever, restarting each time), and counts a copy that is still restoring its state as
-Unhealthy at once (#6233). Per binding:
+Unhealthy at once (karmada#6233). Per binding:
 
 - the application failovers we made are kept in `FAILOVERS_ANNOTATION` (a JSON list of RFC 3339 times, only those
   within `DecisionSettings.failover_budget_window`); at most `failover_budget` of them per window;
@@ -83,8 +83,8 @@ def restoring_until(binding: Mapping[str, Any], cluster: str, settings: Decision
 
     Karmada's interpreter calls a FlinkDeployment Unhealthy until its job is RUNNING (the built-in FlinkDeployment
     health Lua: CREATED / INITIALIZING / RECONCILING without an allow-listed error is not healthy), so a copy
-    restoring its state looks exactly like a failed one (#6233). A `suppressDeletion` task is kept whatever the new
-    copy's health (`failover.reconcile.graceful_eviction`), so it is no evidence that the copy is still restoring.
+    restoring its state looks exactly like a failed one (karmada#6233). A `suppressDeletion` task is kept whatever the
+    new copy's health (`failover.reconcile.graceful_eviction`), so it is no evidence that the copy is still restoring.
     """
     if settings.restore_grace <= timedelta(0):
         return None

@@ -11,7 +11,7 @@ docs/design.md, "Graceful eviction"). A task ends when:
 
 A task with `suppressDeletion: true` stays until someone removes it. A task without `creationTimestamp` (written by
 Karmada's taint manager, say) is stamped with `now` and kept on that pass. Where this differs from Karmada: an
-EMPTY target list is not "every target healthy" (Karmada issue #7455, where a binding that fitted nowhere lost its
+EMPTY target list is not "every target healthy" (karmada#7455, where a binding that fitted nowhere lost its
 old copy at once); such a task of a failover waits for its grace period.
 
 A task of a producer we do not know (`failover.core.binding.is_failover_task`; Karmada PR #7832's binding preemption
@@ -120,7 +120,7 @@ def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSetti
 
 
 def all_targets_healthy(binding: Mapping[str, Any], empty_is_healthy: bool = False) -> bool:
-    """Scheduled for the current generation and every target Healthy; no targets is not healthy (#7455) unless
+    """Scheduled for the current generation and every target Healthy; no targets is not healthy (karmada#7455) unless
     `empty_is_healthy` (Karmada's own rule, for pass-through tasks)."""
     if not b.scheduled_for_generation(binding):
         return False

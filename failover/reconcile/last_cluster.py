@@ -6,7 +6,7 @@ NoExecute taints the placement does not tolerate (`tainttoleration`; a cluster t
 `cluster.karmada.io/not-ready:NoSchedule`) and off clusters the placement's affinity does not name
 (`clusteraffinity`). When application failover evicts a workload's only cluster while every other cluster is excluded
 so, the scheduler finds nothing and leaves `spec.clusters` empty: the copy is purged and none is created anywhere
-(issue 25: copies slow to come up were failed over member1 -> member2 -> member3 -> nowhere; Karmada #7455).
+(copies slow to come up can be failed over member1 -> member2 -> member3 -> nowhere; karmada#7455).
 
 So an eviction that would leave no target, when no other cluster can take the workload, is not made: the copy stays
 where it is, Unhealthy but there, and the loop looks again every `RECHECK` (a Cluster turning Ready or an eviction task

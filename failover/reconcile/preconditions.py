@@ -3,7 +3,7 @@
 A merge patch carrying `metadata.resourceVersion` fails with 409 whenever anything in the binding changed since it
 was read: in a storm Karmada writes each binding several times (the taint manager's task with an `Update` of the
 whole object, the scheduler's new targets, the status controllers' aggregated status), so most of those 409s were
-about fields the decision never looked at (Karmada #7483 measured a 99.7 % conflict-retry rate between the taint
+about fields the decision never looked at (karmada#7483 measured a 99.7 % conflict-retry rate between the taint
 manager and graceful eviction). `guarded_patch` turns a decision's merge patch into a JSON patch (RFC 6902) that
 first `test`s every field the decision read and every field it writes at the value the decision saw, then makes
 the change with `add`/`remove` on the written fields only. It fails (422) only when one of those fields moved;

@@ -1,5 +1,5 @@
-"""The reconcile side of issue 13 point 7: a FlinkDeployment under stateful failover whose own configuration
-guarantees that a failover restarts it without state.
+"""The `StatelessRestart` event, the reconcile side of a stateful failover that cannot keep its state: a
+FlinkDeployment under stateful failover whose own configuration guarantees that a failover restarts it without state.
 
 The policy webhook cannot judge this (it answers from the policy alone, failover/admission/failover_warnings.py), and
 the savepoint webhook sees a workload only once it carries a trigger label, that is on a member after a failover. The

@@ -223,7 +223,7 @@ def _completed_checkpoints(store: CheckpointStore, directory: str) -> list[tuple
     """On an object store: (number, time of _metadata, name) of every completed `chk-<n>` in `directory`, from one
     listing of the keys starting with `chk-` (`_completed_by_prefix`). Asking for each candidate's `_metadata` costs a
     HEAD, and on s3fs a missing one (the checkpoint in progress, usually the newest) a further LIST (its `info`
-    checks for a directory of that name): four requests for one job where one does (issue 27). None when the store
+    checks for a directory of that name): four requests for one job where one does. None when the store
     is a local one or cannot list this way."""
     if store.real_root is not None or not store.contains(directory):
         return None
@@ -352,7 +352,7 @@ def _info(fs: FileSystem, path: str) -> dict[str, Any] | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as error:
-        if error.errno == errno.ELOOP:  # a symbolic-link loop is one unusable entry, not a failed storage (issue 28)
+        if error.errno == errno.ELOOP:  # a symbolic-link loop is one unusable entry, not a failed storage
             return None
         raise StorageError(_describe(error, path)) from None
     except Exception as error:  # noqa: BLE001  fsspec backends raise anything; each failure becomes a StorageError

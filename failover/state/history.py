@@ -1,5 +1,5 @@
 """A short failover history on the binding, and the runs of the job it has seen: what `failover-relay status` shows
-and what the restore fallbacks of issue 13 read after a restart.
+and what the restore fallbacks (failover/state/restore.py) read after a restart.
 
 Karmada keeps no history of a workload's moves (its failover-history proposal, karmada-io/karmada#5251, is open): an
 eviction task disappears once the new copy is healthy. The loop records, in `HISTORY_ANNOTATION` on the binding:

@@ -4,7 +4,7 @@ Karmada keeps a workload's preserved state only inside a graceful eviction task:
 reads it from the evicted copy's reflected status at the moment of eviction, the taint manager only under its alpha
 gate `StatefulFailoverInjection` (`pkg/controllers/cluster/taint_manager.go` `syncBindingEviction`), and the state is
 gone with the task. A copy on a cluster that died cannot be read any more, and a task can end before the new copy
-exists (the Directly wait on an unreachable cluster, Karmada issue #7455's empty target list, a failback, which writes
+exists (the Directly wait on an unreachable cluster, karmada#7455's empty target list, a failback, which writes
 no task at all). So the loop records, for every cluster whose copy is Healthy and reports every rule's value, those
 values in `LAST_STATE_ANNOTATION` on the binding:
 

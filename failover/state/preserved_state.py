@@ -9,7 +9,7 @@ its binding, without the gate, with these differences:
 - A label key or value that is not valid label syntax is never written (Karmada writes it and the member apply
   fails); it is skipped with a warning.
 - Of the tasks that qualify, the newest is used (a second failover in a row: the decision layer already copies the
-  first task's state into the newest one, Karmada issue #6232). Karmada looks at the last task only, and
+  first task's state into the newest one, karmada#6232). Karmada looks at the last task only, and
   injects nothing when that one has no state.
 - The purge mode is not consulted: policy validation already refuses statePreservation with a purge mode other
   than Directly, the only one Karmada injects for.

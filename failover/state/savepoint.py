@@ -7,7 +7,7 @@ The decision has two pure halves around the storage lookup the caller does in be
 - `plan_lookup` reads the trigger labels, the workload's state configuration and the recorded fallbacks, and says
   what to look up, or that the answer is already known (no label, an invalid job id). On UPDATE it offers the path
   set at creation as `carried`, so a re-sync from the Karmada control plane, whose template never holds it, does
-  not strip it (Karmada issue #6926, PR #7478); the lookup keeps it only when it lies inside an allowed root and is
+  not strip it (karmada#6926, PR #7478); the lookup keeps it only when it lies inside an allowed root and is
   this job's state (`restore.carried_path_belongs`).
 - `injection_verdict` turns the lookup result into a minimal RFC 6902 patch (`add` for absent fields, `replace` for
   present ones, missing parents created once), warnings and audit annotations, or into the configured failure answer
