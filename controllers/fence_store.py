@@ -9,10 +9,12 @@ never an error: anyone who can write to the storage could have put it there.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import structlog
 
@@ -34,6 +36,26 @@ from failover.fence.fence_files import (
 from failover.state.checkpoints import CheckpointStore
 
 log = structlog.get_logger("failover_relay.fence_store")
+
+T = TypeVar("T")
+
+
+class FenceStorageError(Exception):
+    """A call to the checkpoint storage failed, whatever the fsspec backend raised; `fields` name it in a log line."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.fields = {"error": type(error).__name__, "detail": str(error)[:200]}
+
+
+async def on_storage(function: Callable[..., T], *args: Any) -> T:
+    """`function(*args)` (a `FenceStore` call) on a thread. fsspec backends raise anything (OSError, botocore's,
+    aiohttp's, their own), and for each caller any failure means the same: the storage cannot be used now, so it
+    comes out as FenceStorageError."""
+    try:
+        return await asyncio.to_thread(function, *args)
+    except Exception as error:
+        raise FenceStorageError(error) from error
 
 
 @dataclass

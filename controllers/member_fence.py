@@ -20,7 +20,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from controllers.fence_store import ClusterFences, FenceStore
+from controllers.fence_store import ClusterFences, FenceStorageError, FenceStore, on_storage
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS
 from failover.core.work import MemberCopy
@@ -84,15 +84,10 @@ class MemberFenceWatcher:
 
     async def poll_once(self) -> None:
         try:
-            found: ClusterFences = await asyncio.to_thread(self.fences.read, self.cluster)
-        except Exception as error:  # noqa: BLE001  any fsspec backend error: the records last read stay in force
+            found: ClusterFences = await on_storage(self.fences.read, self.cluster)
+        except FenceStorageError as failed:  # the records last read stay in force
             self.metrics.polls.labels(self.cluster, "error").inc()
-            log.warning(
-                "fence_records_read_failed",
-                member_cluster=self.cluster,
-                error=type(error).__name__,
-                detail=str(error)[:200],
-            )
+            log.warning("fence_records_read_failed", member_cluster=self.cluster, **failed.fields)
             return
         self.metrics.polls.labels(self.cluster, "success").inc()
         self.metrics.records.labels(self.cluster).set(len(found.records))
@@ -132,15 +127,11 @@ class MemberFenceWatcher:
         if ack is None:
             return
         try:
-            written = await asyncio.to_thread(self.fences.write_ack, ack)
-        except Exception as error:  # noqa: BLE001  any fsspec backend error: written at the next poll
+            written = await on_storage(self.fences.write_ack, ack)
+        except FenceStorageError as failed:  # written at the next poll
             self.metrics.acknowledgements.labels(self.cluster, "error").inc()
             log.warning(
-                "fence_acknowledgement_failed",
-                member_cluster=self.cluster,
-                fence_id=record.fence_id,
-                error=type(error).__name__,
-                detail=str(error)[:200],
+                "fence_acknowledgement_failed", member_cluster=self.cluster, fence_id=record.fence_id, **failed.fields
             )
             return
         if written:

@@ -10,7 +10,6 @@ outage cannot. A storage that cannot be read or written only costs the fast path
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
@@ -18,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from controllers.fence_store import ClusterFences, FenceStore
+from controllers.fence_store import ClusterFences, FenceStorageError, FenceStore, on_storage
 from controllers.loop_metrics import StorageFenceMetrics
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import (
@@ -112,12 +111,10 @@ class StorageFence:
         if cached is not None and now - cached[0] < self.poll.total_seconds() / 2:
             return cached[1]
         try:
-            found = await asyncio.to_thread(self.fences.read, cluster)
-        except Exception as error:  # noqa: BLE001  any fsspec backend error: the timer still fences
+            found = await on_storage(self.fences.read, cluster)
+        except FenceStorageError as failed:  # the timer still fences
             self.metrics.reads.labels(cluster, "error").inc()
-            log.warning(
-                "fence_storage_read_failed", member_cluster=cluster, error=type(error).__name__, detail=str(error)[:200]
-            )
+            log.warning("fence_storage_read_failed", member_cluster=cluster, **failed.fields)
             return None
         self.metrics.reads.labels(cluster, "success").inc()
         self._read_at[cluster] = (now, found)
@@ -125,15 +122,11 @@ class StorageFence:
 
     async def _write(self, record: FenceRecord) -> None:
         try:
-            written = await asyncio.to_thread(self.fences.write_record, record)
-        except Exception as error:  # noqa: BLE001  any fsspec backend error: the timer still fences
+            written = await on_storage(self.fences.write_record, record)
+        except FenceStorageError as failed:  # the timer still fences
             self.metrics.records.labels(record.cluster, "error").inc()
             log.warning(
-                "fence_record_write_failed",
-                member_cluster=record.cluster,
-                fence_id=record.fence_id,
-                error=type(error).__name__,
-                detail=str(error)[:200],
+                "fence_record_write_failed", member_cluster=record.cluster, fence_id=record.fence_id, **failed.fields
             )
             return
         self._read_at.pop(record.cluster, None)
@@ -160,13 +153,13 @@ class StorageFence:
             stored = {fence_id: (cluster, record.work) for fence_id, record in found.records.items()}
             for fence_id in records_done(stored, keys):
                 try:
-                    await asyncio.to_thread(self.fences.remove, cluster, fence_id)
-                except Exception as error:  # noqa: BLE001  left behind; harmless (a copy never matches it again)
+                    await on_storage(self.fences.remove, cluster, fence_id)
+                except FenceStorageError as failed:  # left behind; harmless (a copy never matches it again)
                     log.warning(
                         "fence_record_remove_failed",
                         member_cluster=cluster,
                         fence_id=fence_id,
-                        error=type(error).__name__,
+                        error=failed.fields["error"],
                     )
                     continue
                 self._acked.discard((cluster, fence_id))
