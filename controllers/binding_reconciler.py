@@ -20,23 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
 
 from controllers.binding_writes import BindingWrites, OwnWrites
-from controllers.cache import Cache
-from controllers.client import KarmadaClient
-from controllers.events import EventRecorder
-from controllers.loop_metrics import LoopMetrics
+from controllers.loop_parts import LoopParts
 from controllers.old_copies import OldCopies, Released
-from controllers.storage_fence import StorageFence
 from failover.core import binding as b
 from failover.core.api import CLUSTERS, WORKS
 from failover.core.cluster import is_ready
 from failover.core.decision import earliest
-from failover.core.loop_settings import DecisionSettings
 from failover.core.names import ObjectRef
 from failover.core.work import MemberCopy, work_cluster
 from failover.fence.fenced_copies import forget_fenced
@@ -51,27 +46,9 @@ from failover.state.history import returned_cluster_patch
 
 log = structlog.get_logger("failover_relay.reconcile")
 
-Clock = Callable[[], datetime]
 # An old copy that could not be deleted through the cluster proxy (the cluster is still coming back) is tried again
 # after this.
 COPY_RETRY = timedelta(seconds=2)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-@dataclass(frozen=True)
-class LoopParts:
-    """What every reconciler of the loop is built from (controllers/manager.py builds them once per term)."""
-
-    client: KarmadaClient
-    cache: Cache
-    recorder: EventRecorder
-    settings: DecisionSettings
-    metrics: LoopMetrics
-    storage_fence: StorageFence | None = None  # the storage fence, when `fence.storage` is on
-    clock: Clock = utc_now
 
 
 @dataclass

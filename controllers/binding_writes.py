@@ -84,11 +84,12 @@ class BindingWrites:
     async def apply(
         self,
         decide: Callable[[dict[str, Any]], D],
-        patch_of: Callable[[D], Mapping[str, Any] | None] = lambda decision: decision.patch,  # type: ignore[attr-defined]
+        patch_of: Callable[[D], Mapping[str, Any] | None] = lambda decision: getattr(decision, "patch", None),
         reads: Callable[[dict[str, Any], D], Iterable[Path]] | None = None,
     ) -> D:
-        """Decide on the binding and write the decision's patch (`patch_of`), with a test of the fields `reads` says
-        the decision read, else with the resourceVersion; once more on a fresh GET when the precondition fails."""
+        """Decide on the binding and write the decision's patch (`patch_of`, by default its `patch`), with a test of
+        the fields `reads` says the decision read, else with the resourceVersion; once more on a fresh GET when the
+        precondition fails."""
         decision = decide(self.binding)
         patch = patch_of(decision)
         if patch and reads is not None:

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 from kubernetes.client.exceptions import ApiException
 
-from controllers.binding_reconciler import LoopParts
 from controllers.binding_writes import conditional
 from controllers.cache import with_identity
 from controllers.kube import conflict
+from controllers.loop_parts import LoopParts
 from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS
 from failover.core.names import ObjectRef
 from failover.reconcile.failback import decide_failback

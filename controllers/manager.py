@@ -18,7 +18,7 @@ import structlog
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from controllers.binding_reconciler import BindingReconciler, LoopParts
+from controllers.binding_reconciler import BindingReconciler
 from controllers.cache import (
     BINDING_RESOURCES,
     POLICY_RESOURCES,
@@ -36,6 +36,7 @@ from controllers.informer import RESYNC_SECONDS, ChangeHandler, Informer
 from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
 from controllers.loop_metrics import LoopMetrics, StorageFenceMetrics
+from controllers.loop_parts import LoopParts
 from controllers.queue import WorkQueue
 from controllers.rebalancer_reconciler import RebalancerReconciler
 from controllers.storage_fence import StorageFence

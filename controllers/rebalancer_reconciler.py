@@ -10,10 +10,10 @@ from typing import Any, Literal
 import structlog
 from kubernetes.client.exceptions import ApiException
 
-from controllers.binding_reconciler import LoopParts
 from controllers.binding_writes import conditional
 from controllers.cache import with_identity
 from controllers.kube import not_found
+from controllers.loop_parts import LoopParts
 from failover.core.api import WORKLOAD_REBALANCERS
 from failover.core.names import ObjectRef
 from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings

@@ -18,10 +18,11 @@ import jsonpatch
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
 
-from controllers.binding_reconciler import BindingReconciler, LoopParts
+from controllers.binding_reconciler import BindingReconciler
 from controllers.cache import Cache, binding_cached_form, work_cached_form
 from controllers.informer import Informer
 from controllers.loop_metrics import LoopMetrics
+from controllers.loop_parts import LoopParts
 from controllers.storage_fence import StorageFence
 from failover.core.api import (
     CLUSTER_PROPAGATION_POLICIES,

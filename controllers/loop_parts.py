@@ -1,0 +1,33 @@
+"""What every reconciler of the loop is built from: `LoopParts`, made once per term by controllers/manager.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from controllers.cache import Cache
+from controllers.client import KarmadaClient
+from controllers.events import EventRecorder
+from controllers.loop_metrics import LoopMetrics
+from controllers.storage_fence import StorageFence
+from failover.core.loop_settings import DecisionSettings
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class LoopParts:
+    """What every reconciler of the loop is built from (controllers/manager.py builds them once per term)."""
+
+    client: KarmadaClient
+    cache: Cache
+    recorder: EventRecorder
+    settings: DecisionSettings
+    metrics: LoopMetrics
+    storage_fence: StorageFence | None = None  # the storage fence, when `fence.storage` is on
+    clock: Clock = utc_now
