@@ -25,12 +25,11 @@ from failover.reconcile.cluster_failover import EVENT_STATE_FILLED, EVENT_STATE_
 from failover.state.checkpoints import open_store
 from failover.state.history import HISTORY_ANNOTATION
 from tests.controllers.loop_fakes import FakeKarmada, Loop, loop
-from tests.failover.binding_builders import JOB_ID, at, flink_binding, stamp
+from tests.failover.binding_builders import CLUSTER_LABEL, JOB_ID, at, flink_binding, stamp, with_cluster_rules
 from tests.failover.work_builders import PERMANENT_ID, cluster, evicted, old_work
 
 BINDING = ("ResourceBinding", "default/foo-flinkdeployment")
 WORK = ("Work", "karmada-es-member1/foo-5d8f")
-CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
 
 
 def owned(work: dict[str, Any]) -> dict[str, Any]:
@@ -122,11 +121,7 @@ async def test_an_eviction_decided_on_a_stale_cache_is_decided_again_on_the_apis
 
 
 async def test_a_taint_task_gets_its_state_and_a_changed_task_is_filled_from_the_fresh_binding() -> None:
-    binding = flink_binding()
-    binding["spec"]["failover"]["cluster"] = {
-        "purgeMode": "Directly",
-        "statePreservation": {"rules": [{"aliasLabelName": CLUSTER_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]},
-    }
+    binding = with_cluster_rules(flink_binding())
     binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
     task = {"fromCluster": "member1", "purgeMode": "Directly", "reason": "TaintUntolerated", "producer": "TaintManager"}
     binding["spec"]["gracefulEvictionTasks"] = [task]

@@ -15,10 +15,18 @@ from failover.reconcile.cluster_failover import decide_cluster_failover_state
 from failover.reconcile.graceful_eviction import decide_graceful_eviction
 from failover.reconcile.preconditions import READS_FENCING, eviction_reads, fill_reads, guarded_patch, pointer
 from failover.state.last_state import decide_last_state
-from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health, stamp
-from tests.failover.reconcile.test_cluster_failover import TAINT_TASK, evicted_by_taint
-from tests.failover.reconcile.test_graceful_eviction import evicting_binding
-from tests.failover.state.test_last_state import OTHER_JOB, with_cluster_rules
+from tests.failover.binding_builders import (
+    JOB_ID,
+    OTHER_JOB,
+    TAINT_TASK,
+    at,
+    evicted_by_taint,
+    evicting_binding,
+    flink_binding,
+    set_health,
+    stamp,
+    with_cluster_rules,
+)
 from tests.failover.work_builders import clusters, evicted, work
 from tests.support import merge_patch
 

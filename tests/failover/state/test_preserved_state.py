@@ -24,10 +24,9 @@ from failover.state.preserved_state import (
 )
 from failover.state.profiles import flink_deployment_profile
 from failover.state.savepoint import FAIL_OPEN, injection_verdict
-from tests.failover.binding_builders import JOB_ID, preemption_task, stamp
+from tests.failover.binding_builders import CLUSTER_LABEL, JOB_ID, OTHER_JOB, preemption_task, stamp
 
 LABEL = DEFAULT_JOB_ID_LABEL
-OTHER_JOB = "0123456789abcdef0123456789abcdef"
 
 
 def flink_manifest(labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -342,8 +341,6 @@ def test_the_savepoint_decision_runs_on_the_labelled_manifest_under_its_place_in
 
 # --- state beyond the task: the last healthy report (failover/state/last_state.py), re-renders,
 # the cluster failover label
-
-CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
 
 
 def recorded(
