@@ -128,6 +128,23 @@ def evicted_by_taint(binding: dict[str, Any]) -> dict[str, Any]:
     return binding
 
 
+def evicted_from_unreachable(purge_mode: str = "Directly", targets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """foo after the taint manager evicted it from member1, whose health is Unknown, as Karmada writes the task (stamped
+    at 0 s); `targets` are the clusters the scheduler has chosen since."""
+    binding = flink_binding(member1="Unknown")
+    binding["spec"]["clusters"] = [{"name": name, "replicas": 1} for name in targets]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {
+            "fromCluster": "member1",
+            "purgeMode": purge_mode,
+            "reason": "TaintUntolerated",
+            "producer": "TaintManager",
+            "creationTimestamp": stamp(0),
+        }
+    ]
+    return binding
+
+
 def set_health(binding: dict[str, Any], cluster: str, health: str, status: dict[str, Any] | None = None) -> None:
     items = binding["status"].setdefault("aggregatedStatus", [])
     for item in items:
