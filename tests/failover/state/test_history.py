@@ -9,8 +9,6 @@ from typing import Any
 
 import jsonpatch
 
-from failover.core.loop_settings import DecisionSettings
-from failover.reconcile.application_failover import decide_application_failover
 from failover.state.history import (
     DEAD_CLUSTER_RETURN,
     EVICTION,
@@ -25,23 +23,13 @@ from failover.state.history import (
     restore_hints,
     returned_cluster_patch,
 )
-from failover.state.last_state import decide_last_state
 from failover.state.preserved_state import plan_work_labels
 from failover.state.savepoint import PREVIOUS_JOB_IDS_ANNOTATION, UPGRADE_SAVEPOINT_PATH_ANNOTATION
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, preemption_task, set_health, stamp
+from tests.failover.history_builders import RESTORE, ROTATED, failed_over, reconcile
 from tests.support import merge_patch
 
 LABEL = "application.karmada.io/failover-jobid"
-ROTATED = "0123456789abcdef0123456789abcdef"
-SETTINGS = DecisionSettings()
-RESTORE = f"file:///state/default/{JOB_ID}/chk-41"
-
-
-def reconcile(binding: dict[str, Any], now: float, works: list[dict[str, Any]] = ()) -> dict[str, Any]:
-    """The loop's passes that matter here, in its order, each applied as the apiserver would."""
-    binding = merge_patch(binding, decide_application_failover(binding, SETTINGS, at(now)).patch)
-    binding = merge_patch(binding, decide_last_state(binding, at(now)))
-    return merge_patch(binding, decide_history(binding, works, at(now)))
 
 
 def work(cluster: str, path: str | None) -> dict[str, Any]:
@@ -56,19 +44,6 @@ def work(cluster: str, path: str | None) -> dict[str, Any]:
         "metadata": {"name": "foo", "namespace": f"karmada-es-{cluster}"},
         "spec": {"workload": {"manifests": [manifest]}},
     }
-
-
-def failed_over() -> dict[str, Any]:
-    """member1 ran JOB_ID, then a rotated run started (its id in the status) that went Unhealthy; evicted at 70 s."""
-    binding = reconcile(flink_binding(), 0)
-    set_health(
-        binding,
-        "member1",
-        "Unhealthy",
-        {"jobStatus": {"jobId": ROTATED, "state": "RECONCILING", "upgradeSavepointPath": RESTORE}},
-    )
-    binding = reconcile(binding, 5)
-    return reconcile(binding, 70)
 
 
 def test_a_failover_is_recorded_once_with_the_preserved_job_id_then_where_it_went_and_its_restore_path() -> None:
