@@ -17,6 +17,7 @@ from failover.state.checkpoints import FLINK_NATIVE_LAYOUT, KARMADA_EXAMPLE_LAYO
 from failover.state.jobid import JobId
 from failover.state.profiles import load_profiles
 from failover.state.restore import PREVIOUS_JOB_ID, RestoreQuery, find_restore_point
+from tests.envtest import free_port
 from tests.support import admission_review, decoded_patch
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
@@ -168,8 +169,6 @@ async def test_webhook_injects_an_s3_checkpoint(bucket, s3_endpoint):
 
 
 async def test_unreachable_s3_is_answered_within_the_deadline():
-    from tests.storage.conftest import free_port
-
     pool = BlockingPool(2)
     profiles = load_profiles([], label=LABEL, layouts=(FLINK_NATIVE_LAYOUT,))
     store = open_store("s3://ckpt", options(f"http://127.0.0.1:{free_port()}"))  # nothing listens there
