@@ -7,10 +7,7 @@ import sys
 import time
 import uuid
 
-import boto3
 import jsonpatch
-import pytest
-import s3fs
 import yaml
 
 from failover.state.checkpoints import FLINK_NATIVE_LAYOUT, KARMADA_EXAMPLE_LAYOUT, Outcome, open_store, parse_layout
@@ -18,6 +15,7 @@ from failover.state.jobid import JobId
 from failover.state.profiles import load_profiles
 from failover.state.restore import PREVIOUS_JOB_ID, RestoreQuery, find_restore_point
 from tests.envtest import free_port
+from tests.storage.s3_options import options
 from tests.support import admission_review, decoded_patch
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
@@ -34,29 +32,6 @@ NATIVE = (parse_layout(FLINK_NATIVE_LAYOUT),)
 
 def lookup(store, layouts, savepoint_layouts, namespace, job, roots=(), **query):
     return find_restore_point((store, *roots), layouts, savepoint_layouts, RestoreQuery(namespace, (job,), **query))
-
-
-def options(endpoint):
-    return {
-        "endpoint_url": endpoint,
-        "key": "testing",
-        "secret": "testing",
-        "client_kwargs": {"region_name": "us-east-1"},
-        "skip_instance_cache": True,
-    }
-
-
-@pytest.fixture
-def bucket(s3_endpoint):
-    name = f"ckpt-{uuid.uuid4().hex[:12]}"
-    boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    ).create_bucket(Bucket=name)
-    return s3fs.S3FileSystem(**options(s3_endpoint)), name
 
 
 def write_checkpoints(fs, prefix, completed=(), in_progress=()):
