@@ -27,7 +27,7 @@ from tests.failover.binding_builders import (
     stamp,
     with_cluster_rules,
 )
-from tests.failover.work_builders import clusters, evicted, work
+from tests.failover.work_builders import clusters, evicted, stored_work
 from tests.support import merge_patch
 
 
@@ -88,7 +88,7 @@ def test_a_guarded_patch_writes_what_the_merge_patch_writes() -> None:
     assert apply(binding, fill(binding)) == merge_patch(binding, decision.patch)
 
     fenced = evicted()
-    decision, operations = fence(fenced, [work()])
+    decision, operations = fence(fenced, [stored_work()])
     assert FENCED_ANNOTATION in decision.binding_patch["metadata"]["annotations"]
     assert apply(fenced, operations) == merge_patch(fenced, decision.binding_patch)
     woken = merge_patch(fenced, decision.binding_patch)
@@ -145,9 +145,9 @@ def test_a_change_of_a_field_the_decision_did_not_read_neither_fails_the_patch_n
         operations = fill(binding)
         assert decide_cluster_failover_state(changed) == decide_cluster_failover_state(binding)
     else:
-        _, operations = fence(binding, [work()])
-        assert decide_fencing(changed, [work()], clusters(False, since=-100), SETTINGS, at(0)) == decide_fencing(
-            binding, [work()], clusters(False, since=-100), SETTINGS, at(0)
+        _, operations = fence(binding, [stored_work()])
+        assert decide_fencing(changed, [stored_work()], clusters(False, since=-100), SETTINGS, at(0)) == decide_fencing(
+            binding, [stored_work()], clusters(False, since=-100), SETTINGS, at(0)
         )
     patched = apply(changed, operations)
     assert patched["status"] == changed["status"] and patched["metadata"]["labels"] == changed["metadata"]["labels"]
@@ -169,7 +169,7 @@ def test_a_new_healthy_report_or_a_new_fenced_record_fails_the_patch() -> None:
     with pytest.raises(PreconditionFailed):
         apply(changed, operations)
     fenced = evicted()
-    _, operations = fence(fenced, [work()])
+    _, operations = fence(fenced, [stored_work()])
     changed = merge_patch(fenced, {"metadata": {"annotations": {FENCED_ANNOTATION: '{"member3":[]}'}}})
     with pytest.raises(PreconditionFailed):
         apply(changed, operations)
