@@ -31,7 +31,7 @@ from controllers.kube import CustomObjects
 from failover.core.api import WORKS
 from failover.core.names import key_of
 from tests.e2e.objects import apply, work
-from tests.e2e.test_reconcile_loop import eventually
+from tests.e2e.waiting import eventually
 from tests.envtest import ControlPlane, etcd_key
 
 pytestmark = pytest.mark.envtest
