@@ -94,15 +94,6 @@ def flink_deployment(name: str, namespace: str, labels: dict[str, str] | None = 
     }
 
 
-def work(name: str, namespace: str, *manifests: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "work.karmada.io/v1alpha1",
-        "kind": "Work",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"workload": {"manifests": list(manifests)}},
-    }
-
-
 def flink_binding(name: str, namespace: str, toleration: int) -> dict[str, Any]:
     """The binding of FlinkDeployment `job` on member1: application failover after `toleration` s of Unhealthy,
     Directly, with the job id preserved."""

@@ -27,6 +27,7 @@ from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, make_cluster
 from tests.e2e.waiting import eventually
 from tests.envtest import ControlPlane
 from tests.failover.binding_builders import CLUSTER_LABEL, with_cluster_rules
+from tests.failover.work_builders import deployment_manifest, work
 from tests.support import replace_object
 
 pytestmark = pytest.mark.envtest
@@ -62,30 +63,16 @@ async def loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Callable[
 def make_work(api: client.ApiClient, cluster: str, namespace: str, binding: str) -> str:
     works = CustomObjects(api, WORKS)
     works.create(
-        {
-            "apiVersion": "work.karmada.io/v1alpha1",
-            "kind": "Work",
-            "metadata": {
-                "name": "job-5d8f",
-                "namespace": f"karmada-es-{cluster}",
-                "finalizers": ["karmada.io/execution-controller"],
-                "annotations": {
-                    "resourcebinding.karmada.io/name": binding,
-                    "resourcebinding.karmada.io/namespace": namespace,
-                },
+        work(
+            deployment_manifest("job", namespace),
+            cluster=cluster,
+            name="job-5d8f",
+            finalizers=["karmada.io/execution-controller"],
+            annotations={
+                "resourcebinding.karmada.io/name": binding,
+                "resourcebinding.karmada.io/namespace": namespace,
             },
-            "spec": {
-                "workload": {
-                    "manifests": [
-                        {
-                            "apiVersion": "flink.apache.org/v1beta1",
-                            "kind": "FlinkDeployment",
-                            "metadata": {"name": "job", "namespace": namespace},
-                        }
-                    ]
-                }
-            },
-        }
+        )
     )
     return f"karmada-es-{cluster}/job-5d8f"
 
