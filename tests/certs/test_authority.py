@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from cryptography import x509
@@ -18,8 +18,8 @@ from certs.authority import (
     generate_serving_certificate,
 )
 from certs.serving_names import serving_names
+from tests.certs.cert_files import NOW
 
-NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 YEAR = timedelta(days=365)
 QUARTER = timedelta(days=90)
 

@@ -14,7 +14,7 @@ import pytest
 from cryptography import x509
 
 from certs.serving import DEFAULT_CERT_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
-from tests.certs.test_store import NOW, bundle, certificate
+from tests.certs.cert_files import NOW, bundle, certificate
 
 
 def verifies(ca_pem: bytes, cert_file: Path) -> bool:

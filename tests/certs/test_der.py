@@ -4,7 +4,7 @@ that is not a well-formed certificate is refused with one line."""
 from __future__ import annotations
 
 import base64
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -18,8 +18,8 @@ from certs.authority import generate_ca, generate_serving_certificate
 from certs.der import DerError, pem_certificates, read_certificate, read_pem_certificates
 from certs.serving import ensure_certificates
 from certs.store import CertificateFilesInvalid, certificate_expiry, read_ca_bundle
+from tests.certs.cert_files import NOW
 
-NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 # RFC 5280, 4.1.2.5: dates through 2049 are UTCTime, from 2050 GeneralizedTime.
 BEFORE_2050 = timedelta(days=365)
 AFTER_2050 = timedelta(days=365 * 30)

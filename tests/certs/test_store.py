@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import stat
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import pytest
@@ -13,21 +13,13 @@ from cryptography.hazmat.primitives import serialization
 from certs.authority import generate_ca, generate_serving_certificate
 from certs.serving import DEFAULT_CERT_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
 from certs.store import MAX_FILE_BYTES, CertificateError, CertificateFilesInvalid, certificate_expiry, read_ca_bundle
+from tests.certs.cert_files import NOW, bundle, certificate
 
-NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 FILES = ("ca.crt", "ca.key", "tls.crt", "tls.key")
 
 
 def snapshot(cert_dir: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(cert_dir.iterdir())}
-
-
-def certificate(path: Path) -> x509.Certificate:
-    return x509.load_pem_x509_certificate(path.read_bytes())
-
-
-def bundle(path: Path) -> list[x509.Certificate]:
-    return x509.load_pem_x509_certificates(path.read_bytes())
 
 
 def write_external(cert_dir: Path, *, with_ca: bool = True, key_of_other: bool = False) -> dict[str, bytes]:

@@ -25,29 +25,19 @@ from failover.reconcile.cluster_failover import EVENT_STATE_FILLED, EVENT_STATE_
 from failover.state.checkpoints import open_store
 from failover.state.history import HISTORY_ANNOTATION
 from tests.controllers.loop_fakes import FakeKarmada, Loop, loop
-from tests.failover.binding_builders import JOB_ID, at, flink_binding, stamp
-from tests.failover.work_builders import PERMANENT_ID, cluster, evicted, old_work
+from tests.failover.binding_builders import CLUSTER_LABEL, JOB_ID, at, flink_binding, stamp, with_cluster_rules
+from tests.failover.work_builders import NOT_READY_TAINT, PERMANENT_ID, RENDERED_FROM_FOO, cluster, evicted, old_work
 
 BINDING = ("ResourceBinding", "default/foo-flinkdeployment")
 WORK = ("Work", "karmada-es-member1/foo-5d8f")
-CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
-
-
-def owned(work: dict[str, Any]) -> dict[str, Any]:
-    """The Work as the binding controller renders it: annotated with its binding, and a Work of the catalogue."""
-    work["metadata"]["annotations"] = {
-        "resourcebinding.karmada.io/namespace": "default",
-        "resourcebinding.karmada.io/name": "foo-flinkdeployment",
-    }
-    return work
 
 
 def members(fake: FakeKarmada, member1_ready: bool, since: float, **member1: Any) -> None:
     """member1 (not Ready since `since` unless `member1_ready`, with a NoExecute taint when not) and a Ready member2."""
-    first = cluster("member1", member1_ready, since, taint=not member1_ready)
+    first = cluster("member1", member1_ready, since, taints=None if member1_ready else [NOT_READY_TAINT])
     first["spec"].update(member1)
-    for obj in (first, cluster("member2", True, -1000)):
-        fake.put({"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", **obj})
+    for obj in (first, cluster("member2", True, -1000, taints=None)):
+        fake.put(obj)
 
 
 def the_copy(uid: str = "u-1", work: str = "foo-5d8f") -> dict[str, Any]:
@@ -122,11 +112,7 @@ async def test_an_eviction_decided_on_a_stale_cache_is_decided_again_on_the_apis
 
 
 async def test_a_taint_task_gets_its_state_and_a_changed_task_is_filled_from_the_fresh_binding() -> None:
-    binding = flink_binding()
-    binding["spec"]["failover"]["cluster"] = {
-        "purgeMode": "Directly",
-        "statePreservation": {"rules": [{"aliasLabelName": CLUSTER_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]},
-    }
+    binding = with_cluster_rules(flink_binding())
     binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
     task = {"fromCluster": "member1", "purgeMode": "Directly", "reason": "TaintUntolerated", "producer": "TaintManager"}
     binding["spec"]["gracefulEvictionTasks"] = [task]
@@ -150,7 +136,7 @@ async def test_a_taint_task_gets_its_state_and_a_changed_task_is_filled_from_the
 async def test_a_dead_clusters_old_work_is_fenced_and_the_binding_controller_woken_in_one_reconcile() -> None:
     fake = FakeKarmada()
     fake.put(evicted())
-    fake.put(owned(old_work()))
+    fake.put(old_work(annotations=RENDERED_FROM_FOO))
     members(fake, False, since=-100)
     made = await reconcile(fake, 0)
 
@@ -178,7 +164,7 @@ async def test_a_dead_clusters_old_work_is_fenced_and_the_binding_controller_wok
 async def test_a_member_that_answers_before_the_fence_has_its_copy_deleted_first() -> None:
     fake = FakeKarmada(answering={"member1"})
     fake.put(evicted())
-    fake.put(owned(old_work()))
+    fake.put(old_work(annotations=RENDERED_FROM_FOO))
     members(fake, False, since=-10)  # fenced only at 50 s
     fake.put_member("member1", the_copy())
     made = await reconcile(fake, 0)
@@ -192,7 +178,7 @@ async def test_a_member_that_answers_before_the_fence_has_its_copy_deleted_first
 async def test_an_object_the_old_work_did_not_apply_is_never_deleted() -> None:
     fake = FakeKarmada(answering={"member1"})
     fake.put(evicted())
-    fake.put(owned(old_work()))
+    fake.put(old_work(annotations=RENDERED_FROM_FOO))
     members(fake, False, since=-10)
     fake.put_member("member1", the_copy(work="someone-elses"))
     made = await reconcile(fake, 0)
@@ -205,7 +191,7 @@ async def test_an_object_the_old_work_did_not_apply_is_never_deleted() -> None:
 async def test_a_member_that_does_not_answer_keeps_the_new_copy_waiting_until_the_fence() -> None:
     fake = FakeKarmada()
     fake.put(evicted())
-    fake.put(owned(old_work()))
+    fake.put(old_work(annotations=RENDERED_FROM_FOO))
     members(fake, False, since=-10)
     made = await reconcile(fake, 0)
 
@@ -218,7 +204,7 @@ async def test_a_member_that_does_not_answer_keeps_the_new_copy_waiting_until_th
 async def test_a_pull_clusters_old_work_is_handed_to_its_agent_never_to_the_proxy() -> None:
     fake = FakeKarmada()
     fake.put(evicted())
-    work = owned(old_work())
+    work = old_work(annotations=RENDERED_FROM_FOO)
     work["metadata"]["labels"]["resourcebinding.karmada.io/permanent-id"] = "b-1"
     fake.put(work)
     members(fake, False, since=-100, syncMode="Pull")
@@ -238,7 +224,7 @@ async def test_the_storage_fence_writes_a_record_on_the_apiservers_word_and_rele
     fence = StorageFence(fences, DecisionSettings(), StorageFenceMetrics(CollectorRegistry()))
     fake = FakeKarmada()
     fake.put(evicted())
-    fake.put(owned(old_work()))
+    fake.put(old_work(annotations=RENDERED_FROM_FOO))
     members(fake, False, since=-10)  # the timer fences only at 50 s
 
     # The cache says evicted; the apiserver no longer does (the task ended meanwhile): no record.

@@ -7,15 +7,7 @@ import asyncio
 import pytest
 
 from controllers.queue import BASE_RETRY_SECONDS, ShutDown, WorkQueue
-
-
-async def drain(queue: WorkQueue) -> list[object]:
-    keys = []
-    while len(queue):
-        key = await queue.get()
-        keys.append(key)
-        queue.done(key)
-    return keys
+from tests.controllers.queues import drain
 
 
 async def test_adding_a_key_many_times_queues_it_once() -> None:

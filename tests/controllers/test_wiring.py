@@ -20,10 +20,8 @@ from failover.core.api import (
     WORKS,
     Resource,
 )
-
-
-def never_listed(**_: object) -> object:
-    raise AssertionError("the informers are not started here")
+from tests.controllers.loop_fakes import never_listed
+from tests.controllers.queues import drain
 
 
 def filled_cache(objects: dict[Resource, dict[str, dict[str, Any]]]) -> Cache:
@@ -42,15 +40,6 @@ def evicting_from(cluster: str) -> dict[str, Any]:
 
 def work_of(annotations: dict[str, str]) -> dict[str, Any]:
     return {"metadata": {"name": "w", "namespace": "karmada-es-member1", "annotations": annotations}}
-
-
-async def drain(queue: WorkQueue) -> list[object]:
-    keys = []
-    while len(queue):
-        key = await queue.get()
-        keys.append(key)
-        queue.done(key)
-    return keys
 
 
 async def queued(queues: dict[str, WorkQueue]) -> dict[str, list[object]]:

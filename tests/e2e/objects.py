@@ -21,6 +21,8 @@ VALIDATE_REBALANCERS = "rebalancers.validate.failover-relay.io"
 MUTATE_POLICIES = "policies.mutate.failover-relay.io"
 # A Flink JobID: 32 lowercase hex digits.
 JOB_ID = "00000000000000000000000000000001"
+# The job id the loop tests report in a binding's aggregatedStatus, as Karmada's status collector reflects it.
+REPORTED_JOB_ID = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
 
 
 def good_policy(name: str, namespace: str, **application: Any) -> dict[str, Any]:
@@ -92,12 +94,37 @@ def flink_deployment(name: str, namespace: str, labels: dict[str, str] | None = 
     }
 
 
-def work(name: str, namespace: str, *manifests: dict[str, Any]) -> dict[str, Any]:
+def flink_binding(name: str, namespace: str, toleration: int) -> dict[str, Any]:
+    """The binding of FlinkDeployment `job` on member1: application failover after `toleration` s of Unhealthy,
+    Directly, with the job id preserved."""
     return {
-        "apiVersion": "work.karmada.io/v1alpha1",
-        "kind": "Work",
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"workload": {"manifests": list(manifests)}},
+        "spec": {
+            "propagateDeps": True,
+            "resource": {
+                "apiVersion": "flink.apache.org/v1beta1",
+                "kind": "FlinkDeployment",
+                "name": "job",
+                "namespace": namespace,
+            },
+            "clusters": [{"name": "member1", "replicas": 1}],
+            "failover": {
+                "application": {
+                    "decisionConditions": {"tolerationSeconds": toleration},
+                    "purgeMode": "Directly",
+                    "statePreservation": {
+                        "rules": [
+                            {
+                                "aliasLabelName": "application.karmada.io/failover-jobid",
+                                "jsonPath": "{ .jobStatus.jobId }",
+                            }
+                        ]
+                    },
+                }
+            },
+        },
     }
 
 

@@ -23,13 +23,14 @@ from controllers.members import MemberProxy
 from failover.core.api import RESOURCE_BINDINGS, WORKS
 from failover.core.loop_settings import DecisionSettings
 from relay.settings import ControllerSettings
-from tests.e2e.objects import make_cluster
-from tests.e2e.test_reconcile_loop import JOB_ID, eventually, flink_binding
+from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, make_cluster
+from tests.e2e.waiting import eventually
 from tests.envtest import ControlPlane
+from tests.failover.binding_builders import CLUSTER_LABEL, with_cluster_rules
+from tests.failover.work_builders import deployment_manifest, work
 from tests.support import replace_object
 
 pytestmark = pytest.mark.envtest
-CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
 
 
 @pytest.fixture
@@ -62,36 +63,22 @@ async def loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Callable[
 def make_work(api: client.ApiClient, cluster: str, namespace: str, binding: str) -> str:
     works = CustomObjects(api, WORKS)
     works.create(
-        {
-            "apiVersion": "work.karmada.io/v1alpha1",
-            "kind": "Work",
-            "metadata": {
-                "name": "job-5d8f",
-                "namespace": f"karmada-es-{cluster}",
-                "finalizers": ["karmada.io/execution-controller"],
-                "annotations": {
-                    "resourcebinding.karmada.io/name": binding,
-                    "resourcebinding.karmada.io/namespace": namespace,
-                },
+        work(
+            deployment_manifest("job", namespace),
+            cluster=cluster,
+            name="job-5d8f",
+            finalizers=["karmada.io/execution-controller"],
+            annotations={
+                "resourcebinding.karmada.io/name": binding,
+                "resourcebinding.karmada.io/namespace": namespace,
             },
-            "spec": {
-                "workload": {
-                    "manifests": [
-                        {
-                            "apiVersion": "flink.apache.org/v1beta1",
-                            "kind": "FlinkDeployment",
-                            "metadata": {"name": "job", "namespace": namespace},
-                        }
-                    ]
-                }
-            },
-        }
+        )
     )
     return f"karmada-es-{cluster}/job-5d8f"
 
 
 def evicted_binding(name: str, namespace: str, old: str, new: str) -> dict[str, Any]:
-    binding = flink_binding(name, namespace, toleration=300)
+    binding = with_cluster_rules(flink_binding(name, namespace, toleration=300))
     binding["spec"]["clusters"] = [{"name": new, "replicas": 1}]
     binding["spec"]["gracefulEvictionTasks"] = [
         {
@@ -102,10 +89,6 @@ def evicted_binding(name: str, namespace: str, old: str, new: str) -> dict[str, 
             "message": "taint",
         }
     ]
-    binding["spec"]["failover"]["cluster"] = {
-        "purgeMode": "Directly",
-        "statePreservation": {"rules": [{"aliasLabelName": CLUSTER_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]},
-    }
     return binding
 
 
@@ -173,7 +156,12 @@ async def test_the_taint_managers_task_gets_the_state_recorded_while_healthy(
     created["status"] = {
         "schedulerObservedGeneration": created["metadata"]["generation"],
         "aggregatedStatus": [
-            {"clusterName": old, "applied": True, "health": "Healthy", "status": {"jobStatus": {"jobId": JOB_ID}}}
+            {
+                "clusterName": old,
+                "applied": True,
+                "health": "Healthy",
+                "status": {"jobStatus": {"jobId": REPORTED_JOB_ID}},
+            }
         ],
     }
     replace_object(bindings, created, status=True)
@@ -182,7 +170,7 @@ async def test_the_taint_managers_task_gets_the_state_recorded_while_healthy(
     recorded = await eventually(
         lambda: bindings.get(key), lambda b: "failover-relay.io/last-state" in b["metadata"].get("annotations", {})
     )
-    assert JOB_ID in recorded["metadata"]["annotations"]["failover-relay.io/last-state"]
+    assert REPORTED_JOB_ID in recorded["metadata"]["annotations"]["failover-relay.io/last-state"]
 
     # The cluster dies: its status is no longer reflected, and the taint manager evicts without state.
     recorded["status"]["aggregatedStatus"] = []
@@ -197,7 +185,7 @@ async def test_the_taint_managers_task_gets_the_state_recorded_while_healthy(
         lambda: bindings.get(key), lambda b: b["spec"]["gracefulEvictionTasks"][0].get("preservedLabelState")
     )
     (task,) = filled["spec"]["gracefulEvictionTasks"]
-    assert task["preservedLabelState"] == {CLUSTER_LABEL: JOB_ID}
+    assert task["preservedLabelState"] == {CLUSTER_LABEL: REPORTED_JOB_ID}
     assert task["clustersBeforeFailover"] == [old]
 
 

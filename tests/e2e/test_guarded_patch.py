@@ -14,13 +14,12 @@ from controllers.kube import CustomObjects, precondition_failed
 from failover.core.api import RESOURCE_BINDINGS
 from failover.reconcile.cluster_failover import decide_cluster_failover_state
 from failover.reconcile.preconditions import fill_reads, guarded_patch
-from tests.e2e.test_reconcile_loop import flink_binding
+from tests.e2e.objects import REPORTED_JOB_ID, flink_binding
 from tests.envtest import ControlPlane
+from tests.failover.binding_builders import CLUSTER_LABEL, with_cluster_rules
 from tests.support import replace_object
 
 pytestmark = pytest.mark.envtest
-CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
-JOB = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
 # The taint manager's task without StatefulFailoverInjection (pkg/controllers/cluster/taint_manager.go).
 TAINT_TASK = {
     "fromCluster": "member1",
@@ -35,17 +34,18 @@ def test_a_guarded_fill_survives_karmadas_other_writes_and_fails_on_a_read_field
     control_plane.kubectl("create", "namespace", namespace)
     api: client.ApiClient = config.new_client_from_config(config_file=str(control_plane.kubeconfig_path))
     bindings = CustomObjects(api, RESOURCE_BINDINGS)
-    spec_binding = flink_binding("job", namespace, 30)
-    spec_binding["spec"]["failover"]["cluster"] = {
-        "purgeMode": "Directly",
-        "statePreservation": {"rules": [{"aliasLabelName": CLUSTER_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]},
-    }
+    spec_binding = with_cluster_rules(flink_binding("job", namespace, 30))
     spec_binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
     spec_binding["spec"]["gracefulEvictionTasks"] = [dict(TAINT_TASK)]
     created = bindings.create(spec_binding)
     status: dict[str, Any] = {
         "aggregatedStatus": [
-            {"clusterName": "member1", "health": "Healthy", "applied": True, "status": {"jobStatus": {"jobId": JOB}}}
+            {
+                "clusterName": "member1",
+                "health": "Healthy",
+                "applied": True,
+                "status": {"jobStatus": {"jobId": REPORTED_JOB_ID}},
+            }
         ]
     }
     seen = replace_object(bindings, {**created, "status": status}, status=True)  # what the relay's cache holds
@@ -71,7 +71,7 @@ def test_a_guarded_fill_survives_karmadas_other_writes_and_fails_on_a_read_field
 
     patched = bindings.json_patch(f"{namespace}/job", operations)
     (task,) = patched["spec"]["gracefulEvictionTasks"]
-    assert task["preservedLabelState"] == {CLUSTER_LABEL: JOB}
+    assert task["preservedLabelState"] == {CLUSTER_LABEL: REPORTED_JOB_ID}
     assert patched["metadata"]["labels"] == {"karmada.io/managed": "true"}
     assert len(patched["status"]["aggregatedStatus"]) == 2
 

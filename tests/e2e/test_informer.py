@@ -30,9 +30,10 @@ from controllers.informer import Informer
 from controllers.kube import CustomObjects
 from failover.core.api import WORKS
 from failover.core.names import key_of
-from tests.e2e.objects import apply, work
-from tests.e2e.test_reconcile_loop import eventually
+from tests.e2e.objects import apply
+from tests.e2e.waiting import eventually
 from tests.envtest import ControlPlane, etcd_key
+from tests.failover.work_builders import work
 
 pytestmark = pytest.mark.envtest
 
@@ -62,7 +63,7 @@ async def test_a_relist_after_410_reports_the_unseen_changes_and_replaces_the_ca
     monkeypatch.setattr(informer_module, "LIST_PAGE_SIZE", 2)  # every Work of the session, two to a page
     names = ("changed", "gone", "kept", "later")  # listed in this order: `changed` is never on the relist's last page
     for name in names:
-        apply(control_plane, work(name, namespace))
+        apply(control_plane, work(name=name, namespace=namespace))
     ours = {f"{namespace}/{name}" for name in names}
     works = CustomObjects(config.new_client_from_config(config_file=str(control_plane.kubeconfig_path)), WORKS)
     reported: list[str] = []
@@ -127,7 +128,7 @@ class Cached(dict[str, Any]):
 async def test_a_stopped_informer_frees_its_frozen_cache_while_its_thread_lingers(
     control_plane: ControlPlane, namespace: str
 ) -> None:
-    apply(control_plane, work("cached", namespace))
+    apply(control_plane, work(name="cached", namespace=namespace))
     works = CustomObjects(config.new_client_from_config(config_file=str(control_plane.kubeconfig_path)), WORKS)
     informer = Informer(WORKS.plural, works.list, lambda key: None, asyncio.get_running_loop(), transform=Cached)
     informer.start()
@@ -137,5 +138,5 @@ async def test_a_stopped_informer_frees_its_frozen_cache_while_its_thread_linger
     gc.collect()
     assert informer._thread.is_alive(), "the thread should still wait in its watch read"
     assert cached() is None, "the stopped informer's thread still holds its cache"
-    apply(control_plane, work("wakes-the-watch", namespace))  # the next event ends the thread
+    apply(control_plane, work(name="wakes-the-watch", namespace=namespace))  # the next event ends the thread
     await asyncio.to_thread(informer._thread.join, DEADLINE_SECONDS)

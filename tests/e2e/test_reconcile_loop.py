@@ -22,14 +22,12 @@ from controllers.manager import LoopSettings, ReconcileLoop
 from failover.core.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from failover.core.loop_settings import DecisionSettings
 from relay.settings import ControllerSettings
-from tests.e2e.objects import make_cluster
+from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, make_cluster
+from tests.e2e.waiting import eventually
 from tests.envtest import ControlPlane
 from tests.support import replace_object
 
 pytestmark = pytest.mark.envtest
-
-JOB_ID = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
-DEADLINE_SECONDS = 30.0
 
 
 @pytest.fixture
@@ -69,55 +67,6 @@ async def start_loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Cal
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def eventually(
-    read: Callable[[], Awaitable[Any] | Any],
-    accept: Callable[[Any], bool],
-    timeout: float = DEADLINE_SECONDS,  # noqa: ASYNC109  own deadline: on expiry it fails with the last value read
-) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = read()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if accept(value):
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s; last value: {value!r}"[:3000])
-        await asyncio.sleep(0.2)
-
-
-def flink_binding(name: str, namespace: str, toleration: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "work.karmada.io/v1alpha2",
-        "kind": "ResourceBinding",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "propagateDeps": True,
-            "resource": {
-                "apiVersion": "flink.apache.org/v1beta1",
-                "kind": "FlinkDeployment",
-                "name": "job",
-                "namespace": namespace,
-            },
-            "clusters": [{"name": "member1", "replicas": 1}],
-            "failover": {
-                "application": {
-                    "decisionConditions": {"tolerationSeconds": toleration},
-                    "purgeMode": "Directly",
-                    "statePreservation": {
-                        "rules": [
-                            {
-                                "aliasLabelName": "application.karmada.io/failover-jobid",
-                                "jsonPath": "{ .jobStatus.jobId }",
-                            }
-                        ]
-                    },
-                }
-            },
-        },
-    }
-
-
 def report_health(bindings: CustomObjects, key: str, health: str) -> None:
     binding = bindings.get(key)
     binding["status"] = {
@@ -127,7 +76,7 @@ def report_health(bindings: CustomObjects, key: str, health: str) -> None:
                 "clusterName": "member1",
                 "applied": True,
                 "health": health,
-                "status": {"jobStatus": {"jobId": JOB_ID, "state": "FAILING"}},
+                "status": {"jobStatus": {"jobId": REPORTED_JOB_ID, "state": "FAILING"}},
             }
         ],
     }
@@ -148,7 +97,7 @@ async def test_unhealthy_binding_is_failed_over_with_preserved_state(
     assert task["fromCluster"] == "member1"
     assert task["reason"] == "ApplicationFailure"
     assert task["purgeMode"] == "Directly"
-    assert task["preservedLabelState"] == {"application.karmada.io/failover-jobid": JOB_ID}
+    assert task["preservedLabelState"] == {"application.karmada.io/failover-jobid": REPORTED_JOB_ID}
     assert task["clustersBeforeFailover"] == ["member1"]
     assert [c["name"] for c in binding["spec"].get("clusters") or []] == []
 

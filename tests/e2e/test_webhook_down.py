@@ -17,10 +17,10 @@ from tests.e2e.objects import (
     get,
     good_policy,
     rebalancer,
-    work,
 )
 from tests.e2e.relay_process import RelayProcess
 from tests.envtest import ControlPlane
+from tests.failover.work_builders import work
 
 pytestmark = pytest.mark.envtest
 
@@ -57,7 +57,7 @@ def test_flink_deployments_and_works_are_admitted_unchanged_while_the_relay_is_d
     deployment = flink_deployment("while-down", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID})
 
     flink_result = apply(control_plane, deployment)
-    work_result = apply(control_plane, work("while-down", namespace, deployment))
+    work_result = apply(control_plane, work(deployment, name="while-down", namespace=namespace))
 
     assert flink_result.returncode == 0, flink_result.stderr
     assert work_result.returncode == 0, work_result.stderr

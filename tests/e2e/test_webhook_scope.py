@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
-from tests.e2e.objects import JOB_ID, apply, flink_deployment, work
+from tests.e2e.objects import JOB_ID, apply, flink_deployment
 from tests.e2e.relay_process import RelayProcess
 from tests.envtest import ControlPlane
+from tests.failover.work_builders import work
 
 pytestmark = [pytest.mark.envtest, pytest.mark.usefixtures("webhooks")]
 
@@ -37,4 +38,4 @@ def test_flink_deployment_with_the_job_id_label_is_sent_for_mutation(
 def test_work_is_sent_for_mutation(control_plane: ControlPlane, relay: RelayProcess, namespace: str) -> None:
     manifest = flink_deployment("inside-work", namespace, labels={DEFAULT_JOB_ID_LABEL: JOB_ID})
 
-    assert _reviews_for(control_plane, relay, work("carrying-flink", namespace, manifest)) == 1
+    assert _reviews_for(control_plane, relay, work(manifest, name="carrying-flink", namespace=namespace)) == 1

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
-from tests.e2e.objects import JOB_ID, apply, flink_deployment, get, warnings_of, work
+from tests.e2e.objects import JOB_ID, apply, flink_deployment, get, warnings_of
 from tests.e2e.relay_process import RelayProcess
 from tests.envtest import ControlPlane
+from tests.failover.work_builders import work
 
 pytestmark = pytest.mark.envtest
 
@@ -58,12 +59,15 @@ def failed_over_binding(name: str, namespace: str, target: str, **spec: Any) -> 
 
 def rendered_work(name: str, namespace: str, cluster: str) -> dict[str, Any]:
     """The Work Karmada's binding controller renders for `cluster`: the template, without the preserved label."""
-    obj = work(f"{name}-work", f"karmada-es-{cluster}", flink_deployment(name, namespace, labels={"app": name}))
-    obj["metadata"]["annotations"] = {
-        "resourcebinding.karmada.io/namespace": namespace,
-        "resourcebinding.karmada.io/name": f"{name}-flinkdeployment",
-    }
-    return obj
+    return work(
+        flink_deployment(name, namespace, labels={"app": name}),
+        cluster=cluster,
+        name=f"{name}-work",
+        annotations={
+            "resourcebinding.karmada.io/namespace": namespace,
+            "resourcebinding.karmada.io/name": f"{name}-flinkdeployment",
+        },
+    )
 
 
 def stored_manifest(control_plane: ControlPlane, name: str, cluster: str) -> dict[str, Any]:

@@ -80,6 +80,20 @@ def flink_binding(**health: str) -> dict[str, Any]:
     return binding
 
 
+# The alias label of cluster failover's state preservation, and a second job id (a restarted run's, another copy's).
+CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
+OTHER_JOB = "0123456789abcdef0123456789abcdef"
+
+
+def with_cluster_rules(binding: dict[str, Any]) -> dict[str, Any]:
+    """`binding` with cluster failover preserving the job id too, under CLUSTER_LABEL."""
+    binding["spec"]["failover"]["cluster"] = {
+        "purgeMode": "Directly",
+        "statePreservation": {"rules": [{"aliasLabelName": CLUSTER_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]},
+    }
+    return binding
+
+
 def preemption_task(from_cluster: str, **extra: Any) -> dict[str, Any]:
     """An eviction task as Karmada PR #7832's binding preemption writes it (`pkg/scheduler/core/preemption.go`,
     `GracefulEvictCluster` with purge mode Gracefully, reason BindingPreempted, producer Scheduler; its e2e gives a 30 s
@@ -94,6 +108,41 @@ def preemption_task(from_cluster: str, **extra: Any) -> dict[str, Any]:
         "replicas": 1,
         **extra,
     }
+
+
+# What Karmada's taint manager writes (pkg/controllers/cluster/taint_manager.go syncBindingEviction) without
+# StatefulFailoverInjection: no preservedLabelState, no clustersBeforeFailover, no creationTimestamp.
+TAINT_TASK = {
+    "fromCluster": "member1",
+    "purgeMode": "Directly",
+    "reason": "TaintUntolerated",
+    "producer": "TaintManager",
+    "replicas": 1,
+}
+
+
+def evicted_by_taint(binding: dict[str, Any]) -> dict[str, Any]:
+    """`binding` after the taint manager evicted it from member1 and the scheduler placed it on member2."""
+    binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
+    binding["spec"]["gracefulEvictionTasks"] = [dict(TAINT_TASK)]
+    return binding
+
+
+def evicted_from_unreachable(purge_mode: str = "Directly", targets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """foo after the taint manager evicted it from member1, whose health is Unknown, as Karmada writes the task (stamped
+    at 0 s); `targets` are the clusters the scheduler has chosen since."""
+    binding = flink_binding(member1="Unknown")
+    binding["spec"]["clusters"] = [{"name": name, "replicas": 1} for name in targets]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {
+            "fromCluster": "member1",
+            "purgeMode": purge_mode,
+            "reason": "TaintUntolerated",
+            "producer": "TaintManager",
+            "creationTimestamp": stamp(0),
+        }
+    ]
+    return binding
 
 
 def set_health(binding: dict[str, Any], cluster: str, health: str, status: dict[str, Any] | None = None) -> None:
@@ -138,3 +187,22 @@ def nginx_binding(clusters: list[str], purge_mode: str = "Gracefully", **applica
             ],
         },
     }
+
+
+def evicting_binding(
+    task: dict[str, Any], clusters: tuple[str, ...] = ("member2",), scheduled: bool = True
+) -> dict[str, Any]:
+    """nginx after member1 was evicted: targets `clusters`, one task from member1."""
+    binding = nginx_binding(list(clusters))
+    binding["metadata"]["generation"] = 2
+    binding["status"]["schedulerObservedGeneration"] = 2 if scheduled else 1
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {
+            "fromCluster": "member1",
+            "reason": "ApplicationFailure",
+            "producer": "resource-binding-application-failover-controller",
+            "purgeMode": "Gracefully",
+            **task,
+        }
+    ]
+    return binding

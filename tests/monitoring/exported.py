@@ -45,6 +45,7 @@ from failover.core.api import (
 from relay.serve import RelayServer
 from relay.settings import ControllerSettings, SavepointSettings, Settings
 from relay.start_controllers import loop_settings
+from tests.failover.work_builders import work
 from tests.support import admission_review, client_tls, flink_policy
 
 JOB_ID = "0123456789abcdef0123456789abcdef"
@@ -112,19 +113,14 @@ def unreachable_kubeconfig(path: Path) -> Path:
 
 def work_review() -> dict:
     """A Work in a member's execution namespace, rendered from a ResourceBinding (its annotations name it)."""
-    work = {
-        "apiVersion": "work.karmada.io/v1alpha1",
-        "kind": "Work",
-        "metadata": {
-            "name": "scraped",
-            "namespace": "karmada-es-member1",
-            "annotations": {
-                RESOURCE_BINDING_NAMESPACE_ANNOTATION: "flink",
-                RESOURCE_BINDING_NAME_ANNOTATION: "scraped-flinkdeployment",
-            },
+    rendered = work(
+        flink_deployment(),
+        name="scraped",
+        annotations={
+            RESOURCE_BINDING_NAMESPACE_ANNOTATION: "flink",
+            RESOURCE_BINDING_NAME_ANNOTATION: "scraped-flinkdeployment",
         },
-        "spec": {"workload": {"manifests": [flink_deployment()]}},
-    }
+    )
     group, version = WORKS.group, WORKS.version
     return {
         "apiVersion": "admission.k8s.io/v1",
@@ -135,7 +131,7 @@ def work_review() -> dict:
             "name": "scraped",
             "namespace": "karmada-es-member1",
             "userInfo": {"username": "test"},
-            "object": work,
+            "object": rendered,
             "oldObject": None,
             "kind": {"group": group, "version": version, "kind": "Work"},
             "resource": {"group": group, "version": version, "resource": WORKS.plural},

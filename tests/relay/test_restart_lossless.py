@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.envtest import free_port
 from tests.relay.review_traffic import ServiceAddress, Tally, drive, ready
-from tests.relay.test_shutdown import free_port
 from tests.support import client_tls, report, serve_command
 
 WORKERS = 16

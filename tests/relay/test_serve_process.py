@@ -16,15 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.envtest import free_port
 from tests.support import admission_review, client_tls, flink_policy
 
 START_TIMEOUT_SECONDS = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class RunningRelay:

@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import time
@@ -28,6 +27,7 @@ from failover.core.verdict import ALLOWED, Verdict
 from relay.runtime import ALLOW_ENV
 from relay.serve import RelayServer
 from relay.settings import Settings
+from tests.envtest import free_port
 from tests.support import admission_review, client_tls, flink_policy, report, serve_command
 from webhook.drain import STOPPING_QUIET_SECONDS
 from webhook.handlers import AdmissionHandlers
@@ -222,12 +222,6 @@ async def test_idle_keep_alive_connections_do_not_hold_up_the_stop(relay: RelayS
         await relay.stop()
         # Idle connections are closed once quiet, not held to the end of the grace.
         assert time.monotonic() - started < max(DRAIN_SECONDS, STOPPING_QUIET_SECONDS) + 0.5
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_ready(process: subprocess.Popen[str], port: int, ca_file: Path, log: Path) -> None:

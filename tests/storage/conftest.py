@@ -1,19 +1,20 @@
-"""A real S3-protocol server (moto's standalone server, in its own process) on a free loopback port."""
+"""A real S3-protocol server (moto's standalone server, in its own process) on a free loopback port, and a fresh bucket
+in it for each test."""
 
 import os
 import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
+import boto3
 import pytest
+import s3fs
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.envtest import free_port
+from tests.storage.s3_options import options
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +39,16 @@ def s3_endpoint():
     yield f"http://127.0.0.1:{port}"
     process.terminate()
     process.wait(10)
+
+
+@pytest.fixture
+def bucket(s3_endpoint):
+    name = f"ckpt-{uuid.uuid4().hex[:12]}"
+    boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    ).create_bucket(Bucket=name)
+    return s3fs.S3FileSystem(**options(s3_endpoint)), name

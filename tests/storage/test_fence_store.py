@@ -16,7 +16,7 @@ from failover.core.work import MemberCopy
 from failover.fence.fence_files import FENCES_DIR, AckedCopy, FenceAck, FenceRecord
 from failover.state.checkpoints import open_store
 from tests.failover.binding_builders import at
-from tests.storage.test_s3_checkpoints import bucket, options  # noqa: F401  (the bucket fixture)
+from tests.storage.s3_options import options
 
 FENCE_ID = "0b7e3f5c-3c1e-4c55-9d2b-6a4c1e2f9a10"
 REF = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "jobs", "orders", "orders-7c9d")
@@ -86,7 +86,7 @@ def test_a_cluster_name_that_is_no_dns_label_reads_nothing(tmp_path: Path, clust
         FenceStore(open_store(str(tmp_path))).read(cluster)
 
 
-def test_fence_records_on_s3(bucket, s3_endpoint) -> None:  # noqa: F811
+def test_fence_records_on_s3(bucket, s3_endpoint) -> None:
     fs, name = bucket
     prefix = f"{name}/checkpoints-{uuid.uuid4().hex[:6]}"
 

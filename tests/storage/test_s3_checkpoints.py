@@ -7,16 +7,15 @@ import sys
 import time
 import uuid
 
-import boto3
 import jsonpatch
-import pytest
-import s3fs
 import yaml
 
 from failover.state.checkpoints import FLINK_NATIVE_LAYOUT, KARMADA_EXAMPLE_LAYOUT, Outcome, open_store, parse_layout
 from failover.state.jobid import JobId
 from failover.state.profiles import load_profiles
 from failover.state.restore import PREVIOUS_JOB_ID, RestoreQuery, find_restore_point
+from tests.envtest import free_port
+from tests.storage.s3_options import options
 from tests.support import admission_review, decoded_patch
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
@@ -33,29 +32,6 @@ NATIVE = (parse_layout(FLINK_NATIVE_LAYOUT),)
 
 def lookup(store, layouts, savepoint_layouts, namespace, job, roots=(), **query):
     return find_restore_point((store, *roots), layouts, savepoint_layouts, RestoreQuery(namespace, (job,), **query))
-
-
-def options(endpoint):
-    return {
-        "endpoint_url": endpoint,
-        "key": "testing",
-        "secret": "testing",
-        "client_kwargs": {"region_name": "us-east-1"},
-        "skip_instance_cache": True,
-    }
-
-
-@pytest.fixture
-def bucket(s3_endpoint):
-    name = f"ckpt-{uuid.uuid4().hex[:12]}"
-    boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    ).create_bucket(Bucket=name)
-    return s3fs.S3FileSystem(**options(s3_endpoint)), name
 
 
 def write_checkpoints(fs, prefix, completed=(), in_progress=()):
@@ -168,8 +144,6 @@ async def test_webhook_injects_an_s3_checkpoint(bucket, s3_endpoint):
 
 
 async def test_unreachable_s3_is_answered_within_the_deadline():
-    from tests.storage.conftest import free_port
-
     pool = BlockingPool(2)
     profiles = load_profiles([], label=LABEL, layouts=(FLINK_NATIVE_LAYOUT,))
     store = open_store("s3://ckpt", options(f"http://127.0.0.1:{free_port()}"))  # nothing listens there

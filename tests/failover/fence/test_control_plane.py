@@ -16,7 +16,7 @@ from failover.fence.control_plane import (
 from failover.fence.fence_files import FenceAck
 from failover.fence.old_copy import EVENT_FENCED, EVENT_WAITING, decide_fencing
 from tests.failover.binding_builders import at
-from tests.failover.work_builders import PERMANENT_ID, clusters, evicted, old_work, work
+from tests.failover.work_builders import PERMANENT_ID, clusters, evicted, old_work, stored_work
 
 SETTINGS = DecisionSettings()  # fence after 60 s
 COPY = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "default", "foo", "foo-5d8f")
@@ -46,7 +46,7 @@ def test_a_record_is_wanted_for_the_work_the_timer_would_fence_and_for_nothing_e
     assert wanted_records(no_task, [old_work()], clusters(False), SETTINGS, at(1)) == ()
     assert wanted_records(evicted(), [old_work(deleting=None)], clusters(False), SETTINGS, at(1)) == ()
     assert wanted_records(evicted(), [old_work(finalizers=())], clusters(False), SETTINGS, at(1)) == ()
-    assert wanted_records(evicted(), [work()], clusters(False), SETTINGS, at(1)) == ()
+    assert wanted_records(evicted(), [stored_work()], clusters(False), SETTINGS, at(1)) == ()
     # noExecuteTaint mode: only once the taint is there.
     tainted = DecisionSettings(fencing=FencingMode.NO_EXECUTE_TAINT)
     assert wanted_records(evicted(), [old_work()], clusters(False), tainted, at(1)) == ()

@@ -14,7 +14,7 @@ from failover.fence.fenced_copies import fenced_copies
 from failover.fence.old_copy import EVENT_FENCED, EVENT_WAITING, decide_fencing
 from failover.reconcile.status_view import render_table, workload_view
 from tests.failover.binding_builders import at
-from tests.failover.work_builders import cluster, evicted, work
+from tests.failover.work_builders import NOT_READY_TAINT, cluster, evicted, stored_work
 from tests.support import merge_patch
 
 SETTINGS = DecisionSettings()  # fence after 60 s
@@ -23,13 +23,13 @@ LABEL = BINDING_ID_LABELS[0]
 
 
 def pull(ready: bool, since: float) -> dict[str, dict[str, Any]]:
-    member1 = cluster("member1", ready, since, taint=not ready)
-    member1["spec"]["syncMode"] = "Pull"
-    return {"member1": member1, "member2": cluster("member2", True, -1000)}
+    taints = None if ready else [NOT_READY_TAINT]
+    member1 = cluster("member1", ready, since, taints=taints, sync_mode="Pull", typed=False)
+    return {"member1": member1, "member2": cluster("member2", True, -1000, taints=None, typed=False)}
 
 
 def old_work(labelled: bool = True, deleting: float | None = 0) -> dict[str, Any]:
-    obj = work(deleting=deleting)
+    obj = stored_work(deleting=deleting)
     if labelled:
         obj["metadata"]["labels"] = {LABEL: "b-1", "work.karmada.io/permanent-id": "w-1"}
     else:

@@ -7,25 +7,18 @@ from typing import Any
 
 from failover.reconcile.cluster_failover import EVENT_STATE_FILLED, EVENT_STATE_NOT_FOUND, decide_cluster_failover_state
 from failover.state.last_state import decide_last_state
-from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
-from tests.failover.state.test_last_state import CLUSTER_LABEL, OTHER_JOB, with_cluster_rules
+from tests.failover.binding_builders import (
+    CLUSTER_LABEL,
+    JOB_ID,
+    OTHER_JOB,
+    TAINT_TASK,
+    at,
+    evicted_by_taint,
+    flink_binding,
+    set_health,
+    with_cluster_rules,
+)
 from tests.support import merge_patch
-
-# What Karmada's taint manager writes (pkg/controllers/cluster/taint_manager.go syncBindingEviction) without
-# StatefulFailoverInjection: no preservedLabelState, no clustersBeforeFailover, no creationTimestamp.
-TAINT_TASK = {
-    "fromCluster": "member1",
-    "purgeMode": "Directly",
-    "reason": "TaintUntolerated",
-    "producer": "TaintManager",
-    "replicas": 1,
-}
-
-
-def evicted_by_taint(binding: dict[str, Any]) -> dict[str, Any]:
-    binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
-    binding["spec"]["gracefulEvictionTasks"] = [dict(TAINT_TASK)]
-    return binding
 
 
 def filled_task(binding: dict[str, Any]) -> dict[str, Any]:

@@ -8,27 +8,10 @@ from datetime import timedelta
 
 from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, all_targets_healthy, decide_graceful_eviction
-from tests.failover.binding_builders import at, nginx_binding, preemption_task, set_health, stamp
+from tests.failover.binding_builders import at, evicting_binding, nginx_binding, preemption_task, set_health, stamp
 from tests.support import merge_patch
 
 SETTINGS = DecisionSettings()
-
-
-def evicting_binding(task: dict, clusters=("member2",), scheduled=True) -> dict:
-    """nginx after member1 was evicted: targets `clusters`, one task from member1."""
-    binding = nginx_binding(list(clusters))
-    binding["metadata"]["generation"] = 2
-    binding["status"]["schedulerObservedGeneration"] = 2 if scheduled else 1
-    binding["spec"]["gracefulEvictionTasks"] = [
-        {
-            "fromCluster": "member1",
-            "reason": "ApplicationFailure",
-            "producer": "resource-binding-application-failover-controller",
-            "purgeMode": "Gracefully",
-            **task,
-        }
-    ]
-    return binding
 
 
 def test_task_without_creation_timestamp_is_stamped_and_kept():

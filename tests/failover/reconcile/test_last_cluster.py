@@ -12,21 +12,12 @@ from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, decide_application_failover
 from failover.reconcile.last_cluster import EVENT_KEPT, RECHECK, why_not_takers
 from tests.failover.binding_builders import at, flink_binding, set_health, stamp
+from tests.failover.work_builders import cluster
 from tests.support import merge_patch
 
 MEMBERS = ("member1", "member2", "member3")
 TOLERATION = 60  # FLINK_BINDING's tolerationSeconds
 GRACE = DecisionSettings().restore_grace.total_seconds()
-
-
-def cluster(name: str, ready: bool = True, taints: tuple[dict[str, str], ...] = ()) -> dict[str, Any]:
-    return {
-        "apiVersion": "cluster.karmada.io/v1alpha1",
-        "kind": "Cluster",
-        "metadata": {"name": name},
-        "spec": {"taints": list(taints)},
-        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
-    }
 
 
 def clusters(*names: str, **overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:

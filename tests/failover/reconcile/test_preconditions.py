@@ -15,11 +15,19 @@ from failover.reconcile.cluster_failover import decide_cluster_failover_state
 from failover.reconcile.graceful_eviction import decide_graceful_eviction
 from failover.reconcile.preconditions import READS_FENCING, eviction_reads, fill_reads, guarded_patch, pointer
 from failover.state.last_state import decide_last_state
-from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health, stamp
-from tests.failover.reconcile.test_cluster_failover import TAINT_TASK, evicted_by_taint
-from tests.failover.reconcile.test_graceful_eviction import evicting_binding
-from tests.failover.state.test_last_state import OTHER_JOB, with_cluster_rules
-from tests.failover.work_builders import clusters, evicted, work
+from tests.failover.binding_builders import (
+    JOB_ID,
+    OTHER_JOB,
+    TAINT_TASK,
+    at,
+    evicted_by_taint,
+    evicting_binding,
+    flink_binding,
+    set_health,
+    stamp,
+    with_cluster_rules,
+)
+from tests.failover.work_builders import clusters, evicted, stored_work
 from tests.support import merge_patch
 
 
@@ -80,7 +88,7 @@ def test_a_guarded_patch_writes_what_the_merge_patch_writes() -> None:
     assert apply(binding, fill(binding)) == merge_patch(binding, decision.patch)
 
     fenced = evicted()
-    decision, operations = fence(fenced, [work()])
+    decision, operations = fence(fenced, [stored_work()])
     assert FENCED_ANNOTATION in decision.binding_patch["metadata"]["annotations"]
     assert apply(fenced, operations) == merge_patch(fenced, decision.binding_patch)
     woken = merge_patch(fenced, decision.binding_patch)
@@ -137,9 +145,9 @@ def test_a_change_of_a_field_the_decision_did_not_read_neither_fails_the_patch_n
         operations = fill(binding)
         assert decide_cluster_failover_state(changed) == decide_cluster_failover_state(binding)
     else:
-        _, operations = fence(binding, [work()])
-        assert decide_fencing(changed, [work()], clusters(False, since=-100), SETTINGS, at(0)) == decide_fencing(
-            binding, [work()], clusters(False, since=-100), SETTINGS, at(0)
+        _, operations = fence(binding, [stored_work()])
+        assert decide_fencing(changed, [stored_work()], clusters(False, since=-100), SETTINGS, at(0)) == decide_fencing(
+            binding, [stored_work()], clusters(False, since=-100), SETTINGS, at(0)
         )
     patched = apply(changed, operations)
     assert patched["status"] == changed["status"] and patched["metadata"]["labels"] == changed["metadata"]["labels"]
@@ -161,7 +169,7 @@ def test_a_new_healthy_report_or_a_new_fenced_record_fails_the_patch() -> None:
     with pytest.raises(PreconditionFailed):
         apply(changed, operations)
     fenced = evicted()
-    _, operations = fence(fenced, [work()])
+    _, operations = fence(fenced, [stored_work()])
     changed = merge_patch(fenced, {"metadata": {"annotations": {FENCED_ANNOTATION: '{"member3":[]}'}}})
     with pytest.raises(PreconditionFailed):
         apply(changed, operations)

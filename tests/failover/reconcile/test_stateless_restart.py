@@ -8,6 +8,7 @@ from typing import Any
 from controllers.cache import work_cached_form
 from failover.core.decision import WARNING
 from failover.reconcile.stateless_restart import EVENT_STATELESS_RESTART, keeps_state, stateless_restart_events
+from tests.failover.work_builders import work
 
 RULES = {"rules": [{"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}]}
 STATEFUL_CONFIG = {"state.checkpoints.dir": "s3://state/checkpoints", "state.savepoints.dir": "s3://state/savepoints"}
@@ -38,26 +39,19 @@ def flink(
     }
 
 
-def work(*manifests: dict[str, Any], cluster: str = "member1") -> dict[str, Any]:
+def cached_work(*manifests: dict[str, Any], cluster: str = "member1") -> dict[str, Any]:
     """A Work as the loop's cache keeps it."""
-    return work_cached_form(
-        {
-            "apiVersion": "work.karmada.io/v1alpha1",
-            "kind": "Work",
-            "metadata": {"name": "job-1234", "namespace": f"karmada-es-{cluster}"},
-            "spec": {"workload": {"manifests": list(manifests)}},
-        }
-    )
+    return work_cached_form(work(*manifests, cluster=cluster, name="job-1234"))
 
 
 def test_a_flink_deployment_with_its_state_dirs_gets_no_event() -> None:
-    assert stateless_restart_events(binding(), [work(flink(STATEFUL_CONFIG))]) == ()
+    assert stateless_restart_events(binding(), [cached_work(flink(STATEFUL_CONFIG))]) == ()
 
 
 def test_no_checkpoint_dir_under_stateful_failover_warns_with_every_reason() -> None:
     [event] = stateless_restart_events(
         binding(),
-        [work(flink({"execution.checkpointing.externalized-checkpoint-retention": "DELETE_ON_CANCELLATION"}))],
+        [cached_work(flink({"execution.checkpointing.externalized-checkpoint-retention": "DELETE_ON_CANCELLATION"}))],
     )
 
     assert (event.type, event.reason, event.regarding) == (WARNING, EVENT_STATELESS_RESTART, None)
@@ -71,7 +65,7 @@ def test_cluster_failover_with_state_is_judged_too() -> None:
     [event] = stateless_restart_events(
         binding("cluster"),
         [
-            work(
+            cached_work(
                 flink(
                     {
                         **STATEFUL_CONFIG,
@@ -87,26 +81,26 @@ def test_cluster_failover_with_state_is_judged_too() -> None:
 
 def test_nested_flink_configuration_is_read_as_flink_reads_it() -> None:
     nested = {"state": {"checkpoints": {"dir": "s3://state/checkpoints"}}}
-    assert stateless_restart_events(binding(), [work(flink(nested))]) == ()
+    assert stateless_restart_events(binding(), [cached_work(flink(nested))]) == ()
 
 
 def test_stateless_failover_and_other_kinds_say_nothing() -> None:
     lossy = flink({})
     assert not keeps_state(binding(preservation=None))
-    assert stateless_restart_events(binding(preservation=None), [work(lossy)]) == ()
-    assert stateless_restart_events(binding(preservation={"rules": []}), [work(lossy)]) == ()
-    assert stateless_restart_events({"spec": {}}, [work(lossy)]) == ()
-    assert stateless_restart_events(binding(), [work(flink({}, kind="FlinkSessionJob"))]) == ()
-    assert stateless_restart_events(binding(), [work(flink({}, api_version="example.com/v1"))]) == ()
+    assert stateless_restart_events(binding(preservation=None), [cached_work(lossy)]) == ()
+    assert stateless_restart_events(binding(preservation={"rules": []}), [cached_work(lossy)]) == ()
+    assert stateless_restart_events({"spec": {}}, [cached_work(lossy)]) == ()
+    assert stateless_restart_events(binding(), [cached_work(flink({}, kind="FlinkSessionJob"))]) == ()
+    assert stateless_restart_events(binding(), [cached_work(flink({}, api_version="example.com/v1"))]) == ()
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {}}
-    assert stateless_restart_events(binding(), [work(deployment)]) == ()
+    assert stateless_restart_events(binding(), [cached_work(deployment)]) == ()
 
 
 def test_one_event_per_workload_even_in_the_works_of_several_clusters() -> None:
     works = [
-        work(flink({}), cluster="member1"),
-        work(flink({}), cluster="member2"),
-        work(flink({}, name="other"), cluster="member2"),
+        cached_work(flink({}), cluster="member1"),
+        cached_work(flink({}), cluster="member2"),
+        cached_work(flink({}, name="other"), cluster="member2"),
     ]
 
     assert [event.message.split(" restarts")[0] for event in stateless_restart_events(binding(), works)] == [
@@ -127,7 +121,7 @@ def test_malformed_works_and_bindings_are_no_crash() -> None:
 
 
 def test_the_cache_keeps_only_a_flink_deployments_configuration_of_a_manifest() -> None:
-    cached = work(
+    cached = cached_work(
         flink(STATEFUL_CONFIG),
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"big": "x" * 1000}},
     )

@@ -19,7 +19,7 @@ from failover.state.restore import PREVIOUS_JOB_ID
 from relay.settings import SavepointSettings
 from relay.status import open_storage
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
-from tests.failover.state.test_history import ROTATED, failed_over, reconcile
+from tests.failover.history_builders import ROTATED, failed_over, reconcile
 
 TEMPLATE: dict[str, Any] = {
     "apiVersion": "flink.apache.org/v1beta1",

@@ -15,23 +15,14 @@ from failover.reconcile.storm import (
     render_cluster_table,
     workload_phase_rows,
 )
-from tests.failover.binding_builders import at, flink_binding, preemption_task, set_health, stamp
-
-
-def evicted(purge_mode: str = "Directly", targets: tuple[str, ...] = ()) -> dict[str, Any]:
-    """foo after the taint manager evicted it from member1, as Karmada writes the task."""
-    binding = flink_binding(member1="Unknown")
-    binding["spec"]["clusters"] = [{"name": name, "replicas": 1} for name in targets]
-    binding["spec"]["gracefulEvictionTasks"] = [
-        {
-            "fromCluster": "member1",
-            "purgeMode": purge_mode,
-            "reason": "TaintUntolerated",
-            "producer": "TaintManager",
-            "creationTimestamp": stamp(0),
-        }
-    ]
-    return binding
+from tests.failover.binding_builders import (
+    at,
+    evicted_from_unreachable,
+    flink_binding,
+    preemption_task,
+    set_health,
+    stamp,
+)
 
 
 def phase_of(binding: dict[str, Any], works: tuple[str, ...] = ()) -> list[tuple[str, str]]:
@@ -42,13 +33,13 @@ def test_a_workload_moves_through_every_phase_of_a_cluster_failover() -> None:
     assert phase_of(flink_binding()) == [("member1", RUNNING)]
     assert phase_of(flink_binding(member1="Unhealthy")) == [("member1", UNHEALTHY)]
     # Directly: the new copy waits for the old Work to go, even once a new cluster is chosen.
-    assert phase_of(evicted(), works=("member1",)) == [("member1", RELEASING)]
-    assert phase_of(evicted(targets=("member2",)), works=("member1",)) == [
+    assert phase_of(evicted_from_unreachable(), works=("member1",)) == [("member1", RELEASING)]
+    assert phase_of(evicted_from_unreachable(targets=("member2",)), works=("member1",)) == [
         ("member1", RELEASING),
         ("member2", UNHEALTHY),
     ]
-    assert phase_of(evicted()) == [("member1", SCHEDULING)]
-    restoring = evicted(targets=("member2",))
+    assert phase_of(evicted_from_unreachable()) == [("member1", SCHEDULING)]
+    restoring = evicted_from_unreachable(targets=("member2",))
     assert phase_of(restoring, works=("member2",)) == [("member1", RESTORING), ("member2", UNHEALTHY)]
     set_health(restoring, "member2", "Healthy")
     assert phase_of(restoring, works=("member2",)) == [("member1", RESTORED), ("member2", RUNNING)]
@@ -57,17 +48,18 @@ def test_a_workload_moves_through_every_phase_of_a_cluster_failover() -> None:
 
 
 def test_gracefully_keeps_the_old_copy_beside_the_new_one_so_it_is_no_phase() -> None:
-    assert phase_of(evicted("Gracefully", ("member2",)), works=("member1", "member2"))[0] == ("member1", RESTORING)
+    gracefully = evicted_from_unreachable("Gracefully", ("member2",))
+    assert phase_of(gracefully, works=("member1", "member2"))[0] == ("member1", RESTORING)
 
 
 def test_a_binding_the_scheduler_has_not_seen_since_its_change_is_still_scheduling() -> None:
-    stale = evicted(targets=("member2",))
+    stale = evicted_from_unreachable(targets=("member2",))
     stale["metadata"]["generation"] = 3
     assert phase_of(stale)[0] == ("member1", SCHEDULING)
 
 
 def test_status_lists_every_workload_of_the_cluster_with_its_phase() -> None:
-    restoring = evicted(targets=("member2",))
+    restoring = evicted_from_unreachable(targets=("member2",))
     restoring["metadata"]["name"] = "bar-flinkdeployment"
     restoring["spec"]["resource"]["name"] = "bar"
     elsewhere = flink_binding()

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
 
 import jsonpatch
 
-from failover.core.loop_settings import DecisionSettings
-from failover.reconcile.application_failover import decide_application_failover
 from failover.state.history import (
     DEAD_CLUSTER_RETURN,
     EVICTION,
@@ -25,50 +22,14 @@ from failover.state.history import (
     restore_hints,
     returned_cluster_patch,
 )
-from failover.state.last_state import decide_last_state
 from failover.state.preserved_state import plan_work_labels
 from failover.state.savepoint import PREVIOUS_JOB_IDS_ANNOTATION, UPGRADE_SAVEPOINT_PATH_ANNOTATION
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, preemption_task, set_health, stamp
+from tests.failover.history_builders import RESTORE, ROTATED, failed_over, reconcile
+from tests.failover.work_builders import deployment_manifest, work
 from tests.support import merge_patch
 
 LABEL = "application.karmada.io/failover-jobid"
-ROTATED = "0123456789abcdef0123456789abcdef"
-SETTINGS = DecisionSettings()
-RESTORE = f"file:///state/default/{JOB_ID}/chk-41"
-
-
-def reconcile(binding: dict[str, Any], now: float, works: list[dict[str, Any]] = ()) -> dict[str, Any]:
-    """The loop's passes that matter here, in its order, each applied as the apiserver would."""
-    binding = merge_patch(binding, decide_application_failover(binding, SETTINGS, at(now)).patch)
-    binding = merge_patch(binding, decide_last_state(binding, at(now)))
-    return merge_patch(binding, decide_history(binding, works, at(now)))
-
-
-def work(cluster: str, path: str | None) -> dict[str, Any]:
-    manifest: dict[str, Any] = {
-        "apiVersion": "flink.apache.org/v1beta1",
-        "kind": "FlinkDeployment",
-        "metadata": {"name": "foo", "namespace": "default"},
-    }
-    if path:
-        manifest["spec"] = {"job": {"initialSavepointPath": path}}
-    return {
-        "metadata": {"name": "foo", "namespace": f"karmada-es-{cluster}"},
-        "spec": {"workload": {"manifests": [manifest]}},
-    }
-
-
-def failed_over() -> dict[str, Any]:
-    """member1 ran JOB_ID, then a rotated run started (its id in the status) that went Unhealthy; evicted at 70 s."""
-    binding = reconcile(flink_binding(), 0)
-    set_health(
-        binding,
-        "member1",
-        "Unhealthy",
-        {"jobStatus": {"jobId": ROTATED, "state": "RECONCILING", "upgradeSavepointPath": RESTORE}},
-    )
-    binding = reconcile(binding, 5)
-    return reconcile(binding, 70)
 
 
 def test_a_failover_is_recorded_once_with_the_preserved_job_id_then_where_it_went_and_its_restore_path() -> None:
@@ -79,11 +40,14 @@ def test_a_failover_is_recorded_once_with_the_preserved_job_id_then_where_it_wen
 
     assert decide_history(binding, [], at(71)) is None  # a retry or a restart: nothing to add
     binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]  # the scheduler placed it
-    binding = merge_patch(binding, decide_history(binding, [work("member2", None)], at(72)))
+    placed = work(deployment_manifest(), cluster="member2", name="foo", typed=False)
+    binding = merge_patch(binding, decide_history(binding, [placed], at(72)))
     assert read_history(binding).moves[0].to == ("member2",)
-    binding = merge_patch(binding, decide_history(binding, [work("member2", RESTORE)], at(73)))
+    job = {"initialSavepointPath": RESTORE}
+    restoring = work(deployment_manifest(spec={"job": job}), cluster="member2", name="foo", typed=False)
+    binding = merge_patch(binding, decide_history(binding, [restoring], at(73)))
     assert read_history(binding).moves[0].restore == RESTORE
-    assert decide_history(binding, [work("member2", RESTORE)], at(500)) is None
+    assert decide_history(binding, [restoring], at(500)) is None
 
 
 def test_a_preemption_is_an_eviction_without_a_job_id() -> None:
@@ -175,7 +139,7 @@ def test_a_binding_being_deleted_is_left_alone() -> None:
 def test_the_new_copys_manifest_gets_the_restore_hints_beside_the_preserved_label() -> None:
     binding = failed_over()
     binding["spec"]["clusters"] = [{"name": "member2", "replicas": 1}]
-    new_work = work("member2", None)
+    new_work = work(deployment_manifest(), cluster="member2", name="foo", typed=False)
     plan = plan_work_labels(new_work, binding)
     assert plan.labels == {LABEL: ROTATED}
     assert plan.annotations == {PREVIOUS_JOB_IDS_ANNOTATION: JOB_ID, UPGRADE_SAVEPOINT_PATH_ANNOTATION: RESTORE}

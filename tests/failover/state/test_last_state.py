@@ -16,21 +16,21 @@ from failover.state.last_state import (
     recorded_state,
     recorded_states,
 )
-from tests.failover.binding_builders import JOB_ID, at, flink_binding, preemption_task, set_health, stamp
+from tests.failover.binding_builders import (
+    CLUSTER_LABEL,
+    JOB_ID,
+    OTHER_JOB,
+    at,
+    flink_binding,
+    preemption_task,
+    set_health,
+    stamp,
+    with_cluster_rules,
+)
 from tests.support import merge_patch
 
 LABEL = "application.karmada.io/failover-jobid"
-CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
-OTHER_JOB = "0123456789abcdef0123456789abcdef"
 APP_PRODUCER = "resource-binding-application-failover-controller"
-
-
-def with_cluster_rules(binding: dict[str, Any]) -> dict[str, Any]:
-    binding["spec"]["failover"]["cluster"] = {
-        "purgeMode": "Directly",
-        "statePreservation": {"rules": [{"aliasLabelName": CLUSTER_LABEL, "jsonPath": "{ .jobStatus.jobId }"}]},
-    }
-    return binding
 
 
 def recorded(binding: dict[str, Any], now: float) -> dict[str, Any]:

@@ -24,10 +24,10 @@ from failover.state.preserved_state import (
 )
 from failover.state.profiles import flink_deployment_profile
 from failover.state.savepoint import FAIL_OPEN, injection_verdict
-from tests.failover.binding_builders import JOB_ID, preemption_task, stamp
+from tests.failover.binding_builders import CLUSTER_LABEL, JOB_ID, OTHER_JOB, preemption_task, stamp
+from tests.failover.work_builders import RENDERED_FROM_FOO, work
 
 LABEL = DEFAULT_JOB_ID_LABEL
-OTHER_JOB = "0123456789abcdef0123456789abcdef"
 
 
 def flink_manifest(labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -42,21 +42,9 @@ def flink_manifest(labels: dict[str, str] | None = None) -> dict[str, Any]:
     }
 
 
-def work(cluster: str = "member2", *manifests: dict[str, Any]) -> dict[str, Any]:
+def rendered_work(cluster: str = "member2", *manifests: dict[str, Any]) -> dict[str, Any]:
     """A Work as the binding controller renders it for `cluster`."""
-    return {
-        "apiVersion": "work.karmada.io/v1alpha1",
-        "kind": "Work",
-        "metadata": {
-            "name": "foo-5d8f",
-            "namespace": f"karmada-es-{cluster}",
-            "annotations": {
-                "resourcebinding.karmada.io/namespace": "default",
-                "resourcebinding.karmada.io/name": "foo-flinkdeployment",
-            },
-        },
-        "spec": {"workload": {"manifests": list(manifests) or [flink_manifest({"app": "foo"})]}},
-    }
+    return work(*manifests or (flink_manifest({"app": "foo"}),), cluster=cluster, annotations=RENDERED_FROM_FOO)
 
 
 def task(
@@ -99,15 +87,15 @@ def labels_after(obj: dict[str, Any], patch: Any) -> dict[str, str]:
 
 
 def test_single_target_gets_the_preserved_labels_on_its_manifest() -> None:
-    plan = plan_work_labels(work(), FAILED_OVER)
+    plan = plan_work_labels(rendered_work(), FAILED_OVER)
 
-    assert labels_after(work(), plan.patch) == {"app": "foo", LABEL: JOB_ID}
+    assert labels_after(rendered_work(), plan.patch) == {"app": "foo", LABEL: JOB_ID}
     assert plan.source == "member1"
     assert plan.verdict().audit == {"preserved-state-outcome": "injected", "preserved-state-from": "member1"}
 
 
 def test_label_keys_are_escaped_in_the_json_pointer() -> None:
-    plan = plan_work_labels(work(), FAILED_OVER)
+    plan = plan_work_labels(rendered_work(), FAILED_OVER)
 
     assert [op["path"] for op in plan.patch] == [
         "/spec/workload/manifests/0/metadata/labels/application.karmada.io~1failover-jobid"
@@ -117,7 +105,7 @@ def test_label_keys_are_escaped_in_the_json_pointer() -> None:
 def test_missing_labels_and_metadata_are_created_whole() -> None:
     bare = flink_manifest()
     no_metadata = {"apiVersion": "v1", "kind": "ConfigMap", "data": {}}
-    obj = work("member2", bare, no_metadata)
+    obj = rendered_work("member2", bare, no_metadata)
 
     patched = jsonpatch.apply_patch(obj, list(plan_work_labels(obj, FAILED_OVER).patch))
 
@@ -126,7 +114,7 @@ def test_missing_labels_and_metadata_are_created_whole() -> None:
 
 
 def test_applying_the_patch_twice_changes_nothing_and_a_second_look_finds_nothing_to_do() -> None:
-    obj = work()
+    obj = rendered_work()
     patch = jsonpatch.JsonPatch(list(plan_work_labels(obj, FAILED_OVER).patch))
 
     once = patch.apply(obj)
@@ -139,7 +127,7 @@ def test_applying_the_patch_twice_changes_nothing_and_a_second_look_finds_nothin
 
 
 def test_a_different_value_already_on_the_manifest_is_replaced() -> None:
-    obj = work("member2", flink_manifest({LABEL: OTHER_JOB}))
+    obj = rendered_work("member2", flink_manifest({LABEL: OTHER_JOB}))
 
     plan = plan_work_labels(obj, FAILED_OVER)
 
@@ -150,7 +138,7 @@ def test_a_different_value_already_on_the_manifest_is_replaced() -> None:
 def test_a_placement_over_several_clusters_gets_nothing() -> None:
     spread = binding(["member2", "member3"], task("member1", {LABEL: JOB_ID}, ["member1"]))
 
-    plan = plan_work_labels(work(), spread)
+    plan = plan_work_labels(rendered_work(), spread)
 
     assert plan.patch == () and plan.labels == {}
     assert "2 clusters" in plan.reason
@@ -164,13 +152,13 @@ def test_clusters_required_by_dependants_count_as_targets() -> None:
         requiredBy=[{"name": "app", "namespace": "default", "clusters": [{"name": "member3", "replicas": 1}]}],
     )
 
-    assert plan_work_labels(work(), dependency).patch == ()
+    assert plan_work_labels(rendered_work(), dependency).patch == ()
 
 
 def test_a_cluster_in_clusters_before_failover_gets_nothing() -> None:
     back_home = binding(["member2"], task("member1", {LABEL: JOB_ID}, ["member1", "member2"]))
 
-    plan = plan_work_labels(work(), back_home)
+    plan = plan_work_labels(rendered_work(), back_home)
 
     assert plan.patch == ()
     assert "member2" in plan.reason
@@ -180,22 +168,22 @@ def test_state_is_never_sent_back_to_the_cluster_it_came_from() -> None:
     # The taint manager writes no clustersBeforeFailover (`taint_manager.go` `syncBindingEviction`).
     same = binding(["member1"], task("member1", {LABEL: JOB_ID}, None))
 
-    assert plan_work_labels(work("member1"), same).patch == ()
+    assert plan_work_labels(rendered_work("member1"), same).patch == ()
 
 
 def test_a_cluster_failover_task_without_clusters_before_failover_injects() -> None:
     tainted = binding(["member2"], task("member1", {LABEL: JOB_ID}, None, producer="TaintManager"))
 
-    assert labels_after(work(), plan_work_labels(work(), tainted).patch)[LABEL] == JOB_ID
+    assert labels_after(rendered_work(), plan_work_labels(rendered_work(), tainted).patch)[LABEL] == JOB_ID
 
 
 def test_a_binding_without_preserved_state_leaves_the_work_alone_silently() -> None:
     plain = binding(["member2"], task("member1", None, ["member1"]))
 
-    plan = plan_work_labels(work(), plain)
+    plan = plan_work_labels(rendered_work(), plain)
 
     assert plan.patch == () and plan.reason == "" and plan.verdict().audit == {}
-    assert plan_work_labels(work(), binding(["member2"])).verdict() == plan.verdict()
+    assert plan_work_labels(rendered_work(), binding(["member2"])).verdict() == plan.verdict()
 
 
 def test_second_failover_in_a_row_uses_the_newest_task() -> None:
@@ -207,10 +195,10 @@ def test_second_failover_in_a_row_uses_the_newest_task() -> None:
         task("member2", {LABEL: OTHER_JOB}, ["member2"], created=600),
     )
 
-    plan = plan_work_labels(work("member3"), second)
+    plan = plan_work_labels(rendered_work("member3"), second)
 
     assert plan.source == "member2"
-    assert labels_after(work("member3"), plan.patch)[LABEL] == OTHER_JOB
+    assert labels_after(rendered_work("member3"), plan.patch)[LABEL] == OTHER_JOB
 
 
 def test_newest_is_by_creation_time_not_list_position() -> None:
@@ -220,7 +208,7 @@ def test_newest_is_by_creation_time_not_list_position() -> None:
         task("member1", {LABEL: JOB_ID}, ["member1"], created=0),
     )
 
-    assert plan_work_labels(work("member3"), reordered).source == "member2"
+    assert plan_work_labels(rendered_work("member3"), reordered).source == "member2"
 
 
 def test_an_unstamped_task_is_the_newest() -> None:
@@ -230,7 +218,7 @@ def test_an_unstamped_task_is_the_newest() -> None:
         task("member2", {LABEL: OTHER_JOB}, ["member2"], created=None),
     )
 
-    assert plan_work_labels(work("member3"), fresh).source == "member2"
+    assert plan_work_labels(rendered_work("member3"), fresh).source == "member2"
 
 
 def test_a_newer_task_that_does_not_qualify_does_not_hide_an_older_one() -> None:
@@ -241,7 +229,7 @@ def test_a_newer_task_that_does_not_qualify_does_not_hide_an_older_one() -> None
         task("member3", {LABEL: OTHER_JOB}, ["member2", "member3"], created=600),
     )
 
-    assert plan_work_labels(work("member2"), mixed).source == "member1"
+    assert plan_work_labels(rendered_work("member2"), mixed).source == "member1"
 
 
 def test_hostile_values_are_never_written() -> None:
@@ -253,16 +241,16 @@ def test_hostile_values_are_never_written() -> None:
         "app.example.com/fine": "ok",
         "app.example.com/number": 7,
     }
-    plan = plan_work_labels(work(), binding(["member2"], task("member1", hostile, ["member1"])))
+    plan = plan_work_labels(rendered_work(), binding(["member2"], task("member1", hostile, ["member1"])))
 
-    assert labels_after(work(), plan.patch) == {"app": "foo", "app.example.com/fine": "ok"}
+    assert labels_after(rendered_work(), plan.patch) == {"app": "foo", "app.example.com/fine": "ok"}
     assert len(plan.warnings) == 5
     assert all(len(warning) <= 120 for warning in plan.warnings)
     assert all("\n" not in warning for warning in plan.warnings)
 
 
 def test_only_invalid_values_give_warnings_and_no_patch() -> None:
-    plan = plan_work_labels(work(), binding(["member2"], task("member1", {LABEL: "../../etc"}, ["member1"])))
+    plan = plan_work_labels(rendered_work(), binding(["member2"], task("member1", {LABEL: "../../etc"}, ["member1"])))
 
     assert plan.patch == ()
     (warning,) = plan.warnings
@@ -274,14 +262,14 @@ def test_a_manifest_with_labels_of_the_wrong_type_is_reported_not_patched() -> N
     odd = flink_manifest()
     odd["metadata"]["labels"] = ["not", "a", "map"]
 
-    plan = plan_work_labels(work("member2", odd), FAILED_OVER)
+    plan = plan_work_labels(rendered_work("member2", odd), FAILED_OVER)
 
     assert plan.patch == ()
     assert "metadata.labels is not an object" in plan.warnings[0]
 
 
 def test_works_outside_execution_namespaces_are_not_touched() -> None:
-    obj = work()
+    obj = rendered_work()
     obj["metadata"]["namespace"] = "default"
 
     assert plan_work_labels(obj, FAILED_OVER).patch == ()
@@ -290,8 +278,8 @@ def test_works_outside_execution_namespaces_are_not_touched() -> None:
 
 
 def test_the_owning_binding_comes_from_the_annotations() -> None:
-    assert owning_binding(work()) == (BindingRef(RESOURCE_BINDING, "foo-flinkdeployment", "default"), "")
-    cluster_scoped = work()
+    assert owning_binding(rendered_work()) == (BindingRef(RESOURCE_BINDING, "foo-flinkdeployment", "default"), "")
+    cluster_scoped = rendered_work()
     cluster_scoped["metadata"]["annotations"] = {"clusterresourcebinding.karmada.io/name": "crd-foo"}
     assert owning_binding(cluster_scoped) == (BindingRef(CLUSTER_RESOURCE_BINDING, "crd-foo"), "")
     assert owning_binding({"metadata": {}}) == (None, "")
@@ -299,7 +287,7 @@ def test_the_owning_binding_comes_from_the_annotations() -> None:
 
 def test_binding_names_that_are_not_kubernetes_names_are_refused() -> None:
     for namespace, name in (("../kube-system", "x"), ("default", "a/b"), ("default", "x" * 300), (None, "x")):
-        obj = work()
+        obj = rendered_work()
         obj["metadata"]["annotations"] = {
             "resourcebinding.karmada.io/namespace": namespace,
             "resourcebinding.karmada.io/name": name,
@@ -310,7 +298,7 @@ def test_binding_names_that_are_not_kubernetes_names_are_refused() -> None:
 
 def test_the_savepoint_decision_runs_on_the_labelled_manifest_under_its_place_in_the_work() -> None:
     profile = flink_deployment_profile(LABEL, [parse_layout("{root}/{namespace}/{job_id}/checkpoints")])
-    obj = work(
+    obj = rendered_work(
         "member2",
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "conf"}},
         flink_manifest({"app": "foo"}),
@@ -342,8 +330,6 @@ def test_the_savepoint_decision_runs_on_the_labelled_manifest_under_its_place_in
 
 # --- state beyond the task: the last healthy report (failover/state/last_state.py), re-renders,
 # the cluster failover label
-
-CLUSTER_LABEL = "application.karmada.io/cluster-failover-jobid"
 
 
 def recorded(
@@ -381,7 +367,7 @@ def test_a_taint_manager_task_without_state_injects_the_evicted_copys_last_healt
         {"fromCluster": "member1", "purgeMode": "Directly", "reason": "TaintUntolerated", "producer": "TaintManager"},
     )
     dead = with_record(unfilled, {"member1": (JOB_ID, 0)}, rules=(CLUSTER_LABEL,), which="cluster")
-    plan = plan_work_labels(work(), dead)
+    plan = plan_work_labels(rendered_work(), dead)
     assert plan.labels == {CLUSTER_LABEL: JOB_ID} and plan.source == "member1"
 
 
@@ -395,7 +381,7 @@ def test_a_task_carries_the_last_healthy_report_for_the_rules_of_its_failover_ki
     only_application_rules = with_record(binding(["member2"], taint_task), {"member1": (JOB_ID, 0)})
     assert task_state(only_application_rules, taint_task) == {}
     # The workload still moved away from a copy whose state was recorded: the new copy gets it (moved_state).
-    assert plan_work_labels(work(), only_application_rules).labels == {LABEL: JOB_ID}
+    assert plan_work_labels(rendered_work(), only_application_rules).labels == {LABEL: JOB_ID}
 
 
 def test_a_preempted_workload_moves_without_state_unless_its_task_preserved_some() -> None:
@@ -403,38 +389,38 @@ def test_a_preempted_workload_moves_without_state_unless_its_task_preserved_some
     copy's last healthy report nor, with the task still there, a moved state)."""
     preempted = with_record(binding(["member2"], preemption_task("member1")), {"member1": (JOB_ID, 0)})
     assert task_state(preempted, preemption_task("member1")) == {}
-    assert plan_work_labels(work("member2"), preempted).labels == {}
+    assert plan_work_labels(rendered_work("member2"), preempted).labels == {}
     kept = with_record(binding(["member2"], preemption_task("member1", preservedLabelState={LABEL: JOB_ID})), {})
-    assert plan_work_labels(work("member2"), kept).labels == {LABEL: JOB_ID}
+    assert plan_work_labels(rendered_work("member2"), kept).labels == {LABEL: JOB_ID}
 
 
 def test_with_no_task_a_moved_workload_gets_the_state_of_the_copy_it_left() -> None:
     """The task ended before the new Work existed, or a WorkloadRebalancer moved it (no task at all)."""
     moved = with_record(binding(["member2"]), {"member1": (JOB_ID, 0)})
-    plan = plan_work_labels(work("member2"), moved)
+    plan = plan_work_labels(rendered_work("member2"), moved)
     assert plan.labels == {LABEL: JOB_ID} and plan.source == "member1"
 
 
 def test_a_failback_gets_the_newest_state_not_the_recovered_clusters_old_one() -> None:
     back_home = with_record(binding(["member1"]), {"member1": (OTHER_JOB, 0), "member2": (JOB_ID, 100)})
-    assert plan_work_labels(work("member1"), back_home).labels == {LABEL: JOB_ID}
+    assert plan_work_labels(rendered_work("member1"), back_home).labels == {LABEL: JOB_ID}
 
 
 def test_a_cluster_whose_own_report_is_newest_gets_nothing() -> None:
     current = with_record(binding(["member1"]), {"member1": (JOB_ID, 100), "member2": (OTHER_JOB, 0)})
-    assert plan_work_labels(work("member1"), current).labels == {}
+    assert plan_work_labels(rendered_work("member1"), current).labels == {}
 
 
 def test_a_record_of_a_cluster_still_targeted_is_not_a_moved_state() -> None:
     spread = with_record(binding(["member1", "member2"]), {"member1": (JOB_ID, 0)})
-    assert plan_work_labels(work("member2"), spread).labels == {}
+    assert plan_work_labels(rendered_work("member2"), spread).labels == {}
 
 
 def test_a_re_render_keeps_the_labels_the_copy_was_given() -> None:
     """Karmada PR #7478: the task is gone and Karmada rewrites the Work from the template."""
     after_task = with_record(binding(["member2"]), {})
-    old = work("member2", flink_manifest({"app": "foo", LABEL: JOB_ID}))
-    new = work("member2", flink_manifest({"app": "foo"}))
+    old = rendered_work("member2", flink_manifest({"app": "foo", LABEL: JOB_ID}))
+    new = rendered_work("member2", flink_manifest({"app": "foo"}))
     plan = plan_work_labels(new, after_task, old_work=old)
     assert plan.labels == {LABEL: JOB_ID}
     assert labels_after(new, plan.patch) == {"app": "foo", LABEL: JOB_ID}
@@ -443,14 +429,15 @@ def test_a_re_render_keeps_the_labels_the_copy_was_given() -> None:
 
 def test_a_re_render_keeps_only_preservation_labels() -> None:
     after_task = with_record(binding(["member2"]), {})
-    old = work("member2", flink_manifest({"app": "foo", "team": "a"}))
-    assert plan_work_labels(work("member2", flink_manifest({"app": "foo"})), after_task, old_work=old).labels == {}
+    old = rendered_work("member2", flink_manifest({"app": "foo", "team": "a"}))
+    new = rendered_work("member2", flink_manifest({"app": "foo"}))
+    assert plan_work_labels(new, after_task, old_work=old).labels == {}
 
 
 def test_a_template_that_sets_the_label_itself_wins_on_re_render() -> None:
     after_task = with_record(binding(["member2"]), {})
-    old = work("member2", flink_manifest({LABEL: JOB_ID}))
-    new = work("member2", flink_manifest({LABEL: OTHER_JOB}))
+    old = rendered_work("member2", flink_manifest({LABEL: JOB_ID}))
+    new = rendered_work("member2", flink_manifest({LABEL: OTHER_JOB}))
     assert plan_work_labels(new, after_task, old_work=old).labels == {}
 
 

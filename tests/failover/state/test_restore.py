@@ -19,7 +19,7 @@ from failover.state.restore import (
     find_restore_point,
 )
 from failover.state.state_roots import DirectoryRefused, locate, parse_state_url
-from tests.webhook.test_hostile_input import HOSTILE_STRINGS
+from tests.hostile_strings import HOSTILE_STRINGS
 
 JOB = JobId("0123456789abcdef0123456789abcdef")
 ROTATED = JobId("89abcdef0123456789abcdef01234567")  # the id the operator gave the run that never checkpointed
