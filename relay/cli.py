@@ -11,16 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
-from relay.settings import (
-    ControllerMode,
-    Settings,
-    SettingsError,
-    add_setting_flags,
-    apply,
-    check_settings,
-    flag_values,
-    load_settings,
-)
+from relay.settings import ControllerMode, SettingsError, add_setting_flags, settings_of
 
 # The settings each command takes as flags (relay/settings.py declares each flag with its setting).
 _CONTROLLER_FLAGS = ("controllers.kubeconfig", "controllers.leaseNamespace", "controllers.failback")
@@ -298,14 +289,6 @@ def _check(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
 
 
-def _settings(args: argparse.Namespace, **fixed: object) -> Settings:
-    """The config file, then the flags, then what the command fixes (`fixed`, by config key); checked as a whole.
-    Raises SettingsError, which `main` turns into one line and exit 2."""
-    settings = apply(apply(load_settings(args.config), flag_values(args)), fixed)
-    check_settings(settings)
-    return settings
-
-
 def _refuse(problem: object) -> int:
     """Say why the command cannot go on, in one line on stderr; the exit code of bad input."""
     print(f"failover-relay: {problem}", file=sys.stderr)
@@ -317,7 +300,7 @@ def _controllers(args: argparse.Namespace) -> int:
     from relay.logs import configure_logging
     from relay.standalone import run_controllers
 
-    settings = _settings(args, **{"controllers.mode": ControllerMode.ON.value})
+    settings = settings_of(args, **{"controllers.mode": ControllerMode.ON.value})
     host, _, port = args.metrics_address.rpartition(":")
     try:
         metrics_address = (host.strip("[]") or "127.0.0.1", int(port))
@@ -343,7 +326,7 @@ def _serve(args: argparse.Namespace) -> int:
     from relay.serve import serve
     from relay.settings import in_cluster
 
-    settings = _settings(args)
+    settings = settings_of(args)
     leak = ssl_leak_problem()
     if leak and in_cluster() and os.environ.get(ALLOW_ENV) != "1":
         return _refuse(leak)
@@ -369,7 +352,7 @@ def _status(args: argparse.Namespace) -> int:
     from relay.status import run_status
 
     configure_logging("console", "warning")  # stdout carries the view; only problems go to stderr
-    settings = _settings(args)
+    settings = settings_of(args)
     if args.interval <= 0:
         return _refuse("--interval must be greater than 0")
     if args.cluster is not None and args.workload is not None:
@@ -395,7 +378,7 @@ def _inject(args: argparse.Namespace) -> int:
     from relay.logs import configure_logging
 
     configure_logging("console", "warning")  # stdout carries the object; only problems go to stderr
-    settings = _settings(args)
+    settings = settings_of(args)
     return run_inject(args.file, settings.savepoint, args.job_id, args.patch, args.namespace, sys.stdout, sys.stderr)
 
 

@@ -16,7 +16,7 @@ from controllers.fence_store import FenceStore
 from controllers.kube import NoClusterConfig, load_api_client
 from controllers.manager import LoopSettings, ReconcileLoop, default_lease_namespace
 from relay.migration import installed_spelling
-from relay.settings import ControllerMode, ControllerSettings, Settings
+from relay.settings import ControllerMode, ControllerSettings, Settings, open_injection
 
 log = structlog.get_logger("failover_relay")
 
@@ -38,7 +38,7 @@ def cluster_loop_settings(api_client: Any, settings: ControllerSettings, fence: 
     looped = replace(looped, decisions=replace(looped.decisions, purge_mode_spelling=spelling))
     if fence is None or not fence.fence.storage:
         return looped
-    store = FenceStore(fence.savepoint.open_injection().store)
+    store = FenceStore(open_injection(fence.savepoint).store)
     log.info("storage_fence", checkpoint_root=store.store.url_root, poll_seconds=fence.fence.poll_seconds)
     return replace(looped, fences=store, fence_poll=timedelta(seconds=fence.fence.poll_seconds))
 

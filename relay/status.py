@@ -49,7 +49,7 @@ from failover.state.savepoint import plan_lookup
 from relay.connection_errors import connection_problem
 from relay.migration import NotKarmada, require_karmada, stored_objects
 from relay.server_check import ServerCheckError
-from relay.settings import SavepointSettings, SettingsError
+from relay.settings import SavepointSettings, SettingsError, open_injection
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 REQUEST_TIMEOUT_SECONDS = 10
@@ -88,7 +88,7 @@ def open_storage(settings: SavepointSettings) -> Storage | None:
     if not settings.checkpoint_root:
         return None
     try:
-        profiles, store, allowed_roots = settings.open_injection()
+        profiles, store, allowed_roots = open_injection(settings)
     except SettingsError as error:
         raise StatusError(str(error)) from None
     return Storage(profiles, (store, *allowed_roots))
