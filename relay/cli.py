@@ -269,6 +269,7 @@ def _add_check_flags(parser: argparse.ArgumentParser) -> None:
 def _check(args: argparse.Namespace) -> int:
     """`failover-relay check` and `failover-relay test`: pick the schema source, then check or run the cases."""
     from relay.check import EXIT_UNREADABLE, RULES_ONLY_NOTE, local_checker, run_objects, server_checker
+    from relay.kube_requests import Unreachable
     from relay.schemas import SchemaSourceError, bundled, from_directory
     from relay.server_check import ServerCheckError
     from relay.testcases import run_test_dirs
@@ -284,7 +285,7 @@ def _check(args: argparse.Namespace) -> int:
         if args.command == "test":
             return run_test_dirs(args.paths, check, sys.stdout, sys.stderr)
         return run_objects(args.paths, check, sys.stdout, sys.stderr, args.quiet, namespace=args.namespace)
-    except (SchemaSourceError, ServerCheckError) as error:
+    except (SchemaSourceError, ServerCheckError, Unreachable) as error:
         print(f"failover-relay: {error}", file=sys.stderr)
         return EXIT_UNREADABLE
 

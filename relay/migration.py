@@ -1,6 +1,6 @@
-"""Migrating to Karmada v1.19's purge-mode names: the live-cluster listing and the loop's spelling detection.
+"""`failover-relay legacy-purge-modes`: migrating to Karmada v1.19's purge-mode names, the live-cluster listing.
 
-`failover-relay legacy-purge-modes` lists every stored PropagationPolicy, ClusterPropagationPolicy,
+It lists every stored PropagationPolicy, ClusterPropagationPolicy,
 ResourceBinding and ClusterResourceBinding (with its graceful eviction tasks) that still holds `Immediately` or
 `Graciously`: Karmada v1.19's CRDs refuse any write of such an object until it is fixed, so run it before
 upgrading (karmada#7792 removed the aliases with no conversion). Exit 0 none, 1 some found, 2 no cluster or a
@@ -9,12 +9,10 @@ cluster that does not serve Karmada's APIs (a member's kubeconfig would otherwis
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-import structlog
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
@@ -26,20 +24,16 @@ from failover.core.api import (
     CLUSTER_RESOURCE_BINDINGS,
     PROPAGATION_POLICIES,
     RESOURCE_BINDINGS,
-    PurgeModeSpelling,
     Resource,
 )
 from failover.core.fields import object_name
-from failover.reconcile.purge_spelling import crd_purge_mode_enum, spelling_to_write
 from relay.connection_errors import connection_problem
-from relay.server_check import ServerCheckError, raw_request
+from relay.kube_requests import Unreachable, raw_request
 
 EXIT_NONE, EXIT_FOUND, EXIT_UNUSABLE = 0, 1, 2
 LISTED = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
 PAGE_SIZE = 500
 REQUEST_TIMEOUT_SECONDS = 30
-
-log = structlog.get_logger("failover_relay.migration")
 
 
 class NotKarmada(Exception):
@@ -50,7 +44,7 @@ def require_karmada(api_client: client.ApiClient, *resources: Resource) -> None:
     """Raise NotKarmada unless discovery serves policy.karmada.io/v1alpha1 and the group version of each of
     `resources`. A listing of a group that is not served is empty (`stored_objects` takes a 404 for "nothing
     stored"), which pointed at a member cluster would read as an all-clear. Only a 404 is taken for "not served":
-    any other answer is left to the listing to report. ServerCheckError when the server does not answer."""
+    any other answer is left to the listing to report. Unreachable when the server does not answer."""
     wanted = dict.fromkeys(f"{r.group}/{r.version}" for r in (PROPAGATION_POLICIES, *resources))
     for group_version in wanted:
         status, _, _ = raw_request(api_client, "GET", f"/apis/{group_version}")
@@ -104,7 +98,7 @@ def run_legacy_purge_modes(kubeconfig: Path | None, out: TextIO, err: TextIO) ->
         for line in legacy_lines(api_client):
             print(line, file=out)
             found += 1
-    except (NoClusterConfig, NotKarmada, ServerCheckError) as error:
+    except (NoClusterConfig, NotKarmada, Unreachable) as error:
         print(f"failover-relay: {error}", file=err)
         return EXIT_UNUSABLE
     except ApiException as error:
@@ -123,27 +117,3 @@ def run_legacy_purge_modes(kubeconfig: Path | None, out: TextIO, err: TextIO) ->
         return EXIT_UNUSABLE
     print(f"{found} legacy purge-mode value(s) stored", file=err)
     return EXIT_FOUND if found else EXIT_NONE
-
-
-def installed_spelling(api_client: client.ApiClient, configured: PurgeModeSpelling) -> PurgeModeSpelling:
-    """The spelling the loop may write on this control plane, from the installed ResourceBinding CRD's enum (the
-    object the loop writes eviction tasks into); the configured one when the CRD cannot be read."""
-    name = f"{RESOURCE_BINDINGS.plural}.{RESOURCE_BINDINGS.group}"
-    try:
-        # The raw JSON: the typed model renames schema keys (openAPIV3Schema) and validates more than needed.
-        status, _, data = raw_request(
-            api_client, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
-        )
-        if status != 200:
-            raise LookupError(f"HTTP {status}")
-        crd = json.loads(data)
-    except Exception as error:  # noqa: BLE001  no RBAC for CRDs, an old cluster, anything: the setting stays in charge
-        log.warning("purge_mode_spelling_undetected", crd=name, error=type(error).__name__, configured=configured)
-        return configured
-    enum = crd_purge_mode_enum(crd)
-    spelling = spelling_to_write(enum, configured)
-    if spelling != configured:
-        log.warning(
-            "purge_mode_spelling_overridden", configured=configured, written=spelling, crd_enum=sorted(enum or ())
-        )
-    return spelling

@@ -47,8 +47,8 @@ from failover.state.profiles import InjectionProfile
 from failover.state.restore import find_restore_point
 from failover.state.savepoint import plan_lookup
 from relay.connection_errors import connection_problem
+from relay.kube_requests import Unreachable
 from relay.migration import NotKarmada, require_karmada, stored_objects
-from relay.server_check import ServerCheckError
 from relay.settings import SavepointSettings, SettingsError, open_injection
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -185,7 +185,7 @@ def run_status(
         storage = open_storage(settings)
         api_client = load_api_client(kubeconfig)
         require_karmada(api_client, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS)
-    except (StatusError, NoClusterConfig, NotKarmada, ServerCheckError) as error:
+    except (StatusError, NoClusterConfig, NotKarmada, Unreachable) as error:
         print(f"failover-relay: {error}", file=err)
         return EXIT_BAD_INPUT
     try:

@@ -24,8 +24,9 @@ import yaml
 from controllers.kube import load_api_client
 from failover.reconcile.purge_spelling import crd_purge_mode_enum
 from relay.check import check_object
-from relay.migration import installed_spelling, legacy_lines
+from relay.migration import legacy_lines
 from relay.schemas import bundled
+from relay.start_controllers import installed_spelling
 from tests.envtest import REPO_ROOT, ControlPlane
 from tests.relay.karmada_source import karmada_crd_dir
 from tests.support import flink_policy
