@@ -8,9 +8,10 @@ import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
+from relay.commands import check_command
+from relay.commands.conventions import add_command, refuse
 from relay.settings import ControllerMode, SettingsError, add_setting_flags, settings_of
 
 # The settings each command takes as flags (relay/settings.py declares each flag with its setting).
@@ -72,11 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = _add_command(commands, "serve", help="run the TLS admission server")
+    serve = add_command(commands, "serve", help="run the TLS admission server")
     serve.add_argument("--config", type=Path, help="YAML config file (flags override it)")
     add_setting_flags(serve, *SERVE_FLAGS)
 
-    controllers = _add_command(
+    controllers = add_command(
         commands,
         "controllers",
         help="run the reconcile loop alone (no webhook), with /metrics and /healthz over plain HTTP",
@@ -90,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where /metrics and /healthz answer (default 127.0.0.1:9090)",
     )
 
-    inject = _add_command(
+    inject = add_command(
         commands, "inject", help="show what savepoint injection does to one object: the mutated object, or why not"
     )
     inject.add_argument("file", type=Path, metavar="FILE", help="YAML file holding one object (a FlinkDeployment)")
@@ -100,29 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_setting_flags(inject, *INJECT_FLAGS, helps=INJECT_HELPS)
     inject.add_argument("--patch", action="store_true", help="print the JSONPatch instead of the object")
 
-    check = _add_command(
-        commands, "check", help="what kubectl apply will say about manifests; exit 1 on a deny, 2 on bad input"
-    )
-    check.add_argument(
-        "paths", nargs="+", type=Path, metavar="PATH", help="YAML files or directories; - reads the standard input"
-    )
-    check.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="print only denials, errors and the summary (no allowed, skipped or warning lines)",
-    )
-    _add_check_flags(check)
+    check_command.add_parser(commands)
 
-    test = _add_command(
-        commands,
-        "test",
-        help="run the test cases of a directory (failover-relay-test.yaml): expected verdicts, warnings and patches",
-    )
-    test.add_argument("paths", nargs="+", type=Path, metavar="DIR", help="directories holding failover-relay-test.yaml")
-    _add_check_flags(test)
-
-    legacy = _add_command(
+    legacy = add_command(
         commands,
         "legacy-purge-modes",
         help="list stored policies, bindings and eviction tasks that still hold Immediately/Graciously",
@@ -131,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--kubeconfig", type=Path, help="the Karmada apiserver to read (default: $KUBECONFIG, ~/.kube/config)"
     )
 
-    status = _add_command(
+    status = add_command(
         commands,
         "status",
         help="where each workload under a stateful failover policy stands: placement, health, eviction "
@@ -163,9 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("-w", "--watch", action="store_true", help="print again every --interval seconds")
     status.add_argument("--interval", type=float, default=2.0, help="seconds between --watch updates (default 2)")
 
-    manifests = _add_command(commands, "manifests", help="render Kubernetes manifests for the relay")
+    manifests = add_command(commands, "manifests", help="render Kubernetes manifests for the relay")
     manifest_kinds = manifests.add_subparsers(dest="manifest", required=True, metavar="MANIFEST")
-    webhook = _add_command(
+    webhook = add_command(
         manifest_kinds,
         "webhook",
         help="the Validating- and MutatingWebhookConfiguration, as YAML for kubectl apply -f -",
@@ -213,18 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str, **options: Any
-) -> argparse.ArgumentParser:
-    """A subcommand whose --help opens with the line the command list shows for it (argparse keeps them apart)."""
-    options.setdefault("description", help[0].upper() + help[1:] + ".")
-    return commands.add_parser(name, help=help, **options)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in ("check", "test"):
-        return _check(args)
+    run = getattr(args, "run", None)
+    if run is not None:
+        return int(run(args))
     if args.command == "legacy-purge-modes":
         from relay.migration import run_legacy_purge_modes
 
@@ -239,61 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return command(args)
     except SettingsError as error:
-        return _refuse(error)
-
-
-def _add_check_flags(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument(
-        "--crds",
-        type=Path,
-        metavar="DIR",
-        help="Karmada CRDs to check against, e.g. charts/karmada/_crds/bases of a Karmada checkout "
-        "(default: Karmada v1.19's, bundled)",
-    )
-    source.add_argument(
-        "--server",
-        action="store_true",
-        help="ask the Karmada apiserver of --kubeconfig: a server-side apply with dryRun=All",
-    )
-    source.add_argument("--rules-only", action="store_true", help="the failover rules only, no CRD schema")
-    parser.add_argument("--kubeconfig", type=Path, help="with --server (default: $KUBECONFIG, ~/.kube/config)")
-    parser.add_argument(
-        "-n",
-        "--namespace",
-        default="default",
-        help="namespace of objects that name none, as kubectl -n (default: default)",
-    )
-
-
-def _check(args: argparse.Namespace) -> int:
-    """`failover-relay check` and `failover-relay test`: pick the schema source, then check or run the cases."""
-    from relay.check import EXIT_UNREADABLE, RULES_ONLY_NOTE, local_checker, run_objects, server_checker
-    from relay.kube_requests import Unreachable
-    from relay.schemas import SchemaSourceError, bundled, from_directory
-    from relay.server_check import ServerCheckError
-    from relay.testcases import run_test_dirs
-
-    try:
-        if args.server:
-            check = server_checker(args.kubeconfig, args.namespace)
-        elif args.rules_only:
-            print(RULES_ONLY_NOTE, file=sys.stderr)
-            check = local_checker(None, args.namespace)
-        else:
-            check = local_checker(from_directory(args.crds) if args.crds else bundled(), args.namespace)
-        if args.command == "test":
-            return run_test_dirs(args.paths, check, sys.stdout, sys.stderr)
-        return run_objects(args.paths, check, sys.stdout, sys.stderr, args.quiet, namespace=args.namespace)
-    except (SchemaSourceError, ServerCheckError, Unreachable) as error:
-        print(f"failover-relay: {error}", file=sys.stderr)
-        return EXIT_UNREADABLE
-
-
-def _refuse(problem: object) -> int:
-    """Say why the command cannot go on, in one line on stderr; the exit code of bad input."""
-    print(f"failover-relay: {problem}", file=sys.stderr)
-    return 2
+        return refuse(error)
 
 
 def _controllers(args: argparse.Namespace) -> int:
@@ -306,14 +226,14 @@ def _controllers(args: argparse.Namespace) -> int:
     try:
         metrics_address = (host.strip("[]") or "127.0.0.1", int(port))
     except ValueError as error:
-        return _refuse(error)
+        return refuse(error)
     configure_logging(settings.log_format, settings.log_level)
     try:
         asyncio.run(run_controllers(settings, metrics_address))
     except NoClusterConfig as error:
-        return _refuse(error)
+        return refuse(error)
     except OSError as error:
-        return _refuse(f"cannot listen on {args.metrics_address}: {error.strerror}")
+        return refuse(f"cannot listen on {args.metrics_address}: {error.strerror}")
     return 0
 
 
@@ -330,7 +250,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     leak = ssl_leak_problem()
     if leak and in_cluster() and os.environ.get(ALLOW_ENV) != "1":
-        return _refuse(leak)
+        return refuse(leak)
     configure_logging(settings.log_format, settings.log_level)
     if leak and in_cluster():
         # Allowed by ALLOW_ENV: anything that reaches the Service can grow this pod's memory, so it stays an error,
@@ -342,9 +262,9 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         asyncio.run(serve(settings))
     except CertificateError as error:  # missing cluster access arrives as a SettingsError, which main reports
-        return _refuse(error)
+        return refuse(error)
     except OSError as error:  # the port is taken, the address does not exist
-        return _refuse(f"cannot listen on {settings.host}:{settings.port}: {error.strerror}")
+        return refuse(f"cannot listen on {settings.host}:{settings.port}: {error.strerror}")
     return 0
 
 
@@ -355,9 +275,9 @@ def _status(args: argparse.Namespace) -> int:
     configure_logging("console", "warning")  # stdout carries the view; only problems go to stderr
     settings = settings_of(args)
     if args.interval <= 0:
-        return _refuse("--interval must be greater than 0")
+        return refuse("--interval must be greater than 0")
     if args.cluster is not None and args.workload is not None:
-        return _refuse("give a WORKLOAD or --cluster, not both")
+        return refuse("give a WORKLOAD or --cluster, not both")
     kubeconfig = settings.controllers.kubeconfig
     return run_status(
         Path(kubeconfig) if kubeconfig else None,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from relay.check import EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE, RULES_ONLY_NOTE, run_check
+from relay.commands.check.manifest_check import EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE, RULES_ONLY_NOTE, run_check
 from tests.support import flink_policy
 
 REBALANCER = """\

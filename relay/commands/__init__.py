@@ -1,0 +1,10 @@
+"""The command line: one module per command, each adding its sub-parser (`add_parser`) and running it (`run`).
+
+`failover-relay` builds every command's parser to run one of them, so a command's module imports only what its parser
+needs; what the command does is imported when it runs. The modules:
+
+- `check_command`: `check` and `test` (what `kubectl apply` will say; a directory's expected verdicts); their work is
+  the `check` package;
+- `conventions`: what every command does alike: its --help, and a refusal in one line with exit 2;
+- `documents`: Kubernetes objects from YAML files, read as kubectl reads them, within bounds a hostile file cannot pass.
+"""
