@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
-from relay.commands import check_command
+from relay.commands import check_command, inject_command
 from relay.commands.conventions import add_command, refuse
 from relay.settings import ControllerMode, SettingsError, add_setting_flags, settings_of
 
@@ -41,15 +41,8 @@ SERVE_FLAGS = (
     "fence.memberKubeconfig",
 )
 CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS, "fence.storage")
-INJECT_FLAGS = ("savepoint.checkpointRoot", "savepoint.failureMode")
 STATUS_FLAGS = ("savepoint.checkpointRoot", "controllers.kubeconfig")
 # What a flag declared for the server does in the commands that only read (the declared help speaks of `serve`).
-INJECT_HELPS = {
-    "savepoint.checkpointRoot": "shared checkpoint storage to look the object's state up in (path, file://, s3://, "
-    "any fsspec URL)",
-    "savepoint.failureMode": "no checkpoint, timeout or storage error: show the object admitted unchanged with a "
-    "warning (open, exit 0) or denied (closed, exit 1); default {default}",
-}
 STATUS_HELPS = {
     "savepoint.checkpointRoot": "shared checkpoint storage to look each workload's restore state up in (path, "
     "file://, s3://, any fsspec URL)",
@@ -91,16 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where /metrics and /healthz answer (default 127.0.0.1:9090)",
     )
 
-    inject = add_command(
-        commands, "inject", help="show what savepoint injection does to one object: the mutated object, or why not"
-    )
-    inject.add_argument("file", type=Path, metavar="FILE", help="YAML file holding one object (a FlinkDeployment)")
-    inject.add_argument("--job-id", help="Flink JobID to inject as the job-id label (default: the object's label)")
-    inject.add_argument("--config", type=Path, help="YAML config file (its savepoint section)")
-    inject.add_argument("-n", "--namespace", help="namespace the object is created in (default: its own, or default)")
-    add_setting_flags(inject, *INJECT_FLAGS, helps=INJECT_HELPS)
-    inject.add_argument("--patch", action="store_true", help="print the JSONPatch instead of the object")
-
+    inject_command.add_parser(commands)
     check_command.add_parser(commands)
 
     legacy = add_command(
@@ -198,7 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     run = getattr(args, "run", None)
     if run is not None:
-        return int(run(args))
+        try:
+            return int(run(args))
+        except SettingsError as error:
+            return refuse(error)
     if args.command == "legacy-purge-modes":
         from relay.migration import run_legacy_purge_modes
 
@@ -209,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_webhook_manifests(args, sys.stdout, sys.stderr)
     # The commands that run with the settings: a SettingsError from any of them (the config file, a flag, a check at
     # start-up) ends it with one line and exit 2.
-    command = {"serve": _serve, "controllers": _controllers, "inject": _inject, "status": _status}[args.command]
+    command = {"serve": _serve, "controllers": _controllers, "status": _status}[args.command]
     try:
         return command(args)
     except SettingsError as error:
@@ -292,15 +279,6 @@ def _status(args: argparse.Namespace) -> int:
         settings.controllers.decisions,
         cluster=args.cluster,
     )
-
-
-def _inject(args: argparse.Namespace) -> int:
-    from relay.inject import run_inject
-    from relay.logs import configure_logging
-
-    configure_logging("console", "warning")  # stdout carries the object; only problems go to stderr
-    settings = settings_of(args)
-    return run_inject(args.file, settings.savepoint, args.job_id, args.patch, args.namespace, sys.stdout, sys.stderr)
 
 
 if __name__ == "__main__":
