@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
-from relay.commands import check_command, inject_command
+from relay.commands import check_command, inject_command, legacy_purge_modes_command
 from relay.commands.conventions import add_command, refuse
 from relay.settings import ControllerMode, SettingsError, add_setting_flags, settings_of
 
@@ -87,14 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     inject_command.add_parser(commands)
     check_command.add_parser(commands)
 
-    legacy = add_command(
-        commands,
-        "legacy-purge-modes",
-        help="list stored policies, bindings and eviction tasks that still hold Immediately/Graciously",
-    )
-    legacy.add_argument(
-        "--kubeconfig", type=Path, help="the Karmada apiserver to read (default: $KUBECONFIG, ~/.kube/config)"
-    )
+    legacy_purge_modes_command.add_parser(commands)
 
     status = add_command(
         commands,
@@ -186,10 +179,6 @@ def main(argv: list[str] | None = None) -> int:
             return int(run(args))
         except SettingsError as error:
             return refuse(error)
-    if args.command == "legacy-purge-modes":
-        from relay.migration import run_legacy_purge_modes
-
-        return run_legacy_purge_modes(args.kubeconfig, sys.stdout, sys.stderr)
     if args.command == "manifests":
         from relay.manifests import run_webhook_manifests
 

@@ -46,9 +46,9 @@ from failover.state.preserved_state import owning_binding
 from failover.state.profiles import InjectionProfile
 from failover.state.restore import find_restore_point
 from failover.state.savepoint import plan_lookup
+from relay.commands.karmada_reads import NotKarmada, require_karmada, stored_objects
 from relay.connection_errors import connection_problem
 from relay.kube_requests import Unreachable
-from relay.migration import NotKarmada, require_karmada, stored_objects
 from relay.settings import SavepointSettings, SettingsError, open_injection
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2

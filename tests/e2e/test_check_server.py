@@ -25,7 +25,7 @@ from controllers.kube import load_api_client
 from failover.reconcile.purge_spelling import crd_purge_mode_enum
 from relay.commands.check.manifest_check import check_object
 from relay.commands.check.schemas import bundled
-from relay.migration import legacy_lines
+from relay.commands.legacy_purge_modes import legacy_lines
 from relay.start_controllers import installed_spelling
 from tests.envtest import REPO_ROOT, ControlPlane
 from tests.relay.karmada_source import karmada_crd_dir
