@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
-from relay.commands import check_command, inject_command, legacy_purge_modes_command
+from relay.commands import check_command, inject_command, legacy_purge_modes_command, status_command
 from relay.commands.conventions import add_command, refuse
 from relay.settings import ControllerMode, SettingsError, add_setting_flags, settings_of
 
@@ -41,13 +41,6 @@ SERVE_FLAGS = (
     "fence.memberKubeconfig",
 )
 CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS, "fence.storage")
-STATUS_FLAGS = ("savepoint.checkpointRoot", "controllers.kubeconfig")
-# What a flag declared for the server does in the commands that only read (the declared help speaks of `serve`).
-STATUS_HELPS = {
-    "savepoint.checkpointRoot": "shared checkpoint storage to look each workload's restore state up in (path, "
-    "file://, s3://, any fsspec URL)",
-    "controllers.kubeconfig": "the Karmada apiserver to read (default: $KUBECONFIG, ~/.kube/config)",
-}
 
 
 def package_version() -> str:
@@ -89,37 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     legacy_purge_modes_command.add_parser(commands)
 
-    status = add_command(
-        commands,
-        "status",
-        help="where each workload under a stateful failover policy stands: placement, health, eviction "
-        "timers and tasks, the state a new copy would restore, the last failovers (reads only)",
-    )
-    status.add_argument(
-        "workload",
-        nargs="?",
-        metavar="WORKLOAD",
-        help="NAME, NAMESPACE/NAME or KIND/NAME of one resource template (default: all)",
-    )
-    status.add_argument("-n", "--namespace", help="only this namespace")
-    status.add_argument(
-        "--cluster",
-        metavar="NAME",
-        help="instead: every workload member cluster NAME runs or is being evicted from, and its phase there",
-    )
-    status.add_argument(
-        "--config", type=Path, help="the relay's YAML config file (its savepoint section says where the state is)"
-    )
-    add_setting_flags(status, *STATUS_FLAGS, helps=STATUS_HELPS)
-    status.add_argument(
-        "-o",
-        "--output",
-        choices=("table", "json", "yaml"),
-        default="table",
-        help="table for people (default), json or yaml for scripts",
-    )
-    status.add_argument("-w", "--watch", action="store_true", help="print again every --interval seconds")
-    status.add_argument("--interval", type=float, default=2.0, help="seconds between --watch updates (default 2)")
+    status_command.add_parser(commands)
 
     manifests = add_command(commands, "manifests", help="render Kubernetes manifests for the relay")
     manifest_kinds = manifests.add_subparsers(dest="manifest", required=True, metavar="MANIFEST")
@@ -185,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_webhook_manifests(args, sys.stdout, sys.stderr)
     # The commands that run with the settings: a SettingsError from any of them (the config file, a flag, a check at
     # start-up) ends it with one line and exit 2.
-    command = {"serve": _serve, "controllers": _controllers, "status": _status}[args.command]
+    command = {"serve": _serve, "controllers": _controllers}[args.command]
     try:
         return command(args)
     except SettingsError as error:
@@ -242,32 +205,6 @@ def _serve(args: argparse.Namespace) -> int:
     except OSError as error:  # the port is taken, the address does not exist
         return refuse(f"cannot listen on {settings.host}:{settings.port}: {error.strerror}")
     return 0
-
-
-def _status(args: argparse.Namespace) -> int:
-    from relay.logs import configure_logging
-    from relay.status import run_status
-
-    configure_logging("console", "warning")  # stdout carries the view; only problems go to stderr
-    settings = settings_of(args)
-    if args.interval <= 0:
-        return refuse("--interval must be greater than 0")
-    if args.cluster is not None and args.workload is not None:
-        return refuse("give a WORKLOAD or --cluster, not both")
-    kubeconfig = settings.controllers.kubeconfig
-    return run_status(
-        Path(kubeconfig) if kubeconfig else None,
-        settings.savepoint,
-        args.workload,
-        args.namespace,
-        args.output,
-        args.watch,
-        args.interval,
-        sys.stdout,
-        sys.stderr,
-        settings.controllers.decisions,
-        cluster=args.cluster,
-    )
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ from failover.fence.fenced_copies import FENCED_ANNOTATION
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
 from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_view
 from failover.state.restore import PREVIOUS_JOB_ID
+from relay.commands.status import open_storage
 from relay.settings import SavepointSettings
-from relay.status import open_storage
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
 from tests.failover.state.test_history import ROTATED, failed_over, reconcile
 
