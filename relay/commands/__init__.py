@@ -8,7 +8,8 @@ needs; what the command does is imported when it runs. The modules:
 - `inject_command`: `inject` (what the savepoint webhook does to one object); its work is `inject`;
 - `legacy_purge_modes_command`: `legacy-purge-modes` (stored objects Karmada v1.19 will refuse); its work is
   `legacy_purge_modes`, over `karmada_reads` (that the server is Karmada's, every stored object of a kind);
-- `status_command`: `status` (where each workload stands in its failover lifecycle); its work is `status`;
+- `status_command`: `status` (where each workload stands in its failover lifecycle); its work is `status`, which
+  prints with `status_tables`;
 - `conventions`: what every command does alike: its --help, and a refusal in one line with exit 2;
 - `documents`: Kubernetes objects from YAML files, read as kubectl reads them, within bounds a hostile file cannot pass.
 """
