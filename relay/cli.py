@@ -9,8 +9,13 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
-from relay.commands import check_command, inject_command, legacy_purge_modes_command, status_command
+from relay.commands import (
+    check_command,
+    inject_command,
+    legacy_purge_modes_command,
+    manifests_command,
+    status_command,
+)
 from relay.commands.conventions import add_command, refuse
 from relay.settings import ControllerMode, SettingsError, add_setting_flags, settings_of
 
@@ -84,53 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     status_command.add_parser(commands)
 
-    manifests = add_command(commands, "manifests", help="render Kubernetes manifests for the relay")
-    manifest_kinds = manifests.add_subparsers(dest="manifest", required=True, metavar="MANIFEST")
-    webhook = add_command(
-        manifest_kinds,
-        "webhook",
-        help="the Validating- and MutatingWebhookConfiguration, as YAML for kubectl apply -f -",
-    )
-    where = webhook.add_mutually_exclusive_group(required=True)
-    where.add_argument("--url", help="base URL of a relay outside the cluster, e.g. https://127.0.0.1:9443")
-    where.add_argument("--service", help="name of the relay's Service (in-cluster)")
-    webhook.add_argument(
-        "-n",
-        "--namespace",
-        help="the relay's namespace (required with --service; default "
-        "failover-relay); excluded from admission with kube-system",
-    )
-    webhook.add_argument("--service-port", type=int, default=443, help="port of that Service (default 443)")
-    ca = webhook.add_mutually_exclusive_group()
-    ca.add_argument("--ca-file", type=Path, help="PEM bundle the apiserver should trust")
-    ca.add_argument(
-        "--cert-dir", type=Path, help="the relay's cert dir, as given to serve (its default when no CA source is given)"
-    )
-    ca.add_argument(
-        "--cert-manager-certificate",
-        metavar="NAMESPACE/NAME",
-        help="leave caBundle to cert-manager's CA injector, from this Certificate",
-    )
-    webhook.add_argument(
-        "--savepoint-failure-policy",
-        choices=tuple(FailurePolicy),
-        default=DEFAULT_SAVEPOINT_FAILURE_POLICY,
-        help="failurePolicy of the FlinkDeployment and Work mutation (default %(default)s: fail open)",
-    )
-    webhook.add_argument(
-        "--job-id-label",
-        default=None,
-        help=f"label that marks FlinkDeployments for savepoint mutation (default {DEFAULT_JOB_ID_LABEL})",
-    )
-    webhook.add_argument(
-        "--fence",
-        action="store_true",
-        help="member relay with the storage fence's watcher (--fence-cluster): also send it every Flink copy Karmada "
-        "applied, so a fenced copy stays suspended",
-    )
-    webhook.add_argument("--output-file", type=Path, metavar="FILE", help="write to this file instead of stdout")
-    # Before 0.2 `-o/--output FILE` wrote the file; everywhere else -o is the output format. Hidden, and it says so.
-    webhook.add_argument("-o", "--output", dest="deprecated_output", type=Path, help=argparse.SUPPRESS)
+    manifests_command.add_parser(commands)
     return parser
 
 
@@ -142,10 +101,6 @@ def main(argv: list[str] | None = None) -> int:
             return int(run(args))
         except SettingsError as error:
             return refuse(error)
-    if args.command == "manifests":
-        from relay.manifests import run_webhook_manifests
-
-        return run_webhook_manifests(args, sys.stdout, sys.stderr)
     # The commands that run with the settings: a SettingsError from any of them (the config file, a flag, a check at
     # start-up) ends it with one line and exit 2.
     command = {"serve": _serve, "controllers": _controllers}[args.command]

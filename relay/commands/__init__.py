@@ -10,6 +10,8 @@ needs; what the command does is imported when it runs. The modules:
   `legacy_purge_modes`, over `karmada_reads` (that the server is Karmada's, every stored object of a kind);
 - `status_command`: `status` (where each workload stands in its failover lifecycle); its work is `status`, which
   prints with `status_tables`;
+- `manifests_command`: `manifests webhook` (the webhook configurations); its work, with the chart's webhook template
+  and the PrometheusRule rendered from the same sources, is the `manifests` package;
 - `conventions`: what every command does alike: its --help, and a refusal in one line with exit 2;
 - `documents`: Kubernetes objects from YAML files, read as kubectl reads them, within bounds a hostile file cannot pass.
 """
