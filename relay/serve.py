@@ -206,7 +206,7 @@ class RelayServer:
             loop = asyncio.get_running_loop()
             log.info("draining", drain_seconds=self.drain_seconds, grace_seconds=self.grace_seconds)
             # Idle keep-alive connections are not closed at once: a caller may be writing its next review into one
-            # right now (issue 28). Each is closed once quiet, while the drain still sends callers elsewhere.
+            # right now. Each is closed once quiet, while the drain still sends callers elsewhere.
             idle_since: dict[Connection, float] = {}
             await sweep(
                 lambda: listener.connections,

@@ -258,7 +258,7 @@ class Settings:
         help="idle connections (handshake done, no request) from one address (default {default})",
     )
     # A TLS handshake from the apiserver takes milliseconds; a connection that has not finished one after this
-    # long is closed (asyncio's own limit is 60 s, so a connect that never sends a byte was held for a minute).
+    # long is closed (asyncio's own limit is 60 s, so a connect that never sends a byte would be held for a minute).
     handshake_seconds: float = setting("server.tlsHandshakeTimeoutSeconds", 5.0, gt=0, le=60)
     # Keep the caBundle of the webhook configurations named failover-relay in step with our CA (controllers/
     # cabundle.py) whenever cluster access is found; turn off where something else (cert-manager, GitOps) owns it.

@@ -144,7 +144,8 @@ def test_the_console_script_exit_code(tmp_path: Path) -> None:
     assert "denied" in result.stdout
 
 
-# Issue 24: nothing to check, objects that are not objects, misspelled groups, stdin, CI output, FlinkDeployments.
+# Input that is not simply manifests: nothing to check, objects that are not objects, misspelled groups, stdin; the
+# output CI reads; FlinkDeployments under a stateful policy.
 
 
 @pytest.mark.parametrize(

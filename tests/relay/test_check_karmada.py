@@ -1,4 +1,4 @@
-"""`check` against Karmada v1.19's own CRDs and webhook rules: a corpus of every class issue 14 lists.
+"""`check` against Karmada v1.19's own CRDs and webhook rules: a corpus of what Karmada refuses, accepts and defaults.
 
 Each case is what Karmada v1.19 answers to `kubectl apply` (its CRD schema, then its webhook, from
 pkg/util/validation/validation.go and pkg/webhook/propagationpolicy/), with the relay installed; `check` must give

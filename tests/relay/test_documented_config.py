@@ -1,5 +1,5 @@
 """Every config file the documentation shows loads as `serve --config` loads it, and every declared setting
-round-trips from YAML with its declared type (issue 24: `savepoint.storageOptions` is needed by every S3 user)."""
+round-trips from YAML with its declared type (`savepoint.storageOptions`, which every S3 user needs, among them)."""
 
 from __future__ import annotations
 

@@ -165,7 +165,7 @@ def check_object(
 
 
 def _with_migration_fix(verdict: Verdict, stored: Mapping[str, Any]) -> Verdict:
-    """Enum denials of legacy purge-mode names get the fix and the reason (Karmada #7792)."""
+    """Enum denials of legacy purge-mode names get the fix and the reason (karmada#7792)."""
     legacy = {path: mode for path, _, mode in legacy_purge_modes_in(stored)}
     if not legacy:
         return verdict
