@@ -105,7 +105,7 @@ def substituted(text: str) -> str:
 
 
 def load_as_serve(path: Path) -> Settings:
-    """The settings `failover-relay serve --config PATH` starts with (relay/cli.py: the file, the flags, the checks),
+    """The settings `failover-relay serve --config PATH` starts with (`settings_of`: the file, the flags, the checks),
     and the stores it opens."""
     settings = settings_of(build_parser().parse_args(["serve", "--config", str(path)]))
     if settings.savepoint.checkpoint_root:
