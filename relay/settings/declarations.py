@@ -4,7 +4,7 @@ Every field is declared with `setting(...)` (failover/core/setting_spec.py): its
 bounds and (when it has one) its command-line flag; its type is the field's annotation. The reconcile decisions'
 settings are declared where the decisions read them (failover/core/loop_settings.py `DecisionSettings`, nested here as
 `controllers.decisions`); the server's, the savepoint lookup's and the storage fence's below. How they are read, from
-the file and the flags, is relay/settings/loading.py; nothing here reads anything.
+the file and the flags, is relay/settings/loading.py; nothing here reads a file or a flag.
 
 To add a setting: add a field `name: type = setting("section.configKey", default, ge=..., flag="--name",
 help="... (default {default})")` to the section's dataclass, then list its key in the flags of the commands that take
