@@ -28,7 +28,7 @@ from bench import bodies
 from failover.admission.registry import DEFAULTERS, VALIDATORS
 from failover.core.api import PROPAGATION_POLICY
 from relay.logs import configure_logging
-from relay.settings import SavepointSettings
+from relay.settings import SavepointSettings, open_injection
 from webhook.blocking import BlockingPool
 from webhook.metrics import AdmissionMetrics
 from webhook.mutators import savepoint_mutators
@@ -51,7 +51,7 @@ def main() -> None:
 
     root = Path(tempfile.mkdtemp(prefix="failover-relay-pieces-")) / "checkpoints"
     bodies.build_checkpoint_tree(root)
-    profiles, store, _ = replace(SavepointSettings(), checkpoint_root=str(root)).open_injection()
+    profiles, store, _ = open_injection(replace(SavepointSettings(), checkpoint_root=str(root)))
     pool = BlockingPool(1)
     mutator = next(iter(savepoint_mutators(profiles, store, executor=pool, cache_ttl=3600).values()))
     configure_logging("json", stream=io.StringIO())

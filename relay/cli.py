@@ -1,68 +1,37 @@
-"""The `failover-relay` command line."""
+"""The `failover-relay` command line: every command's parser, assembled, and the one the arguments name, run.
+
+Each command adds its own sub-parser and runs (relay/commands/). A SettingsError from any of them (the config file,
+a flag, a check at start-up) ends it with one line and exit 2.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
-from typing import Any
 
-from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
-from relay.settings import (
-    ControllerMode,
-    Settings,
-    SettingsError,
-    add_setting_flags,
-    apply,
-    check_settings,
-    flag_values,
-    load_settings,
+from relay.commands import (
+    check_command,
+    controllers_command,
+    inject_command,
+    legacy_purge_modes_command,
+    manifests_command,
+    serve_command,
+    status_command,
 )
+from relay.commands.conventions import refuse
+from relay.settings import SettingsError
 
-# The settings each command takes as flags (relay/settings.py declares each flag with its setting).
-_CONTROLLER_FLAGS = ("controllers.kubeconfig", "controllers.leaseNamespace", "controllers.failback")
-_LOGGING_FLAGS = ("logging.format", "logging.level")
-SERVE_FLAGS = (
-    "server.host",
-    "server.port",
-    "server.certDir",
-    "server.serviceName",
-    "server.namespace",
-    "server.maxBodyBytes",
-    *_LOGGING_FLAGS,
-    "savepoint.checkpointRoot",
-    "savepoint.failureMode",
-    *_CONTROLLER_FLAGS,
-    "controllers.mode",
-    "server.clientCAFile",
-    "server.drainSeconds",
-    "server.graceSeconds",
-    "server.caBundleSync",
-    "server.maxConnections",
-    "server.maxConnectionsPerPeer",
-    "server.member",
-    "fence.storage",
-    "fence.memberCluster",
-    "fence.memberKubeconfig",
+# In the order `failover-relay --help` lists them (check_command adds `check` and `test`).
+COMMANDS = (
+    serve_command,
+    controllers_command,
+    inject_command,
+    check_command,
+    legacy_purge_modes_command,
+    status_command,
+    manifests_command,
 )
-CONTROLLERS_FLAGS = (*_CONTROLLER_FLAGS, *_LOGGING_FLAGS, "fence.storage")
-INJECT_FLAGS = ("savepoint.checkpointRoot", "savepoint.failureMode")
-STATUS_FLAGS = ("savepoint.checkpointRoot", "controllers.kubeconfig")
-# What a flag declared for the server does in the commands that only read (the declared help speaks of `serve`).
-INJECT_HELPS = {
-    "savepoint.checkpointRoot": "shared checkpoint storage to look the object's state up in (path, file://, s3://, "
-    "any fsspec URL)",
-    "savepoint.failureMode": "no checkpoint, timeout or storage error: show the object admitted unchanged with a "
-    "warning (open, exit 0) or denied (closed, exit 1); default {default}",
-}
-STATUS_HELPS = {
-    "savepoint.checkpointRoot": "shared checkpoint storage to look each workload's restore state up in (path, "
-    "file://, s3://, any fsspec URL)",
-    "controllers.kubeconfig": "the Karmada apiserver to read (default: $KUBECONFIG, ~/.kube/config)",
-}
 
 
 def package_version() -> str:
@@ -80,323 +49,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    serve = _add_command(commands, "serve", help="run the TLS admission server")
-    serve.add_argument("--config", type=Path, help="YAML config file (flags override it)")
-    add_setting_flags(serve, *SERVE_FLAGS)
-
-    controllers = _add_command(
-        commands,
-        "controllers",
-        help="run the reconcile loop alone (no webhook), with /metrics and /healthz over plain HTTP",
-    )
-    controllers.add_argument("--config", type=Path, help="YAML config file (flags override it)")
-    add_setting_flags(controllers, *CONTROLLERS_FLAGS)
-    controllers.add_argument(
-        "--metrics-address",
-        default="127.0.0.1:9090",
-        metavar="HOST:PORT",
-        help="where /metrics and /healthz answer (default 127.0.0.1:9090)",
-    )
-
-    inject = _add_command(
-        commands, "inject", help="show what savepoint injection does to one object: the mutated object, or why not"
-    )
-    inject.add_argument("file", type=Path, metavar="FILE", help="YAML file holding one object (a FlinkDeployment)")
-    inject.add_argument("--job-id", help="Flink JobID to inject as the job-id label (default: the object's label)")
-    inject.add_argument("--config", type=Path, help="YAML config file (its savepoint section)")
-    inject.add_argument("-n", "--namespace", help="namespace the object is created in (default: its own, or default)")
-    add_setting_flags(inject, *INJECT_FLAGS, helps=INJECT_HELPS)
-    inject.add_argument("--patch", action="store_true", help="print the JSONPatch instead of the object")
-
-    check = _add_command(
-        commands, "check", help="what kubectl apply will say about manifests; exit 1 on a deny, 2 on bad input"
-    )
-    check.add_argument(
-        "paths", nargs="+", type=Path, metavar="PATH", help="YAML files or directories; - reads the standard input"
-    )
-    check.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="print only denials, errors and the summary (no allowed, skipped or warning lines)",
-    )
-    _add_check_flags(check)
-
-    test = _add_command(
-        commands,
-        "test",
-        help="run the test cases of a directory (failover-relay-test.yaml): expected verdicts, warnings and patches",
-    )
-    test.add_argument("paths", nargs="+", type=Path, metavar="DIR", help="directories holding failover-relay-test.yaml")
-    _add_check_flags(test)
-
-    legacy = _add_command(
-        commands,
-        "legacy-purge-modes",
-        help="list stored policies, bindings and eviction tasks that still hold Immediately/Graciously",
-    )
-    legacy.add_argument(
-        "--kubeconfig", type=Path, help="the Karmada apiserver to read (default: $KUBECONFIG, ~/.kube/config)"
-    )
-
-    status = _add_command(
-        commands,
-        "status",
-        help="where each workload under a stateful failover policy stands: placement, health, eviction "
-        "timers and tasks, the state a new copy would restore, the last failovers (reads only)",
-    )
-    status.add_argument(
-        "workload",
-        nargs="?",
-        metavar="WORKLOAD",
-        help="NAME, NAMESPACE/NAME or KIND/NAME of one resource template (default: all)",
-    )
-    status.add_argument("-n", "--namespace", help="only this namespace")
-    status.add_argument(
-        "--cluster",
-        metavar="NAME",
-        help="instead: every workload member cluster NAME runs or is being evicted from, and its phase there",
-    )
-    status.add_argument(
-        "--config", type=Path, help="the relay's YAML config file (its savepoint section says where the state is)"
-    )
-    add_setting_flags(status, *STATUS_FLAGS, helps=STATUS_HELPS)
-    status.add_argument(
-        "-o",
-        "--output",
-        choices=("table", "json", "yaml"),
-        default="table",
-        help="table for people (default), json or yaml for scripts",
-    )
-    status.add_argument("-w", "--watch", action="store_true", help="print again every --interval seconds")
-    status.add_argument("--interval", type=float, default=2.0, help="seconds between --watch updates (default 2)")
-
-    manifests = _add_command(commands, "manifests", help="render Kubernetes manifests for the relay")
-    manifest_kinds = manifests.add_subparsers(dest="manifest", required=True, metavar="MANIFEST")
-    webhook = _add_command(
-        manifest_kinds,
-        "webhook",
-        help="the Validating- and MutatingWebhookConfiguration, as YAML for kubectl apply -f -",
-    )
-    where = webhook.add_mutually_exclusive_group(required=True)
-    where.add_argument("--url", help="base URL of a relay outside the cluster, e.g. https://127.0.0.1:9443")
-    where.add_argument("--service", help="name of the relay's Service (in-cluster)")
-    webhook.add_argument(
-        "-n",
-        "--namespace",
-        help="the relay's namespace (required with --service; default "
-        "failover-relay); excluded from admission with kube-system",
-    )
-    webhook.add_argument("--service-port", type=int, default=443, help="port of that Service (default 443)")
-    ca = webhook.add_mutually_exclusive_group()
-    ca.add_argument("--ca-file", type=Path, help="PEM bundle the apiserver should trust")
-    ca.add_argument(
-        "--cert-dir", type=Path, help="the relay's cert dir, as given to serve (its default when no CA source is given)"
-    )
-    ca.add_argument(
-        "--cert-manager-certificate",
-        metavar="NAMESPACE/NAME",
-        help="leave caBundle to cert-manager's CA injector, from this Certificate",
-    )
-    webhook.add_argument(
-        "--savepoint-failure-policy",
-        choices=tuple(FailurePolicy),
-        default=DEFAULT_SAVEPOINT_FAILURE_POLICY,
-        help="failurePolicy of the FlinkDeployment and Work mutation (default %(default)s: fail open)",
-    )
-    webhook.add_argument(
-        "--job-id-label",
-        default=None,
-        help=f"label that marks FlinkDeployments for savepoint mutation (default {DEFAULT_JOB_ID_LABEL})",
-    )
-    webhook.add_argument(
-        "--fence",
-        action="store_true",
-        help="member relay with the storage fence's watcher (--fence-cluster): also send it every Flink copy Karmada "
-        "applied, so a fenced copy stays suspended",
-    )
-    webhook.add_argument("--output-file", type=Path, metavar="FILE", help="write to this file instead of stdout")
-    # Before 0.2 `-o/--output FILE` wrote the file; everywhere else -o is the output format. Hidden, and it says so.
-    webhook.add_argument("-o", "--output", dest="deprecated_output", type=Path, help=argparse.SUPPRESS)
+    for command in COMMANDS:
+        command.add_parser(commands)
     return parser
-
-
-def _add_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str, **options: Any
-) -> argparse.ArgumentParser:
-    """A subcommand whose --help opens with the line the command list shows for it (argparse keeps them apart)."""
-    options.setdefault("description", help[0].upper() + help[1:] + ".")
-    return commands.add_parser(name, help=help, **options)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in ("check", "test"):
-        return _check(args)
-    if args.command == "legacy-purge-modes":
-        from relay.migration import run_legacy_purge_modes
-
-        return run_legacy_purge_modes(args.kubeconfig, sys.stdout, sys.stderr)
-    if args.command == "manifests":
-        from relay.manifests import run_webhook_manifests
-
-        return run_webhook_manifests(args, sys.stdout, sys.stderr)
-    # The commands that run with the settings: a SettingsError from any of them (the config file, a flag, a check at
-    # start-up) ends it with one line and exit 2.
-    command = {"serve": _serve, "controllers": _controllers, "inject": _inject, "status": _status}[args.command]
     try:
-        return command(args)
+        return args.run(args)
     except SettingsError as error:
-        return _refuse(error)
-
-
-def _add_check_flags(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument(
-        "--crds",
-        type=Path,
-        metavar="DIR",
-        help="Karmada CRDs to check against, e.g. charts/karmada/_crds/bases of a Karmada checkout "
-        "(default: Karmada v1.19's, bundled)",
-    )
-    source.add_argument(
-        "--server",
-        action="store_true",
-        help="ask the Karmada apiserver of --kubeconfig: a server-side apply with dryRun=All",
-    )
-    source.add_argument("--rules-only", action="store_true", help="the failover rules only, no CRD schema")
-    parser.add_argument("--kubeconfig", type=Path, help="with --server (default: $KUBECONFIG, ~/.kube/config)")
-    parser.add_argument(
-        "-n",
-        "--namespace",
-        default="default",
-        help="namespace of objects that name none, as kubectl -n (default: default)",
-    )
-
-
-def _check(args: argparse.Namespace) -> int:
-    """`failover-relay check` and `failover-relay test`: pick the schema source, then check or run the cases."""
-    from relay.check import EXIT_UNREADABLE, RULES_ONLY_NOTE, local_checker, run_objects, server_checker
-    from relay.schemas import SchemaSourceError, bundled, from_directory
-    from relay.server_check import ServerCheckError
-    from relay.testcases import run_test_dirs
-
-    try:
-        if args.server:
-            check = server_checker(args.kubeconfig, args.namespace)
-        elif args.rules_only:
-            print(RULES_ONLY_NOTE, file=sys.stderr)
-            check = local_checker(None, args.namespace)
-        else:
-            check = local_checker(from_directory(args.crds) if args.crds else bundled(), args.namespace)
-        if args.command == "test":
-            return run_test_dirs(args.paths, check, sys.stdout, sys.stderr)
-        return run_objects(args.paths, check, sys.stdout, sys.stderr, args.quiet, namespace=args.namespace)
-    except (SchemaSourceError, ServerCheckError) as error:
-        print(f"failover-relay: {error}", file=sys.stderr)
-        return EXIT_UNREADABLE
-
-
-def _settings(args: argparse.Namespace, **fixed: object) -> Settings:
-    """The config file, then the flags, then what the command fixes (`fixed`, by config key); checked as a whole.
-    Raises SettingsError, which `main` turns into one line and exit 2."""
-    settings = apply(apply(load_settings(args.config), flag_values(args)), fixed)
-    check_settings(settings)
-    return settings
-
-
-def _refuse(problem: object) -> int:
-    """Say why the command cannot go on, in one line on stderr; the exit code of bad input."""
-    print(f"failover-relay: {problem}", file=sys.stderr)
-    return 2
-
-
-def _controllers(args: argparse.Namespace) -> int:
-    from controllers.kube import NoClusterConfig
-    from relay.logs import configure_logging
-    from relay.standalone import run_controllers
-
-    settings = _settings(args, **{"controllers.mode": ControllerMode.ON.value})
-    host, _, port = args.metrics_address.rpartition(":")
-    try:
-        metrics_address = (host.strip("[]") or "127.0.0.1", int(port))
-    except ValueError as error:
-        return _refuse(error)
-    configure_logging(settings.log_format, settings.log_level)
-    try:
-        asyncio.run(run_controllers(settings, metrics_address))
-    except NoClusterConfig as error:
-        return _refuse(error)
-    except OSError as error:
-        return _refuse(f"cannot listen on {args.metrics_address}: {error.strerror}")
-    return 0
-
-
-def _serve(args: argparse.Namespace) -> int:
-    # Nothing here imports the Kubernetes client: in member mode (server.member) the process never loads it.
-    import structlog
-
-    from certs.store import CertificateError
-    from relay.logs import configure_logging
-    from relay.runtime import ALLOW_ENV, ssl_leak_problem
-    from relay.serve import serve
-    from relay.settings import in_cluster
-
-    settings = _settings(args)
-    leak = ssl_leak_problem()
-    if leak and in_cluster() and os.environ.get(ALLOW_ENV) != "1":
-        return _refuse(leak)
-    configure_logging(settings.log_format, settings.log_level)
-    if leak and in_cluster():
-        # Allowed by ALLOW_ENV: anything that reaches the Service can grow this pod's memory, so it stays an error,
-        # on every start, where alerts on error lines see it (relay/runtime.py).
-        structlog.get_logger("failover_relay.runtime").error("python_leaks_tls_memory", problem=leak)
-    elif leak:
-        # Outside a cluster the listener is on loopback (the local dev loop, `make run`): worth knowing, not an error.
-        structlog.get_logger("failover_relay.runtime").warning("python_leaks_tls_memory", problem=leak)
-    try:
-        asyncio.run(serve(settings))
-    except CertificateError as error:  # missing cluster access arrives as a SettingsError, which main reports
-        return _refuse(error)
-    except OSError as error:  # the port is taken, the address does not exist
-        return _refuse(f"cannot listen on {settings.host}:{settings.port}: {error.strerror}")
-    return 0
-
-
-def _status(args: argparse.Namespace) -> int:
-    from relay.logs import configure_logging
-    from relay.status import run_status
-
-    configure_logging("console", "warning")  # stdout carries the view; only problems go to stderr
-    settings = _settings(args)
-    if args.interval <= 0:
-        return _refuse("--interval must be greater than 0")
-    if args.cluster is not None and args.workload is not None:
-        return _refuse("give a WORKLOAD or --cluster, not both")
-    kubeconfig = settings.controllers.kubeconfig
-    return run_status(
-        Path(kubeconfig) if kubeconfig else None,
-        settings.savepoint,
-        args.workload,
-        args.namespace,
-        args.output,
-        args.watch,
-        args.interval,
-        sys.stdout,
-        sys.stderr,
-        settings.controllers.decisions,
-        cluster=args.cluster,
-    )
-
-
-def _inject(args: argparse.Namespace) -> int:
-    from relay.inject import run_inject
-    from relay.logs import configure_logging
-
-    configure_logging("console", "warning")  # stdout carries the object; only problems go to stderr
-    settings = _settings(args)
-    return run_inject(args.file, settings.savepoint, args.job_id, args.patch, args.namespace, sys.stdout, sys.stderr)
+        return refuse(error)
 
 
 if __name__ == "__main__":

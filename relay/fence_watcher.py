@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 from controllers.fence_store import FenceStore
 from controllers.kube import NoClusterConfig, load_api_client
 from controllers.member_fence import MemberFenceWatcher
-from relay.settings import Settings, SettingsError
+from relay.settings import Settings, SettingsError, open_injection
 from webhook.fence_mutator import FencedCopies
 
 
@@ -24,7 +24,7 @@ def start_fence_watcher(settings: Settings, fenced: FencedCopies, registry: Coll
         raise SettingsError(f"fence.memberCluster: {error}") from None
     watcher = MemberFenceWatcher(
         cluster,
-        FenceStore(settings.savepoint.open_injection().store),
+        FenceStore(open_injection(settings.savepoint).store),
         api_client,
         registry,
         settings.fence.poll_seconds,

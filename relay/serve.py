@@ -15,7 +15,7 @@ from certs.reload import ReloadingSSLContext
 from certs.serving import ensure_certificates
 from failover.admission.registry import defaulters_for
 from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS, GroupKind
-from relay.settings import Settings, SettingsError
+from relay.settings import Settings, SettingsError, open_injection
 from webhook.blocking import BlockingPool
 from webhook.drain import Connection, sweep
 from webhook.fence_mutator import FencedCopies, keeping_suspended
@@ -99,7 +99,7 @@ class RelayServer:
         savepoint = self.settings.savepoint
         if not savepoint.checkpoint_root:
             return {}
-        profiles, store, allowed_roots = savepoint.open_injection()
+        profiles, store, allowed_roots = open_injection(savepoint)
         self.lookup_pool = lookup_pool()
         log.info(
             "savepoint_injection",
@@ -206,7 +206,7 @@ class RelayServer:
             loop = asyncio.get_running_loop()
             log.info("draining", drain_seconds=self.drain_seconds, grace_seconds=self.grace_seconds)
             # Idle keep-alive connections are not closed at once: a caller may be writing its next review into one
-            # right now (issue 28). Each is closed once quiet, while the drain still sends callers elsewhere.
+            # right now. Each is closed once quiet, while the drain still sends callers elsewhere.
             idle_since: dict[Connection, float] = {}
             await sweep(
                 lambda: listener.connections,

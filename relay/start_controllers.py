@@ -1,24 +1,31 @@
-"""Starting the reconcile loop from the program: find cluster access, build the settings, run until cancelled."""
+"""Starting the reconcile loop from the program: find cluster access, build the settings (with the purge-mode spelling
+the installed CRDs accept), run until cancelled."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import structlog
+from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from controllers.cabundle import CaBundleInjector
 from controllers.fence_store import FenceStore
 from controllers.kube import NoClusterConfig, load_api_client
 from controllers.manager import LoopSettings, ReconcileLoop, default_lease_namespace
-from relay.migration import installed_spelling
-from relay.settings import ControllerMode, ControllerSettings, Settings
+from failover.core.api import RESOURCE_BINDINGS, PurgeModeSpelling
+from failover.reconcile.purge_spelling import crd_purge_mode_enum, spelling_to_write
+from relay.kube_requests import raw_request
+from relay.settings import ControllerMode, ControllerSettings, Settings, open_injection
 
 log = structlog.get_logger("failover_relay")
+# The purge-mode spelling's lines keep the logger they have always had.
+spelling_log = structlog.get_logger("failover_relay.migration")
 
 
 def loop_settings(settings: ControllerSettings) -> LoopSettings:
@@ -38,7 +45,7 @@ def cluster_loop_settings(api_client: Any, settings: ControllerSettings, fence: 
     looped = replace(looped, decisions=replace(looped.decisions, purge_mode_spelling=spelling))
     if fence is None or not fence.fence.storage:
         return looped
-    store = FenceStore(fence.savepoint.open_injection().store)
+    store = FenceStore(open_injection(fence.savepoint).store)
     log.info("storage_fence", checkpoint_root=store.store.url_root, poll_seconds=fence.fence.poll_seconds)
     return replace(looped, fences=store, fence_poll=timedelta(seconds=fence.fence.poll_seconds))
 
@@ -76,3 +83,29 @@ def start_reconcile_loop(
     loop = ReconcileLoop(api_client, cluster_loop_settings(api_client, settings, fence), registry)
     log.info("controllers_enabled", host=api_client.configuration.host, lease_namespace=loop.settings.lease_namespace)
     return asyncio.create_task(loop.run(), name="reconcile-loop")
+
+
+def installed_spelling(api_client: client.ApiClient, configured: PurgeModeSpelling) -> PurgeModeSpelling:
+    """The spelling the loop may write on this control plane, from the installed ResourceBinding CRD's enum (the
+    object the loop writes eviction tasks into); the configured one when the CRD cannot be read."""
+    name = f"{RESOURCE_BINDINGS.plural}.{RESOURCE_BINDINGS.group}"
+    try:
+        # The raw JSON: the typed model renames schema keys (openAPIV3Schema) and validates more than needed.
+        status, _, data = raw_request(
+            api_client, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+        )
+        if status != 200:
+            raise LookupError(f"HTTP {status}")
+        crd = json.loads(data)
+    except Exception as error:  # noqa: BLE001  no RBAC for CRDs, an old cluster, anything: the setting stays in charge
+        spelling_log.warning(
+            "purge_mode_spelling_undetected", crd=name, error=type(error).__name__, configured=configured
+        )
+        return configured
+    enum = crd_purge_mode_enum(crd)
+    spelling = spelling_to_write(enum, configured)
+    if spelling != configured:
+        spelling_log.warning(
+            "purge_mode_spelling_overridden", configured=configured, written=spelling, crd_enum=sorted(enum or ())
+        )
+    return spelling

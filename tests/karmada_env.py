@@ -110,7 +110,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from relay.manifests import FENCE_ENTRY_PREFIX
+from relay.commands.manifests.webhooks import FENCE_ENTRY_PREFIX
 from tests.crd_sources import ConversionWebhook, KarmadaTree, flink_deployment_crd, karmada_crds
 from tests.envtest import ControlPlaneError, KubectlError, _loopback_env, free_port
 from tests.support import die_with_parent
@@ -564,7 +564,7 @@ def _relay_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "relay.cli"]
 
 
-def _webhook_manifests(*args: str) -> str:
+def _webhooks(*args: str) -> str:
     """What `failover-relay manifests webhook ARGS` prints; a ControlPlaneError when it fails."""
     rendered = subprocess.run(
         [*_relay_command(), "manifests", "webhook", *args],
@@ -987,7 +987,7 @@ class KarmadaEnv:
         re-applies the Work's manifest (a Pull member's agent does so as soon as the copy changes). Only that entry:
         the savepoint entries of the rendering are the control plane relay's business in this tier."""
         name = f"member-relay-{member}"
-        rendered = _webhook_manifests(
+        rendered = _webhooks(
             "--url",
             f"https://{LOOPBACK}:{self._ports[name]}",
             "--cert-dir",
@@ -1620,7 +1620,7 @@ class KarmadaEnv:
             for member in self.members:
                 self.kubectl("apply", "-f", str(manifest), cluster=member)
         self.start_relay()
-        rendered = _webhook_manifests(
+        rendered = _webhooks(
             "--url", self.relay_url, "--namespace", RELAY_NAMESPACE, "--cert-dir", str(self.relay_cert_dir)
         )
         self.kubectl("apply", "-f", "-", input=rendered)

@@ -112,28 +112,3 @@ def workload_phase_rows(
                 }
             )
     return sorted(rows, key=lambda row: (PHASES.index(row["phase"]), row["workload"]))
-
-
-def render_cluster_table(cluster: str, rows: list[dict[str, Any]], now: datetime) -> str:
-    """The table of `status --cluster`, with a count per phase first."""
-    counts = {phase: sum(1 for row in rows if row["phase"] == phase) for phase in PHASES}
-    summary = ", ".join(f"{count} {phase}" for phase, count in counts.items() if count) or "no workloads"
-    lines = [f"cluster {cluster}: {summary}"]
-    if rows:
-        table = [("WORKLOAD", "PHASE", "REASON", "FOR", "NOW ON")]
-        for row in rows:
-            since = parse_time(row["since"])
-            table.append(
-                (
-                    row["workload"],
-                    row["phase"],
-                    row["reason"] or "-",
-                    f"{int((now - since).total_seconds())}s" if since else "-",
-                    ",".join(name for name in row["targets"] if name != cluster) or "-",
-                )
-            )
-        widths = [max(len(line[index]) for line in table) for index in range(len(table[0]))]
-        lines += [
-            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in table
-        ]
-    return "\n".join(lines) + "\n"

@@ -20,9 +20,9 @@ import yaml
 
 from failover.admission.registry import WEBHOOKS
 from failover.state.savepoint import FailureMode
-from relay.chart import MEMBER_DECIDERS, render_chart_webhooks
 from relay.cli import build_parser
-from relay.manifests import (
+from relay.commands.manifests.chart import MEMBER_DECIDERS, render_chart_webhooks
+from relay.commands.manifests.webhooks import (
     CERT_MANAGER_INJECT_ANNOTATION,
     WebhookOptions,
     cert_manager_annotations,
@@ -102,8 +102,8 @@ def test_webhook_template_is_generated_from_the_registry() -> None:
     template_file = CHART / "templates" / "webhooks.yaml"
 
     assert template_file.read_text() == render_chart_webhooks(), (
-        "chart/failover-relay/templates/webhooks.yaml drifted from relay/manifests.py; re-render it with "
-        "`python -m relay.chart > chart/failover-relay/templates/webhooks.yaml`"
+        "chart/failover-relay/templates/webhooks.yaml drifted from relay/commands/manifests/webhooks.py; re-render it "
+        "with `python -m relay.commands.manifests.chart > chart/failover-relay/templates/webhooks.yaml`"
     )
 
 

@@ -23,9 +23,10 @@ import yaml
 
 from controllers.kube import load_api_client
 from failover.reconcile.purge_spelling import crd_purge_mode_enum
-from relay.check import check_object
-from relay.migration import installed_spelling, legacy_lines
-from relay.schemas import bundled
+from relay.commands.check.manifest_check import check_object
+from relay.commands.check.schemas import bundled
+from relay.commands.legacy_purge_modes import legacy_lines
+from relay.start_controllers import installed_spelling
 from tests.envtest import REPO_ROOT, ControlPlane
 from tests.relay.karmada_source import karmada_crd_dir
 from tests.support import flink_policy
@@ -148,7 +149,7 @@ def test_offline_check_agrees_with_the_apiserver(plane: ControlPlane, tmp_path: 
     path = tmp_path / "object.yaml"
     path.write_text(manifest)
     accepted, said = kubectl_accepts(plane, path)
-    from relay.documents import documents
+    from relay.commands.documents import documents
 
     (obj,) = list(documents(path))
     result = check_object(copy.deepcopy(obj), bundled(), relay_mutation=False)

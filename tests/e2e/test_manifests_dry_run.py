@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from controllers.cabundle import DEFAULT_CONFIGURATION_NAME
-from relay.manifests import (
+from relay.commands.manifests.webhooks import (
     CONFIGURATION_NAME,
     WebhookOptions,
     render_webhook_configurations,
@@ -59,7 +59,8 @@ def test_webhook_configurations_are_the_rendered_ones_without_ca_bundle() -> Non
     )
 
     assert _documents(DEPLOY / "webhooks.yaml") == [d for d in yaml.safe_load_all(rendered) if d], (
-        "manifests/deploy/webhooks.yaml drifted from relay/manifests.py; re-render it (command in its header)"
+        "manifests/deploy/webhooks.yaml drifted from relay/commands/manifests/webhooks.py; re-render it (command in "
+        "its header)"
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from relay.monitoring import MONITORING
+from relay.commands.manifests.monitoring import MONITORING
 from tests.e2e.objects import applied_names
 from tests.envtest import ControlPlane
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from relay.check import check_object
-from relay.schemas import bundled
+from relay.commands.check.manifest_check import check_object
+from relay.commands.check.schemas import bundled
 from tests.karmada_env import KARMADA, KarmadaEnv
 from tests.relay.test_check_karmada import CORPUS
 

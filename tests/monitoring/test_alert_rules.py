@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from relay.monitoring import RULES_FILE
+from relay.commands.manifests.monitoring import RULES_FILE
 from tests.monitoring.exported import Series, parse
 from tests.support import on_ci
 

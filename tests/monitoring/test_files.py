@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from relay.monitoring import MONITORING, PROMETHEUS_RULE_FILE, RULES_FILE, render_prometheus_rule
+from relay.commands.manifests.monitoring import MONITORING, PROMETHEUS_RULE_FILE, RULES_FILE, render_prometheus_rule
 from tests.monitoring.exported import exported_names, parse
 
 DASHBOARD = MONITORING / "grafana-dashboard.json"
@@ -85,7 +85,7 @@ def problems(
 def test_prometheus_rule_is_the_rendering_of_the_rules_file() -> None:
     assert PROMETHEUS_RULE_FILE.read_text() == render_prometheus_rule(RULES_FILE.read_text()), (
         "manifests/monitoring/prometheusrule.yaml is stale: "
-        "python -m relay.monitoring > manifests/monitoring/prometheusrule.yaml"
+        "python -m relay.commands.manifests.monitoring > manifests/monitoring/prometheusrule.yaml"
     )
 
 

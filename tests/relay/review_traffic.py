@@ -1,4 +1,4 @@
-"""Reviews at full rate over keep-alive TLS connections, every one accounted for (issue 28).
+"""Reviews at full rate over keep-alive TLS connections, every one accounted for.
 
 Each worker holds one HTTP/1.1 connection, as the apiserver's client does per concurrent review, and classifies every
 review it tries:

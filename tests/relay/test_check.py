@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from relay.check import EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE, RULES_ONLY_NOTE, run_check
+from relay.commands.check.manifest_check import EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE, RULES_ONLY_NOTE, run_check
 from tests.support import flink_policy
 
 REBALANCER = """\
@@ -144,7 +144,8 @@ def test_the_console_script_exit_code(tmp_path: Path) -> None:
     assert "denied" in result.stdout
 
 
-# Issue 24: nothing to check, objects that are not objects, misspelled groups, stdin, CI output, FlinkDeployments.
+# Input that is not simply manifests: nothing to check, objects that are not objects, misspelled groups, stdin; the
+# output CI reads; FlinkDeployments under a stateful policy.
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""`check` against Karmada v1.19's own CRDs and webhook rules: a corpus of every class issue 14 lists.
+"""`check` against Karmada v1.19's own CRDs and webhook rules: a corpus of what Karmada refuses, accepts and defaults.
 
 Each case is what Karmada v1.19 answers to `kubectl apply` (its CRD schema, then its webhook, from
 pkg/util/validation/validation.go and pkg/webhook/propagationpolicy/), with the relay installed; `check` must give
@@ -20,8 +20,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relay.check import EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE, check_object, run_check
-from relay.schemas import BUNDLED, bundled, crd_summary, from_directory, read_crds
+from relay.commands.check.manifest_check import EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE, check_object, run_check
+from relay.commands.check.schemas import BUNDLED, bundled, crd_summary, from_directory, read_crds
 from tests.relay.karmada_source import REPO_ROOT, karmada_crd_dir
 from tests.support import flink_policy
 
@@ -440,9 +440,9 @@ def test_check_gives_karmadas_verdict(obj: dict[str, Any], status: str, fragment
 def test_the_bundled_schemas_are_karmadas_crds() -> None:
     generated = crd_summary(read_crds(karmada_crd_dir()))
 
-    bundled_file = REPO_ROOT / "relay" / BUNDLED
+    bundled_file = REPO_ROOT / "relay" / "commands" / "check" / BUNDLED
     assert json.loads(bundled_file.read_text()) == generated, (
-        "regenerate: python -m relay.schemas DIR > relay/" + BUNDLED
+        "regenerate: python -m relay.commands.check.schemas DIR > relay/commands/check/" + BUNDLED
     )
 
 

@@ -1,4 +1,4 @@
-"""The command line's conventions (issue 24): `--version`, one name per flag across commands, `-o` always the output
+"""The command line's conventions: `--version`, one name per flag across commands, `-o` always the output
 format and `-n` always a namespace, and a description of its own in each command's --help."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Every CLI input gets a bound and a one-line error with exit 2 (issue 15 defect 5): binary, latin-1, deeply
-nested and endless files given to `inject` and `check`."""
+"""Every CLI input gets a bound and a one-line error with exit 2: binary, latin-1, deeply nested and endless files
+given to `inject` and `check`."""
 
 from __future__ import annotations
 

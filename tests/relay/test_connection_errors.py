@@ -1,4 +1,4 @@
-"""A server the command line cannot reach is one readable line: the cause, never urllib3's reprs (issue 24)."""
+"""A server the command line cannot reach is one readable line: the cause, never urllib3's reprs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every config file the documentation shows loads as `serve --config` loads it, and every declared setting
-round-trips from YAML with its declared type (issue 24: `savepoint.storageOptions` is needed by every S3 user)."""
+round-trips from YAML with its declared type (`savepoint.storageOptions`, which every S3 user needs, among them)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 import pytest
 import yaml
 
-from relay.cli import _settings, build_parser
-from relay.settings import SECTIONS, Declared, Settings, declared
+from relay.cli import build_parser
+from relay.settings import SECTIONS, Declared, Settings, declared, open_injection, settings_of
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -105,11 +105,11 @@ def substituted(text: str) -> str:
 
 
 def load_as_serve(path: Path) -> Settings:
-    """The settings `failover-relay serve --config PATH` starts with (relay/cli.py: the file, the flags, the checks),
+    """The settings `failover-relay serve --config PATH` starts with (`settings_of`: the file, the flags, the checks),
     and the stores it opens."""
-    settings = _settings(build_parser().parse_args(["serve", "--config", str(path)]))
+    settings = settings_of(build_parser().parse_args(["serve", "--config", str(path)]))
     if settings.savepoint.checkpoint_root:
-        settings.savepoint.open_injection()
+        open_injection(settings.savepoint)
     return settings
 
 

@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 
-from relay.inject import run_inject
+from relay.commands.inject import run_inject
 from relay.settings import SavepointSettings, SettingsError, apply, load_settings
 
 JOB = "0123456789abcdef0123456789abcdef"

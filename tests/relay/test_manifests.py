@@ -13,7 +13,7 @@ from cryptography import x509
 
 from certs.serving import ensure_certificates
 from relay.cli import main
-from relay.manifests import (
+from relay.commands.manifests.webhooks import (
     CERT_MANAGER_INJECT_ANNOTATION,
     ManifestError,
     WebhookOptions,

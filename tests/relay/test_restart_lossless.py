@@ -1,4 +1,4 @@
-"""No review lost across a restart (issue 28, item 1): the real process, real TLS, reviews at full rate.
+"""No review lost across a restart: the real process, real TLS, reviews at full rate.
 
 Every review the callers try is answered, or refused because no connection could be opened (the listener had closed:
 the caller knows it was never delivered); none written on an open connection goes unanswered. Checked through a

@@ -1,5 +1,5 @@
-"""Graceful shutdown (issue 7, item 2): unready first, keep serving through the drain, then close the listener, let the
-review in flight finish within a bound, exit 0.
+"""Graceful shutdown: unready first, keep serving through the drain, then close the listener, let the review in flight
+finish within a bound, exit 0.
 
 No endpoint is slow by nature, so the in-process tests register a mutator for a test kind that blocks until the test
 releases it: the request is really in flight on a real TLS connection while `RelayServer.stop()` runs.
@@ -381,7 +381,7 @@ async def test_the_drain_closes_idle_keep_alives_and_answers_with_connection_clo
 
 
 async def test_a_body_still_arriving_at_stop_is_answered_408_within_the_grace(tmp_path: Path) -> None:
-    """Issue 28: a review whose body is still arriving when the listener closes gets a clean answer before the grace
+    """A review whose body is still arriving when the listener closes gets a clean answer before the grace
     ends (its body has half the grace to arrive), not a connection closed under it."""
     server = RelayServer(Settings(port=0, cert_dir=tmp_path / "certs", drain_seconds=0.0, grace_seconds=2.0))
     await server.start()

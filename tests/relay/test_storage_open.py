@@ -1,5 +1,5 @@
 """A checkpoint root whose filesystem cannot be opened (it connects when created, and the host does not resolve or
-refuses) stops `inject`, `status` and `serve` with one line naming the root and the cause, exit 2 (issue 24).
+refuses) stops `inject`, `status` and `serve` with one line naming the root and the cause, exit 2.
 
 Hosts are under .invalid (RFC 2606: it never resolves) or a closed loopback port: nothing here leaves the machine."""
 

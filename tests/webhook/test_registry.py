@@ -15,7 +15,12 @@ from failover.admission.registry import ADMITTED_OPERATIONS, VALIDATORS, WEBHOOK
 from failover.core.api import RESOURCES, WORK, GroupKind
 from failover.core.verdict import ALLOWED, Verdict
 from failover.state.profiles import load_profiles
-from relay.manifests import WebhookOptions, mutating_configuration, url_endpoint, validating_configuration
+from relay.commands.manifests.webhooks import (
+    WebhookOptions,
+    mutating_configuration,
+    url_endpoint,
+    validating_configuration,
+)
 from relay.settings import SavepointSettings
 from webhook.handlers import AdmissionHandlers
 from webhook.review import AdmissionRequest

@@ -12,7 +12,7 @@ from failover.core.loop_settings import DecisionSettings, FencingMode
 from failover.core.work import BINDING_ID_LABELS, EXECUTION_FINALIZER, MemberCopy, binding_id_labels, handed_to_agent
 from failover.fence.fenced_copies import fenced_copies
 from failover.fence.old_copy import EVENT_FENCED, EVENT_WAITING, decide_fencing
-from failover.reconcile.status_view import render_table, workload_view
+from failover.reconcile.status_view import workload_view
 from tests.failover.binding_builders import at
 from tests.failover.work_builders import NOT_READY_TAINT, cluster, evicted, stored_work
 from tests.support import merge_patch
@@ -126,13 +126,15 @@ def test_fencing_off_never_hands_over() -> None:
     assert "fencing is off" in decision.events[0].message
 
 
-def test_status_says_a_pull_clusters_old_copy_goes_when_its_agent_reconnects() -> None:
+def fenced_on_a_pull_cluster() -> dict[str, Any]:
+    """The `status` view of foo once its old copy on the Pull cluster member1 is fenced."""
     binding = evicted()
     fenced = decide_fencing(binding, [old_work()], pull(False, since=-30), SETTINGS, at(30))
-    view = workload_view(merge_patch(binding, fenced.binding_patch), pull(False, since=-30), at(31), decisions=SETTINGS)
+    return workload_view(merge_patch(binding, fenced.binding_patch), pull(False, since=-30), at(31), decisions=SETTINGS)
+
+
+def test_status_says_a_pull_clusters_old_copy_goes_when_its_agent_reconnects() -> None:
+    view = fenced_on_a_pull_cluster()
     assert view["fences"] == [
         {"cluster": "member1", "state": "fenced", "pull": True, "copies": ["FlinkDeployment default/foo"]}
     ]
-    assert "its old copy FlinkDeployment default/foo is deleted when its agent reconnects (Pull)" in render_table(
-        [view]
-    )

@@ -1,4 +1,5 @@
-"""The phases of a workload moving away from a member cluster, as a storm is watched by."""
+"""The phases of a workload moving away from a member cluster, as a storm is watched by (the table `status --cluster`
+prints from them: tests/relay/test_status_tables.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from failover.reconcile.storm import (
     SCHEDULING,
     UNHEALTHY,
     phases,
-    render_cluster_table,
     workload_phase_rows,
 )
 from tests.failover.binding_builders import (
@@ -58,7 +58,9 @@ def test_a_binding_the_scheduler_has_not_seen_since_its_change_is_still_scheduli
     assert phase_of(stale)[0] == ("member1", SCHEDULING)
 
 
-def test_status_lists_every_workload_of_the_cluster_with_its_phase() -> None:
+def member1_rows() -> list[dict[str, Any]]:
+    """`status --cluster member1` over four workloads: foo running there, qux preempted from it, bar restoring away
+    from it on member2, and baz on member3 alone (not listed)."""
     restoring = evicted_from_unreachable(targets=("member2",))
     restoring["metadata"]["name"] = "bar-flinkdeployment"
     restoring["spec"]["resource"]["name"] = "bar"
@@ -72,15 +74,13 @@ def test_status_lists_every_workload_of_the_cluster_with_its_phase() -> None:
     preempted["spec"]["gracefulEvictionTasks"] = [preemption_task("member1", creationTimestamp=stamp(30))]
     preempted["spec"]["clusters"] = []
     works = {("ResourceBinding", "default/bar-flinkdeployment"): ("member2",)}
-    rows = workload_phase_rows([elsewhere, preempted, flink_binding(), restoring], works, "member1")
+    return workload_phase_rows([elsewhere, preempted, flink_binding(), restoring], works, "member1")
+
+
+def test_status_lists_every_workload_of_the_cluster_with_its_phase() -> None:
+    rows = member1_rows()
     assert [(row["workload"], row["phase"], row["reason"]) for row in rows] == [
         ("FlinkDeployment/default/foo", RUNNING, None),
         ("FlinkDeployment/default/qux", SCHEDULING, "BindingPreempted"),
         ("FlinkDeployment/default/bar", RESTORING, "TaintUntolerated"),
     ]
-    table = render_cluster_table("member1", rows, at(90)).splitlines()
-    assert table[0] == "cluster member1: 1 running, 1 scheduling, 1 restoring"
-    assert table[1].split() == ["WORKLOAD", "PHASE", "REASON", "FOR", "NOW", "ON"]
-    assert table[3].split() == ["FlinkDeployment/default/qux", "scheduling", "BindingPreempted", "60s", "-"]
-    assert table[4].split() == ["FlinkDeployment/default/bar", "restoring", "TaintUntolerated", "90s", "member2"]
-    assert render_cluster_table("member9", [], at(0)) == "cluster member9: no workloads\n"

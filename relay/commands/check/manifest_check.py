@@ -49,7 +49,8 @@ from failover.core.fields import object_name
 from failover.core.verdict import Finding, Findings, Verdict
 from failover.reconcile.stateless_restart import is_flink_deployment, keeps_state
 from failover.state.flink_config import read_state_config, stateless_restart_reasons
-from relay.documents import (
+from relay.commands.check.schemas import SchemaSet, bundled
+from relay.commands.documents import (
     STDIN,
     STDIN_NAME,
     Located,
@@ -59,7 +60,6 @@ from relay.documents import (
     read_stream,
     read_text,
 )
-from relay.schemas import SchemaSet, bundled
 
 EXIT_OK, EXIT_DENIED, EXIT_UNREADABLE = 0, 1, 2
 DEFAULT_NAMESPACE = "default"
@@ -165,7 +165,7 @@ def check_object(
 
 
 def _with_migration_fix(verdict: Verdict, stored: Mapping[str, Any]) -> Verdict:
-    """Enum denials of legacy purge-mode names get the fix and the reason (Karmada #7792)."""
+    """Enum denials of legacy purge-mode names get the fix and the reason (karmada#7792)."""
     legacy = {path: mode for path, _, mode in legacy_purge_modes_in(stored)}
     if not legacy:
         return verdict
@@ -232,8 +232,8 @@ def local_checker(schemas: SchemaSet | None, namespace: str = DEFAULT_NAMESPACE)
 
 
 def server_checker(kubeconfig: Path | None, namespace: str = DEFAULT_NAMESPACE) -> Checker:
-    """`--server`: the apiserver's dry run (relay/server_check.py); ServerCheckError when it cannot be used."""
-    from relay.server_check import ServerCheck
+    """`--server`: the apiserver's dry run (server_check.py); ServerCheckError when it cannot be used."""
+    from relay.commands.check.server_check import ServerCheck
 
     server = ServerCheck(kubeconfig)
 

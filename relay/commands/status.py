@@ -2,8 +2,9 @@
 lifecycle; with `--cluster NAME`, every workload of one member cluster and its phase in a move away from it
 (`failover.reconcile.storm`). Reads the Karmada apiserver (bindings, Clusters, the resource template, Works) and the
 checkpoint storage with the relay's own settings; changes nothing. The view is computed by
-`failover.reconcile.status_view`; this module fetches and prints. Exit 0, or 2 with one line for bad input (unknown
-workload, unreachable server, a server that does not serve Karmada's APIs, bad kubeconfig or config).
+`failover.reconcile.status_view`; this module fetches it and prints it (as a table: status_tables.py). Exit 0, or 2
+with one line for bad input (unknown workload, unreachable server, a server that does not serve Karmada's APIs, bad
+kubeconfig or config).
 """
 
 from __future__ import annotations
@@ -39,17 +40,18 @@ from failover.core.cluster import is_ready
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import is_dns_label, object_key
 from failover.fence.fence_files import FenceAck, FenceRecord
-from failover.reconcile.status_view import is_stateful, render_table, restore_subject, workload_name, workload_view
-from failover.reconcile.storm import render_cluster_table, workload_phase_rows
+from failover.reconcile.status_view import is_stateful, restore_subject, workload_name, workload_view
+from failover.reconcile.storm import workload_phase_rows
 from failover.state.checkpoints import CheckpointStore, LookupResult
 from failover.state.preserved_state import owning_binding
 from failover.state.profiles import InjectionProfile
 from failover.state.restore import find_restore_point
 from failover.state.savepoint import plan_lookup
+from relay.commands.karmada_reads import NotKarmada, require_karmada, stored_objects
+from relay.commands.status_tables import render_cluster_table, render_table
 from relay.connection_errors import connection_problem
-from relay.migration import NotKarmada, require_karmada, stored_objects
-from relay.server_check import ServerCheckError
-from relay.settings import SavepointSettings, SettingsError
+from relay.kube_requests import Unreachable
+from relay.settings import SavepointSettings, SettingsError, open_injection
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 REQUEST_TIMEOUT_SECONDS = 10
@@ -88,7 +90,7 @@ def open_storage(settings: SavepointSettings) -> Storage | None:
     if not settings.checkpoint_root:
         return None
     try:
-        profiles, store, allowed_roots = settings.open_injection()
+        profiles, store, allowed_roots = open_injection(settings)
     except SettingsError as error:
         raise StatusError(str(error)) from None
     return Storage(profiles, (store, *allowed_roots))
@@ -185,7 +187,7 @@ def run_status(
         storage = open_storage(settings)
         api_client = load_api_client(kubeconfig)
         require_karmada(api_client, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS)
-    except (StatusError, NoClusterConfig, NotKarmada, ServerCheckError) as error:
+    except (StatusError, NoClusterConfig, NotKarmada, Unreachable) as error:
         print(f"failover-relay: {error}", file=err)
         return EXIT_BAD_INPUT
     try:

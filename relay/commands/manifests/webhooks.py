@@ -330,7 +330,7 @@ def webhook_options_from_flags(
     )
 
 
-def run_webhook_manifests(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def run_webhooks(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`failover-relay manifests webhook`: print (or write) both configurations; exit 2 on an unusable flag."""
     try:
         options = webhook_options_from_flags(

@@ -20,8 +20,8 @@ from failover.core.verdict import ALLOWED, Verdict
 from failover.state.checkpoints import LookupResult
 from failover.state.jobid import job_id_problem
 from failover.state.restore import OTHER_LABEL, PREVIOUS_JOB_ID, UPGRADE_SAVEPOINT_PATH
-from relay.documents import Unreadable, documents_in, read_text
-from relay.settings import SavepointSettings, SettingsError
+from relay.commands.documents import Unreadable, documents_in, read_text
+from relay.settings import SavepointSettings, SettingsError, open_injection
 from webhook.mutators import SavepointMutator, lookup_pool
 from webhook.review import AdmissionRequest
 
@@ -45,7 +45,7 @@ def run_inject(
         print(f"failover-relay: --job-id: {job_id_problem(job_id)}", file=err)
         return 2
     try:
-        profiles, store, allowed_roots = settings.open_injection()
+        profiles, store, allowed_roots = open_injection(settings)
     except SettingsError as error:
         print(f"failover-relay: {error}", file=err)
         return 2
@@ -147,7 +147,8 @@ def _report(obj: dict[str, Any], verdict: Verdict, show_patch: bool, out: TextIO
 
 
 def _read_object(path: Path, err: TextIO) -> dict[str, Any] | None:
-    # relay/documents.py bounds the file (size, UTF-8, depth, alias expansion) as `check` does: one line, exit 2.
+    # relay/commands/documents.py bounds the file (size, UTF-8, depth, alias expansion) as `check` does: one line,
+    # exit 2.
     text = read_text(path)
     found = [text] if isinstance(text, Unreadable) else list(documents_in(text, str(path)))
     problem = next((item for item in found if isinstance(item, Unreadable)), None)

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from failover.admission.registry import DEFAULTERS, group_kind_of
-from relay.check import Checker
-from relay.documents import Unreadable, documents, documents_in, read_text
+from relay.commands.check.manifest_check import Checker
+from relay.commands.documents import Unreadable, documents, documents_in, read_text
 
 TEST_FILE = "failover-relay-test.yaml"
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2

@@ -1,9 +1,9 @@
 """Where `check` gets Karmada's CRD schemas: bundled (v1.19), a CRD directory (`--crds`), or none.
 
-The bundled file `relay/karmada_crds.json` is generated from Karmada's own CRDs (`charts/karmada/_crds/bases` of the
-Karmada source, the tree `hack/build-karmada.sh --source-only` unpacks) with descriptions stripped:
-`python -m relay.schemas DIR > relay/karmada_crds.json`. A test regenerates it from the source and compares, so the
-bundle cannot drift from the release it names.
+The bundled file `karmada_crds.json` beside this module is generated from Karmada's own CRDs
+(`charts/karmada/_crds/bases` of the Karmada source, the tree `hack/build-karmada.sh --source-only` unpacks) with
+descriptions stripped: `python -m relay.commands.check.schemas DIR > relay/commands/check/karmada_crds.json`. A test
+regenerates it from the source and compares, so the bundle cannot drift from the release it names.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from failover.admission.schema import KindSchema
-from relay.documents import Unreadable, documents, manifest_files
+from relay.commands.documents import Unreadable, documents, manifest_files
 
 BUNDLED = "karmada_crds.json"
 # The Karmada release the bundle was generated from (`git describe` of the source tree).
@@ -84,7 +84,7 @@ def schema_set(summary: Iterable[Mapping[str, Any]], source: str) -> SchemaSet:
 
 
 def bundled() -> SchemaSet:
-    text = resources.files("relay").joinpath(BUNDLED).read_text(encoding="utf-8")
+    text = resources.files("relay.commands.check").joinpath(BUNDLED).read_text(encoding="utf-8")
     return schema_set(json.loads(text), f"Karmada {BUNDLED_RELEASE} CRDs (bundled)")
 
 

@@ -16,22 +16,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
-
 from controllers.kube import NoClusterConfig, load_api_client
 from failover.admission.registry import VALIDATORS, group_kind_of
 from failover.core.verdict import Findings, Verdict
-from relay.connection_errors import connection_problem
+from relay.kube_requests import raw_request
 
 FIELD_MANAGER = "failover-relay-check"
-REQUEST_TIMEOUT_SECONDS = 15
 _WARNING = re.compile(r'^\d{3} \S+ "((?:[^"\\]|\\.)*)"')
 
 
 class ServerCheckError(Exception):
-    """The cluster cannot be reached or used; the message says which and why."""
+    """The cluster cannot be used (no cluster config, a discovery it refuses); the message says which and why. A
+    server that does not answer at all is `relay.kube_requests.Unreachable`."""
 
 
 class ServerCheck:
@@ -99,34 +95,6 @@ class ServerCheck:
                     if "/" not in resource["name"]
                 }
         return self._resources[api_version]
-
-
-def raw_request(
-    api: client.ApiClient,
-    method: str,
-    path: str,
-    query: list[tuple[str, str]] | None = None,
-    body: Any = None,
-    content_type: str | None = None,
-) -> tuple[int, Any, bytes]:
-    """(status, headers, body) of one request with the client's credentials; ServerCheckError when the server
-    does not answer at all. A 4xx/5xx is an answer, returned as such."""
-    headers = {"Accept": "application/json"}
-    if content_type:
-        headers["Content-Type"] = content_type
-    try:
-        params = api.param_serialize(
-            method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"]
-        )
-        response = api.call_api(*params, _request_timeout=REQUEST_TIMEOUT_SECONDS)
-        return response.status, response.headers, response.read() or b""
-    except ApiException as error:
-        if not error.status:
-            raise ServerCheckError(f"cannot reach {api.configuration.host}: {connection_problem(error)}") from None
-        body_bytes = error.body.encode() if isinstance(error.body, str) else (error.body or b"")
-        return error.status, error.headers, body_bytes
-    except (HTTPError, OSError) as error:  # connection refused, TLS, DNS (urllib3 wraps them): no answer at all
-        raise ServerCheckError(f"cannot reach {api.configuration.host}: {connection_problem(error)}") from None
 
 
 def _denied(status: int, headers: Any, data: bytes) -> Verdict:

@@ -1,15 +1,15 @@
 """The Helm chart's webhook template, rendered from the code that renders ``manifests/deploy/webhooks.yaml``.
 
-``chart/failover-relay/templates/webhooks.yaml`` is this module's output (``python -m relay.chart > ...``;
-tests/chart/test_chart.py fails when it drifts). The webhooks themselves come from ``relay.manifests`` and the
-admission registry (``failover.admission.registry.WEBHOOKS``); this module only turns what varies per install into
+``chart/failover-relay/templates/webhooks.yaml`` is this module's output (``python -m relay.commands.manifests.chart >
+...``; tests/chart/test_chart.py fails when it drifts). The webhooks themselves come from ``webhooks.py`` beside it and
+the admission registry (``failover.admission.registry.WEBHOOKS``); this module only turns what varies per install into
 template expressions:
 
 - the client config: the Service in the release namespace, or ``webhooks.url`` (the karmada-apiserver reaches the
   relay by URL), plus ``webhooks.caBundle`` when given;
 - the namespace selector: the release namespace joins the always-excluded ones;
 - the failure policy of the webhooks whose policy is the operator's choice (found by rendering both choices and
-  keeping what differs, so the rule stays in ``relay.manifests``): ``webhooks.savepointFailurePolicy``;
+  keeping what differs, so the rule stays in ``webhooks.py``): ``webhooks.savepointFailurePolicy``;
 - member mode: only the webhooks of ``MEMBER_DECIDERS`` (a member cluster holds the Flink operator's objects, no
   Karmada API);
 - certificates.mode certManager: the CA injector's annotation naming the chart's Certificate;
@@ -28,7 +28,7 @@ import yaml
 from failover.admission import registry
 from failover.admission.registry import Decider, Webhook, webhooks_at
 from failover.core.api import FailurePolicy
-from relay.manifests import (
+from relay.commands.manifests.webhooks import (
     ALWAYS_EXCLUDED_NAMESPACES,
     CERT_MANAGER_INJECT_ANNOTATION,
     CONFIGURATION_NAME,
@@ -48,9 +48,10 @@ MEMBER_DECIDERS = frozenset({Decider.SAVEPOINT})
 # A line ending in a backslash goes on in the next one: the rendered header keeps its long line.
 HEADER = """\
 {{/*
-  Rendered by `python -m relay.chart` from relay/manifests.py and the admission registry \
-(failover/admission/registry.py), the
-  source of manifests/deploy/webhooks.yaml; re-render rather than edit (tests/chart/test_chart.py checks it).
+  Rendered by `python -m relay.commands.manifests.chart` from relay/commands/manifests/webhooks.py and the admission \
+registry
+  (failover/admission/registry.py), the source of manifests/deploy/webhooks.yaml; re-render rather than edit
+  (tests/chart/test_chart.py checks it).
   caBundle is left to the relays (certificates.mode selfManaged), to cert-manager's CA injector (certManager), or
   given as webhooks.caBundle.
 */}}
@@ -196,7 +197,7 @@ def _entry(webhook: Webhook, entry: dict[str, Any], fail_entry: dict[str, Any]) 
         raise AssertionError(f"{entry['name']}: a placeholder was left in the template")
     lines = text.rstrip("\n").split("\n")
     if str(entry["name"]).startswith(FENCE_ENTRY_PREFIX):
-        # relay/manifests.py `--fence`: only where the member relay runs the storage fence's watcher.
+        # webhooks.py `--fence`: only where the member relay runs the storage fence's watcher.
         condition = '{{- if and $.Values.fence.memberCluster (not (include "failover-relay.controlPlane" $)) }}'
         return [condition, *lines, "{{- end }}"]
     if webhook.decider in MEMBER_DECIDERS:

@@ -1,0 +1,23 @@
+"""The command line: one module per command (`*_command`), which adds the command's sub-parser (`add_parser`) and
+runs it (`run`), and beside them what the offline commands do.
+
+`failover-relay` builds every command's parser to run one of them, so a `*_command` module imports only what its
+parser needs; what the command does is imported when it runs (`serve --member` never loads PyYAML or the Kubernetes
+client). In the order `--help` lists them:
+
+- `serve_command`: `serve`, the program: the admission server, and the loop with cluster access (relay/serve.py);
+- `controllers_command`: `controllers`, the loop alone (relay/standalone.py);
+- `inject_command`: `inject`, what the savepoint webhook does to one object; the work is `inject`;
+- `check_command`: `check`, what `kubectl apply` will say about manifests, and `test`, a directory's expected
+  verdicts; the work is the `check` package;
+- `legacy_purge_modes_command`: `legacy-purge-modes`, the stored objects Karmada v1.19 will refuse; the work is
+  `legacy_purge_modes`;
+- `status_command`: `status`, where each workload stands in its failover lifecycle; the work is `status`, which prints
+  with `status_tables`;
+- `manifests_command`: `manifests webhook`, the webhook configurations; the work, with the chart's webhook template
+  and the PrometheusRule rendered from the same sources, is the `manifests` package.
+
+What the commands share: `conventions` (their --help, and a refusal in one line with exit 2), `documents` (objects
+from YAML files, read as kubectl reads them, within bounds a hostile file cannot pass; `check`, `test`, `inject`) and
+`karmada_reads` (that a server is Karmada's, and every stored object of a kind; `status`, `legacy-purge-modes`).
+"""

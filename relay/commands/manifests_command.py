@@ -1,0 +1,68 @@
+"""`failover-relay manifests webhook`: its flags; what it renders is relay/commands/manifests/webhooks.py."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
+from relay.commands.conventions import Subcommands, add_command
+
+
+def add_parser(commands: Subcommands) -> None:
+    manifests = add_command(commands, "manifests", help="render Kubernetes manifests for the relay")
+    manifest_kinds = manifests.add_subparsers(dest="manifest", required=True, metavar="MANIFEST")
+    webhook = add_command(
+        manifest_kinds,
+        "webhook",
+        help="the Validating- and MutatingWebhookConfiguration, as YAML for kubectl apply -f -",
+    )
+    where = webhook.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="base URL of a relay outside the cluster, e.g. https://127.0.0.1:9443")
+    where.add_argument("--service", help="name of the relay's Service (in-cluster)")
+    webhook.add_argument(
+        "-n",
+        "--namespace",
+        help="the relay's namespace (required with --service; default "
+        "failover-relay); excluded from admission with kube-system",
+    )
+    webhook.add_argument("--service-port", type=int, default=443, help="port of that Service (default 443)")
+    ca = webhook.add_mutually_exclusive_group()
+    ca.add_argument("--ca-file", type=Path, help="PEM bundle the apiserver should trust")
+    ca.add_argument(
+        "--cert-dir", type=Path, help="the relay's cert dir, as given to serve (its default when no CA source is given)"
+    )
+    ca.add_argument(
+        "--cert-manager-certificate",
+        metavar="NAMESPACE/NAME",
+        help="leave caBundle to cert-manager's CA injector, from this Certificate",
+    )
+    webhook.add_argument(
+        "--savepoint-failure-policy",
+        choices=tuple(FailurePolicy),
+        default=DEFAULT_SAVEPOINT_FAILURE_POLICY,
+        help="failurePolicy of the FlinkDeployment and Work mutation (default %(default)s: fail open)",
+    )
+    webhook.add_argument(
+        "--job-id-label",
+        default=None,
+        help=f"label that marks FlinkDeployments for savepoint mutation (default {DEFAULT_JOB_ID_LABEL})",
+    )
+    webhook.add_argument(
+        "--fence",
+        action="store_true",
+        help="member relay with the storage fence's watcher (--fence-cluster): also send it every Flink copy Karmada "
+        "applied, so a fenced copy stays suspended",
+    )
+    webhook.add_argument("--output-file", type=Path, metavar="FILE", help="write to this file instead of stdout")
+    # The spelling of 0.1, `-o/--output FILE`, still writes the file; everywhere else -o is the output format, so it
+    # is hidden, and it says so when used.
+    webhook.add_argument("-o", "--output", dest="deprecated_output", type=Path, help=argparse.SUPPRESS)
+    webhook.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from relay.commands.manifests.webhooks import run_webhooks
+
+    return run_webhooks(args, sys.stdout, sys.stderr)

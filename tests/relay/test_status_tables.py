@@ -1,0 +1,82 @@
+"""The tables `failover-relay status` prints for people (relay/commands/status_tables.py), from the views and phase
+rows the failover tests build (tests/failover/reconcile/test_status_view.py, test_storm.py, and
+tests/failover/fence/test_pull_clusters.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from failover.core.loop_settings import DecisionSettings
+from failover.reconcile.status_view import workload_view
+from relay.commands.status_tables import render_cluster_table, render_table
+from tests.failover.binding_builders import JOB_ID, at
+from tests.failover.fence.test_pull_clusters import fenced_on_a_pull_cluster
+from tests.failover.reconcile.test_status_view import (
+    CLUSTERS,
+    failover_in_flight,
+    fence_views,
+    held_on_member2,
+    restoring_on_member2,
+    without_a_job_id,
+)
+from tests.failover.reconcile.test_storm import member1_rows
+
+
+def test_a_failover_in_flight_reads_as_its_task_the_restore_and_the_history(tmp_path: Path) -> None:
+    _, view = failover_in_flight(tmp_path)
+    table = render_table([view])
+    for text in (
+        "default/foo (FlinkDeployment)",
+        "nothing (being rescheduled)",
+        "EVICTION FROM",
+        "Directly",
+        "failover-jobid=01234567…",
+        f"file://{tmp_path}/{JOB_ID}/chk-41",
+        "fallback previous-job-id",
+        "HISTORY AT",
+        "failover",
+    ):
+        assert text in table, text
+
+
+def test_without_a_job_id_or_storage_the_table_still_reads() -> None:
+    assert "restore now: nothing (no checkpoint root configured)" in render_table([without_a_job_id()])
+    assert render_table([]) == "no workload under a stateful failover policy\n"
+
+
+def test_a_restoring_copy_and_a_held_last_cluster_say_so() -> None:
+    binding = restoring_on_member2()
+    assert "not before 2025-03-01T12:05:00Z (restoring)" in render_table(
+        [workload_view(binding, CLUSTERS, at(30), decisions=DecisionSettings())]
+    )
+    view = workload_view(held_on_member2(binding), CLUSTERS, at(400), decisions=DecisionSettings())
+    assert "kept: no other cluster can take it" in render_table([view])
+
+
+def test_each_state_of_a_fence_reads_as_what_happens_next() -> None:
+    views = fence_views()
+    assert "fence: member1 not Ready since 2025-03-01T12:00:00Z; the old copy is fenced at 2025-03-01T12:01:00Z" in (
+        render_table([views["waiting"]])
+    )
+    assert "waiting for the member relay's acknowledgement" in render_table([views["fencing"]])
+    assert "suspended the old copy, savepoint file:///sp/savepoint-1; released now" in render_table(
+        [views["acknowledged"]]
+    )
+    assert "fence: member1 fenced; its old copy FlinkDeployment default/foo is deleted when it answers" in (
+        render_table([views["fenced"]])
+    )
+
+
+def test_a_pull_clusters_fenced_copy_reads_as_gone_when_its_agent_reconnects() -> None:
+    assert "its old copy FlinkDeployment default/foo is deleted when its agent reconnects (Pull)" in render_table(
+        [fenced_on_a_pull_cluster()]
+    )
+
+
+def test_the_cluster_table_counts_each_phase_then_lists_the_workloads() -> None:
+    table = render_cluster_table("member1", member1_rows(), at(90)).splitlines()
+    assert table[0] == "cluster member1: 1 running, 1 scheduling, 1 restoring"
+    assert table[1].split() == ["WORKLOAD", "PHASE", "REASON", "FOR", "NOW", "ON"]
+    assert table[3].split() == ["FlinkDeployment/default/qux", "scheduling", "BindingPreempted", "60s", "-"]
+    assert table[4].split() == ["FlinkDeployment/default/bar", "restoring", "TaintUntolerated", "90s", "member2"]
+    assert render_cluster_table("member9", [], at(0)) == "cluster member9: no workloads\n"
