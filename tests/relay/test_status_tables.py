@@ -1,6 +1,5 @@
 """The tables `failover-relay status` prints for people (relay/commands/status_tables.py), from the views and phase
-rows the failover tests build (tests/failover/reconcile/test_status_view.py, test_storm.py, and
-tests/failover/fence/test_pull_clusters.py)."""
+rows the failover tests build (tests/failover/view_builders.py)."""
 
 from __future__ import annotations
 
@@ -10,16 +9,16 @@ from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.status_view import workload_view
 from relay.commands.status_tables import render_cluster_table, render_table
 from tests.failover.binding_builders import JOB_ID, at
-from tests.failover.fence.test_pull_clusters import fenced_on_a_pull_cluster
-from tests.failover.reconcile.test_status_view import (
+from tests.failover.view_builders import (
     CLUSTERS,
     failover_in_flight,
     fence_views,
+    fenced_on_a_pull_cluster,
     held_on_member2,
+    member1_rows,
     restoring_on_member2,
     without_a_job_id,
 )
-from tests.failover.reconcile.test_storm import member1_rows
 
 
 def test_a_failover_in_flight_reads_as_its_task_the_restore_and_the_history(tmp_path: Path) -> None:

@@ -5,36 +5,18 @@ agent has deleted them and the Work is gone."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from failover.core.cluster import is_pull
 from failover.core.loop_settings import DecisionSettings, FencingMode
-from failover.core.work import BINDING_ID_LABELS, EXECUTION_FINALIZER, MemberCopy, binding_id_labels, handed_to_agent
+from failover.core.work import EXECUTION_FINALIZER, MemberCopy, binding_id_labels, handed_to_agent
 from failover.fence.fenced_copies import fenced_copies
 from failover.fence.old_copy import EVENT_FENCED, EVENT_WAITING, decide_fencing
-from failover.reconcile.status_view import workload_view
 from tests.failover.binding_builders import at
-from tests.failover.work_builders import NOT_READY_TAINT, cluster, evicted, stored_work
+from tests.failover.view_builders import LABEL, SETTINGS, fenced_on_a_pull_cluster, old_work, pull
+from tests.failover.work_builders import evicted
 from tests.support import merge_patch
 
-SETTINGS = DecisionSettings()  # fence after 60 s
 COPY = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "default", "foo", "foo-5d8f")
-LABEL = BINDING_ID_LABELS[0]
-
-
-def pull(ready: bool, since: float) -> dict[str, dict[str, Any]]:
-    taints = None if ready else [NOT_READY_TAINT]
-    member1 = cluster("member1", ready, since, taints=taints, sync_mode="Pull", typed=False)
-    return {"member1": member1, "member2": cluster("member2", True, -1000, taints=None, typed=False)}
-
-
-def old_work(labelled: bool = True, deleting: float | None = 0) -> dict[str, Any]:
-    obj = stored_work(deleting=deleting)
-    if labelled:
-        obj["metadata"]["labels"] = {LABEL: "b-1", "work.karmada.io/permanent-id": "w-1"}
-    else:
-        obj["metadata"]["labels"] = {"work.karmada.io/permanent-id": "w-1"}
-    return obj
 
 
 def test_the_sync_mode_is_read_from_the_cluster() -> None:
@@ -124,13 +106,6 @@ def test_fencing_off_never_hands_over() -> None:
     decision = decide_fencing(evicted(), [old_work()], pull(False, since=-3000), off, at(10))
     assert decision.releases == () and decision.requeue_after is None
     assert "fencing is off" in decision.events[0].message
-
-
-def fenced_on_a_pull_cluster() -> dict[str, Any]:
-    """The `status` view of foo once its old copy on the Pull cluster member1 is fenced."""
-    binding = evicted()
-    fenced = decide_fencing(binding, [old_work()], pull(False, since=-30), SETTINGS, at(30))
-    return workload_view(merge_patch(binding, fenced.binding_patch), pull(False, since=-30), at(31), decisions=SETTINGS)
 
 
 def test_status_says_a_pull_clusters_old_copy_goes_when_its_agent_reconnects() -> None:

@@ -13,16 +13,14 @@ from failover.reconcile.storm import (
     SCHEDULING,
     UNHEALTHY,
     phases,
-    workload_phase_rows,
 )
 from tests.failover.binding_builders import (
     at,
     evicted_from_unreachable,
     flink_binding,
-    preemption_task,
     set_health,
-    stamp,
 )
+from tests.failover.view_builders import member1_rows
 
 
 def phase_of(binding: dict[str, Any], works: tuple[str, ...] = ()) -> list[tuple[str, str]]:
@@ -56,25 +54,6 @@ def test_a_binding_the_scheduler_has_not_seen_since_its_change_is_still_scheduli
     stale = evicted_from_unreachable(targets=("member2",))
     stale["metadata"]["generation"] = 3
     assert phase_of(stale)[0] == ("member1", SCHEDULING)
-
-
-def member1_rows() -> list[dict[str, Any]]:
-    """`status --cluster member1` over four workloads: foo running there, qux preempted from it, bar restoring away
-    from it on member2, and baz on member3 alone (not listed)."""
-    restoring = evicted_from_unreachable(targets=("member2",))
-    restoring["metadata"]["name"] = "bar-flinkdeployment"
-    restoring["spec"]["resource"]["name"] = "bar"
-    elsewhere = flink_binding()
-    elsewhere["metadata"]["name"] = "baz-flinkdeployment"
-    elsewhere["spec"]["resource"]["name"] = "baz"
-    elsewhere["spec"]["clusters"] = [{"name": "member3", "replicas": 1}]
-    preempted = flink_binding()
-    preempted["metadata"]["name"] = "qux-flinkdeployment"
-    preempted["spec"]["resource"]["name"] = "qux"
-    preempted["spec"]["gracefulEvictionTasks"] = [preemption_task("member1", creationTimestamp=stamp(30))]
-    preempted["spec"]["clusters"] = []
-    works = {("ResourceBinding", "default/bar-flinkdeployment"): ("member2",)}
-    return workload_phase_rows([elsewhere, preempted, flink_binding(), restoring], works, "member1")
 
 
 def test_status_lists_every_workload_of_the_cluster_with_its_phase() -> None:
