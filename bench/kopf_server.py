@@ -35,7 +35,7 @@ from failover.state.restore import find_restore_point
 from failover.state.savepoint import FAIL_OPEN, injection_verdict, plan_lookup
 
 LABEL = "application.karmada.io/failover-jobid"
-# The relay's defaults (relay/settings.py SavepointSettings), so both servers do the same work per review.
+# The relay's defaults (relay/settings/declarations.py SavepointSettings), so both servers do the same work per review.
 LOOKUP_DEADLINE_SECONDS = 2.0
 CACHE_TTL_SECONDS = 10.0
 

@@ -112,10 +112,10 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-# The event loop and JSON libraries failover-relay runs on (relay/cli.py: asyncio.run; webhook/review.py: the
-# standard library's json decodes, webhook/encoding.py: orjson encodes), so the same-stack ceiling does the same.
-# run.py checks the loop against the relay's `serving` log line; adopting uvloop or another JSON library means
-# changing this line, which moves the ceiling with it.
+# The event loop and JSON libraries failover-relay runs on (relay/commands/serve_command.py: asyncio.run;
+# webhook/review.py: the standard library's json decodes, webhook/encoding.py: orjson encodes), so the same-stack
+# ceiling does the same. run.py checks the loop against the relay's `serving` log line; adopting uvloop or another JSON
+# library means changing this line, which moves the ceiling with it.
 OUR_STACK = ("asyncio", "json+orjson")
 FAST_STACK = ("uvloop", "orjson")
 

@@ -22,7 +22,7 @@ def serving_names(service: str | None, namespace: str | None) -> tuple[tuple[str
     A Service without a namespace (or the reverse) is refused rather than silently ignored: the certificate would
     lack the names the apiserver dials and every admission call would fail with an x509 error. The two are taken as
     they are: that each is a Kubernetes name (an RFC 1123 label) is checked where they are read, with the other
-    settings (relay/settings.py, `check_settings`), so this module needs no rule of the domain's.
+    settings (relay/settings/loading.py, `check_settings`), so this module needs no rule of the domain's.
     """
     if (service is None) != (namespace is None):
         raise ValueError("service and namespace go together: give both, or neither for local names only")

@@ -156,7 +156,7 @@ CACHED_FORMS: Mapping[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """What the loop runs with; the values come from relay/settings.py (ControllerSettings), which declares them."""
+    """What the loop runs with; the values come from relay/settings/ (ControllerSettings), which declares them."""
 
     lease_namespace: str
     lease_name: str

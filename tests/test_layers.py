@@ -106,6 +106,15 @@ def test_every_import_keeps_to_its_layer() -> None:
     assert not broken, "imports across the layers (tests/test_layers.py, LAYERS):\n" + "\n".join(broken)
 
 
+def test_no_module_name_stands_in_two_folders() -> None:
+    # A name says what a module is; two `storm.py` in two folders say two things with one name.
+    by_name: dict[str, list[str]] = {}
+    for path in production_files():
+        if path.name != "__init__.py":
+            by_name.setdefault(path.name, []).append(path.relative_to(ROOT).as_posix())
+    assert {name: paths for name, paths in by_name.items() if len(paths) > 1} == {}
+
+
 def test_every_room_is_a_folder() -> None:
     assert [room for room in LAYERS if not (ROOT / room / "__init__.py").is_file()] == []
 

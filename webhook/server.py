@@ -93,7 +93,7 @@ class AdmissionServer:
         readiness: Readiness,
         metrics: AdmissionMetrics | None = None,
         *,
-        max_body_bytes: int,  # relay/settings.py declares the limit (server.maxBodyBytes) and why
+        max_body_bytes: int,  # relay/settings/declarations.py declares the limit (server.maxBodyBytes) and why
         logger: Any = None,
         body_timeout: float = BODY_READ_TIMEOUT_SECONDS,
         require_client_certificate: bool = False,

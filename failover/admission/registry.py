@@ -1,8 +1,9 @@
 """The admission registry: which resources reach which endpoint, and what decides for them.
 
-One table (`WEBHOOKS`) serves three readers, as kopf builds its webhook configurations from its handler registry:
-the handlers dispatch from it (`VALIDATORS`, `DEFAULTERS` and the kinds a mutator must be wired for), the webhook
-configurations are rendered from it (`relay/manifests.py`), and the offline `check` applies the same rules.
+One table (`WEBHOOKS`) serves three readers, as kopf builds its webhook configurations from its handler registry: the
+handlers dispatch from it (`VALIDATORS`, `DEFAULTERS` and the kinds a mutator must be wired for), the webhook
+configurations are rendered from it (`relay/commands/manifests/webhooks.py`), and the offline `check` applies the same
+rules.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The reconcile loop's settings: every knob a decision reads, each declared once with its config key, its bounds and
-(where it has one) its flag (`failover.core.setting_spec`). The decisions read `DecisionSettings`; relay/settings.py
+(where it has one) its flag (`failover.core.setting_spec`). The decisions read `DecisionSettings`; relay/settings/
 loads it under `controllers` from the same declarations. The defaults are Karmada's where Karmada has one.
 """
 

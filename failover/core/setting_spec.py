@@ -1,9 +1,9 @@
 """How a setting is declared: one dataclass field carrying its config file key, default, bounds and command-line flag.
 
 A setting is declared where it is read: the reconcile decisions' knobs in `failover.core.loop_settings`, the server's
-and the savepoint lookup's in relay/settings.py. The loader (relay/settings.py `declared`) walks the dataclasses and
-reads every field's `Spec`, so the file, the flags and the bounds check all come from this one declaration. A
-`timedelta` field is given in seconds (its key ends in `Seconds`).
+and the savepoint lookup's in relay/settings/declarations.py. The loader (relay/settings/loading.py `declared`) walks
+the dataclasses and reads every field's `Spec`, so the file, the flags and the bounds check all come from this one
+declaration. A `timedelta` field is given in seconds (its key ends in `Seconds`).
 """
 
 from __future__ import annotations
