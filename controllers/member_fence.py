@@ -3,9 +3,11 @@ cluster's fence records from the checkpoint storage, suspend the copies they nam
 its copies are stopped (decisions: failover/fence/member_relay.py `decide_member_fence`; docs/design.md, "The
 storage fence").
 
-It acts on records alone: no record, nothing is ever suspended, whatever happens to the control plane. A storage or
-apiserver error is logged and tried again at the next poll; the records last read stay in force for the webhook
-(webhook/fence_mutator.py), so a storage blip never lets a fenced copy run again.
+It acts on records alone: no record, nothing is ever suspended, whatever happens to the control plane. An outage of
+the storage or of its own cluster's apiserver is said once (controllers/outage.py) and tried again at every poll, for
+as long as it lasts: the watcher outlives it. The records last read stay in force for the webhook
+(webhook/fence_mutator.py), so a storage blip never lets a fenced copy run again. Anything else that goes wrong is a
+bug: it ends the watcher, and with it the relay's readiness (relay/serve.py `supervised`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ import structlog
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge
+from urllib3.exceptions import HTTPError
 
 from controllers.fence_store import ClusterFences, FenceStorageError, FenceStore, on_storage
 from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
+from controllers.outage import Outage
 from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS
 from failover.core.work import MemberCopy
 from failover.fence.fence_files import SUSPENDED, FenceRecord
@@ -75,6 +79,8 @@ class MemberFenceWatcher:
         self.objects = client.CustomObjectsApi(api_client)
         self.metrics = MemberFenceMetrics(registry)
         self.on_records, self.clock = on_records, clock
+        self.storage = Outage(log, "fence_records_read_failed", "fence_records_read_again")
+        self.apiserver = Outage(log, "member_apiserver_failed", "member_apiserver_answers_again")
 
     async def run(self) -> None:
         log.info("fence_watcher_started", member_cluster=self.cluster, poll_seconds=self.poll_seconds)
@@ -87,8 +93,9 @@ class MemberFenceWatcher:
             found: ClusterFences = await on_storage(self.fences.read, self.cluster)
         except FenceStorageError as failed:  # the records last read stay in force
             self.metrics.polls.labels(self.cluster, "error").inc()
-            log.warning("fence_records_read_failed", member_cluster=self.cluster, **failed.fields)
+            self.storage.failed(member_cluster=self.cluster, **failed.fields)
             return
+        self.storage.succeeded(member_cluster=self.cluster)
         self.metrics.polls.labels(self.cluster, "success").inc()
         self.metrics.records.labels(self.cluster).set(len(found.records))
         self.on_records(found.records.values())
@@ -102,17 +109,18 @@ class MemberFenceWatcher:
                 continue  # never read: decide_member_fence waits on it, and the timer fences
             try:
                 copies[ref] = await asyncio.to_thread(self._get, ref)
-            except ApiException as error:
-                self._failed("fence_copy_read_failed", record, ref, error)
+            except (ApiException, HTTPError, OSError) as error:  # its apiserver down or refusing: the next poll
+                self._failed("read", record, ref, error)
                 return
+        self.apiserver.succeeded(member_cluster=self.cluster)
         decision = decide_member_fence(record, copies, acknowledged, self.clock())
         for ref in decision.suspend:
             obj = copies[ref] or {}
             try:
                 await asyncio.to_thread(self._suspend, ref, str((obj.get("metadata") or {}).get("resourceVersion")))
-            except ApiException as error:
+            except (ApiException, HTTPError, OSError) as error:
                 self.metrics.suspensions.labels(self.cluster, "error").inc()
-                self._failed("fence_copy_suspend_failed", record, ref, error)
+                self._failed("suspend", record, ref, error)
                 continue
             self.metrics.suspensions.labels(self.cluster, "success").inc()
             log.info(
@@ -145,14 +153,19 @@ class MemberFenceWatcher:
                 since_record_seconds=round((ack.acknowledged_at - record.written_at).total_seconds(), 1),
             )
 
-    def _failed(self, event: str, record: FenceRecord, ref: MemberCopy, error: ApiException) -> None:
-        log.warning(
-            event,
+    def _failed(self, call: str, record: FenceRecord, ref: MemberCopy, error: Exception) -> None:
+        """A read or patch of a copy failed: a refusal of the apiserver (a status), or no answer at all."""
+        answer = (
+            {"status": error.status, "reason": error.reason}
+            if isinstance(error, ApiException)
+            else {"error": type(error).__name__, "detail": str(error)[:200]}
+        )
+        self.apiserver.failed(
             member_cluster=self.cluster,
+            call=call,
             fence_id=record.fence_id,
             object=f"{ref.namespace}/{ref.name}",
-            status=error.status,
-            reason=error.reason,
+            **answer,
         )
 
     def _get(self, ref: MemberCopy) -> Mapping[str, Any] | None:

@@ -19,6 +19,7 @@ import structlog
 
 from controllers.fence_store import ClusterFences, FenceStorageError, FenceStore, on_storage
 from controllers.loop_metrics import StorageFenceMetrics
+from controllers.outage import Outage
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import (
     DEFAULT_POLL,
@@ -48,6 +49,7 @@ class StorageFence:
         # One listing per cluster and half a poll, shared by every binding waiting on it (a storm's hundred
         # bindings would otherwise list the same directory a hundred times a poll).
         self._read_at: dict[str, tuple[float, ClusterFences]] = {}
+        self._outages: dict[str, Outage] = {}  # the storage as each cluster's directory is read, said once per outage
 
     async def check(
         self,
@@ -105,6 +107,9 @@ class StorageFence:
             if (record.cluster, record.fence_id) in confirmed:
                 await self._write(record)
 
+    def _outage(self, cluster: str) -> Outage:
+        return self._outages.setdefault(cluster, Outage(log, "fence_storage_read_failed", "fence_storage_read_again"))
+
     async def _read(self, cluster: str) -> ClusterFences | None:
         now = time.monotonic()
         cached = self._read_at.get(cluster)
@@ -114,8 +119,9 @@ class StorageFence:
             found = await on_storage(self.fences.read, cluster)
         except FenceStorageError as failed:  # the timer still fences
             self.metrics.reads.labels(cluster, "error").inc()
-            log.warning("fence_storage_read_failed", member_cluster=cluster, **failed.fields)
+            self._outage(cluster).failed(member_cluster=cluster, **failed.fields)
             return None
+        self._outage(cluster).succeeded(member_cluster=cluster)
         self.metrics.reads.labels(cluster, "success").inc()
         self._read_at[cluster] = (now, found)
         return found

@@ -86,6 +86,10 @@ class RelayProcess:
             self.process.kill()
             self.process.wait()
 
+    def readyz(self) -> tuple[int, str]:
+        """/readyz's status and body."""
+        return self._get("/readyz")
+
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else "(no log)"
 
