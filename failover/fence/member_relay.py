@@ -16,6 +16,7 @@ from failover.core import work as w
 from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS
 from failover.core.work import MemberCopy
 from failover.fence.fence_files import ABSENT, SUSPENDED, AckedCopy, FenceAck, FenceRecord
+from failover.state.flink_config import is_state_path
 
 OPERATOR_SUSPENDED = "SUSPENDED"  # status.lifecycleState once the operator has stopped it (operator 1.16 CRD)
 # The Flink operator resources whose spec.job.state suspends a job (operator 1.16 CRDs); `spec.job.state: suspended`
@@ -61,12 +62,12 @@ def suspension_savepoint(member_object: Mapping[str, Any]) -> str | None:
     if not isinstance(job, Mapping):
         return None
     path = job.get("upgradeSavepointPath")
-    if isinstance(path, str) and path:
-        return path
+    if is_state_path(path):  # not the operator's last-state sentinel
+        return str(path)
     info = job.get("savepointInfo")
     last = info.get("lastSavepoint") if isinstance(info, Mapping) else None
     location = last.get("location") if isinstance(last, Mapping) else None
-    return location if isinstance(location, str) and location else None
+    return str(location) if is_state_path(location) else None
 
 
 @dataclass(frozen=True)

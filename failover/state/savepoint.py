@@ -39,6 +39,8 @@ from failover.core.labels import escape_json_pointer
 from failover.core.verdict import Finding, Verdict, clip
 from failover.state.checkpoints import LookupResult, Outcome
 from failover.state.flink_config import (
+    claim_mode_hazards,
+    is_state_path,
     read_state_config,
     stateless_restart_reasons,
     upgrade_mode_for_restore,
@@ -122,6 +124,7 @@ def plan_lookup(
     state = read_state_config(_get(obj, profile.flink.configuration)) if profile.flink else None
     reasons = stateless_restart_reasons(state) if state else ()
     warnings = tuple(clip(f"restart will be stateless: {reason}") for reason in reasons)
+    warnings += tuple(clip(f"restore is unsafe: {hazard}") for hazard in (claim_mode_hazards(state) if state else ()))
     if not job_ids:
         return LookupPlan(result=LookupResult(Outcome.INVALID_JOB_ID, reason=problems[0]), warnings=warnings)
     query = RestoreQuery(
@@ -340,12 +343,19 @@ def _previous_job_ids(obj: Mapping[str, Any]) -> tuple[JobId, ...]:
     return tuple(ids)
 
 
+def claim_mode(profile: InjectionProfile, obj: Mapping[str, Any]) -> str | None:
+    """The claim mode the restored job will start in, from its own configuration; None for a kind that is no Flink
+    job."""
+    return read_state_config(_get(obj, profile.flink.configuration)).claim_mode if profile.flink else None
+
+
 def _upgrade_savepoint_path(obj: Mapping[str, Any]) -> str | None:
-    """The failed run's start path: recorded by the relay, or in the object's own reflected status."""
+    """The failed run's start path: recorded by the relay, or in the object's own reflected status; never the
+    operator's last-state sentinel."""
     for value in (
         _annotations(obj).get(UPGRADE_SAVEPOINT_PATH_ANNOTATION),
         _get(obj, ("status", "jobStatus", "upgradeSavepointPath")),
     ):
-        if isinstance(value, str) and value.strip():
-            return value.strip()
+        if is_state_path(value):
+            return str(value).strip()
     return None
