@@ -29,11 +29,13 @@ from controllers.outage import Outage
 from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS
 from failover.core.work import MemberCopy
 from failover.fence.fence_files import SUSPENDED, FenceRecord
-from failover.fence.member_relay import decide_member_fence, suspendable
+from failover.fence.member_relay import decide_member_fence, has_jobmanager, operator_suspended, suspendable
+from failover.state.jobmanager import JobManager, jobmanager_selector, owned_by
 
 log = structlog.get_logger("failover_relay.member_fence")
 
 PLURALS = {resource.kind: resource.plural for resource in (FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS)}
+EVENT_JOBMANAGER_STOPPED = "JobManagerStopped"
 
 
 class MemberFenceMetrics:
@@ -53,6 +55,13 @@ class MemberFenceMetrics:
         self.acknowledgements = Counter(
             "failover_relay_member_fence_acknowledgements_total",
             "Fence records acknowledged by the member relay (their copies stopped or absent).",
+            ("member_cluster", "result"),
+            registry=registry,
+        )
+        self.jobmanagers_stopped = Counter(
+            "failover_relay_member_fence_jobmanagers_stopped_total",
+            "JobManager Deployments of suspended copies the operator left running (FLINK-41262), deleted by the member"
+            " relay.",
             ("member_cluster", "result"),
             registry=registry,
         )
@@ -77,6 +86,7 @@ class MemberFenceWatcher:
     ) -> None:
         self.cluster, self.fences, self.poll_seconds = cluster, fences, poll_seconds
         self.objects = client.CustomObjectsApi(api_client)
+        self.apps, self.core = client.AppsV1Api(api_client), client.CoreV1Api(api_client)
         self.metrics = MemberFenceMetrics(registry)
         self.on_records, self.clock = on_records, clock
         self.storage = Outage(log, "fence_records_read_failed", "fence_records_read_again")
@@ -112,8 +122,18 @@ class MemberFenceWatcher:
             except (ApiException, HTTPError, OSError) as error:  # its apiserver down or refusing: the next poll
                 self._failed("read", record, ref, error)
                 return
+        jobmanagers: dict[MemberCopy, JobManager] = {}
+        for ref, obj in copies.items():
+            if obj is not None and has_jobmanager(ref) and operator_suspended(obj):
+                try:
+                    jobmanagers[ref] = await asyncio.to_thread(self._jobmanager, ref, obj)
+                except (ApiException, HTTPError, OSError) as error:
+                    self._failed("read-jobmanager", record, ref, error)
+                    return
         self.apiserver.succeeded(member_cluster=self.cluster)
-        decision = decide_member_fence(record, copies, acknowledged, self.clock())
+        decision = decide_member_fence(record, copies, jobmanagers, acknowledged, self.clock())
+        for ref in decision.stop_jobmanager:
+            await self._stop_jobmanager(record, ref, jobmanagers[ref])
         for ref in decision.suspend:
             obj = copies[ref] or {}
             try:
@@ -166,6 +186,86 @@ class MemberFenceWatcher:
             fence_id=record.fence_id,
             object=f"{ref.namespace}/{ref.name}",
             **answer,
+        )
+
+    async def _stop_jobmanager(self, record: FenceRecord, ref: MemberCopy, jobmanager: JobManager) -> None:
+        """Delete the JobManager Deployment the operator left up after the suspension (FLINK-41262), and say so in
+        the log and in an Event on the copy."""
+        deployment = jobmanager.deployment or {}
+        try:
+            await asyncio.to_thread(self._delete_deployment, ref, deployment)
+        except (ApiException, HTTPError, OSError) as error:
+            self.metrics.jobmanagers_stopped.labels(self.cluster, "error").inc()
+            self._failed("stop-jobmanager", record, ref, error)
+            return
+        self.metrics.jobmanagers_stopped.labels(self.cluster, "success").inc()
+        pods = list(jobmanager.running_pods)
+        log.warning(
+            "fence_jobmanager_stopped",
+            member_cluster=self.cluster,
+            fence_id=record.fence_id,
+            object=f"{ref.namespace}/{ref.name}",
+            pods=pods,
+        )
+        message = (
+            f"failover-relay: the operator reported {ref.kind} {ref.name} suspended but left its JobManager running"
+            f" (FLINK-41262); deleted Deployment {ref.name} so the job cannot run again beside its new copy (fence"
+            f" {record.fence_id})"
+        )
+        try:
+            await asyncio.to_thread(self._event, ref, message)
+        except (ApiException, HTTPError, OSError) as error:  # the stop stands; only its Event is lost
+            log.warning("fence_event_failed", member_cluster=self.cluster, reason=getattr(error, "reason", None))
+
+    def _jobmanager(self, ref: MemberCopy, obj: Mapping[str, Any]) -> JobManager:
+        """The copy's JobManager: the Deployment named after it that it owns, and the pods of its selector."""
+        try:
+            found = self.apps.read_namespaced_deployment(
+                ref.name, ref.namespace, _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS
+            )
+            deployment = self.apps.api_client.sanitize_for_serialization(found)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            deployment = None
+        pods = self.core.list_namespaced_pod(
+            ref.namespace,
+            label_selector=jobmanager_selector(ref.name),
+            _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+        )
+        return JobManager(
+            deployment if owned_by(deployment, obj) else None,
+            tuple(self.core.api_client.sanitize_for_serialization(pod) for pod in pods.items),
+        )
+
+    def _delete_deployment(self, ref: MemberCopy, deployment: Mapping[str, Any]) -> None:
+        """Delete with its uid as precondition: a Deployment made since under the same name is never touched."""
+        uid = str((deployment.get("metadata") or {}).get("uid") or "")
+        self.apps.delete_namespaced_deployment(
+            ref.name,
+            ref.namespace,
+            body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid), propagation_policy="Background"),
+            _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+        )
+
+    def _event(self, ref: MemberCopy, message: str) -> None:
+        now = datetime.now(UTC)
+        self.core.create_namespaced_event(
+            ref.namespace,
+            client.CoreV1Event(
+                metadata=client.V1ObjectMeta(generate_name=f"{ref.name}."),
+                involved_object=client.V1ObjectReference(
+                    api_version=ref.api_version, kind=ref.kind, name=ref.name, namespace=ref.namespace
+                ),
+                reason=EVENT_JOBMANAGER_STOPPED,
+                message=message[:1024],
+                type="Warning",
+                source=client.V1EventSource(component="failover-relay"),
+                first_timestamp=now,
+                last_timestamp=now,
+                count=1,
+            ),
+            _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
         )
 
     def _get(self, ref: MemberCopy) -> Mapping[str, Any] | None:

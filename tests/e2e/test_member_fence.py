@@ -109,8 +109,18 @@ def test_a_fence_record_suspends_its_copy_keeps_it_suspended_and_is_acknowledged
     assert not any("kept suspended" in warning for warning in warnings_of(result))
     assert get(control_plane, "flinkdeployment", "payments", namespace)["spec"]["job"]["state"] == "running"
 
-    # The Flink operator stops the job with a savepoint and says so in the status.
-    api = client.CustomObjectsApi(config.new_client_from_config(config_file=str(control_plane.kubeconfig_path)))
+    # The operator runs the copy's JobManager: a Deployment owned by the FlinkDeployment and its pod.
+    api_client = config.new_client_from_config(config_file=str(control_plane.kubeconfig_path))
+    api = client.CustomObjectsApi(api_client)
+    apps, core = client.AppsV1Api(api_client), client.CoreV1Api(api_client)
+    orders = get(control_plane, "flinkdeployment", "orders", namespace)
+    apps.create_namespaced_deployment(namespace, jobmanager_deployment("orders", orders["metadata"]["uid"]))
+    core.create_namespaced_pod(namespace, jobmanager_pod("orders"))
+    core.patch_namespaced_pod_status("orders-jobmanager-0", namespace, {"status": {"phase": "Running"}})
+
+    # The Flink operator stops the job with a savepoint and says so in the status, but leaves the JobManager up, as
+    # operator 1.16 does after a savepoint suspend without HA (FLINK-41262): the relay deletes its Deployment, says
+    # so, and acknowledges nothing while the pod still runs.
     savepoint = f"file://{root}/{namespace}/savepoints/savepoint-0b7e3f-000000000001"
     api.patch_namespaced_custom_object_status(
         "flink.apache.org",
@@ -125,6 +135,16 @@ def test_a_fence_record_suspends_its_copy_keeps_it_suspended_and_is_acknowledged
             }
         },
     )
+    wait_for(
+        lambda: apps.list_namespaced_deployment(namespace).items, lambda found: not found, "the JobManager stopped"
+    )
+    events = core.list_namespaced_event(namespace, field_selector="reason=JobManagerStopped").items
+    assert [(event.involved_object.kind, event.involved_object.name) for event in events] == [
+        ("FlinkDeployment", "orders")
+    ]
+    time.sleep(POLLS)
+    assert fences.read("member1").acks == {}  # its pod still runs: not stopped yet
+    core.delete_namespaced_pod("orders-jobmanager-0", namespace, grace_period_seconds=0)  # as the kubelet, then GC
     acks = wait_for(lambda: fences.read("member1").acks, lambda found: FENCE_ID in found, "the acknowledgement")
     ack = acks[FENCE_ID]
     assert ack.savepoint == savepoint
@@ -178,3 +198,36 @@ def fence_next(control_plane: ControlPlane, fences: FenceStore, namespace: str, 
         lambda state: state == "suspended",
         f"{name}, fenced after the outage, suspended",
     )
+
+
+def jobmanager_labels(name: str) -> dict[str, str]:
+    return {"app": name, "component": "jobmanager", "type": "flink-native-kubernetes"}
+
+
+def jobmanager_deployment(name: str, owner_uid: str) -> dict:
+    """The JobManager Deployment the operator makes for FlinkDeployment `name` (Flink's native Kubernetes names and
+    labels, owned by the FlinkDeployment)."""
+    owner = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "name": name, "uid": owner_uid}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": jobmanager_labels(name), "ownerReferences": [owner]},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": jobmanager_labels(name)},
+            "template": {
+                "metadata": {"labels": jobmanager_labels(name)},
+                "spec": {"containers": [{"name": "flink-main-container", "image": "flink:1.20"}]},
+            },
+        },
+    }
+
+
+def jobmanager_pod(name: str) -> dict:
+    """Its pod, as the tier has no kubelet: made and reported Running by the test."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{name}-jobmanager-0", "labels": jobmanager_labels(name)},
+        "spec": {"containers": [{"name": "flink-main-container", "image": "flink:1.20"}]},
+    }
