@@ -124,6 +124,14 @@ class LoopMetrics:
                 registry=registry,
             )
         )
+        self.restores = Histogram(
+            "failover_relay_restore_seconds",
+            "From a move to the moved copy's restore: its job's first completed checkpoint of its own (its first"
+            " Healthy report where the loop cannot read the checkpoint storage).",
+            ("member_cluster",),
+            registry=registry,
+            buckets=PHASE_BUCKETS,
+        )
         self.precondition_failures = Counter(
             "failover_relay_binding_precondition_failures_total",
             "Binding writes decided on the cache that found the binding changed (a failed test of a field the decision"

@@ -39,6 +39,7 @@ from controllers.loop_metrics import LoopMetrics, StorageFenceMetrics
 from controllers.loop_parts import LoopParts
 from controllers.queue import WorkQueue
 from controllers.rebalancer_reconciler import RebalancerReconciler
+from controllers.restore_watch import RestoreWatch
 from controllers.storage_fence import StorageFence
 from failover.core import binding as b
 from failover.core.api import (
@@ -168,6 +169,9 @@ class LoopSettings:
     # acknowledgement is read again.
     fences: FenceStore | None = None
     fence_poll: timedelta = DEFAULT_POLL
+    # The checkpoint storage, read for a moved copy's first checkpoint of its own (controllers/restore_watch.py); None
+    # when there is no checkpoint root: a moved copy is then restored once it is Healthy.
+    restore_watch: RestoreWatch | None = None
 
 
 def default_lease_namespace() -> str:
@@ -242,6 +246,7 @@ class ReconcileLoop:
             settings.decisions,
             self.metrics,
             self.storage_fence,
+            settings.restore_watch,
         )
         controllers = {
             spec.resource.kind: Controller(spec.name, spec.reconciler(parts), self.metrics, workers_of(spec, settings))

@@ -22,7 +22,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 TROUBLESHOOTING = REPO / "docs" / "troubleshooting.md"
 PRODUCTION = ("failover", "webhook", "controllers", "certs", "relay")
-EVENT_PACKAGES = ("failover.reconcile", "failover.fence", "controllers")
+EVENT_PACKAGES = ("failover.state", "failover.reconcile", "failover.fence", "controllers")
 METRIC_TYPES = {"Counter", "Gauge", "Histogram", "Summary"}
 LOG_LEVELS = {"debug", "info", "warning", "error", "exception", "critical"}
 ALERT_RULES = REPO / "manifests" / "monitoring" / "prometheus-rules.yaml"

@@ -28,6 +28,7 @@ from failover.fence.fenced_copies import fenced_copies
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration_seconds
 from failover.reconcile.failover_budget import restoring_until
 from failover.reconcile.last_cluster import why_not_takers
+from failover.state import restoration
 from failover.state.checkpoints import LookupResult
 from failover.state.history import JOB_STATUS, read_history, reflected_run, restore_hints
 from failover.state.jobid import job_id_problem
@@ -120,6 +121,7 @@ def workload_view(
     toleration = toleration_seconds(application) if application else None
     since = read_time_annotation(b.annotations(binding).get(UNHEALTHY_SINCE_ANNOTATION))
     health = b.aggregated_status(binding)
+    moved_in = restoration.restoring(binding)
     targets = []
     for target in b.target_clusters(binding):
         item = health.get(target.name)
@@ -148,6 +150,8 @@ def workload_view(
                 "evictionIn": _seconds_until(eviction, now),
                 "restoringUntil": _time(restoring),
                 "keptOnLastCluster": kept,
+                # Moved here and no checkpoint of its own yet: a failover carries the state its move carried.
+                "awaitingCheckpoint": _awaiting(moved_in.get(target.name)),
             }
         )
     evictions = []
@@ -248,6 +252,12 @@ def _restore(subject: RestoreSubject | None, result: LookupResult | None, storag
         storage=storage if result.path else None,
     )
     return view
+
+
+def _awaiting(record: restoration.Restoring | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    return {"since": _time(record.since), "from": record.from_cluster, "carried": dict(record.carried)}
 
 
 def _time(moment: datetime | None) -> str | None:

@@ -48,6 +48,16 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
                 )
             )
         lines += _columns(rows)
+        for target in view["targets"]:
+            awaiting = target.get("awaitingCheckpoint")
+            if awaiting:
+                carried = ", ".join(
+                    f"{key.rpartition('/')[2]}={_short(value)}" for key, value in sorted(awaiting["carried"].items())
+                )
+                lines.append(
+                    f"  restoring: {target['cluster']} has no checkpoint of its own since its move from"
+                    f" {awaiting['from']} at {_or(awaiting['since'])}; a failover now carries {carried}"
+                )
         if view["evictions"]:
             rows = [("EVICTION FROM", "REASON", "PURGE", "PRESERVED STATE", "SINCE")]
             for task in view["evictions"]:

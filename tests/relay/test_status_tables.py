@@ -9,6 +9,7 @@ from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.status_view import workload_view
 from relay.commands.status_tables import render_cluster_table, render_table
 from tests.failover.binding_builders import JOB_ID, at
+from tests.failover.restoration_builders import moved_without_checkpoint
 from tests.failover.view_builders import (
     CLUSTERS,
     failover_in_flight,
@@ -79,3 +80,16 @@ def test_the_cluster_table_counts_each_phase_then_lists_the_workloads() -> None:
     assert table[3].split() == ["FlinkDeployment/default/qux", "scheduling", "BindingPreempted", "60s", "-"]
     assert table[4].split() == ["FlinkDeployment/default/bar", "restoring", "TaintUntolerated", "90s", "member2"]
     assert render_cluster_table("member9", [], at(0)) == "cluster member9: no workloads\n"
+
+
+def test_a_moved_copy_without_a_checkpoint_of_its_own_says_what_a_failover_carries() -> None:
+    view = workload_view(moved_without_checkpoint(), {}, at(60), decisions=DecisionSettings())
+    assert view["targets"][0]["awaitingCheckpoint"] == {
+        "since": "2025-03-01T12:00:00Z",
+        "from": "member1",
+        "carried": {"application.karmada.io/failover-jobid": JOB_ID},
+    }
+    assert (
+        "  restoring: member2 has no checkpoint of its own since its move from member1 at 2025-03-01T12:00:00Z; a"
+        f" failover now carries failover-jobid={JOB_ID[:8]}…"
+    ) in render_table([view]).splitlines()
