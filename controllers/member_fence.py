@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
@@ -28,7 +28,8 @@ from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from controllers.outage import Outage
 from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS
 from failover.core.work import MemberCopy
-from failover.fence.fence_files import SUSPENDED, FenceRecord
+from failover.fence.control_plane import HEARTBEAT_SECONDS
+from failover.fence.fence_files import SUSPENDED, FenceRecord, Heartbeat
 from failover.fence.member_relay import decide_member_fence, has_jobmanager, operator_suspended, suspendable
 from failover.state.jobmanager import JobManager, jobmanager_selector, owned_by
 
@@ -90,6 +91,7 @@ class MemberFenceWatcher:
         self.metrics = MemberFenceMetrics(registry)
         self.on_records, self.clock = on_records, clock
         self.storage = Outage(log, "fence_records_read_failed", "fence_records_read_again")
+        self._heartbeat_at: datetime | None = None
         self.apiserver = Outage(log, "member_apiserver_failed", "member_apiserver_answers_again")
 
     async def run(self) -> None:
@@ -107,10 +109,24 @@ class MemberFenceWatcher:
             return
         self.storage.succeeded(member_cluster=self.cluster)
         self.metrics.polls.labels(self.cluster, "success").inc()
+        await self._heartbeat()
         self.metrics.records.labels(self.cluster).set(len(found.records))
         self.on_records(found.records.values())
         for fence_id, record in sorted(found.records.items()):
             await self._handle(record, acknowledged=fence_id in found.acks)
+
+    async def _heartbeat(self) -> None:
+        """Say in the storage that this cluster is watched (the control plane reports members without a relay), at
+        most every HEARTBEAT_SECONDS."""
+        now = self.clock()
+        if self._heartbeat_at is not None and now - self._heartbeat_at < timedelta(seconds=HEARTBEAT_SECONDS):
+            return
+        try:
+            await on_storage(self.fences.write_heartbeat, Heartbeat(self.cluster, now, self.poll_seconds))
+        except FenceStorageError as failed:  # the next poll tries again
+            self.storage.failed(member_cluster=self.cluster, **failed.fields)
+            return
+        self._heartbeat_at = now
 
     async def _handle(self, record: FenceRecord, acknowledged: bool) -> None:
         copies: dict[MemberCopy, Mapping[str, Any] | None] = {}

@@ -23,7 +23,8 @@ from failover.core.annotations import format_time, parse_time, read_time_annotat
 from failover.core.cluster import is_pull, reachability
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import object_key
-from failover.fence.fence_files import FenceAck, FenceRecord
+from failover.fence.control_plane import without_relay
+from failover.fence.fence_files import FenceAck, FenceRecord, Heartbeat
 from failover.fence.fenced_copies import fenced_copies
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration_seconds
 from failover.reconcile.failover_budget import restoring_until
@@ -110,6 +111,7 @@ def workload_view(
     restore_problem: str = "",
     decisions: DecisionSettings | None = None,
     fence_records: Mapping[str, Sequence[tuple[FenceRecord, FenceAck | None]]] | None = None,
+    member_relays: Mapping[str, Heartbeat] | None = None,
 ) -> dict[str, Any]:
     """Everything the status command shows for one workload, as plain JSON-able data. `decisions` are the relay's
     settings (its restore grace); None takes the defaults. `fence_records`: the storage fence's records (and their
@@ -167,7 +169,7 @@ def workload_view(
             }
         )
     moves = [move.as_json() for move in read_history(binding).moves[-SHOWN_MOVES:]]
-    fences = _fences(binding, clusters, decisions, now, fence_records or {})
+    fences = _fences(binding, clusters, decisions, now, fence_records or {}, member_relays)
     view: dict[str, Any] = {
         "workload": workload_name(binding),
         "kind": resource.get("kind"),
@@ -191,13 +193,14 @@ def _fences(
     decisions: DecisionSettings,
     now: datetime,
     records: Mapping[str, Sequence[tuple[FenceRecord, FenceAck | None]]],
+    relays: Mapping[str, Heartbeat] | None = None,
 ) -> list[dict[str, Any]]:
-    """The fence state per cluster (failover/reconcile/fencing.py): `fenced` (the old copy recorded, deleted when the
+    """The fence state per cluster (failover/fence/old_copy.py): `fenced` (the old copy recorded, deleted when the
     member answers, or on a Pull cluster (`pull`, only there) by its agent when it reconnects) or `waiting` (a
     Directly eviction from a cluster that is not Ready, fenced at `fenceAt`); with the storage fence
-    (failover/reconcile/storage_fence.py) a waiting cluster is `fencing` once the record is written
-    (`recordWrittenAt`) and `acknowledged` once its member relay reported the old copy stopped (`acknowledgedAt`,
-    `savepoint`), which fences it at once."""
+    (failover/fence/control_plane.py) a waiting cluster is `fencing` once the record is written (`recordWrittenAt`)
+    and `acknowledged` once its member relay reported the old copy stopped (`acknowledgedAt`, `savepoint`), which
+    fences it at once. `memberRelay` (where the storage was read): whether a member relay watches the cluster."""
     fenced = fenced_copies(binding)
     fences: list[dict[str, Any]] = [
         {
@@ -210,13 +213,13 @@ def _fences(
     ]
     for task in b.eviction_tasks(binding):
         cluster = task["fromCluster"]
-        if cluster in fenced or str(task.get("purgeMode")) not in ("Directly", "Immediately"):
+        if cluster in fenced or not b.is_directly(task):
             continue
         reach = reachability(clusters.get(cluster))
         ready, since = reach.ready, reach.since
         if ready:
             continue
-        fence_at = since + decisions.fence_after if since is not None and decisions.fence_after is not None else None
+        fence_at = since + decisions.fence_after if since is not None and decisions.fences else None
         entry: dict[str, Any] = {
             "cluster": cluster,
             "state": "waiting",
@@ -234,6 +237,10 @@ def _fences(
                 entry["acknowledgedAt"] = _time(ack.acknowledged_at) if ack else None
                 entry["savepoint"] = ack.savepoint if ack else None
         fences.append(entry)
+    if relays is not None:
+        unwatched = set(without_relay({fence["cluster"] for fence in fences}, relays, now))
+        for fence in fences:
+            fence["memberRelay"] = fence["cluster"] not in unwatched
     return fences
 
 

@@ -94,9 +94,14 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
                     if fence["state"] == "fencing"
                     else ""
                 )
+                unwatched = (
+                    "; no member relay watches it: fenced by time only, its copy runs on through a partition"
+                    if fence.get("memberRelay") is False
+                    else ""
+                )
                 lines.append(
                     f"  fence: {fence['cluster']} not Ready since {_or(fence['since'])}{asked}; the old copy is fenced"
-                    f" at {_or(fence['fenceAt'])} unless the cluster answers first"
+                    f" at {_or(fence['fenceAt'])} unless the cluster answers first{unwatched}"
                 )
         restore = view["restore"]
         if restore.get("path"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from failover.core.loop_settings import DecisionSettings
+from failover.fence.fence_files import Heartbeat
 from failover.reconcile.status_view import workload_view
 from relay.commands.status_tables import render_cluster_table, render_table
 from tests.failover.binding_builders import JOB_ID, at
@@ -20,6 +21,7 @@ from tests.failover.view_builders import (
     restoring_on_member2,
     without_a_job_id,
 )
+from tests.failover.work_builders import clusters, evicted
 
 
 def test_a_failover_in_flight_reads_as_its_task_the_restore_and_the_history(tmp_path: Path) -> None:
@@ -93,3 +95,20 @@ def test_a_moved_copy_without_a_checkpoint_of_its_own_says_what_a_failover_carri
         "  restoring: member2 has no checkpoint of its own since its move from member1 at 2025-03-01T12:00:00Z; a"
         f" failover now carries failover-jobid={JOB_ID[:8]}…"
     ) in render_table([view]).splitlines()
+
+
+def test_a_member_no_relay_watches_is_said_to_be_fenced_by_time_only() -> None:
+    members = clusters(False, since=-30)
+    unwatched = workload_view(evicted(), members, at(10), decisions=DecisionSettings(), member_relays={})
+    assert [(fence["cluster"], fence["memberRelay"]) for fence in unwatched["fences"]] == [("member1", False)]
+    assert "no member relay watches it: fenced by time only" in render_table([unwatched])
+    watched = workload_view(
+        evicted(),
+        members,
+        at(10),
+        decisions=DecisionSettings(),
+        member_relays={"member1": Heartbeat("member1", at(0), 2.0)},
+    )
+    assert watched["fences"][0]["memberRelay"] is True and "fenced by time only" not in render_table([watched])
+    # Where the storage was not read, nothing is said either way.
+    assert "memberRelay" not in workload_view(evicted(), members, at(10))["fences"][0]

@@ -9,17 +9,22 @@ from typing import Any
 import pytest
 
 from failover.core.work import MemberCopy
+from failover.fence.control_plane import without_relay
 from failover.fence.fence_files import (
     FENCES_DIR,
     AckedCopy,
     FenceAck,
     FenceRecord,
+    Heartbeat,
     RecordRefused,
     cluster_dir,
     encode_ack,
+    encode_heartbeat,
     encode_record,
+    heartbeat_name,
     parse_ack,
     parse_file_name,
+    parse_heartbeat,
     parse_record,
 )
 from tests.failover.binding_builders import at
@@ -83,3 +88,28 @@ def test_a_malformed_or_hostile_record_is_refused_in_one_line(data: bytes) -> No
     with pytest.raises(RecordRefused) as refused:
         parse_record(data, "member1", FENCE_ID)
     assert "\n" not in str(refused.value) and len(str(refused.value)) < 200
+
+
+def test_a_member_relays_heartbeat_round_trips_and_a_hostile_one_is_refused() -> None:
+    heartbeat = Heartbeat("member1", at(5), 2.0)
+    assert parse_heartbeat(encode_heartbeat(heartbeat), "member1") == heartbeat
+    assert heartbeat_name("member1") == ".failover-relay/relays/member1.json"
+    for data, cluster in (
+        (encode_heartbeat(heartbeat), "member2"),  # another cluster's file
+        (b'{"version": 1, "cluster": "member1", "seenAt": "soon", "pollSeconds": 2}', "member1"),
+        (b'{"version": 1, "cluster": "member1", "seenAt": "2025-03-01T12:00:00Z", "pollSeconds": true}', "member1"),
+        (b"[]", "member1"),
+        (b"x" * 20000, "member1"),
+    ):
+        with pytest.raises(RecordRefused):
+            parse_heartbeat(data, cluster)
+    with pytest.raises(RecordRefused):
+        heartbeat_name("../member1")
+
+
+def test_a_member_no_relay_watches_is_named() -> None:
+    beats = {"member1": Heartbeat("member1", at(0), 2.0), "member2": Heartbeat("member2", at(0), 60.0)}
+    assert without_relay(["member1", "member2", "member3"], beats, at(60)) == ("member3",)
+    # Three heartbeats missed (of 30 s, or of the relay's own poll when longer): gone.
+    assert without_relay(["member1", "member2"], beats, at(91)) == ("member1",)
+    assert without_relay(["member2"], beats, at(181)) == ("member2",)
