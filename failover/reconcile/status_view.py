@@ -31,6 +31,7 @@ from failover.reconcile.failover_budget import restoring_until
 from failover.reconcile.last_cluster import why_not_takers
 from failover.state import restoration
 from failover.state.checkpoints import LookupResult
+from failover.state.empty_start import START_WITHOUT_STATE_ANNOTATION, StateLoss, state_losses
 from failover.state.history import JOB_STATUS, read_history, reflected_run, restore_hints
 from failover.state.jobid import job_id_problem
 from failover.state.last_state import preservation_rules, recorded_states
@@ -124,6 +125,7 @@ def workload_view(
     since = read_time_annotation(b.annotations(binding).get(UNHEALTHY_SINCE_ANNOTATION))
     health = b.aggregated_status(binding)
     moved_in = restoration.restoring(binding)
+    losses = state_losses(binding)
     targets = []
     for target in b.target_clusters(binding):
         item = health.get(target.name)
@@ -154,6 +156,8 @@ def workload_view(
                 "keptOnLastCluster": kept,
                 # Moved here and no checkpoint of its own yet: a failover carries the state its move carried.
                 "awaitingCheckpoint": _awaiting(moved_in.get(target.name)),
+                # Runs without the state its move carried, or is parked for it (failover/state/empty_start.py).
+                "withoutState": _loss(losses.get(target.name)),
             }
         )
     evictions = []
@@ -185,6 +189,12 @@ def workload_view(
         "at": format_time(now),
     }
     return view
+
+
+def _loss(loss: StateLoss | None) -> dict[str, Any] | None:
+    if loss is None:
+        return None
+    return {**loss.as_json(), "accept": f"{START_WITHOUT_STATE_ANNOTATION}={loss.job_id}"}
 
 
 def _fences(

@@ -86,6 +86,16 @@ def moved_in(binding: Mapping[str, Any], task: Mapping[str, Any]) -> list[Restor
     ]
 
 
+def moving_or_restoring(binding: Mapping[str, Any]) -> dict[str, Restoring]:
+    """`restoring`, and the copies the failover tasks still in flight are bringing, with the state they carry: a
+    copy is judged (failover/state/empty_start.py) from its first report, not only once its move's task ended."""
+    found = restoring(binding)
+    for task in b.eviction_tasks(binding):
+        for record in moved_in(binding, task):
+            found.setdefault(record.cluster, record)
+    return found
+
+
 def restoring_value(records: Iterable[Restoring]) -> str | None:
     """RESTORING_ANNOTATION holding `records` (None: removed)."""
     entries = {record.cluster: record.as_json() for record in sorted(records, key=lambda record: record.cluster)}

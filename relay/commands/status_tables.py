@@ -58,6 +58,13 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
                     f"  restoring: {target['cluster']} has no checkpoint of its own since its move from"
                     f" {awaiting['from']} at {_or(awaiting['since'])}; a failover now carries {carried}"
                 )
+            loss = target.get("withoutState")
+            if loss:
+                what = "PARKED (not running)" if loss["outcome"] == "parked" else "STARTED WITHOUT STATE"
+                lines.append(
+                    f"  {what}: {target['cluster']} since {loss['since']}, job {loss['jobId']}: {loss['reason']};"
+                    f" restore by hand or accept: annotate the workload {loss['accept']}"
+                )
         if view["evictions"]:
             rows = [("EVICTION FROM", "REASON", "PURGE", "PRESERVED STATE", "SINCE")]
             for task in view["evictions"]:

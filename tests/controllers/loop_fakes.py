@@ -227,9 +227,11 @@ def loop(
     storage_fence: StorageFence | None = None,
     kind: str = RESOURCE_BINDINGS.kind,
     restore_watch: RestoreWatch | None = None,
+    metrics: LoopMetrics | None = None,
 ) -> Loop:
-    """The binding reconciler of `kind` over `fake` (its cache filled from it now), its clock stopped at `now`."""
-    metrics = LoopMetrics(CollectorRegistry())
+    """The binding reconciler of `kind` over `fake` (its cache filled from it now), its clock stopped at `now`;
+    `metrics` carries the metrics of an earlier loop over (a gauge across reconciles)."""
+    metrics = metrics or LoopMetrics(CollectorRegistry())
     events = KeptEvents()
     cache = filled_cache(fake)
     parts = LoopParts(

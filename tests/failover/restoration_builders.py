@@ -3,6 +3,7 @@ tests (tests/failover/state/test_restoration.py) and the binding pipeline's rest
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from failover.core.loop_settings import DecisionSettings
@@ -43,3 +44,12 @@ def moved_without_checkpoint(health: str = "Healthy") -> dict[str, Any]:
     binding = merge_patch(binding, decision.patch)
     set_health(binding, "member2", health)
     return binding
+
+
+def deployed_status(path: str | None, job_id: str = NEW_JOB) -> dict[str, Any]:
+    """A FlinkDeployment's status as Karmada reflects it once operator 1.16 deployed it from `path` (None: from no
+    path); the shape of `lastReconciledSpec` is Karmada's interpreter testdata
+    (`resourcecustomizations/flink.apache.org/v1beta1/FlinkDeployment/testdata/interpretstatus-test.yaml`)."""
+    job = {"jarURI": "local:///opt/flink/job.jar", "upgradeMode": "savepoint", "initialSavepointPath": path}
+    spec = json.dumps({"spec": {"job": job}, "resource_metadata": {"firstDeployment": True}})
+    return {"jobStatus": {"jobId": job_id, "state": "RUNNING"}, "reconciliationStatus": {"lastReconciledSpec": spec}}

@@ -125,6 +125,12 @@ FIRING = (
         {"member_cluster": "member3"},
     ),
     Firing(
+        "FailoverRelayJobWithoutItsState",
+        (Input("failover_relay_copies_without_state", {"outcome": "parked"}, "1x60"),),
+        "5m",
+        {"outcome": "parked"},
+    ),
+    Firing(
         "FailoverRelayClusterWorkloadsNotRestored",
         (Input("failover_relay_workloads_waiting", {"member_cluster": "member1", "phase": "restoring"}, "3x60"),),
         "20m",
