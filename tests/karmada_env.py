@@ -113,7 +113,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from relay.commands.manifests.webhooks import FENCE_ENTRY_PREFIX
 from tests.crd_sources import ConversionWebhook, KarmadaTree, flink_deployment_crd, karmada_crds
 from tests.envtest import ControlPlaneError, KubectlError, _loopback_env, free_port
-from tests.support import die_with_parent
+from tests.processes import die_with_parent
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOOPBACK = "127.0.0.1"

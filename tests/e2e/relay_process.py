@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tests.e2e.objects import good_policy
 from tests.envtest import REPO_ROOT, ControlPlane, free_port
-from tests.support import serve_command
+from tests.relay_cli import serve_command
 
 # The relay imports aiohttp, cryptography and structlog and may generate a CA and a key: about a second on a
 # small machine, much more while a Karmada tier or a JVM shares two cores. Thirty leaves room for a loaded runner.

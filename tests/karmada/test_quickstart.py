@@ -29,7 +29,7 @@ from tests.karmada_env import (
     quickstart_relay_config,
     resource_path,
 )
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

@@ -28,7 +28,7 @@ from tests.karmada.outages import (
 )
 from tests.karmada.workloads import BINDINGS, FLINK, FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from relay.commands.check.manifest_check import EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE, check_object, run_check
 from relay.commands.check.schemas import BUNDLED, bundled, crd_summary, from_directory, read_crds
+from tests.policies import flink_policy
 from tests.relay.karmada_source import REPO_ROOT, karmada_crd_dir
-from tests.support import flink_policy
 
 SCHEMAS = bundled()
 

@@ -1,0 +1,11 @@
+"""TLS contexts of the tests' clients: one that verifies a server as the apiserver does, one that verifies nothing."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+
+def client_tls(ca_file: Path) -> ssl.SSLContext:
+    """What the apiserver does: verify the server against the caBundle, hostname included."""
+    return ssl.create_default_context(cafile=str(ca_file))
