@@ -83,6 +83,7 @@ import base64
 import contextlib
 import copy
 import datetime
+import functools
 import ipaddress
 import json
 import os
@@ -95,11 +96,8 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, TypeVar
@@ -111,12 +109,36 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from relay.commands.manifests.webhooks import FENCE_ENTRY_PREFIX
+from tests.apiserver import (
+    KUBECTL_TIMEOUT_SECONDS,
+    apply_until_established,
+    etcd_command,
+    kube_apiserver_command,
+    run_kubectl,
+    token_cluster_flags,
+    write_kubeconfig,
+    write_token_file,
+)
 from tests.crd_sources import ConversionWebhook, KarmadaTree, flink_deployment_crd, karmada_crds
-from tests.envtest import ControlPlaneError, KubectlError, _loopback_env, free_port
-from tests.processes import die_with_parent
+from tests.kube_api import Api, ApiError, resource_path
+from tests.processes import (
+    LOG_TAIL_LINES,
+    LOOPBACK,
+    ChildProcess,
+    ControlPlaneError,
+    await_ready_on_free_ports,
+    free_port,
+    log_tail,
+    loopback_env,
+    probe,
+)
+from tests.relay_cli import relay_command, webhook_manifests
+from tests.tls_clients import unverified_tls
+from tests.waiting import POLL_SECONDS, wait_until
+
+__all__ = ["Api", "ApiError", "ControlPlaneError", "resource_path", "wait_until"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-LOOPBACK = "127.0.0.1"
 KARMADA = "karmada"
 DEFAULT_MEMBERS = ("member1", "member2", "member3")
 
@@ -184,121 +206,11 @@ def quickstart_relay_config() -> dict[str, Any]:
 
 # Cold start on two busy cores: an apiserver takes up to ~20 s, Clusters turn Ready after one status round.
 STARTUP_TIMEOUT_SECONDS = 180.0
-STOP_TIMEOUT_SECONDS = 10.0
-POLL_SECONDS = 0.1
-LOG_TAIL_LINES = 30
-KUBECTL_TIMEOUT_SECONDS = 120.0
-HTTP_TIMEOUT_SECONDS = 10.0
-# A component that finds its port taken is started again on new ports, this many times in all.
-PORT_ATTEMPTS = 3
 # Nothing reads Karmada's metrics here; each listener would be one more port to lose to free_port()'s race, and a
 # controller-runtime manager that loses its metrics port still answers /healthz for the 30 s it takes to exit.
 NO_METRICS = "--metrics-bind-address=0"
 
 T = TypeVar("T")
-
-
-def wait_until(condition: Callable[[], T], timeout: float, what: str, interval: float = POLL_SECONDS) -> T:
-    """Call ``condition`` until it returns something truthy and return that; TimeoutError naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"not within {timeout:.0f} s: {what}")
-        time.sleep(interval)
-
-
-def resource_path(
-    api_version: str, plural: str, name: str | None = None, namespace: str | None = None, subresource: str | None = None
-) -> str:
-    """The REST path of a resource: ``resource_path("work.karmada.io/v1alpha2", "resourcebindings", "x", "ns")``."""
-    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-    parts = [base] + ([f"namespaces/{namespace}"] if namespace else []) + [plural] + ([name] if name else [])
-    return "/".join(parts) + (f"/{subresource}" if subresource else "")
-
-
-class ApiError(RuntimeError):
-    """An apiserver answered with an unexpected status; carries it and the body."""
-
-    def __init__(self, method: str, path: str, status: int, body: str) -> None:
-        super().__init__(f"{method} {path}: {status} {body[:1000]}")
-        self.status = status
-        self.body = body
-
-
-class Api:
-    """A minimal JSON REST client for one apiserver (urllib, no discovery, no proxy)."""
-
-    def __init__(
-        self, server: str, ca_file: Path, *, token: str | None = None, client_cert: tuple[Path, Path] | None = None
-    ) -> None:
-        self.server = server
-        context = ssl.create_default_context(cafile=str(ca_file))
-        if client_cert:
-            context.load_cert_chain(str(client_cert[0]), str(client_cert[1]))
-        self._opener = urllib.request.build_opener(
-            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
-        )
-        self._headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
-
-    def request(
-        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
-    ) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        headers = dict(self._headers) | ({"Content-Type": content_type} if data is not None else {})
-        request = urllib.request.Request(self.server + path, data=data, method=method, headers=headers)
-        try:
-            with self._opener.open(request, timeout=HTTP_TIMEOUT_SECONDS) as response:
-                raw = response.read()
-                return response.status, json.loads(raw) if raw else None
-        except urllib.error.HTTPError as error:
-            raw = error.read()
-            try:
-                return error.code, json.loads(raw)
-            except ValueError:
-                return error.code, raw.decode(errors="replace")
-
-    def _checked(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        content_type: str = "application/json",
-        ok: Iterable[int] = (200, 201),
-    ) -> Any:
-        status, answer = self.request(method, path, body, content_type)
-        if status not in ok:
-            raise ApiError(method, path, status, json.dumps(answer) if not isinstance(answer, str) else answer)
-        return answer
-
-    def get(self, path: str) -> dict[str, Any] | None:
-        """The object, or None when it does not exist (404)."""
-        status, answer = self.request("GET", path)
-        if status == 404:
-            return None
-        if status != 200:
-            raise ApiError("GET", path, status, str(answer))
-        return answer
-
-    def list(self, path: str) -> list[dict[str, Any]]:
-        return list(self._checked("GET", path).get("items") or [])
-
-    def create(self, path: str, obj: Mapping[str, Any]) -> dict[str, Any]:
-        return self._checked("POST", path, obj)
-
-    def patch(self, path: str, patch: Any, patch_type: str = "merge") -> dict[str, Any]:
-        return self._checked("PATCH", path, patch, f"application/{patch_type}-patch+json")
-
-    def delete(self, path: str) -> None:
-        """Delete (background propagation); a missing object is fine."""
-        self._checked(
-            "DELETE",
-            path,
-            {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"},
-            ok=(200, 202, 404),
-        )
 
 
 # -- PKI --------------------------------------------------------------------------------------------------------
@@ -394,81 +306,6 @@ class _Authority:
         return pair
 
 
-# -- processes --------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Process:
-    """One child process in its own process group, with its log file; stopped by PID."""
-
-    name: str
-    args: list[str]
-    log: Path
-    env: dict[str, str] | None = None
-    cwd: Path | None = None
-    popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    log_offset: int = 0
-
-    @property
-    def pid(self) -> int | None:
-        return self.popen.pid if self.running() and self.popen else None
-
-    def running(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
-
-    def start(self) -> None:
-        if self.running():
-            raise ControlPlaneError(f"{self.name} is already running (pid {self.pid})")
-        with self.log.open("ab") as log:
-            self.log_offset = log.tell()
-            log.write(f"\n=== {self.name} started {time.strftime('%H:%M:%S')}: {' '.join(self.args)}\n".encode())
-            log.flush()
-            # A new session: a Ctrl-C in the terminal reaches only the test process, which then stops the group.
-            self.popen = subprocess.Popen(
-                self.args,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self.env or _loopback_env(),
-                cwd=self.cwd,
-                start_new_session=True,
-                preexec_fn=die_with_parent,
-            )
-
-    def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
-        popen = self.popen
-        if popen is None:
-            return
-        if popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(popen.pid, signal.SIGTERM)
-                os.killpg(popen.pid, signal.SIGCONT)  # a partitioned TCP relay is stopped (SIGSTOP) and must see it
-            try:
-                popen.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(popen.pid, signal.SIGKILL)
-                popen.wait()
-        # Anything the process left in its group (none of these fork, but a wrapper might).
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(popen.pid, signal.SIGKILL)
-
-    def lost_its_port(self) -> bool:
-        """Whether this run exited because a port it was given had been taken meanwhile (free_port's race with
-        other processes on the machine: other test sessions, CI's other tiers)."""
-        if self.running():
-            return False
-        with self.log.open("rb") as log:
-            log.seek(self.log_offset)
-            return b"address already in use" in log.read()
-
-    def exited(self) -> str | None:
-        """None while running; else a message with the exit code and the log tail."""
-        if self.popen is None or self.popen.poll() is None:
-            return None
-        return f"{self.name} exited with code {self.popen.returncode}; log tail:\n{_tail(self.log)}"
-
-
 def _link(member: str) -> str:
     """The name (process and port) of the TCP relay in front of `member`."""
     return f"tcp-relay-{member}"
@@ -490,31 +327,6 @@ def _cluster_registered(karmada: Api, member: str) -> bool:
         for e in status.get("apiEnablements") or []
     )
     return ready and flink
-
-
-def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log written)"
-
-
-def _http_status(url: str, context: ssl.SSLContext | None = None) -> int:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context))
-    try:
-        with opener.open(url, timeout=5) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-    except (urllib.error.URLError, OSError, ssl.SSLError):
-        return 0
-
-
-def _unverified() -> ssl.SSLContext:
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    return context
 
 
 # Every started environment, for atexit and the signal handlers.
@@ -558,32 +370,11 @@ def _merge(base: Mapping[str, Any], overrides: Mapping[str, Any] | None) -> dict
     return merged
 
 
-def _relay_command() -> list[str]:
-    """The installed ``failover-relay`` console script of this interpreter's environment (``python -m`` else)."""
-    script = Path(sys.executable).parent / "failover-relay"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "relay.cli"]
-
-
-def _webhooks(*args: str) -> str:
-    """What `failover-relay manifests webhook ARGS` prints; a ControlPlaneError when it fails."""
-    rendered = subprocess.run(
-        [*_relay_command(), "manifests", "webhook", *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=_loopback_env(),
-    )
-    if rendered.returncode != 0:
-        raise ControlPlaneError(f"failover-relay manifests webhook exited {rendered.returncode}: {rendered.stderr}")
-    return rendered.stdout
-
-
 @dataclass
 class _Apiserver:
     name: str
     ports: dict[str, int]
-    process: _Process
+    process: ChildProcess
 
     @property
     def url(self) -> str:
@@ -614,7 +405,7 @@ class KarmadaEnv:
         self.startup_seconds: float | None = None
         self.member_token = base64.b32encode(os.urandom(20)).decode().lower()
         self._root: Path | None = None
-        self._processes: dict[str, _Process] = {}
+        self._processes: dict[str, ChildProcess] = {}
         self._apiservers: dict[str, _Apiserver] = {}
         self._ports: dict[str, int] = {}
         self._relay_config: dict[str, Any] = {}
@@ -831,18 +622,9 @@ class KarmadaEnv:
         check: bool = True,
         timeout: float = KUBECTL_TIMEOUT_SECONDS,
     ) -> subprocess.CompletedProcess[str]:
-        command = [
-            "kubectl",
-            f"--kubeconfig={self.kubeconfig(cluster)}",
-            f"--cache-dir={self.root / 'kubectl-cache'}",
-            *args,
-        ]
-        result = subprocess.run(
-            command, input=input, capture_output=True, text=True, timeout=timeout, env=_loopback_env()
+        return run_kubectl(
+            self.kubeconfig(cluster), self.root / "kubectl-cache", *args, input=input, check=check, timeout=timeout
         )
-        if check and result.returncode != 0:
-            raise KubectlError(result.returncode, command, result.stdout, result.stderr)
-        return result
 
     def wait_until(self, condition: Callable[[], T], timeout: float, what: str, interval: float = POLL_SECONDS) -> T:
         """``wait_until`` that also fails at once when one of the harness's processes has died."""
@@ -870,20 +652,16 @@ class KarmadaEnv:
         apiserver = self._apiservers[member]
         apiserver.process.start()
         self._stopped_on_purpose = self._stopped_on_purpose - {apiserver.process.name}
-        self._wait_ready(apiserver.process, f"{apiserver.url}/readyz", _unverified())
+        self._wait_ready(apiserver.process, f"{apiserver.url}/readyz", unverified_tls())
         return time.monotonic() - started
 
     def partition_member(self, member: str) -> None:
         """Cut the control plane off from the member: SIGSTOP its TCP relay (by PID)."""
-        pid = self.link_pid(member)
-        assert pid is not None, f"the TCP relay of {member} is not running"
-        os.killpg(pid, signal.SIGSTOP)
+        self._processes[_link(member)].signal_group(signal.SIGSTOP)
 
     def heal_member(self, member: str) -> None:
         """End the partition: SIGCONT the member's TCP relay."""
-        pid = self.link_pid(member)
-        assert pid is not None, f"the TCP relay of {member} is not running"
-        os.killpg(pid, signal.SIGCONT)
+        self._processes[_link(member)].signal_group(signal.SIGCONT)
 
     def stop_control_plane(self) -> None:
         """Stop karmada-apiserver (by PID, SIGTERM then SIGKILL); its data stays in etcd."""
@@ -897,7 +675,7 @@ class KarmadaEnv:
         apiserver = self._apiservers[KARMADA]
         apiserver.process.start()
         self._stopped_on_purpose = self._stopped_on_purpose - {apiserver.process.name}
-        self._wait_ready(apiserver.process, f"{apiserver.url}/readyz", _unverified())
+        self._wait_ready(apiserver.process, f"{apiserver.url}/readyz", unverified_tls())
         return time.monotonic() - started
 
     def stop_relay(self) -> None:
@@ -915,9 +693,9 @@ class KarmadaEnv:
         def command() -> list[str]:
             self._relay_config = _merge(self._base_relay_config(), overrides)
             config_file.write_text(yaml.safe_dump(self._relay_config, sort_keys=False))
-            return [*_relay_command(), "serve", "--config", str(config_file), *self._relay_args]
+            return [*relay_command(), "serve", "--config", str(config_file), *self._relay_args]
 
-        env = _loopback_env()
+        env = loopback_env()
         env.pop("KUBERNETES_SERVICE_HOST", None)  # never mistake the test machine for a pod
         env.pop("KUBECONFIG", None)
         self._stopped_on_purpose = self._stopped_on_purpose - {"failover-relay"}
@@ -927,7 +705,7 @@ class KarmadaEnv:
             command,
             () if "failover-relay" in self._registered else ("relay",),
             lambda: f"{self.relay_url}/readyz",
-            _unverified(),
+            unverified_tls(),
             env=env,
             cwd=REPO_ROOT,
         )
@@ -945,7 +723,7 @@ class KarmadaEnv:
 
         def command() -> list[str]:
             return [
-                *_relay_command(),
+                *relay_command(),
                 "serve",
                 "--member",
                 "--fence-cluster",
@@ -964,7 +742,7 @@ class KarmadaEnv:
                 "json",
             ]
 
-        env = _loopback_env()
+        env = loopback_env()
         env.pop("KUBERNETES_SERVICE_HOST", None)
         env.pop("KUBECONFIG", None)
         self._stopped_on_purpose = self._stopped_on_purpose - {name}
@@ -973,7 +751,7 @@ class KarmadaEnv:
             command,
             (name,),
             lambda: f"https://{LOOPBACK}:{self._ports[name]}/readyz",
-            _unverified(),
+            unverified_tls(),
             env=env,
             cwd=REPO_ROOT,
         )
@@ -987,7 +765,7 @@ class KarmadaEnv:
         re-applies the Work's manifest (a Pull member's agent does so as soon as the copy changes). Only that entry:
         the savepoint entries of the rendering are the control plane relay's business in this tier."""
         name = f"member-relay-{member}"
-        rendered = _webhooks(
+        rendered = webhook_manifests(
             "--url",
             f"https://{LOOPBACK}:{self._ports[name]}",
             "--cert-dir",
@@ -1053,7 +831,7 @@ class KarmadaEnv:
             lambda: self._apiserver_args(member, f"/{member}"),
             (member,),
             lambda: f"{apiserver.url}/readyz",
-            _unverified(),
+            unverified_tls(),
         )
         self.pull_members = (*self.pull_members, member)
         self._write_kubeconfig(self.kubeconfig(member), apiserver.url, {"token": self.member_token})
@@ -1073,7 +851,7 @@ class KarmadaEnv:
             ],
             (link,),
             lambda: f"https://{LOOPBACK}:{self._ports[link]}/readyz",
-            _unverified(),
+            unverified_tls(),
             cwd=REPO_ROOT,
         )
         self._write_kubeconfig(
@@ -1126,14 +904,10 @@ class KarmadaEnv:
     def partition_agent(self, member: str = PULL_MEMBER) -> None:
         """Cut the Pull member's agent off from karmada-apiserver (SIGSTOP its TCP relay): member, agent and copies
         run on."""
-        pid = self._processes[_link(_agent(member))].pid
-        assert pid is not None, f"the TCP relay of {member}'s agent is not running"
-        os.killpg(pid, signal.SIGSTOP)
+        self._processes[_link(_agent(member))].signal_group(signal.SIGSTOP)
 
     def heal_agent(self, member: str = PULL_MEMBER) -> None:
-        pid = self._processes[_link(_agent(member))].pid
-        assert pid is not None, f"the TCP relay of {member}'s agent is not running"
-        os.killpg(pid, signal.SIGCONT)
+        self._processes[_link(_agent(member))].signal_group(signal.SIGCONT)
 
     def stop_pull_member(self, member: str = PULL_MEMBER) -> None:
         """Stop the agent, its TCP relay and the member's apiserver and take it out of ``pull_members``. Its Cluster
@@ -1158,7 +932,8 @@ class KarmadaEnv:
 
     def log_tails(self, lines: int = LOG_TAIL_LINES) -> str:
         return "\n".join(
-            f"--- {name} ({process.log}) ---\n{_tail(process.log, lines)}" for name, process in self._processes.items()
+            f"--- {name} ({process.log}) ---\n{log_tail(process.log, lines)}"
+            for name, process in self._processes.items()
         )
 
     # -- start-up steps -------------------------------------------------------------------------------------------
@@ -1211,10 +986,7 @@ class KarmadaEnv:
                 serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
             )
         )
-        # Static token file columns: token, user name, user uid, "group1,group2".
-        (self.pki / "member-tokens.csv").write_text(
-            f'{self.member_token},karmada-member-admin,karmada-member-admin,"system:masters"\n'
-        )
+        write_token_file(self.pki / "member-tokens.csv", self.member_token, "karmada-member-admin", "system:masters")
 
     def _start_links(self) -> None:
         """One TCP relay per member (tests/karmada/tcp_relay.py), ready when the member's /readyz answers through it."""
@@ -1231,22 +1003,20 @@ class KarmadaEnv:
                 ],
                 (_link(member),),
                 lambda m=member: f"{self.link_url(m)}/readyz",
-                _unverified(),
+                unverified_tls(),
                 cwd=REPO_ROOT,
             )
 
-    def _spawn(self, name: str, args: list[str], **kwargs: Any) -> _Process:
-        process = _Process(name, args, self.logs_dir / f"{name}.log", **kwargs)
+    def _spawn(self, name: str, args: list[str], **kwargs: Any) -> ChildProcess:
+        process = ChildProcess(name, args, self.logs_dir / f"{name}.log", **kwargs)
         self._processes[name] = process
         process.start()
         return process
 
     def _wait_ready(
-        self, process: _Process, url: str, context: ssl.SSLContext | None = None, timeout: float | None = None
+        self, process: ChildProcess, url: str, context: ssl.SSLContext | None = None, timeout: float | None = None
     ) -> None:
-        self.wait_until(
-            lambda: _http_status(url, context) == 200, timeout or self.startup_timeout, f"{process.name} {url}"
-        )
+        process.wait_ready(lambda: probe(url, context), timeout=timeout or self.startup_timeout, wait=self.wait_until)
 
     def _start(
         self,
@@ -1256,7 +1026,7 @@ class KarmadaEnv:
         ready_url: Callable[[], str],
         context: ssl.SSLContext | None = None,
         **kwargs: Any,
-    ) -> _Process:
+    ) -> ChildProcess:
         """Spawn a component and wait until ``ready_url()`` answers 200; when it exits because one of its
         ``ports`` was taken in the meantime, pick new ones and start it again (``args``, ``ready_url`` read them)."""
         process = self._spawn(name, args(), **kwargs)
@@ -1265,23 +1035,17 @@ class KarmadaEnv:
 
     def _await_ready(
         self,
-        process: _Process,
+        process: ChildProcess,
         args: Callable[[], list[str]],
         ports: Sequence[str],
         ready_url: Callable[[], str],
         context: ssl.SSLContext | None = None,
     ) -> None:
-        for attempt in range(1, PORT_ATTEMPTS + 1):
-            try:
-                self._wait_ready(process, ready_url(), context)
-                return
-            except ControlPlaneError:
-                if attempt == PORT_ATTEMPTS or not process.lost_its_port():
-                    raise
+        def new_ports() -> None:
             for key in ports:
                 self._ports[key] = free_port()
-            process.args = args()
-            process.start()
+
+        await_ready_on_free_ports(process, args, new_ports, lambda: self._wait_ready(process, ready_url(), context))
 
     @property
     def _etcd_url(self) -> str:
@@ -1291,54 +1055,36 @@ class KarmadaEnv:
         data = self.root / "etcd-data"
 
         def args() -> list[str]:
-            # A fresh data dir each attempt: an etcd that failed to bind may have written its member id.
-            shutil.rmtree(data, ignore_errors=True)
-            data.mkdir(mode=0o700)
-            peer = f"http://{LOOPBACK}:{self._ports['etcd-peer']}"
-            return [
-                str(self.envtest_binaries / "etcd"),
-                "--name=karmada-env",
-                f"--data-dir={data}",
-                f"--listen-client-urls={self._etcd_url}",
-                f"--advertise-client-urls={self._etcd_url}",
-                f"--listen-peer-urls={peer}",
-                f"--initial-advertise-peer-urls={peer}",
-                f"--initial-cluster=karmada-env={peer}",
-                "--logger=zap",
-                "--log-outputs=stderr",
-                "--log-level=warn",
-            ]
+            return etcd_command(
+                self.envtest_binaries / "etcd",
+                name="karmada-env",
+                data_dir=data,
+                client_url=self._etcd_url,
+                peer_url=f"http://{LOOPBACK}:{self._ports['etcd-peer']}",
+                extra=["--log-level=warn"],
+            )
 
         self._start("etcd", args, ("etcd", "etcd-peer"), lambda: f"{self._etcd_url}/health")
 
     def _apiserver_args(self, name: str, etcd_prefix: str) -> list[str]:
         pki = self.pki
-        common = [
-            str(self.envtest_binaries / "kube-apiserver"),
-            f"--advertise-address={LOOPBACK}",
-            f"--bind-address={LOOPBACK}",
-            f"--secure-port={self._ports[name]}",
-            f"--etcd-servers={self._etcd_url}",
-            f"--etcd-prefix={etcd_prefix}",
-            "--allow-privileged=true",
-            f"--client-ca-file={pki / 'ca.crt'}",
-            f"--tls-cert-file={pki / (name + '.crt')}",
-            f"--tls-private-key-file={pki / (name + '.key')}",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={pki / 'sa.pub'}",
-            f"--service-account-signing-key-file={pki / 'sa.key'}",
-            "--profiling=false",
-            "--v=0",
-        ]
+        common = kube_apiserver_command(
+            self.envtest_binaries / "kube-apiserver",
+            port=self._ports[name],
+            etcd_url=self._etcd_url,
+            service_account_key=pki / "sa.pub",
+            service_account_signing_key=pki / "sa.key",
+            extra=[
+                f"--etcd-prefix={etcd_prefix}",
+                f"--client-ca-file={pki / 'ca.crt'}",
+                f"--tls-cert-file={pki / (name + '.crt')}",
+                f"--tls-private-key-file={pki / (name + '.key')}",
+                "--v=0",
+            ],
+        )
         if name != "karmada-apiserver":
             # A member: what the envtest tier runs, with a static token the Cluster secret carries.
-            return common + [
-                f"--token-auth-file={pki / 'member-tokens.csv'}",
-                "--authorization-mode=RBAC",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                # No controller manager creates ServiceAccount tokens this plugin would wait for.
-                "--disable-admission-plugins=ServiceAccount",
-            ]
+            return common + token_cluster_flags(pki / "member-tokens.csv")
         # artifacts/deploy/karmada-apiserver.yaml, with its paths and addresses; plus an audit log of Work writes,
         # where the relay's audit annotations (which fallback restored a job) can be read.
         (pki / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
@@ -1374,26 +1120,11 @@ class KarmadaEnv:
                 lambda a=apiserver: self._apiserver_args(a.name, prefixes[a.name]),
                 (apiserver.name,),
                 lambda a=apiserver: f"{a.url}/readyz",
-                _unverified(),
+                unverified_tls(),
             )
 
     def _write_kubeconfig(self, path: Path, server: str, user: dict[str, str]) -> None:
-        path.write_text(
-            json.dumps(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [
-                        {"name": "c", "cluster": {"server": server, "certificate-authority": str(self.ca_file)}}
-                    ],
-                    "users": [{"name": "u", "user": user}],
-                    "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                    "current-context": "c",
-                },
-                indent=2,
-            )
-        )
-        path.chmod(0o600)
+        write_kubeconfig(path, server, self.ca_file, user)
 
     def _write_kubeconfigs(self) -> None:
         karmada = self.server_url(KARMADA)
@@ -1434,7 +1165,7 @@ class KarmadaEnv:
             ],
             ("karmada-aggregated-apiserver",),
             lambda: f"https://{LOOPBACK}:{self._ports['karmada-aggregated-apiserver']}/readyz",
-            _unverified(),
+            unverified_tls(),
         )
         # Its readiness is served on the webhook port (artifacts/deploy/karmada-webhook.yaml readinessProbe).
         self._start(
@@ -1537,31 +1268,15 @@ class KarmadaEnv:
 
     def _apply_crds(self, cluster: str, *source: str) -> None:
         """Server-side apply (Karmada's CRDs exceed client-side apply's annotation limit); wait for Established."""
-        applied = self.kubectl(
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--field-manager=karmada-env",
-            "-o",
-            "name",
-            *source,
-            cluster=cluster,
+        apply_until_established(
+            functools.partial(self.kubectl, cluster=cluster),
+            self.api(cluster),
+            source,
+            field_manager="karmada-env",
+            timeout=self.startup_timeout,
+            wait=self.wait_until,
+            where=f" in {cluster}",
         )
-        names = [
-            line.split("/", 1)[1] for line in applied.stdout.split() if line.startswith("customresourcedefinition")
-        ]
-        api = self.api(cluster)
-
-        def established() -> bool:
-            # Polled here: `kubectl wait` fails at once on a CRD whose status has no conditions yet.
-            for name in names:
-                crd = api.get(resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions", name)) or {}
-                conditions = (crd.get("status") or {}).get("conditions") or []
-                if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-                    return False
-            return True
-
-        self.wait_until(established, self.startup_timeout, f"CRDs Established in {cluster}: {names}")
 
     def _register_members(self) -> None:
         """Push-mode Clusters as ``karmadactl join`` creates them: secrets in karmada-cluster, spec.id."""
@@ -1620,7 +1335,7 @@ class KarmadaEnv:
             for member in self.members:
                 self.kubectl("apply", "-f", str(manifest), cluster=member)
         self.start_relay()
-        rendered = _webhooks(
+        rendered = webhook_manifests(
             "--url", self.relay_url, "--namespace", RELAY_NAMESPACE, "--cert-dir", str(self.relay_cert_dir)
         )
         self.kubectl("apply", "-f", "-", input=rendered)

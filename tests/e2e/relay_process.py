@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tests.e2e.objects import good_policy
-from tests.envtest import REPO_ROOT, ControlPlane, free_port
+from tests.envtest import REPO_ROOT, ControlPlane
+from tests.processes import free_port
 from tests.relay_cli import serve_command
 
 # The relay imports aiohttp, cryptography and structlog and may generate a CA and a key: about a second on a

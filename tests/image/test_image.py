@@ -27,8 +27,8 @@ import pytest
 from relay.runtime import affected_by_ssl_leak
 from tests.admission_reviews import admission_review
 from tests.ci import on_ci
-from tests.envtest import free_port
 from tests.policies import flink_policy
+from tests.processes import free_port
 
 pytestmark = pytest.mark.image
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.envtest import free_port
+from tests.processes import free_port
 from tests.relay.review_traffic import ServiceAddress, Tally, drive, ready
 from tests.relay_cli import serve_command
 from tests.reporting import report

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.admission_reviews import admission_review
-from tests.envtest import free_port
 from tests.policies import flink_policy
+from tests.processes import free_port
 from tests.tls_clients import client_tls
 
 START_TIMEOUT_SECONDS = 30.0

@@ -28,8 +28,8 @@ from relay.runtime import ALLOW_ENV
 from relay.serve import RelayServer
 from relay.settings import Settings
 from tests.admission_reviews import admission_review
-from tests.envtest import free_port
 from tests.policies import flink_policy
+from tests.processes import free_port
 from tests.relay_cli import serve_command
 from tests.reporting import report
 from tests.tls_clients import client_tls

@@ -15,7 +15,7 @@ from failover.state.jobid import JobId
 from failover.state.profiles import load_profiles
 from failover.state.restore import PREVIOUS_JOB_ID, RestoreQuery, find_restore_point
 from tests.admission_reviews import admission_review, decoded_patch
-from tests.envtest import free_port
+from tests.processes import free_port
 from tests.storage.s3_options import options
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
