@@ -35,8 +35,8 @@ async def eventually(
     accept: Callable[[Any], bool],
     timeout: float = EVENTUALLY_SECONDS,  # noqa: ASYNC109  own deadline: on expiry it fails with the last value read
 ) -> Any:
-    """Await ``read()`` (a coroutine or a plain value) until ``accept`` takes it and return it; on expiry an
-    AssertionError with the last value read."""
+    """`read()`'s value (awaited when it is a coroutine) once `accept` takes it, read again every
+    ``EVENTUALLY_POLL_SECONDS``; after `timeout` seconds an AssertionError with the last value read."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         value = read()

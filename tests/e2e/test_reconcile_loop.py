@@ -23,8 +23,8 @@ from failover.core.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from failover.core.loop_settings import DecisionSettings
 from relay.settings import ControllerSettings
 from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, make_cluster, replace_object
-from tests.e2e.waiting import eventually
 from tests.envtest import ControlPlane
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.envtest
 
