@@ -138,7 +138,7 @@ from tests.waiting import POLL_SECONDS, wait_until
 
 __all__ = ["Api", "ApiError", "ControlPlaneError", "resource_path", "wait_until"]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 KARMADA = "karmada"
 DEFAULT_MEMBERS = ("member1", "member2", "member3")
 
@@ -1377,31 +1377,3 @@ class KarmadaEnv:
             "the apiserver calling failover-relay's validating webhook",
             interval=0.5,
         )
-
-
-def main() -> int:
-    """``python -m tests.karmada_env``: start the environment, print where everything is, run until Ctrl-C."""
-    from tests.crd_sources import karmada_tree
-    from tests.envtest import ensure_binaries
-
-    env = KarmadaEnv(karmada_tree(source_only=False), ensure_binaries())
-    env.start()
-    try:
-        print(
-            f"Karmada {env.tree.version} ready in {env.startup_seconds:.1f} s; RSS {env.rss_bytes() / 2**30:.2f} GiB",
-            flush=True,
-        )
-        for cluster in (KARMADA, *env.members):
-            print(f"  {cluster}: KUBECONFIG={env.kubeconfig(cluster)}")
-        print(f"  relay: {env.relay_url} (log {env.relay_log}); checkpoints: {env.checkpoint_root}")
-        print(f"  logs: {env.logs_dir}\nCtrl-C stops everything.", flush=True)
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        env.stop()
-
-
-if __name__ == "__main__":
-    sys.exit(main())
