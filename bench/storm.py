@@ -7,7 +7,7 @@
         --cluster-status-update-frequencies 10,5                                         # the flags' effects
     python bench/storm.py --jobs 100 --rates 5 --relay-workers 8,32                     # the relay's workers
 
-The control plane is the real-Karmada tier's (`tests/karmada_env.py`: Karmada v1.19's own binaries, three member
+The control plane is the real-Karmada tier's (`tests/karmada_env/`: Karmada v1.19's own binaries, three member
 kube-apiservers, failover-relay with its defaults, `fenceAfterSeconds` 60), with cluster failover as
 docs/operations.md says (the Failover gate, NoExecute taint eviction, a ClusterTaintPolicy, status every 10 s,
 failure threshold 30 s). One storm per combination of the lists given: `--karmada-controllers`, `--rates`
