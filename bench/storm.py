@@ -83,7 +83,7 @@ from tests.karmada.outages import (
     grant_fencing_in_members,
     taint_not_ready_clusters,
 )
-from tests.karmada.test_storm import copies, relay_samples, storm_policy
+from tests.karmada.storm import copies, relay_samples, storm_policy
 from tests.karmada.workloads import BINDINGS, FLINK, WORKS, FlinkJob, new_job_id, restore_path
 from tests.karmada_env import (
     KARMADA,
