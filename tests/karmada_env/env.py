@@ -17,7 +17,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from tests.apiserver import KUBECTL_TIMEOUT_SECONDS
 from tests.crd_sources import KarmadaTree
 from tests.karmada_env import cleanup
 from tests.karmada_env.apiservers import KARMADA_APISERVER, Apiservers
@@ -315,15 +314,10 @@ class KarmadaEnv:
         """A REST client as admin of karmada-apiserver or a member."""
         return self._parts.clients.api(cluster)
 
-    def kubectl(
-        self,
-        *args: str,
-        cluster: str = KARMADA,
-        input: str | None = None,
-        check: bool = True,
-        timeout: float = KUBECTL_TIMEOUT_SECONDS,
-    ) -> subprocess.CompletedProcess[str]:
-        return self._parts.clients.kubectl(*args, cluster=cluster, input=input, check=check, timeout=timeout)
+    def kubectl(self, *args: str, **options: Any) -> subprocess.CompletedProcess[str]:
+        """kubectl as admin of ``cluster=`` (``KARMADA``, the default, or a member), with ``input=``, ``check=`` and
+        ``timeout=`` as ``Clients.kubectl`` (``clients.py``) takes them."""
+        return self._parts.clients.kubectl(*args, **options)
 
     def wait_until(self, condition: Callable[[], T], timeout: float, what: str, interval: float = POLL_SECONDS) -> T:
         """``wait_until`` that also fails at once when one of the harness's processes has died."""

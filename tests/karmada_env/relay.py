@@ -16,6 +16,7 @@ from tests.karmada_env.clients import Clients
 from tests.karmada_env.layout import REPO_ROOT, Layout
 from tests.karmada_env.processes import Components
 from tests.karmada_env.relay_config import RELAY_NAMESPACE, base_relay_config, merge
+from tests.policies import flink_policy
 from tests.processes import loopback_env
 from tests.relay_cli import relay_command, webhook_manifests
 from tests.tls_clients import unverified_tls
@@ -34,32 +35,13 @@ def relay_env() -> dict[str, str]:
 
 
 def registration_probe(members: Sequence[str]) -> dict[str, Any]:
-    """A policy only the relay refuses (statePreservation with a Gracefully purge, docs/design.md "Policy
-    admission"): registered means the apiserver calls the relay, and refuses it."""
-    return {
-        "apiVersion": "policy.karmada.io/v1alpha1",
-        "kind": "PropagationPolicy",
-        "metadata": {"name": "relay-registration-probe", "namespace": "default"},
-        "spec": {
-            "propagateDeps": True,
-            "resourceSelectors": [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment"}],
-            "placement": {"clusterAffinity": {"clusterNames": list(members)}},
-            "failover": {
-                "application": {
-                    "decisionConditions": {"tolerationSeconds": 10},
-                    "purgeMode": "Gracefully",
-                    "statePreservation": {
-                        "rules": [
-                            {
-                                "aliasLabelName": "application.karmada.io/failover-jobid",
-                                "jsonPath": "{ .jobStatus.jobId }",
-                            }
-                        ]
-                    },
-                }
-            },
-        },
-    }
+    """The documented Flink policy with a Gracefully purge, which only the relay refuses (statePreservation needs
+    Directly, docs/design.md "Policy admission"): registered means the apiserver calls the relay, and refuses it."""
+    policy = flink_policy(purgeMode="Gracefully", decisionConditions={"tolerationSeconds": 10})
+    policy["metadata"] = {"name": "relay-registration-probe", "namespace": "default"}
+    policy["spec"]["resourceSelectors"] = [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment"}]
+    policy["spec"]["placement"] = {"clusterAffinity": {"clusterNames": list(members)}}
+    return policy
 
 
 class Relay:
