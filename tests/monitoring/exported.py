@@ -45,8 +45,10 @@ from failover.core.api import (
 from relay.serve import RelayServer
 from relay.settings import ControllerSettings, SavepointSettings, Settings
 from relay.start_controllers import loop_settings
+from tests.admission_reviews import admission_review
 from tests.failover.work_builders import work
-from tests.support import admission_review, client_tls, flink_policy
+from tests.policies import flink_policy
+from tests.tls_clients import client_tls
 
 JOB_ID = "0123456789abcdef0123456789abcdef"
 

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from relay.commands.manifests.monitoring import RULES_FILE
+from tests.ci import on_ci
 from tests.monitoring.exported import Series, parse
-from tests.support import on_ci
 
 # The target labels Prometheus adds to every scraped series (the ServiceMonitor names the job after the Service).
 TARGET = {"job": "failover-relay", "instance": "10.0.0.7:9443"}

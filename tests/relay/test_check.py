@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from relay.commands.check.manifest_check import EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE, RULES_ONLY_NOTE, run_check
-from tests.support import flink_policy
+from tests.policies import flink_policy
 
 REBALANCER = """\
 apiVersion: apps.karmada.io/v1alpha1

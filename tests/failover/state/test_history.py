@@ -28,7 +28,7 @@ from failover.state.savepoint import PREVIOUS_JOB_IDS_ANNOTATION, UPGRADE_SAVEPO
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, preemption_task, set_health, stamp
 from tests.failover.history_builders import RESTORE, ROTATED, failed_over, reconcile
 from tests.failover.work_builders import deployment_manifest, work
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 LABEL = "application.karmada.io/failover-jobid"
 
