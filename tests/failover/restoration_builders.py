@@ -9,7 +9,7 @@ from typing import Any
 from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.graceful_eviction import decide_graceful_eviction
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health, stamp
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 LABEL = "application.karmada.io/failover-jobid"
 NEW_JOB = "4c1f0e9d8b7a69584736251403f2e1d0"

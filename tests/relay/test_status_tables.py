@@ -23,7 +23,7 @@ from tests.failover.view_builders import (
     without_a_job_id,
 )
 from tests.failover.work_builders import clusters, evicted
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 
 def test_a_failover_in_flight_reads_as_its_task_the_restore_and_the_history(tmp_path: Path) -> None:

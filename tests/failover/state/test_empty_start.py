@@ -34,7 +34,7 @@ from failover.state.savepoint import FAIL_CLOSED, FAIL_OPEN, injection_verdict
 from tests.failover.binding_builders import JOB_ID, at, set_health
 from tests.failover.restoration_builders import LABEL, deployed_status, moved_to_member2, moved_without_checkpoint
 from tests.failover.work_builders import work
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 PATH = "s3://state/default/" + JOB_ID + "/chk-7"
 # What Karmada reports of a copy the member's apiserver refused (the execution controller's or the agent's apply).

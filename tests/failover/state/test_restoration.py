@@ -33,7 +33,7 @@ from tests.failover.binding_builders import (
     with_cluster_rules,
 )
 from tests.failover.restoration_builders import LABEL, NEW_JOB, moved_to_member2, moved_without_checkpoint
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 SETTINGS = DecisionSettings()  # restore grace 300 s, toleration 60 s (FLINK_BINDING)
 
