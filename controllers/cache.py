@@ -35,6 +35,8 @@ BINDING_RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
 POLICY_RESOURCES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)
 BindingKey = tuple[str, str]  # (kind, key)
 RECONCILIATION = "reconciliationStatus"
+# A copy's lifecycle: FAILED ends its restore grace at once (failover/state/restoration.py `terminally_failed`).
+LIFECYCLE = "lifecycleState"
 
 
 def with_identity(obj: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
@@ -95,7 +97,7 @@ def work_cached_form(work: Mapping[str, Any]) -> Mapping[str, Any]:
 def binding_cached_form(binding: Mapping[str, Any]) -> Mapping[str, Any]:
     """A binding as the cache keeps it: without managedFields, and each copy's reflected status
     (`status.aggregatedStatus[*].status`) cut to the top-level fields the loop reads: `jobStatus` (the history of runs),
-    what the binding's statePreservation rules name, and for the copies a move brings their `reconciliationStatus`
+    `lifecycleState` (a terminal failure), what the binding's statePreservation rules name, and for the copies a move brings their `reconciliationStatus`
     (whether the operator deployed them from a restore path). A FlinkDeployment's reflected status carries the whole
     last spec twice as strings (`reconciliationStatus`), most of a binding's size; at 50,000 bindings this is the
     difference to the memory target (docs/benchmarks.md, "Reconcile loop at scale"). A rule that may read anything keeps
@@ -106,7 +108,7 @@ def binding_cached_form(binding: Mapping[str, Any]) -> Mapping[str, Any]:
     items = b.status(binding).get("aggregatedStatus")
     if not isinstance(items, list) or not items:
         return binding
-    kept: set[str] = {JOB_STATUS}
+    kept: set[str] = {JOB_STATUS, LIFECYCLE}
     for rule in preservation_rules(binding):
         try:
             fields = parse_template(rule.json_path).leading_fields()

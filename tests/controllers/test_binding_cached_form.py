@@ -9,6 +9,7 @@ from controllers.cache import binding_cached_form, work_cached_form
 from failover.state.empty_start import START_WITHOUT_STATE_ANNOTATION, accepted_job_ids, deployed_restore_path
 from failover.state.history import decide_history
 from failover.state.last_state import decide_last_state
+from failover.state.restoration import terminally_failed
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
 from tests.failover.restoration_builders import deployed_status, moved_without_checkpoint
 from tests.failover.work_builders import work
@@ -35,6 +36,19 @@ def test_only_the_fields_the_loop_reads_are_kept_and_its_decisions_do_not_change
     assert full["status"]["aggregatedStatus"][0]["status"]["reconciliationStatus"] == RECONCILIATION  # not mutated
     for decide in (lambda b: decide_last_state(b, at(10)), lambda b: decide_history(b, (), at(10))):
         assert decide(cached) == decide(full)
+
+
+def test_a_terminal_failure_reads_the_same_from_the_cached_binding() -> None:
+    """The lifecycle is not a statePreservation field, but FAILED there ends a moved copy's restore grace."""
+    full = reflected_flink_status(flink_binding())
+    status = full["status"]["aggregatedStatus"][0]["status"]
+    status.update({"lifecycleState": "FAILED", "error": "Recovery is suppressed by NoRestartBackoffTimeStrategy"})
+    status["jobStatus"]["state"] = "RECONCILING"
+    cached = binding_cached_form(full)
+    assert terminally_failed(cached["status"]["aggregatedStatus"][0])
+    assert terminally_failed(cached["status"]["aggregatedStatus"][0]) == terminally_failed(
+        full["status"]["aggregatedStatus"][0]
+    )
 
 
 def test_a_rule_that_may_read_anything_keeps_the_whole_status() -> None:
