@@ -25,6 +25,7 @@ from failover.state.checkpoints import open_store
 from tests.e2e.objects import apply, flink_deployment, get, warnings_of
 from tests.e2e.relay_process import RelayProcess
 from tests.envtest import ControlPlane
+from tests.flink_jobmanager import jobmanager_deployment, jobmanager_pod
 
 pytestmark = pytest.mark.envtest
 
@@ -115,8 +116,8 @@ def test_a_fence_record_suspends_its_copy_keeps_it_suspended_and_is_acknowledged
     apps, core = client.AppsV1Api(api_client), client.CoreV1Api(api_client)
     orders = get(control_plane, "flinkdeployment", "orders", namespace)
     apps.create_namespaced_deployment(namespace, jobmanager_deployment("orders", orders["metadata"]["uid"]))
-    core.create_namespaced_pod(namespace, jobmanager_pod("orders"))
-    core.patch_namespaced_pod_status("orders-jobmanager-0", namespace, {"status": {"phase": "Running"}})
+    pod = core.create_namespaced_pod(namespace, jobmanager_pod("orders")).metadata.name
+    core.patch_namespaced_pod_status(pod, namespace, {"status": {"phase": "Running"}})
 
     # The Flink operator stops the job with a savepoint and says so in the status, but leaves the JobManager up, as
     # operator 1.16 does after a savepoint suspend without HA (FLINK-41262): the relay deletes its Deployment, says
@@ -144,7 +145,7 @@ def test_a_fence_record_suspends_its_copy_keeps_it_suspended_and_is_acknowledged
     ]
     time.sleep(POLLS)
     assert fences.read("member1").acks == {}  # its pod still runs: not stopped yet
-    core.delete_namespaced_pod("orders-jobmanager-0", namespace, grace_period_seconds=0)  # as the kubelet, then GC
+    core.delete_namespaced_pod(pod, namespace, grace_period_seconds=0)  # as the kubelet, then GC
     acks = wait_for(lambda: fences.read("member1").acks, lambda found: FENCE_ID in found, "the acknowledgement")
     ack = acks[FENCE_ID]
     assert ack.savepoint == savepoint
@@ -200,36 +201,3 @@ def fence_next(control_plane: ControlPlane, fences: FenceStore, namespace: str, 
         lambda state: state == "suspended",
         f"{name}, fenced after the outage, suspended",
     )
-
-
-def jobmanager_labels(name: str) -> dict[str, str]:
-    return {"app": name, "component": "jobmanager", "type": "flink-native-kubernetes"}
-
-
-def jobmanager_deployment(name: str, owner_uid: str) -> dict:
-    """The JobManager Deployment the operator makes for FlinkDeployment `name` (Flink's native Kubernetes names and
-    labels, owned by the FlinkDeployment)."""
-    owner = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "name": name, "uid": owner_uid}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "labels": jobmanager_labels(name), "ownerReferences": [owner]},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": jobmanager_labels(name)},
-            "template": {
-                "metadata": {"labels": jobmanager_labels(name)},
-                "spec": {"containers": [{"name": "flink-main-container", "image": "flink:1.20"}]},
-            },
-        },
-    }
-
-
-def jobmanager_pod(name: str) -> dict:
-    """Its pod, as the tier has no kubelet: made and reported Running by the test."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"{name}-jobmanager-0", "labels": jobmanager_labels(name)},
-        "spec": {"containers": [{"name": "flink-main-container", "image": "flink:1.20"}]},
-    }

@@ -5,7 +5,6 @@ a dead cluster"), and a watch on the member copies that proves there is never mo
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ from typing import Any, Self
 
 import yaml
 
+from tests.flink_jobmanager import jobmanager_pods_path, running_pods
 from tests.karmada.workloads import FLINK, POLICIES, FlinkJob, stateful_policy
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 
@@ -99,10 +99,11 @@ def recorded_state(job: FlinkJob) -> str:
     return ((job.binding() or {}).get("metadata") or {}).get("annotations", {}).get("failover-relay.io/last-state", "")
 
 
-def events_of(env: KarmadaEnv, namespace: str, reason: str) -> list[dict[str, Any]]:
+def events_of(env: KarmadaEnv, namespace: str, reason: str, cluster: str = KARMADA) -> list[dict[str, Any]]:
+    """The Events of `reason` in `namespace` of karmada-apiserver, or of a member."""
     return [
         event
-        for event in env.api(KARMADA).list(resource_path("v1", "events", namespace=namespace))
+        for event in env.api(cluster).list(resource_path("v1", "events", namespace=namespace))
         if event.get("reason") == reason
     ]
 
@@ -131,27 +132,34 @@ class CopyWatch(Background):
     """Samples every member's copy of the job in the background (``members``: the environment's, unless given) and
     records when copies existed side by side (a member whose apiserver is down cannot be sampled and is skipped), and
     when copies ran side by side: a copy with `spec.job.state: suspended` is not running (the Flink operator stops its
-    job)."""
+    job). With ``jobmanagers``, also when JobManager pods of the job ran in two members at once, whatever the copies
+    said (tests/karmada/operator.py plays the operator that leaves one up)."""
 
-    def __init__(self, job: FlinkJob, interval: float = 0.2, members: tuple[str, ...] = ()) -> None:
-        self.job, self.interval = job, interval
+    def __init__(
+        self, job: FlinkJob, interval: float = 0.2, members: tuple[str, ...] = (), jobmanagers: bool = False
+    ) -> None:
+        self.job, self.interval, self.jobmanagers = job, interval, jobmanagers
         self.members = members or job.env.members
         self.samples = 0
         self.overlaps: list[tuple[float, tuple[str, ...]]] = []
         self.running_overlaps: list[tuple[float, tuple[str, ...]]] = []
+        self.jobmanager_overlaps: list[tuple[float, tuple[str, ...]]] = []
         self.seen: dict[str, tuple[float, float]] = {}  # member -> (first seen, last seen), monotonic
         self.suspended: dict[str, float] = {}  # member -> first seen suspended, monotonic
         super().__init__()
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            present, running = [], []
+            present, running, jobmanagers = [], [], []
             now = time.monotonic()
             for member in self.members:
                 try:
-                    copy = self.job.env.api(member).get(
-                        resource_path(FLINK, "flinkdeployments", self.job.name, self.job.namespace)
-                    )
+                    api = self.job.env.api(member)
+                    copy = api.get(resource_path(FLINK, "flinkdeployments", self.job.name, self.job.namespace))
+                    if self.jobmanagers and running_pods(
+                        api.list(jobmanager_pods_path(self.job.name, self.job.namespace))
+                    ):
+                        jobmanagers.append(member)
                 except Exception:  # a member that is down (or coming back) cannot be sampled
                     continue
                 if copy is not None:
@@ -167,11 +175,13 @@ class CopyWatch(Background):
                 self.overlaps.append((now, tuple(present)))
             if len(running) > 1:
                 self.running_overlaps.append((now, tuple(running)))
+            if len(jobmanagers) > 1:
+                self.jobmanager_overlaps.append((now, tuple(jobmanagers)))
             self._stop.wait(self.interval)
 
 
 # The e2e CR's job with the upgrade mode that makes the operator take a savepoint when it suspends the job (what
-# SuspendingOperator plays).
+# tests/karmada/operator.py plays).
 SAVEPOINT_JOB = {
     "jarURI": "local:///opt/flink/examples/streaming/StateMachineExample.jar",
     "args": [],
@@ -179,46 +189,6 @@ SAVEPOINT_JOB = {
     "state": "running",
     "upgradeMode": "savepoint",
 }
-
-
-class SuspendingOperator(Background):
-    """What the Flink operator 1.16 does with a copy whose `spec.job.state` turns `suspended`, played in the
-    background for one member's copy (the tier has no operator and no kubelet): stop the job with a savepoint (its
-    upgrade mode is savepoint) — a savepoint directory of Flink's layout written into the workload's
-    `state.savepoints.dir` — and report it in the copy's status as the operator does (`lifecycleState: SUSPENDED`,
-    `jobStatus.state: FINISHED`, `jobStatus.upgradeSavepointPath`)."""
-
-    def __init__(self, job: FlinkJob, member: str, job_id: str, interval: float = 0.2) -> None:
-        self.job, self.member, self.job_id, self.interval = job, member, job_id, interval
-        self.savepoint = job.state_dir / "savepoints" / f"savepoint-{job_id[:6]}-{os.urandom(6).hex()}"
-        self.stopped_at: float | None = None  # monotonic
-        super().__init__()
-
-    def _run(self) -> None:
-        while not self._stop.is_set() and self.stopped_at is None:
-            try:
-                copy = self.job.copy_in(self.member)
-            except Exception:  # noqa: BLE001  a member that is coming back cannot be read: try again
-                copy = None
-            if copy and ((copy.get("spec") or {}).get("job") or {}).get("state") == "suspended":
-                self.savepoint.mkdir(parents=True)
-                (self.savepoint / "_metadata").write_bytes(b"flink savepoint metadata")
-                self.job.env.api(self.member).patch(
-                    resource_path(FLINK, "flinkdeployments", self.job.name, self.job.namespace, "status"),
-                    {
-                        "status": {
-                            "lifecycleState": "SUSPENDED",
-                            "jobManagerDeploymentStatus": "MISSING",
-                            "jobStatus": {
-                                "state": "FINISHED",
-                                "jobId": self.job_id,
-                                "upgradeSavepointPath": f"file://{self.savepoint}",
-                            },
-                        }
-                    },
-                )
-                self.stopped_at = time.monotonic()
-            self._stop.wait(self.interval)
 
 
 def fence_files(env: KarmadaEnv, member: str) -> list[str]:

@@ -19,13 +19,14 @@ from typing import Any
 
 import pytest
 
+from tests.karmada.operator import FlinkOperator
 from tests.karmada.outages import (
     CLUSTER_JOB_ID_LABEL,
     SAVEPOINT_JOB,
     CopyWatch,
-    SuspendingOperator,
     back_to_normal,
     cluster_ready,
+    events_of,
     fence_files,
     grant_fencing_in_members,
     prefer_home,
@@ -178,12 +179,15 @@ def test_partitions_move_only_what_does_not_tolerate_them_and_never_run_two_copi
 
     Real: Karmada v1.19 (taint manager, scheduler, execution controller), the partition, both relays, the checkpoint
     storage (a local directory both relays read), the member apiservers and the copies' specs. Standing in for the
-    Flink operator (the tier has none, and no kubelet): `SuspendingOperator` turns the suspension into what operator
-    1.16 reports for a job suspended with upgradeMode savepoint (a savepoint directory in Flink's layout written to
-    the job's savepoint dir, `lifecycleState: SUSPENDED`, `jobStatus.upgradeSavepointPath`), about 0.2 s after it sees
-    `spec.job.state: suspended`; a real operator takes as long as its savepoint. Copies are read directly from the
-    members' apiservers every 0.2 s (`CopyWatch`): a copy with `spec.job.state: suspended` is not running, and the
-    margin is between the first sample showing the old copy suspended and the first showing the new copy."""
+    Flink operator (the tier has none, no kube-controller-manager and no kubelet): `FlinkOperator`
+    (tests/karmada/operator.py) plays operator 1.16 for the evicted job in every Push member: each copy that runs gets
+    its JobManager Deployment and a Running pod; the suspension gets a savepoint in Flink's layout and the status 1.16
+    writes (`lifecycleState: SUSPENDED`, `jobStatus.upgradeSavepointPath`) about 0.2 s after `spec.job.state:
+    suspended` (a real operator takes as long as its savepoint), and the JobManager is left up (FLINK-41262), its pod
+    resubmitting the job 3 s later unless stopped. Copies and JobManager pods are read directly from the members'
+    apiservers every 0.2 s (`CopyWatch`): a copy with `spec.job.state: suspended` is not running, a JobManager pod
+    Running is, whatever its copy says; the margin is between the first sample showing the old copy suspended and the
+    first showing the new copy."""
     env = karmada_env
     grant_fencing_in_members(env)
     home = env.members[0]
@@ -193,7 +197,10 @@ def test_partitions_move_only_what_does_not_tolerate_them_and_never_run_two_copi
 
     with taint_not_ready_clusters(env), CopyWatch(tolerant) as tolerant_watch:
         # The long partition.
-        with CopyWatch(evicted) as long_watch, SuspendingOperator(evicted, home, job_id) as operator:
+        with (
+            CopyWatch(evicted, jobmanagers=True) as long_watch,
+            FlinkOperator(evicted, env.members) as operator,
+        ):
             cut = time.monotonic()
             not_ready = cut_until_not_ready(env, home)
             not_ready_at = cut + not_ready
@@ -201,7 +208,7 @@ def test_partitions_move_only_what_does_not_tolerate_them_and_never_run_two_copi
             back = time.monotonic() - not_ready_at
             assert copy["metadata"]["labels"][CLUSTER_JOB_ID_LABEL] == job_id
             # The suspension's savepoint, newer than the last checkpoint, is what the new copy restores.
-            assert restore_path(copy) == operator.savepoint
+            assert restore_path(copy) == operator.savepoint(home)
             time.sleep(AFTER_MOVE_SECONDS)
             old = evicted.copy_in(home)
             assert old is not None and old["spec"]["job"]["state"] == "suspended", "the old copy runs again"
@@ -215,8 +222,10 @@ def test_partitions_move_only_what_does_not_tolerate_them_and_never_run_two_copi
             ready_again = back_to_normal(env, home)
         assert evicted.placed_on() == [second] and evicted.copy_in(second) is not None
         assert stale < 20, f"stale copy deleted {stale:.1f} s after the partition healed"
-        assert operator.stopped_at is not None
+        assert home in operator.suspended_at and home in operator.jobmanagers_gone
         suspended = long_watch.suspended[home] - not_ready_at
+        jobmanager_gone = operator.jobmanagers_gone[home] - operator.suspended_at[home]
+        stopped_events = events_of(env, namespace, "JobManagerStopped", cluster=home)
         created = long_watch.seen[second][0] - not_ready_at
         margin = created - suspended
 
@@ -238,7 +247,11 @@ def test_partitions_move_only_what_does_not_tolerate_them_and_never_run_two_copi
         f"partitioned Push member {home}, storage fence: NotReady {not_ready:.1f} s after the cut; the old copy"
         f" suspended {suspended:.1f} s after NotReady, the new copy on {second} with its state (the suspension's"
         f" savepoint) {created:.1f} s after NotReady (restored copy seen {back:.1f} s after), margin {margin:.1f} s;"
-        f" running side by side: {len(long_watch.running_overlaps)} samples of {long_watch.samples}; the suspended"
+        f" running side by side: {len(long_watch.running_overlaps)} samples of {long_watch.samples}; the operator"
+        f" left the old JobManager up after the suspension (FLINK-41262), gone {jobmanager_gone:.1f} s after it"
+        f" ({len(stopped_events)} JobManagerStopped Event{'s' * (len(stopped_events) != 1)}, the job resubmitted by"
+        f" it: {'yes' if home in operator.resubmitted else 'no'}); JobManagers running in two members:"
+        f" {len(long_watch.jobmanager_overlaps)} samples; the suspended"
         f" copy went {stale:.1f} s after the heal ({long_partition:.0f} s partition); Ready and untainted"
         f" {ready_again:.1f} s after the heal. Partition healing {HEAL_AFTER_NOT_READY_SECONDS} s after NotReady"
         f" ({short_not_ready:.1f} s after the cut): placed on {placed}, suspended at"
@@ -247,6 +260,8 @@ def test_partitions_move_only_what_does_not_tolerate_them_and_never_run_two_copi
         f" {home} never suspended or deleted",
     )
     assert long_watch.running_overlaps == [], f"two running copies: {long_watch.running_overlaps[:3]}"
+    assert long_watch.jobmanager_overlaps == [], f"two running JobManagers: {long_watch.jobmanager_overlaps[:3]}"
+    assert stopped_events, "no JobManagerStopped Event on the old copy"
     assert created <= MOVE_TARGET_SECONDS, f"the new copy {created:.1f} s after NotReady"
     assert margin >= MARGIN_TARGET_SECONDS, f"{margin:.1f} s between the suspension and the new copy"
     assert short_watch.overlaps == [], f"two copies at once after a short partition: {short_watch.overlaps[:3]}"

@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 
 from tests.flink_job import Probe, RunningJob
+from tests.karmada.operator import FlinkOperator
 from tests.karmada.outages import (
     CLUSTER_JOB_ID_LABEL,
     SAVEPOINT_JOB,
     CopyWatch,
-    SuspendingOperator,
     cluster_ready,
     events_of,
     fence_files,
@@ -184,8 +184,9 @@ def test_a_partitioned_pull_members_copy_is_suspended_through_the_storage_fence_
     without the webhook set `spec.job.state` back to running within a second of each suspension (measured: the copy
     never stopped and the Work was handed over by the 60 s timer).
 
-    The Flink operator is played by `SuspendingOperator` as in tests/karmada/test_partition.py (whose docstring says
-    what is real); copies are read directly from the members' apiservers every 0.2 s (`CopyWatch`)."""
+    The Flink operator is played by `FlinkOperator` as in tests/karmada/test_partition.py (whose docstring says what is
+    real), leaving the JobManager up after the suspension as operator 1.16 does (FLINK-41262); copies and JobManager
+    pods are read directly from the members' apiservers every 0.2 s (`CopyWatch`)."""
     env, home = karmada_env, pull_member
     env.start_member_relay(home)
     env.restart_relay({"fence": {"storage": True}})
@@ -202,8 +203,8 @@ def test_a_partitioned_pull_members_copy_is_suspended_through_the_storage_fence_
 
         with (
             taint_not_ready_clusters(env),
-            CopyWatch(job, members=(*env.members, home)) as watch,
-            SuspendingOperator(job, home, job_id) as operator,
+            CopyWatch(job, members=(*env.members, home), jobmanagers=True) as watch,
+            FlinkOperator(job, (*env.members, home)) as operator,
         ):
             env.partition_agent(home)
             try:
@@ -213,7 +214,8 @@ def test_a_partitioned_pull_members_copy_is_suspended_through_the_storage_fence_
                 second, copy = job.wait_restored_outside(home, timeout=180)
                 back = time.monotonic() - not_ready_at
                 assert copy["metadata"]["labels"][CLUSTER_JOB_ID_LABEL] == job_id
-                assert restore_path(copy) == operator.savepoint  # the suspension's, newer than the last checkpoint
+                # The suspension's savepoint, newer than the last checkpoint.
+                assert restore_path(copy) == operator.savepoint(home)
                 new_copy = job.copy_in(second)
                 assert new_copy is not None
                 old = job.copy_in(home)
@@ -242,7 +244,8 @@ def test_a_partitioned_pull_members_copy_is_suspended_through_the_storage_fence_
         env.restart_relay()
         env.stop_member_relay(home)
 
-    assert operator.stopped_at is not None
+    assert home in operator.suspended_at and home in operator.jobmanagers_gone
+    jobmanager_gone = operator.jobmanagers_gone[home] - operator.suspended_at[home]
     not_ready = not_ready_at - cut
     suspended = watch.suspended[home] - not_ready_at
     created = watch.seen[second][0] - not_ready_at
@@ -253,10 +256,13 @@ def test_a_partitioned_pull_members_copy_is_suspended_through_the_storage_fence_
         f"partitioned Pull member {home}, storage fence: NotReady {not_ready:.1f} s after the cut; the old copy"
         f" suspended {suspended:.1f} s after NotReady, the new copy on {second} with its state (the suspension's"
         f" savepoint) {created:.1f} s after NotReady (restored copy seen {back:.1f} s after), margin {margin:.1f} s;"
-        f" running side by side: {len(watch.running_overlaps)} samples of {watch.samples}; the suspended copy"
+        f" running side by side: {len(watch.running_overlaps)} samples of {watch.samples}; the JobManager the"
+        f" operator left up (FLINK-41262) gone {jobmanager_gone:.1f} s after the suspension, JobManagers running in"
+        f" two members: {len(watch.jobmanager_overlaps)} samples; the suspended copy"
         f" deleted by the agent {stale:.1f} s after the heal; the new copy untouched",
     )
     assert watch.running_overlaps == [], f"two running copies: {watch.running_overlaps[:3]}"
+    assert watch.jobmanager_overlaps == [], f"two running JobManagers: {watch.jobmanager_overlaps[:3]}"
     assert created <= MOVE_TARGET_SECONDS, f"the new copy {created:.1f} s after NotReady"
     assert margin >= MARGIN_TARGET_SECONDS, f"{margin:.1f} s between the suspension and the new copy"
     assert stale < STALE_COPY_SECONDS, f"stale copy deleted {stale:.1f} s after the heal"
