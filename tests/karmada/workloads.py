@@ -191,11 +191,14 @@ class FlinkJob:
 
     # -- playing the Flink operator in a member -------------------------------------------------------------------
 
-    def report(self, member: str, state: str, job_id: str | None, error: str | None = None) -> None:
-        """Write the copy's status in ``member`` as the Flink operator would (status subresource)."""
+    def report(
+        self, member: str, state: str, job_id: str | None, error: str | None = None, lifecycle: str | None = None
+    ) -> None:
+        """Write the copy's status in ``member`` as the Flink operator would (status subresource); the lifecycle
+        state follows the job's unless given."""
         status: dict[str, Any] = {
             "jobStatus": {"state": state, **({"jobId": job_id} if job_id else {})},
-            "lifecycleState": "STABLE" if state == "RUNNING" else "DEPLOYED",
+            "lifecycleState": lifecycle or ("STABLE" if state == "RUNNING" else "DEPLOYED"),
             "jobManagerDeploymentStatus": "READY" if state == "RUNNING" else "DEPLOYING",
             "error": error,
         }
