@@ -1,5 +1,5 @@
 """Connection flood: RSS of `failover-relay serve` with N idle connections and after they close, and whether a
-legitimate review is still answered within 1 s meanwhile (issue 15). Loopback only, bounded in size and time.
+legitimate review is still answered within 1 s meanwhile. Loopback only, bounded in size and time.
 
     .venv/bin/python bench/connections.py                 # N=2000, the flood from 127.0.0.1
     .venv/bin/python bench/connections.py --connections 500 --max-connections-per-peer 100000 --max-connections 100000
@@ -221,8 +221,8 @@ async def bench(args: argparse.Namespace, pid: int, port: int, ca_file: Path) ->
 
 
 async def waves(args: argparse.Namespace, pid: int, port: int) -> list[str]:
-    """Repeated floods (issue 28): each wave connects, says nothing until the handshake timeout has closed what was
-    admitted, then closes; RSS after each. Memory that only a full collection returns climbs wave after wave."""
+    """Repeated floods: each wave connects, says nothing until the handshake timeout has closed what was admitted, then
+    closes; RSS after each. Memory that only a full collection returns climbs wave after wave."""
     lines = [f"server RSS at rest: {rss_mb(pid):.1f} MB"]
     for wave in range(1, args.waves + 1):
         sockets = await bare_connects(port, args.connections)

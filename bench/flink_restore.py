@@ -4,12 +4,13 @@
     python bench/flink_restore.py                          # Flink 2.2.0, 1,000 / 100,000 / 1,000,000 keys
     python bench/flink_restore.py --version 1.20.3 --keys 1000,100000
 
-Per state size, three JVMs: the job fills its keyed state (one counter per key, as fast as it can), checkpoints and
-is cancelled (checkpoint retained); then a fresh job with no state, for the floor; then the job restored from that
-checkpoint. Printed per size: the checkpoint's state size (Flink's own `_metadata`), the seconds from the JVM's start
-to the job submitted (MiniCluster start-up), and to every key's restored count seen by the job (restore plus one
-record per key), for the restored and the fresh job. The restore grace of issue 25 ("exactly one copy") is sized from
-the difference. Exit status is non-zero only when the harness fails, never because of a number.
+Per state size, three JVMs: the job fills its keyed state (one counter per key, as fast as it can), checkpoints and is
+cancelled (checkpoint retained); then a fresh job with no state, for the floor; then the job restored from that
+checkpoint. Printed per size: the checkpoint's state size (Flink's own `_metadata`), the seconds from the JVM's start to
+the job submitted (MiniCluster start-up), and to every key's restored count seen by the job (restore plus one record per
+key), for the restored and the fresh job. The restore grace (`restoreGraceSeconds`: how long a new copy that is still
+restoring is kept rather than failed over again, so that there is exactly one copy) is sized from the difference. Exit
+status is non-zero only when the harness fails, never because of a number.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def piece(name: str) -> Callable[[int], object]:
 
         try:
             from failover.admission.registry import VALIDATORS
-        except ImportError:  # trees before issue 16's renames
+        except ImportError:  # trees from before failover.rules became failover.admission.registry
             from failover.rules import VALIDATORS  # type: ignore[no-redef]
         policy = parse_review(policy_body).object
         validator = VALIDATORS[PROPAGATION_POLICY]
@@ -70,7 +70,7 @@ def _mutate_cached(flink: object, bodies: object) -> Callable[[int], object]:
 
     try:
         from webhook.blocking import BlockingPool as Pool
-    except ImportError:  # trees before issue 16's renames
+    except ImportError:  # trees from before webhook.mutators.LookupPool became webhook.blocking.BlockingPool
         from webhook.mutators import LookupPool as Pool  # type: ignore[no-redef]
 
     root = Path(tempfile.mkdtemp(prefix="failover-relay-instructions-")) / "checkpoints"

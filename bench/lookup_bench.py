@@ -16,7 +16,7 @@ savepoint directory `<root>/savepoints/savepoint-<6 hex>-<12 hex>/_metadata` hol
 - `cached`: the adapter again for the same jobs, answered from the TTL cache;
 - `ceiling`: the least work that can answer the first question (one `os.scandir` of the job directory, a parse of
   the names, one `os.stat` of `_metadata` per candidate); the ratio lookup/ceiling is the price of fsspec and checks
-  (since issue 13 that includes resolving each directory, so a symbolic link cannot lead out of the root).
+  (that includes resolving each directory, so a symbolic link cannot lead out of the root).
 
 "Cold" here means not in our cache; the kernel's dentry cache is warm after the tree is built (drop it with
 `echo 2 > /proc/sys/vm/drop_caches` between build and run, as root, to see a disk-cold number).

@@ -5,7 +5,7 @@
     python bench/reconcile_scale.py --bindings 5000 --unhealthy 50 --toleration 30
     python bench/reconcile_scale.py --bindings 50000 --unhealthy 200 --expired 100 --fixtures etcd --relist
 
-What it measures (issue 5, "a scale benchmark"):
+What it measures:
 - creation: N bindings created, then their status written through the status subresource (Healthy, or Unhealthy for
   M of them spread evenly over the names), by a thread pool sharing one `kubernetes` client;
 - the floor of the first pass: one LIST of all N bindings with the same client call the informer makes (best of 3);

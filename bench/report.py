@@ -210,7 +210,8 @@ def profile_tables(profile: dict) -> str:
 
 
 def targets(results: dict) -> str:
-    """Issue 18's targets, reported and never enforced (the host's noise is larger than some margins)."""
+    """The webhook's performance targets (throughput against the same-stack ceiling and against kopf, p99 latency at
+    1,000 reviews/s, RSS), reported and never enforced (the host's noise is larger than some margins)."""
     rounds = results["rounds"]
     ceiling = same_stack(results)
 
@@ -232,7 +233,7 @@ def targets(results: dict) -> str:
         rss = memory.get(server, {}).get("VmRSS")
         rows.append((f"{name} ≤ {limit} MiB", rss, rss is not None and rss <= limit))
     lines = [
-        "Targets of issue 18 (informational; medians of per-round ratios):",
+        "Performance targets: throughput, p99 latency, RSS (informational; medians of per-round ratios):",
         "",
         "| target | measured | met |",
         "|---|---|---|",

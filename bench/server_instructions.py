@@ -12,10 +12,10 @@ endpoint with one request each; step 0 stops there, step 1 also sends N `/valida
 N `/validate` and N `/mutate`. An endpoint's instructions per review is the difference between consecutive steps over
 N: interpreter start-up, imports, TLS handshakes, the warm-up and shutdown are the same in both and cancel out. Each
 measured request must be answered 2xx (h2load's "status codes" line) or the run stops. Servers: `ceiling` (the
-same-stack ceiling), `us` and `kopf` by default; `--before TREE` adds `us-before` (the relay of another source tree,
-as in run.py), `--servers` picks from all of them (also `ceiling-fast` and `member`). A CPU-bound server's throughput
-is inversely proportional to its instructions per review, so ceiling/us is the fraction of the ceiling's throughput
-`us` can reach and kopf/us how many times kopf's it reaches (issue 18's targets are stated that way).
+same-stack ceiling), `us` and `kopf` by default; `--before TREE` adds `us-before` (the relay of another source tree, as
+in run.py), `--servers` picks from all of them (also `ceiling-fast` and `member`). A CPU-bound server's throughput is
+inversely proportional to its instructions per review, so ceiling/us is the fraction of the ceiling's throughput `us`
+can reach and kopf/us how many times kopf's it reaches (the webhook's throughput targets are stated that way).
 
 What this does NOT measure: kernel time (TLS record and socket syscalls, log file writes: the relay writes a log line
 for every patched review), cache misses and branch mispredictions (an instruction is not a fixed time), latency and

@@ -1,7 +1,7 @@
-"""Every `failover-relay ...` command line in README.md and docs/*.md parses with the real argparse parser, so the
-docs cannot name a flag or a command that does not exist (issue 24). Synopses (`[--flag]`, `A | B`, `COMMAND`,
-`...`) are left out; shell variables become a placeholder. A line in a sh block must parse whole; an inline span
-may be a mention (`failover-relay check`, `serve --config`): its command and flags must exist."""
+"""Every `failover-relay ...` command line in README.md and docs/*.md parses with the real argparse parser, so the docs
+cannot name a flag or a command that does not exist. Synopses (`[--flag]`, `A | B`, `COMMAND`, `...`) are left out;
+shell variables become a placeholder. A line in a sh block must parse whole; an inline span may be a mention
+(`failover-relay check`, `serve --config`): its command and flags must exist."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A damaged CA of our own (issue 15 defect 4): repaired only in ways that keep clients working, and reported.
+"""A damaged CA of our own: repaired only in ways that keep clients working, and reported.
 
 Clients are modelled by what they trust: the `ca.crt` they were given before the damage (the apiserver's caBundle
 until the sync updates it) must still verify the served certificate after the repair, and so must the new one.

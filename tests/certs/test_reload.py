@@ -250,7 +250,7 @@ def test_broken_files_at_start_are_refused_without_key_material(cert_dir):
 
 
 async def test_rotation_under_load_fails_no_handshake_and_no_request(cert_dir, reloading):
-    """Clients connect and talk continuously while the certificate is rotated five times (issue 7)."""
+    """Clients connect and talk continuously while the certificate is rotated five times; none of them may fail."""
     trust = trusting(cert_dir / "ca.crt")
     seen: set[int] = set()
     new_serial = asyncio.Event()
@@ -340,8 +340,8 @@ async def test_tls_1_3_client_is_served(cert_dir, reloading):
 
 
 async def test_a_failed_renewal_is_counted_in_the_metrics(tmp_path: Path) -> None:
-    """Issue 28: a renewal that fails is logged and counted (an alert can watch the counter), and the loaded
-    certificate serves on."""
+    """A renewal that fails is logged and counted (an alert can watch the counter), and the loaded certificate serves
+    on."""
     cert_dir = tmp_path / "certs"
     relay = RelayServer(Settings(port=0, cert_dir=cert_dir))
     await relay.start()

@@ -1,6 +1,6 @@
-"""Certificate renewal under load (issue 7, item 1): the serving certificate is replaced on disk by a renewal and
-swapped into the running server while clients keep opening new TLS connections and reusing old ones.
-Zero requests may fail, and every handshake that starts after the swap must get the new certificate.
+"""Certificate renewal under load: the serving certificate is replaced on disk by a renewal and swapped into the
+running server while clients keep opening new TLS connections and reusing old ones. Zero requests may fail, and every
+handshake that starts after the swap must get the new certificate.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import asyncio
 import json
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,7 +28,13 @@ from tests.reporting import report
 from tests.tls_clients import client_tls
 
 NEW_CONNECTION_CLIENTS = 4
+# Each side of the swap carries the load this long, and then until it has seen enough requests to mean anything: a
+# loaded two-core machine answers fewer per second (98 in the two seconds, against some 500 idle), and that is no
+# failure of the rotation.
 LOAD_SECONDS_EACH_SIDE = 1.0
+MIN_REQUESTS_EACH_SIDE = 50
+# No request answered for this long is a hang, not load: each takes milliseconds idle, and 5 s is each one's own bound.
+HANG_SECONDS = 30.0
 # The certificate in place at start-up is this far from its renewal window, so the server's own start-up check
 # keeps it; the renewal is then triggered with a `now` this far past the window's start.
 MARGIN = timedelta(minutes=2)
@@ -100,6 +106,18 @@ async def keep_alive_client(session: aiohttp.ClientSession, url: str, tally: Tal
             tally.failures.append(f"keep-alive: {type(error).__name__}: {error}")
 
 
+async def load_until(enough: Callable[[], bool], *tallies: Tally) -> None:
+    """Keep the load on for LOAD_SECONDS_EACH_SIDE, then until `enough()`, for as long as requests keep ending."""
+    await asyncio.sleep(LOAD_SECONDS_EACH_SIDE)
+    ended, deadline = -1, time.monotonic() + HANG_SECONDS
+    while not enough():
+        now_ended = sum(tally.ok + len(tally.failures) for tally in tallies)
+        if now_ended > ended:
+            ended, deadline = now_ended, time.monotonic() + HANG_SECONDS
+        assert time.monotonic() < deadline, f"no request ended for {HANG_SECONDS} s"
+        await asyncio.sleep(0.05)
+
+
 @pytest.fixture
 async def relay(tmp_path: Path) -> AsyncIterator[RelayServer]:
     cert_dir = tmp_path / "certs"
@@ -128,7 +146,9 @@ async def test_renewal_under_load_fails_no_request_and_new_handshakes_get_the_ne
             for _ in range(NEW_CONNECTION_CLIENTS)
         ]
         clients.append(asyncio.create_task(keep_alive_client(session, url, reused, stop)))
-        await asyncio.sleep(LOAD_SECONDS_EACH_SIDE)
+        await load_until(
+            lambda: fresh.ok >= 1 and reused.ok >= 1 and fresh.ok + reused.ok >= MIN_REQUESTS_EACH_SIDE, fresh, reused
+        )
         before_rotation = fresh.ok + reused.ok
 
         # The renewal writes new files while requests are being served (off the loop, as a kubelet or a second
@@ -141,8 +161,17 @@ async def test_renewal_under_load_fails_no_request_and_new_handshakes_get_the_ne
         during_rotation = fresh.ok + reused.ok - before_rotation
         relay.refresh_certificate()
         swapped_at = time.monotonic()
+        fresh_at_swap, reused_at_swap = fresh.ok, reused.ok
 
-        await asyncio.sleep(LOAD_SECONDS_EACH_SIDE)
+        await load_until(
+            lambda: (
+                any(started > swapped_at for started, _ in fresh.handshakes)
+                and reused.ok > reused_at_swap
+                and fresh.ok + reused.ok - fresh_at_swap - reused_at_swap >= MIN_REQUESTS_EACH_SIDE
+            ),
+            fresh,
+            reused,
+        )
         stop.set()
         await asyncio.gather(*clients)
     await session.close()
@@ -171,4 +200,3 @@ async def test_renewal_under_load_fails_no_request_and_new_handshakes_get_the_ne
         f"the swap, all with the new serial)"
     )
     report(request, "rotation under load", line)
-    assert total > 100

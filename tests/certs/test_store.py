@@ -235,8 +235,8 @@ def test_half_rotated_key_of_our_own_is_reissued(tmp_path):
 
 
 def test_corrupt_ca_key_of_our_own_gets_a_new_ca_and_keeps_the_served_leaf(tmp_path):
-    # Until issue 15 this test asserted `files.renewed`: the leaf was reissued by a new CA at once, which fails
-    # every client trusting the old CA (defect 4). The leaf is now kept, and the new CA signs from its renewal on.
+    # The leaf is not reissued at once: a leaf signed by the new CA would fail every client that still trusts the old
+    # one. The served leaf is kept, and the new CA signs from its renewal on.
     ensure_certificates(tmp_path, None, None, NOW)
     old_ca, leaf_before = (tmp_path / "ca.crt").read_bytes(), (tmp_path / "tls.crt").read_bytes()
     (tmp_path / "ca.key").write_bytes(b"garbage")
@@ -411,7 +411,7 @@ def test_certificate_expiry_of_a_missing_file_names_it(tmp_path):
 
 
 def test_the_next_ca_is_trusted_a_renewal_window_before_it_signs(tmp_path):
-    """Issue 7: the new CA reaches the caBundle before the server switches to a certificate it signed."""
+    """The new CA reaches the caBundle before the server switches to a certificate it signed."""
     from datetime import datetime, timedelta
 
     from cryptography import x509 as _x509

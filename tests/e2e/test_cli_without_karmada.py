@@ -1,5 +1,5 @@
 """`status` and `legacy-purge-modes` pointed at a kube-apiserver that is not Karmada's (a member cluster, the host
-cluster): they exit 2 with one line instead of listing nothing and reporting an all-clear (issue 24)."""
+cluster): they exit 2 with one line instead of listing nothing and reporting an all-clear."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Leader election against a real kube-apiserver: a leader whose apiserver stops answering (its calls go to an
-address that accepts connections and never replies) steps down within the renew deadline, and a stopped leader
-always releases its Lease (issue 15 defect 7)."""
+"""Leader election against a real kube-apiserver: a leader whose apiserver stops answering (its calls go to an address
+that accepts connections and never replies) steps down within the renew deadline, and a stopped leader always releases
+its Lease, so the next leader need not wait out its lease duration."""
 
 from __future__ import annotations
 

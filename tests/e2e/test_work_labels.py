@@ -129,7 +129,7 @@ def test_work_savepoints_set_the_restore_path_inside_the_work(
     checkpoint.mkdir(parents=True)
     (checkpoint / "_metadata").write_bytes(b"flink checkpoint metadata")
     config = tmp_path / "relay.yaml"
-    # Karmada's documented layout (the default is Flink's own, {root}/{job_id}: issue 13).
+    # Karmada's documented layout (the default is Flink's own, {root}/{job_id}).
     config.write_text('savepoint:\n  workSavepoints: true\n  layouts: ["{root}/{namespace}/{job_id}/checkpoints"]\n')
     registered_relay(serve_args=["--config", str(config), "--checkpoint-root", str(root)])
     assert apply(control_plane, failed_over_binding("restored", namespace, cluster)).returncode == 0

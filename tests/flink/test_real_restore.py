@@ -1,9 +1,9 @@
-"""Every restore the relay picks, proven by Flink itself (#26): a keyed-counter job in a MiniCluster configured from
-a FlinkDeployment's `flinkConfiguration` writes real trees (a crash by kill -9 during a checkpoint, a rotated job id
-at every restart, stop-with-savepoint, a savepoint followed by newer checkpoints, a clean cancel); after each,
-`failover-relay inject --patch` picks the state from the manifest, and Flink restores from that path. Each step
-asserts that the restore succeeds, that Flink restored exactly the counts that snapshot held, and that no state in
-the tree that Flink can load is newer (checkpoint ids run on along the lineage of restores).
+"""Every restore the relay picks, proven by Flink itself: a keyed-counter job in a MiniCluster configured from a
+FlinkDeployment's `flinkConfiguration` writes real trees (a crash by kill -9 during a checkpoint, a rotated job id at
+every restart, stop-with-savepoint, a savepoint followed by newer checkpoints, a clean cancel); after each,
+`failover-relay inject --patch` picks the state from the manifest, and Flink restores from that path. Each step asserts
+that the restore succeeds, that Flink restored exactly the counts that snapshot held, and that no state in the tree that
+Flink can load is newer (checkpoint ids run on along the lineage of restores).
 
 Three scenarios, one JVM per run (about 20 runs in all): Flink 1.20.3 with the `state.*` keys naming both
 directories, ending with the known limit of a shared savepoint prefix; Flink 2.2.0 with only the checkpoint directory
@@ -232,8 +232,8 @@ def test_each_pick_is_the_newest_state_flink_restores(flink_probes, tmp_path, ve
     second_job = second.event("submitted")["jobId"]
     if shape.savepoint_layouts:
         # Without the savepoint layout the relay cannot see savepoints the operator's defaults placed: it would pick
-        # an older state and Flink would silently redo what the savepoint held (the bug of #26); it picks
-        # the older checkpoint or, once Flink discarded the finished job's checkpoints, nothing at all.
+        # an older state and Flink would silently redo what the savepoint held. It picks the older checkpoint or, once
+        # Flink discarded the finished job's checkpoints, nothing at all.
         blind_path, blind = inject(manifest_file, relay_config("relay-without-savepoint-layouts.yaml"), second_job)
         assert not blind.startswith("chosen: savepoint"), blind
         blind_id = loaded(blind_path)[blind_path]["checkpointId"] if blind_path else 0

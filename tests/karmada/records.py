@@ -1,7 +1,7 @@
-"""Failover measured in records (issue 26): what the tests whose member copies run a real Flink job (``FlinkJob.
-run_flink``) share. The old job dies by kill -9 at any moment of a checkpoint interval; the new copy's job is started
-from its own spec, with the restore path the relay injected; then the records decide: Flink restored the counts the
-picked checkpoint held, no record is lost, and what is counted twice is less than one checkpoint interval."""
+"""Failover measured in records: what the tests whose member copies run a real Flink job (``FlinkJob.run_flink``)
+share. The old job dies by kill -9 at any moment of a checkpoint interval; the new copy's job is started from its own
+spec, with the restore path the relay injected; then the records decide: Flink restored the counts the picked
+checkpoint held, no record is lost, and what is counted twice is less than one checkpoint interval."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """`check` against a real Karmada v1.19 (its apiserver, CRDs and karmada-webhook) with the relay registered.
 
-For every object of the corpus (tests/relay/test_check_karmada.py: each class issue 14 lists), three answers:
-`kubectl apply --dry-run=server`, `failover-relay check --server`, and the offline `check` with the bundled
-schemas. `check --server` must agree with kubectl; the offline check may be stricter only where docs/design.md says so
-(a legacy purge-mode name, which the relay's /mutate rewrites on a live write, is an error offline) and must never
-call allowed what Karmada refuses.
+For every object of the corpus (tests/relay/check_corpus.py: what Karmada refuses, accepts and defaults), three answers:
+`kubectl apply --dry-run=server`, `failover-relay check --server`, and the offline `check` with the bundled schemas.
+`check --server` must agree with kubectl; the offline check may be stricter only where docs/design.md says so (a legacy
+purge-mode name, which the relay's /mutate rewrites on a live write, is an error offline) and must never call allowed
+what Karmada refuses.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Cluster failover with state and without Karmada's alpha gate (issue 12 point 3), and the new copy right after the
-old one is gone (point 10): a NoExecute taint on a live member, Karmada's taint manager evicts, the relay fills the
+"""Cluster failover with state and without Karmada's alpha gate, and the new copy right after the old one is gone (not
+at Karmada's next re-check): a NoExecute taint on a live member, Karmada's taint manager evicts, the relay fills the
 task's preservedLabelState and wakes Karmada's binding controller once the old Work is deleted."""
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """A whole member cluster dies (its kube-apiserver really stopped): the Flink job comes back on another cluster,
 restored from its newest completed checkpoint, within two minutes of the first failed health probe; when the dead
-cluster returns, its stale copy is deleted within seconds (issue 12 points 1, 2 and 3). The job is real (issue 26): each
-copy runs the keyed-counter job of flink-probe/ in a MiniCluster started from the copy's own spec, and its real job
-id and RUNNING are reported into the copy's status; the old one is killed (-9) with its member's apiserver, as on a
-dead node. The records decide: the new job goes on from the restored checkpoint's counts, no record is lost, and
-what is counted twice is what the old job counted after that checkpoint, less than one checkpoint interval.
+cluster returns, its stale copy is deleted within seconds. The job is real, so the records can prove the restore: each
+copy runs the keyed-counter job of flink-probe/ in a MiniCluster started from the copy's own spec, and its real job id
+and RUNNING are reported into the copy's status; the old one is killed (-9) with its member's apiserver, as on a dead
+node. The records decide: the new job goes on from the restored checkpoint's counts, no record is lost, and what is
+counted twice is what the old job counted after that checkpoint, less than one checkpoint interval.
 
 Settings (docs/operations.md "Cluster failover and a dead cluster"): karmada-controller-manager
 `--feature-gates=Failover=true --enable-no-execute-taint-eviction=true --cluster-status-update-frequency=10s` and the

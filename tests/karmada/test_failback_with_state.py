@@ -1,7 +1,7 @@
-"""Failback that moves back and keeps the state (issue 12 points 4 and 5), with the usual single-cluster placement
-(`clusterAffinity` + spread `maxGroups: 1`, where a WorkloadRebalancer alone leaves the workload in place: the
-scheduler's ClusterLocality plugin scores the current cluster highest) and a member whose apiserver is really stopped
-and started again."""
+"""Failback that moves the job back with its newest state and never two copies at once, with the usual
+single-cluster placement (`clusterAffinity` + spread `maxGroups: 1`, where a WorkloadRebalancer alone leaves the
+workload in place: the scheduler's ClusterLocality plugin scores the current cluster highest) and a member whose
+apiserver is really stopped and started again."""
 
 from __future__ import annotations
 

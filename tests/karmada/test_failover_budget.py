@@ -1,4 +1,4 @@
-"""No ping-pong (issue 12 point 8): with a failover budget of one per window, a second application failover is held
+"""No ping-pong between clusters: with a failover budget of one per window, a second application failover is held
 back with an event, while Karmada's scheduler and controllers see no eviction task."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Warnings at admission when stateful failover cannot happen (issue 12 point 9), as kubectl prints them on the
-Karmada control plane, next to Karmada's own webhook which admits these policies silently."""
+"""Warnings at admission when stateful failover cannot happen, as kubectl prints them on the Karmada control plane, next
+to Karmada's own webhook which admits these policies silently."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_kubectl_shows_why_failover_cannot_happen(karmada_env: KarmadaEnv, names
 
 
 def test_kubectl_shows_where_flink_restarts_without_state(karmada_env: KarmadaEnv, namespace: str) -> None:
-    """Issue 13 point 7 at policy admission: the preserved state cannot restore the FlinkDeployment."""
+    """At policy admission: the preserved state cannot restore the FlinkDeployment, so a failover restarts it empty."""
     rules = stateful_policy("flink", namespace, "job", ("member1", "member2"))
     application = rules["spec"]["failover"]["application"]
     application["statePreservation"]["rules"] = [
@@ -52,8 +52,8 @@ def test_kubectl_shows_where_flink_restarts_without_state(karmada_env: KarmadaEn
 def test_the_loop_warns_when_the_flink_deployment_itself_loses_its_state(
     karmada_env: KarmadaEnv, namespace: str
 ) -> None:
-    """Issue 13 point 7 on the reconcile side: the policy keeps the job id, but the FlinkDeployment's own
-    configuration deletes its checkpoints on cancellation; the relay says so on the binding before any failover."""
+    """On the reconcile side: the policy keeps the job id, but the FlinkDeployment's own configuration deletes its
+    checkpoints on cancellation; the relay says so on the binding before any failover."""
     job = FlinkJob(karmada_env, namespace)
     job.create(stateful_policy("flink", namespace, job.name, ("member1", "member2")))
     karmada_env.api(KARMADA).patch(

@@ -1,5 +1,5 @@
 """Where a failover lands: the resource requests Karmada puts on a FlinkDeployment's binding, which its scheduler
-weighs clusters by (issue 27 item 7; karmada-io/karmada#6518).
+weighs clusters by (karmada-io/karmada#6518).
 
 Karmada v1.19's built-in FlinkDeployment interpreter reads only ``spec.{jobManager,taskManager}.resource``, and reads
 its ``memory``, a Flink memory size, as a Kubernetes quantity; the Flink operator 1.16 moved the requests to

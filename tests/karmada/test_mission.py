@@ -1,8 +1,8 @@
-"""The mission, against Karmada's own scheduler and controllers: a FlinkDeployment with a single-cluster placement and
-a stateful application-failover policy fails over, and the copy Karmada creates in the new member restarts from the
-newest completed checkpoint of the failed job (../shared/reference/real-karmada.md, scenario a). The job is real
-(issue 26, tests/karmada/records.py): its JobManager dies (kill -9 of its MiniCluster) and the operator reports the
-copy failing; the new copy's job restores from the path the relay injected, and the records are checked."""
+"""The mission, against Karmada's own scheduler and controllers: a FlinkDeployment with a single-cluster placement and a
+stateful application-failover policy fails over, and the copy Karmada creates in the new member restarts from the newest
+completed checkpoint of the failed job (../shared/reference/real-karmada.md, scenario a). The job is real
+(tests/karmada/records.py): its JobManager dies (kill -9 of its MiniCluster) and the operator reports the copy failing;
+the new copy's job restores from the path the relay injected, and the records are checked."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Never none (issue 25 item 5), against real Karmada: a new copy that needs longer than tolerationSeconds 10 to come
-up is kept and comes up (the default restore grace), and copies that never come up on three members are moved at most
-as the budget allows and then kept on the last member, not evicted into no cluster (failover/reconcile/last_cluster.py).
+"""Never none, against real Karmada: a new copy that needs longer than tolerationSeconds 10 to come up is kept and comes
+up (the default restore grace), and copies that never come up on three members are moved at most as the budget allows
+and then kept on the last member, not evicted into no cluster (failover/reconcile/last_cluster.py).
 
-Without these, the relay failed such a job over member1 -> member2 -> member3 and then evicted it from member3 too:
+Without these, the relay would fail such a job over member1 -> member2 -> member3 and then evict it from member3 too:
 `spec.clusters: []`, three eviction tasks, the job running nowhere (Karmada's scheduler keeps a workload off every
 cluster it is still being evicted from, `clustereviction/cluster_eviction.go`)."""
 

@@ -1,7 +1,6 @@
-"""Partitions and control-plane outages against real Karmada (issue 25 items 1, 2, 3 and 6): the member, its copy, its
-member relay and the tests' direct view of it keep running while the control plane cannot reach the member (its TCP
-relay stopped, `KarmadaEnv.partition_member`), or while karmada-apiserver itself is down
-(`KarmadaEnv.stop_control_plane`).
+"""Partitions and control-plane outages against real Karmada: the member, its copy, its member relay and the tests'
+direct view of it keep running while the control plane cannot reach the member (its TCP relay stopped,
+`KarmadaEnv.partition_member`), or while karmada-apiserver itself is down (`KarmadaEnv.stop_control_plane`).
 
 Settings as tests/karmada/test_dead_cluster.py (docs/operations.md, "Cluster failover and a dead cluster"): the
 ClusterTaintPolicy tainting a not-Ready cluster NoExecute, the taint manager's Directly eviction, the relay's
@@ -46,7 +45,7 @@ FENCE_AFTER_SECONDS = 20  # the outage test's: 3 x fenceAfterSeconds of outage s
 NOT_READY_SECONDS = 150
 HEAL_AFTER_NOT_READY_SECONDS = 10  # well before the default fenceAfterSeconds (60)
 AFTER_MOVE_SECONDS = 10  # how long the long partition goes on after the new copy is up
-MOVE_TARGET_SECONDS = 60  # issue 25: the new copy with its state at most this long after NotReady
+MOVE_TARGET_SECONDS = 60  # target: the new copy with its state at most this long after NotReady
 MARGIN_TARGET_SECONDS = 2  # and at least this long between the old copy's suspension and the new copy
 AFTER_HEAL_SECONDS = 30  # three status rounds after a partition heals, in which nothing may move any more
 NOT_READY_TAINT = "failover.example.io/not-ready"  # manifests/karmada/cluster-taint-policy.yaml

@@ -1,10 +1,10 @@
-"""An eviction task of a producer the relay does not own passes through (issue 27 point 6): Karmada PR #7832's
-binding preemption evicts with producer `Scheduler`, reason `BindingPreempted`, purge mode Gracefully, a 30 s grace
-period and no preserved state. The test writes the task as that PR's scheduler does (`GracefulEvictCluster`: the
-cluster leaves spec.clusters and the task is appended), then watches what Karmada makes of it with the relay in
-place of its graceful eviction controller: a new copy started without the old job's id or a restore path (Karmada
-would inject none), the old copy kept until the new one is Healthy, then released, and nothing to fail back;
-`failover-relay status --cluster` lists the workload as restoring away from the cluster it left."""
+"""An eviction task of a producer the relay does not own passes through untouched: Karmada PR #7832's binding preemption
+evicts with producer `Scheduler`, reason `BindingPreempted`, purge mode Gracefully, a 30 s grace period and no preserved
+state. The test writes the task as that PR's scheduler does (`GracefulEvictCluster`: the cluster leaves spec.clusters
+and the task is appended), then watches what Karmada makes of it with the relay in place of its graceful eviction
+controller: a new copy started without the old job's id or a restore path (Karmada would inject none), the old copy kept
+until the new one is Healthy, then released, and nothing to fail back; `failover-relay status --cluster` lists the
+workload as restoring away from the cluster it left."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """A Pull-mode member (`karmada-agent`) dies, agent and apiserver: the Flink job comes back on another cluster with its
 state, and when the member and its agent return, the stale copy is gone within seconds while the new one is never
-touched (issue 25 item 4). The control plane cannot reach the member's apiserver (its Cluster names an address no host
-answers), so Karmada's cluster proxy cannot delete anything there: the relay hands the old Work to the agent instead
-(failover/reconcile/pull_clusters.py), and the returning agent deletes the copy itself. The second test partitions
-the agent from karmada-apiserver instead, with the storage fence on: the old copy is suspended before the new one
-starts (issue 25's "Pull member partitioned, storage reachable" target).
+touched. The control plane cannot reach the member's apiserver (its Cluster names an address no host answers), so
+Karmada's cluster proxy cannot delete anything there: the relay hands the old Work to the agent instead
+(failover/reconcile/pull_clusters.py), and the returning agent deletes the copy itself. The second test partitions the
+agent from karmada-apiserver instead, with the storage fence on: the old copy is suspended before the new one starts,
+the target for a partitioned Pull member whose storage stays reachable.
 
 The Pull member is started by this module's fixture only (`KarmadaEnv.start_pull_member`, about 16 s) and stopped
 after it; no policy of the other tests names it. Settings as tests/karmada/test_dead_cluster.py's (the relay's
@@ -43,11 +43,13 @@ from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 
-BACK_WITH_STATE_SECONDS = 120  # after the agent stopped (issue 25's target)
-STALE_COPY_SECONDS = 10  # after the agent started again (issue 25's target)
+# The targets for a dead Pull member: the new copy with its state at most this long after the agent stopped, and the
+# stale copy gone at most this long after the agent started again.
+BACK_WITH_STATE_SECONDS = 120
+STALE_COPY_SECONDS = 10
 UNTOUCHED_SECONDS = 15  # the new copy watched after the stale one went
-# The partition with the storage fence (issue 25's targets): the new copy with its state at most this long after
-# NotReady, at least this long after the old copy's suspension.
+# The targets for a partition with the storage fence: the new copy with its state at most this long after NotReady, at
+# least this long after the old copy's suspension.
 MOVE_TARGET_SECONDS = 60
 MARGIN_TARGET_SECONDS = 2
 NOT_READY_SECONDS = 120  # --cluster-monitor-grace-period (40 s) and a loaded machine

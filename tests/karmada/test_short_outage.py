@@ -1,6 +1,7 @@
-"""A cluster that comes back before it is fenced (issue 12 point 2): Karmada's execution controller retries the delete
-of the old copy on its exponential backoff (about 3 minutes of two copies, measured without the relay); the relay
-deletes it through the cluster proxy as soon as the member answers and releases the Work, so the new copy follows."""
+"""A cluster that comes back before it is fenced must not run two copies for minutes: Karmada's execution controller
+retries the delete of the old copy on its exponential backoff (about 3 minutes of two copies, measured without the
+relay); the relay deletes it through the cluster proxy as soon as the member answers and releases the Work, so the new
+copy follows."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Application failover on the happy path, then what Karmada does once the task is over (issue 12 points 10 and 7):
-the new copy follows the old one's deletion at once (the relay wakes Karmada's binding controller instead of leaving
-it to its 5 s re-check), and keeps its label and restore path when Karmada re-renders the Work from the template."""
+"""Application failover on the happy path, then what Karmada does once the task is over: the new copy follows the old
+one's deletion at once (the relay wakes Karmada's binding controller instead of leaving it to its 5 s re-check), and
+keeps its label and restore path when Karmada re-renders the Work from the template."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.karmada
 
 TOLERATION_SECONDS = 10
 FAILOVER_TIMEOUT_SECONDS = TOLERATION_SECONDS + 50
-# Where the test leaves the table it captured during the failover (for the closing note of issue 17).
+# Where the test leaves the table it captured during the failover, when set: a real `status` sample to quote.
 CAPTURE_ENV = "FAILOVER_RELAY_STATUS_CAPTURE"
 
 

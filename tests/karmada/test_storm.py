@@ -1,6 +1,6 @@
-"""A storm (issue 27 point 1): a member cluster carrying tens of stateful FlinkDeployments dies (its kube-apiserver
-really stopped), and every one of them comes back on another cluster, each restored from its own newest completed
-checkpoint, each exactly once; the storm metrics count them while they wait and time each phase.
+"""A storm: a member cluster carrying tens of stateful FlinkDeployments dies (its kube-apiserver really stopped), and
+every one of them comes back on another cluster, each restored from its own newest completed checkpoint, each exactly
+once; the storm metrics count them while they wait and time each phase.
 
 Settings as in tests/karmada/test_dead_cluster.py (docs/operations.md "Cluster failover and a dead cluster"), with
 Karmada's taint manager at its default `--resource-eviction-rate` 0.5 (3 workers, 2 s pause each: 1.5 bindings/s).

@@ -53,8 +53,8 @@ def test_newest_completed_checkpoint_on_s3(bucket, s3_endpoint):
 
 
 def test_a_lookup_is_one_listing_of_the_jobs_checkpoints_on_s3(bucket, s3_endpoint):
-    """Issue 27: with the newest checkpoint in progress a lookup cost four requests (LIST, then a HEAD of each
-    candidate's _metadata, and s3fs's LIST after the missing one); N jobs at once meant 4N. One listing answers it."""
+    """One listing answers a lookup. With the newest checkpoint in progress, a HEAD of each candidate's _metadata
+    would cost four requests (LIST, the HEADs, and s3fs's LIST after the missing one), and N jobs at once 4N."""
     fs, name = bucket
     write_checkpoints(fs, f"{name}/flink/{JOB}/checkpoints", completed=(8, 9), in_progress=(10,))
     fs.pipe(f"{name}/flink/{JOB}/checkpoints/shared/x", b"shared state")

@@ -1,9 +1,16 @@
-"""Fair under floods (issue 28, item 2): a legitimate caller on its own address keeps being served while a few
-addresses hold idle TLS connections or reconnect as fast as they can, and the apiserver's own concurrency (300
-reviews held by a hung storage) is never refused by the per-address cap.
+"""Fair under floods: a legitimate caller on its own address keeps being served while a few addresses hold idle TLS
+connections or connections that never say a word (opened again whenever closed), and the apiserver's own concurrency
+(300 reviews held by a hung storage) is never refused by the per-address cap.
 
 Real TLS over real sockets against the real server; the floods and the callers come from distinct loopback addresses
 (127.0.0.x), as the apiserver and an attacker are distinct peers.
+
+What the listener decides (admit, evict, refuse) depends on who holds the places and how long each has been quiet
+(webhook/fairness.py), never on how fast the machine runs; how long a review then takes does. So a review counts as
+refused only when the server closed its connection without answering, which is what a listener without fairness does
+to a newcomer, and a slow answer counts as served; time only tells a hang from load (Progress). With fixed deadlines
+instead (2 s for the legitimate caller, 20 s for each of the 300 reviews) a loaded two-core machine failed this test:
+the caller served 72 % of the time beside a Go build; most of the 300 reviews unanswered at load 13, the test at nice 4.
 """
 
 from __future__ import annotations
@@ -14,9 +21,10 @@ import json
 import ssl
 import threading
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -37,9 +45,19 @@ LEGIT = "127.0.0.9"
 MAX_CONNECTIONS = 64
 MAX_PER_PEER = 32
 LEGIT_ATTEMPTS = 40
-LEGIT_TIMEOUT_SECONDS = 2.0
 # A legitimate caller may see a refusal in the instant a place changes hands; nearly all must be served.
 MIN_SUCCESS = 0.9
+# No review moving for this long (Progress) is a hang, not load: idle, the longest wait between two moves is well under
+# a second, and on a loaded two-core machine (six CPU burners and a compile beside, load 16, the test at nice 4)
+# reviews kept moving throughout.
+HANG_SECONDS = 60.0
+# The longest TLS handshake the setting allows (relay/settings.py): a handshake starved of CPU is then never cut off
+# by the server and mistaken for a refusal. The handshake timeout itself is tests/webhook/test_listener.py's.
+HANDSHAKE_SECONDS = 60.0
+
+SERVED, REFUSED, HUNG, WRONG = "served", "refused", "hung", "wrong answer"
+
+T = TypeVar("T")
 
 Start = Callable[..., Awaitable[RelayServer]]
 
@@ -66,36 +84,93 @@ def tls(relay: RelayServer) -> ssl.SSLContext:
     return context
 
 
-async def post(relay: RelayServer, path: str, review: dict[str, Any], source: str, seconds: float) -> dict[str, Any]:
-    """One review on a fresh TLS connection from `source`; the AdmissionReview response, or raises."""
+class Progress:
+    """When a review of one scenario last moved: its connection opened, or its answer or close came. A review waits for
+    as long as reviews keep moving: a starved machine moves them slowly (at load 16 one review of the legitimate
+    caller queued 40 s behind the handshakes of the 300 reviews, all on this test's one event loop), a hung server not
+    at all."""
+
+    def __init__(self) -> None:
+        self.moved = time.monotonic()
+
+    async def step(self, awaitable: Awaitable[T]) -> T:
+        """What `awaitable` gives; TimeoutError once no review has moved for HANG_SECONDS."""
+        task = asyncio.ensure_future(awaitable)
+        try:
+            while not task.done():
+                left = self.moved + HANG_SECONDS - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                await asyncio.wait({task}, timeout=left)
+        finally:
+            task.cancel()  # nothing, once done
+        self.moved = time.monotonic()
+        return task.result()
+
+
+async def post(
+    relay: RelayServer, path: str, review: dict[str, Any], source: str, progress: Progress
+) -> dict[str, Any] | str:
+    """One review on a fresh TLS connection from `source`: the AdmissionReview response; else REFUSED (the server
+    closed the connection without answering: a full listener's refusal, an eviction), HUNG (no review moved for
+    HANG_SECONDS) or WRONG (an answer other than 200)."""
     body = json.dumps(review).encode()
-    async with asyncio.timeout(seconds):
-        reader, writer = await asyncio.open_connection("127.0.0.1", relay.port, ssl=tls(relay), local_addr=(source, 0))
+    try:
+        reader, writer = await progress.step(
+            asyncio.open_connection("127.0.0.1", relay.port, ssl=tls(relay), local_addr=(source, 0))
+        )
         try:
             writer.write(
                 f"POST {path} HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
                 + body
             )
-            answer = await reader.read()
+            answer = await progress.step(reader.read())
         finally:
             writer.close()
+    except TimeoutError:
+        return HUNG
+    except (OSError, ssl.SSLError):  # reset, or EOF in the TLS handshake
+        return REFUSED
+    if not answer:  # closed cleanly (TLS close_notify) without a word
+        return REFUSED
     head, _, payload = answer.partition(b"\r\n\r\n")
     if not head.startswith(b"HTTP/1.1 200"):
-        raise ConnectionError(head[:40])
+        return WRONG
     response: dict[str, Any] = json.loads(payload)["response"]
     return response
 
 
-async def legit_success_rate(relay: RelayServer) -> float:
-    """Reviews from LEGIT, one after another on fresh connections: the share answered within the timeout."""
-    answered = 0
-    for _ in range(LEGIT_ATTEMPTS):
-        with contextlib.suppress(OSError, ssl.SSLError, TimeoutError, ValueError):
-            await post(relay, "/validate", admission_review(flink_policy()), LEGIT, LEGIT_TIMEOUT_SECONDS)
-            answered += 1
-        await asyncio.sleep(0.02)
-    return answered / LEGIT_ATTEMPTS
+class Legit:
+    """Reviews from LEGIT, one after another on fresh connections: what became of each, and the slowest answer (for
+    the notes: not asserted)."""
+
+    def __init__(self) -> None:
+        self.outcomes: Counter[str] = Counter()
+        self.slowest = 0.0
+
+    async def run(self, relay: RelayServer, progress: Progress) -> Legit:
+        for attempt in range(LEGIT_ATTEMPTS):
+            started = time.monotonic()
+            answer = await post(relay, "/validate", admission_review(flink_policy()), LEGIT, progress)
+            if answer == HUNG:  # the rest would hang too: fail now rather than after 40 bounds
+                self.outcomes[HUNG] += LEGIT_ATTEMPTS - attempt
+                break
+            self.outcomes[SERVED if isinstance(answer, dict) else str(answer)] += 1
+            if isinstance(answer, dict):
+                self.slowest = max(self.slowest, time.monotonic() - started)
+            await asyncio.sleep(0.02)
+        return self
+
+    @property
+    def served(self) -> float:
+        return self.outcomes[SERVED] / LEGIT_ATTEMPTS
+
+    def line(self) -> str:
+        counts = ", ".join(f"{what} {self.outcomes[what]}" for what in (SERVED, REFUSED, HUNG, WRONG))
+        return (
+            f"legitimate caller served {self.served:.0%} of {LEGIT_ATTEMPTS} ({counts}; slowest {self.slowest:.2f} s)"
+        )
 
 
 async def hold_idle_tls(relay: RelayServer, source: str, stop: asyncio.Event) -> None:
@@ -114,27 +189,39 @@ async def hold_idle_tls(relay: RelayServer, source: str, stop: asyncio.Event) ->
         writer.close()
 
 
-async def reconnect(relay: RelayServer, source: str, stop: asyncio.Event) -> None:
-    """Connect, say nothing for 0.2 s, close, connect again: the cheapest way to keep the places taken."""
+async def hold_silent(relay: RelayServer, source: str, stop: asyncio.Event) -> None:
+    """Connect and say nothing, not even a TLS hello; when the server closes the connection (refused, or evicted), the
+    same again 0.05 s later: the cheapest way to keep places taken. Every place it holds stays in its TLS handshake
+    (HANDSHAKE_SECONDS outlasts the test), so only the eviction of connections in their handshake gives the
+    legitimate caller one, however fast or slow the machine runs. (It once closed each connection itself after 0.2 s:
+    whether a freed place then went to the flood or to the caller was a race the load decided, and a listener that
+    never evicts a handshake still served 80 % on a loaded machine.)"""
     while not stop.is_set():
         try:
-            _, writer = await asyncio.open_connection("127.0.0.1", relay.port, local_addr=(source, 0))
+            reader, writer = await asyncio.open_connection("127.0.0.1", relay.port, local_addr=(source, 0))
         except OSError:
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)
             continue
-        await asyncio.sleep(0.2)
+        with contextlib.suppress(OSError):
+            stop_waiter = asyncio.ensure_future(stop.wait())
+            await asyncio.wait([asyncio.ensure_future(reader.read()), stop_waiter], return_when="FIRST_COMPLETED")
         writer.close()
+        await asyncio.sleep(0.05)
 
 
-async def under_flood(relay: RelayServer, flood: list[Callable[[asyncio.Event], Awaitable[None]]]) -> float:
+async def under_flood(relay: RelayServer, flood: list[Callable[[asyncio.Event], Awaitable[None]]]) -> Legit:
     stop = asyncio.Event()
     tasks = [asyncio.create_task(one(stop)) for one in flood]
     try:
-        deadline = time.monotonic() + 10
-        while relay.listener is not None and relay.listener.open < MAX_CONNECTIONS:  # the flood holds every place
-            assert time.monotonic() < deadline, f"the flood took only {relay.listener.open} places"
+        listener = relay.listener
+        assert listener is not None
+        taken, deadline = 0, time.monotonic() + HANG_SECONDS
+        while listener.open < MAX_CONNECTIONS:  # the flood holds every place
+            if listener.open > taken:  # still filling, however slowly: wait on
+                taken, deadline = listener.open, time.monotonic() + HANG_SECONDS
+            assert time.monotonic() < deadline, f"the flood took only {listener.open} places"
             await asyncio.sleep(0.05)
-        return await legit_success_rate(relay)
+        return await Legit().run(relay, Progress())
     finally:
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -166,8 +253,12 @@ def flink_deployment(name: str) -> dict[str, Any]:
 
 
 async def test_a_legitimate_caller_is_served_under_each_flood(start: Start, request: pytest.FixtureRequest) -> None:
-    caps = {"max_connections": MAX_CONNECTIONS, "max_connections_per_peer": MAX_PER_PEER, "handshake_seconds": 5.0}
-    results: dict[str, float] = {}
+    caps = {
+        "max_connections": MAX_CONNECTIONS,
+        "max_connections_per_peer": MAX_PER_PEER,
+        "handshake_seconds": HANDSHAKE_SECONDS,
+    }
+    results: dict[str, Legit] = {}
 
     relay = await start(**caps)
     idle_flood = [
@@ -179,38 +270,42 @@ async def test_a_legitimate_caller_is_served_under_each_flood(start: Start, requ
     await relay.stop()
 
     relay = await start(**caps)
-    reconnect_flood = [
-        (lambda stop, source=f"127.0.0.{20 + address}": reconnect(relay, source, stop))
+    silent_flood = [
+        (lambda stop, source=f"127.0.0.{20 + address}": hold_silent(relay, source, stop))
         for address in range(3)
         for _ in range(30)
     ]
-    results["reconnect flood from 3 addresses"] = await under_flood(relay, reconnect_flood)
+    results["silent connections from 3 addresses, reopened when closed"] = await under_flood(relay, silent_flood)
     await relay.stop()
 
     # The apiserver's own concurrency: 300 reviews from one address held by a storage that hangs, with the default
-    # caps; each is answered at the lookup deadline (failing open), none refused.
+    # connection caps; each is answered at the lookup deadline (failing open), none refused.
     storage = HangingFileSystem()
     pool = BlockingPool(2)
     profiles = load_profiles([], label=LABEL, layouts=(KARMADA_EXAMPLE_LAYOUT,))
     mutators = savepoint_mutators(
         profiles, CheckpointStore(storage, "ckpt", "s3://ckpt"), executor=pool, deadline=1.0, failure_mode="open"
     )
-    relay = await start(AdmissionHandlers(mutators=mutators))
+    relay = await start(AdmissionHandlers(mutators=mutators), handshake_seconds=HANDSHAKE_SECONDS)
     try:
+        progress = Progress()
         reviews = [
-            post(relay, "/mutate", admission_review(flink_deployment(f"job-{n}")), "127.0.0.1", 20) for n in range(300)
+            post(relay, "/mutate", admission_review(flink_deployment(f"job-{n}")), "127.0.0.1", progress)
+            for n in range(300)
         ]
-        legit = asyncio.create_task(legit_success_rate(relay))
-        answers = await asyncio.gather(*reviews, return_exceptions=True)
+        legit = asyncio.create_task(Legit().run(relay, progress))
+        answers = await asyncio.gather(*reviews)
         results["300 reviews held by a hung storage"] = await legit
     finally:
         storage.release.set()
         pool.shutdown()
-    apiserver_answered = sum(1 for answer in answers if isinstance(answer, dict) and answer.get("allowed"))
+    apiserver = Counter(
+        answer if isinstance(answer, str) else SERVED if answer.get("allowed") else "denied" for answer in answers
+    )
 
-    for flood, rate in results.items():
-        report(request, "fairness", f"{flood}: legitimate caller served {rate:.0%} of {LEGIT_ATTEMPTS}")
-    report(request, "fairness", f"300 concurrent reviews from one address, storage hung: {apiserver_answered} answered")
-    assert apiserver_answered == 300, [answer for answer in answers if not isinstance(answer, dict)][:3]
-    for flood, rate in results.items():
-        assert rate >= MIN_SUCCESS, f"{flood}: the legitimate caller was served {rate:.0%} of the time"
+    for flood, legit_caller in results.items():
+        report(request, "fairness", f"{flood}: {legit_caller.line()}")
+    report(request, "fairness", f"300 concurrent reviews from one address, storage hung: {dict(apiserver)}")
+    assert apiserver[SERVED] == 300, f"of 300 concurrent reviews from one address: {dict(apiserver)}"
+    for flood, legit_caller in results.items():
+        assert legit_caller.served >= MIN_SUCCESS, f"{flood}: {legit_caller.line()}"

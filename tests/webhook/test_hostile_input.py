@@ -1,4 +1,4 @@
-"""Hostile input (issue 7, item 4): generated and mutated AdmissionReviews and policies thrown at the admission path.
+"""Hostile input: generated and mutated AdmissionReviews and policies thrown at the admission path.
 
 Three layers get the same inputs: the handlers in-process (`parse_review` + `AdmissionHandlers`, with real savepoint
 injection over a real checkpoint tree), the aiohttp application through aiohttp's test client, and a smaller batch

@@ -128,9 +128,9 @@ def test_the_listener_binds_the_configured_address_only(tmp_path: Path) -> None:
 
 
 async def test_failed_handshakes_are_freed_without_a_full_collection(start: Start) -> None:
-    """Issue 28: the TLS state of a connection whose handshake failed or timed out must be freed by reference counting
-    when it closes. Left in a reference cycle, it waits for a full collection, which under repeated floods comes
-    rarely: RSS climbed wave after wave (docs/benchmarks.md, repeated waves)."""
+    """The TLS state of a connection whose handshake failed or timed out must be freed by reference counting when it
+    closes. Left in a reference cycle, it waits for a full collection, which under repeated floods comes rarely: RSS
+    would climb wave after wave (docs/benchmarks.md, repeated waves)."""
     relay = await start(handshake_seconds=0.3)
 
     async def failing(payload: bytes) -> None:

@@ -1,4 +1,4 @@
-"""Bad requests logged once per source and period, at WARNING, without a traceback (issue 28)."""
+"""Bad requests logged once per source and period, at WARNING, without a traceback: a flood cannot flood the log."""
 
 from __future__ import annotations
 

@@ -327,7 +327,7 @@ async def test_mtls_refuses_admissions_without_a_client_certificate(tmp_path: Pa
                 assert response.status == 401
                 assert "client certificate" in await response.text()
             # Intended (docs/security.md): the kubelet's probes send no client certificate, and /metrics carries
-            # counts only; all three answer without one (issue 28).
+            # counts only; all three answer without one.
             for path in ("/readyz", "/healthz", "/metrics"):
                 async with session.get(f"{url}{path}") as response:
                     assert response.status == 200, path

@@ -1,5 +1,5 @@
-"""Warnings at admission for stateful failover that cannot happen (failover/admission/failover_warnings.py,
-issue 12 point 9)."""
+"""Warnings at admission for stateful failover that cannot happen (failover/admission/failover_warnings.py): the
+user learns it when applying the policy, not when a failover loses the job's state."""
 
 from __future__ import annotations
 
@@ -98,7 +98,8 @@ def test_the_policy_webhook_returns_them_as_admission_warnings() -> None:
     assert verdict.allowed and any("#5803" in warning for warning in verdict.warnings)
 
 
-# Issue 13 point 7, the policy side: stateful failover of FlinkDeployments whose preserved state restores nothing.
+# The stateless-restart warning, policy side: stateful failover of FlinkDeployments whose preserved state restores
+# nothing.
 KEEP_JOB_ID = {"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}
 APP_SP = "spec.failover.application.statePreservation"
 NO_JOB_ID = f"{APP_SP}: no rule keeps {{ .jobStatus.jobId }}: FlinkDeployments restart without state"

@@ -625,7 +625,7 @@ def test_single_cluster_placement_does_not_warn(placement: Any) -> None:
 
 
 def test_a_placement_of_one_named_cluster_warns_only_that_failover_has_nowhere_to_go() -> None:
-    """Single-cluster, so no injection warning; but a failover has no other cluster (#5803, issue 12 point 9)."""
+    """Single-cluster, so no injection warning; but a failover has no other cluster (#5803)."""
     verdict = validate_policy(
         with_changes(working_flink_policy(), {"spec.placement": {"clusterAffinity": {"clusterNames": ["member1"]}}})
     )

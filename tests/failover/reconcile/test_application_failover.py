@@ -285,7 +285,7 @@ def test_value_that_is_not_a_label_value_is_never_written(value):
 
 
 def test_literal_text_rule_is_preserved_as_rendered():
-    """Issue #5788's constant label: jsonPath text outside braces is literal."""
+    """Karmada #5788's constant label: jsonPath text outside braces is literal."""
     binding = flink_binding(member1="Unhealthy")
     binding["spec"]["failover"]["application"]["statePreservation"]["rules"].append(
         {"aliasLabelName": "example.com/restore", "jsonPath": "from-{ .lifecycleState }"}

@@ -1,6 +1,6 @@
 """Never none (failover/reconcile/last_cluster.py), through the application failover decision with an injected clock:
 member1 -> member2 -> member3 with copies that never come up ends with the workload kept on member3, not on no
-cluster (issue 25 item 5)."""
+cluster."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The reconcile side of issue 13 point 7 (failover/reconcile/stateless_restart.py): a binding under stateful failover
-whose Works hold a FlinkDeployment configured to lose its state gets a Warning Event."""
+"""The reconcile side of the stateless-restart warning (failover/reconcile/stateless_restart.py): a binding under
+stateful failover whose Works hold a FlinkDeployment configured to lose its state gets a Warning Event, since the
+failover would restart that job without the state the policy preserves."""
 
 from __future__ import annotations
 

@@ -320,7 +320,7 @@ def test_bad_layouts_are_refused(template, message):
 
 
 def test_a_savepoint_layout_needs_no_job_id_level():
-    """Flink writes savepoints side by side (`savepoint-<6 hex>-<12 hex>`), never below a job-id directory (#26)."""
+    """Flink writes savepoints side by side (`savepoint-<6 hex>-<12 hex>`), never below a job-id directory."""
     assert parse_layout("{root}/savepoints", savepoints=True).suffix == "/savepoints"
     assert parse_layout("{root}", savepoints=True).suffix == ""
     assert parse_layout("{root}/{namespace}/savepoints", savepoints=True).suffix == "/{namespace}/savepoints"
@@ -373,7 +373,7 @@ def test_savepoints_on_an_object_store_are_listed_by_the_jobs_prefix():
 
 
 def test_a_symlink_loop_under_one_checkpoint_skips_that_checkpoint(tmp_path):
-    """Issue 28: a loop (ELOOP when its `_metadata` is looked up) is one unusable entry, not a storage failure."""
+    """A loop (ELOOP when its `_metadata` is looked up) is one unusable entry, not a storage failure."""
     directory = job_dir(tmp_path)
     checkpoint(directory, 1)
     looping = directory / "chk-9"

@@ -315,7 +315,8 @@ def test_the_savepoint_decision_runs_on_the_labelled_manifest_under_its_place_in
 
     flink = patched["spec"]["workload"]["manifests"][1]
     assert flink["metadata"]["labels"] == {"app": "foo", LABEL: JOB_ID}
-    # No checkpoint or savepoint directory configured: upgradeMode stays (issue 13 point 1), job.state is never forced.
+    # No checkpoint or savepoint directory configured: upgradeMode stays (the operator's validator would refuse
+    # `savepoint`), job.state is never forced.
     assert flink["spec"]["job"] == {
         "jarURI": "local:///job.jar",
         "upgradeMode": "stateless",

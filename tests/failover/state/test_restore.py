@@ -48,7 +48,7 @@ def find(root: Path, *job_ids: JobId, layouts=NATIVE, savepoint_layouts=(), extr
     return find_restore_point(roots, layouts, savepoint_layouts, RestoreQuery("flink", job_ids or (JOB,), **query))
 
 
-# The workload's own directories (point 2) and the newest restorable state (point 3).
+# The workload's own directories and the newest restorable state.
 
 
 def test_native_layout_under_the_workloads_own_checkpoint_dir(tmp_path):
@@ -94,7 +94,7 @@ def test_only_flinks_savepoint_names_of_the_job_count(tmp_path):
 
 def test_savepoints_where_the_operators_defaults_put_them(tmp_path):
     """The workload names only its checkpoint dir; its savepoints go to the operator's default savepoint dir, which
-    `savepoint.savepointLayouts: ["{root}/savepoints"]` names: Flink's own layout, no job-id level (#26)."""
+    `savepoint.savepointLayouts: ["{root}/savepoints"]` names: Flink's own layout, no job-id level."""
     state(tmp_path / "c" / JOB.value, "chk-41", completed_at=1000)
     state(tmp_path / "savepoints", savepoint_name(JOB), completed_at=1060)  # savepoint-on-deletion
     state(tmp_path / "savepoints", savepoint_name(OTHER, "ffffffffffff"), completed_at=5000)
@@ -226,7 +226,7 @@ def test_s3_spellings_are_one_family_and_the_workloads_spelling_is_kept():
         locate("memory://bucket/flinkother/c", (root,))  # a shared prefix is not a parent directory
 
 
-# Symbolic links anywhere on the path must not lead outside the root (point 4).
+# Symbolic links anywhere on the path must not lead outside the root.
 
 
 @pytest.mark.parametrize("level", ["namespace", "job", "checkpoints", "chk", "metadata"])
@@ -273,7 +273,7 @@ def test_a_link_inside_the_savepoint_dir_is_not_followed(tmp_path):
     assert find(root, savepoint_dir=f"{root}/s").outcome is Outcome.NOT_FOUND
 
 
-# A path carried forward from oldObject (point 4).
+# A path carried forward from oldObject.
 
 
 def test_a_carried_path_is_kept_only_inside_the_roots_and_for_the_same_job(tmp_path):
