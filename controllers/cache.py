@@ -97,11 +97,11 @@ def work_cached_form(work: Mapping[str, Any]) -> Mapping[str, Any]:
 def binding_cached_form(binding: Mapping[str, Any]) -> Mapping[str, Any]:
     """A binding as the cache keeps it: without managedFields, and each copy's reflected status
     (`status.aggregatedStatus[*].status`) cut to the top-level fields the loop reads: `jobStatus` (the history of runs),
-    `lifecycleState` (a terminal failure), what the binding's statePreservation rules name, and for the copies a move brings their `reconciliationStatus`
-    (whether the operator deployed them from a restore path). A FlinkDeployment's reflected status carries the whole
-    last spec twice as strings (`reconciliationStatus`), most of a binding's size; at 50,000 bindings this is the
-    difference to the memory target (docs/benchmarks.md, "Reconcile loop at scale"). A rule that may read anything keeps
-    the status whole."""
+    `lifecycleState` (a terminal failure), what the binding's statePreservation rules name, and for the copies a move
+    brings their `reconciliationStatus` (whether the operator deployed them from a restore path). A FlinkDeployment's
+    reflected status carries the whole last spec twice as strings (`reconciliationStatus`), most of a binding's size;
+    at 50,000 bindings this is the difference to the memory target (docs/benchmarks.md, "Reconcile loop at scale"). A
+    rule that may read anything keeps the status whole."""
     metadata = binding.get("metadata")
     if isinstance(metadata, dict) and "managedFields" in metadata:
         binding = {**binding, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
