@@ -99,12 +99,12 @@ def test_a_guarded_patch_writes_what_the_merge_patch_writes() -> None:
 
 def test_a_fill_decided_on_the_cached_form_applies_to_the_stored_binding() -> None:
     """The cache keeps of a copy's reflected status only what the loop reads; what Karmada reflects beyond that (a
-    FlinkDeployment's reconciliationStatus, its lifecycle state) is not tested."""
+    FlinkDeployment's reconciliationStatus, its cluster info) is not tested."""
     stored = with_cluster_rules(flink_binding())
-    set_health(stored, "member1", "Healthy", {"jobStatus": {"jobId": JOB_ID}, "lifecycleState": "STABLE"})
+    set_health(stored, "member1", "Healthy", {"jobStatus": {"jobId": JOB_ID}, "clusterInfo": {"flink-version": "1.20"}})
     stored = evicted_by_taint(stored)
     cached = dict(binding_cached_form(stored))
-    assert "lifecycleState" not in cached["status"]["aggregatedStatus"][0]["status"]
+    assert "clusterInfo" not in cached["status"]["aggregatedStatus"][0]["status"]
     decision = decide_cluster_failover_state(cached)
     operations = guarded_patch(cached, decision.patch, fill_reads(cached, decision.filled))
     assert apply(stored, operations)["spec"] == merge_patch(stored, decision.patch)["spec"]
