@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from relay.settings import Settings  # noqa: E402
-from tests.support import admission_review, flink_policy  # noqa: E402
+from tests.admission_reviews import admission_review  # noqa: E402
+from tests.policies import flink_policy  # noqa: E402
 from webhook.handlers import AdmissionHandlers  # noqa: E402
 from webhook.health import Readiness  # noqa: E402
 from webhook.server import AdmissionServer  # noqa: E402

@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support import flink_policy
+from tests.policies import flink_policy
 
 JOB_ID_LABEL = "application.karmada.io/failover-jobid"
 JOB_ID = "5f2d0c8e9a7b4c1d8e6f3a2b1c0d9e8f"

@@ -30,7 +30,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.support import admission_review, flink_policy, serve_command  # noqa: E402
+from tests.admission_reviews import admission_review  # noqa: E402
+from tests.policies import flink_policy  # noqa: E402
+from tests.relay_cli import serve_command  # noqa: E402
 
 MAX_CONNECTIONS = 5000  # the bound of this script: it is a benchmark, not a load generator
 LEGIT_ADDRESS = "127.0.0.2"

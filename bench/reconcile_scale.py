@@ -61,7 +61,8 @@ from failover.state.history import decide_history
 from failover.state.last_state import decide_last_state
 from relay.settings import ControllerSettings
 from tests.crd_sources import envtest_crds, karmada_tree
-from tests.envtest import REPO_ROOT, ControlPlane, ensure_binaries, etcd_key, free_port
+from tests.envtest import REPO_ROOT, ControlPlane, ensure_binaries, etcd_key
+from tests.processes import free_port
 
 NAMESPACE = "bench"
 CLUSTER = "member1"

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support import serve_command
+from tests.relay_cli import serve_command
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"

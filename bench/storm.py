@@ -7,7 +7,7 @@
         --cluster-status-update-frequencies 10,5                                         # the flags' effects
     python bench/storm.py --jobs 100 --rates 5 --relay-workers 8,32                     # the relay's workers
 
-The control plane is the real-Karmada tier's (`tests/karmada_env.py`: Karmada v1.19's own binaries, three member
+The control plane is the real-Karmada tier's (`tests/karmada_env/`: Karmada v1.19's own binaries, three member
 kube-apiservers, failover-relay with its defaults, `fenceAfterSeconds` 60), with cluster failover as
 docs/operations.md says (the Failover gate, NoExecute taint eviction, a ClusterTaintPolicy, status every 10 s,
 failure threshold 30 s). One storm per combination of the lists given: `--karmada-controllers`, `--rates`
@@ -83,7 +83,7 @@ from tests.karmada.outages import (
     grant_fencing_in_members,
     taint_not_ready_clusters,
 )
-from tests.karmada.test_storm import copies, relay_samples, storm_policy
+from tests.karmada.storm import copies, relay_samples, storm_policy
 from tests.karmada.workloads import BINDINGS, FLINK, WORKS, FlinkJob, new_job_id, restore_path
 from tests.karmada_env import (
     KARMADA,

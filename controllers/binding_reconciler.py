@@ -6,9 +6,12 @@ failover/ and its write. Nothing is decided here.
 2. `cluster_failover_state`: give the taint manager's eviction tasks their preserved state
    (failover/reconcile/cluster_failover.py);
 3. `graceful_eviction`: end the tasks that are over (failover/reconcile/graceful_eviction.py);
-4. `stateless_restart`: warn when the workload's own configuration loses its state
+4. `restoration`: a moved copy that runs without the state its move carried, or is parked for it, is said so
+   (failover/state/empty_start.py); it is restored once its job completed a checkpoint of its own, seen in the
+   checkpoint storage (failover/state/restoration.py; the adapter: controllers/restore_watch.py);
+5. `stateless_restart`: warn when the workload's own configuration loses its state
    (failover/reconcile/stateless_restart.py);
-5. `old_copy`: the old copy of a Directly purge: the storage fence's acknowledgements, the timer fence, the copies
+6. `old_copy`: the old copy of a Directly purge: the storage fence's acknowledgements, the timer fence, the copies
    deleted through the cluster proxy, the wake (failover/fence/; the adapters: controllers/storage_fence.py,
    controllers/old_copies.py).
 
@@ -42,13 +45,18 @@ from failover.reconcile.graceful_eviction import ENDED_HEALTHY, EndedTask, decid
 from failover.reconcile.preconditions import READS_FENCING, eviction_reads, fill_reads
 from failover.reconcile.record_keeping import annotation_patch, has_history, with_records
 from failover.reconcile.stateless_restart import stateless_restart_events
+from failover.state.empty_start import decide_state_losses, newly_empty, state_losses, watched_clusters
 from failover.state.history import returned_cluster_patch
+from failover.state.restoration import decide_restored, restoring
 
 log = structlog.get_logger("failover_relay.reconcile")
 
 # An old copy that could not be deleted through the cluster proxy (the cluster is still coming back) is tried again
 # after this.
 COPY_RETRY = timedelta(seconds=2)
+# How often the storage is read again for a restoring copy's first checkpoint: Flink checkpoints every few seconds to
+# minutes, and the restore grace is counted in minutes.
+RESTORE_POLL = timedelta(seconds=10)
 
 
 @dataclass
@@ -138,6 +146,52 @@ async def graceful_eviction(run: BindingRun) -> timedelta | None:
         )
     await run.record(eviction.events)
     return eviction.requeue_after
+
+
+async def restoration(run: BindingRun) -> timedelta | None:
+    await _state_losses(run)
+    if not restoring(run.binding):
+        return None
+    watch, now = run.parts.restore_watch, run.now
+    checkpointed = {} if watch is None else await watch.checkpointed(run.binding, run.works() or ())
+    decision = await run.writes.apply(lambda obj: decide_restored(obj, checkpointed, watch is not None, now))
+    for cluster, took in decision.restored:
+        run.parts.metrics.restores.labels(cluster).observe(took.total_seconds())
+        log.info("copy_restored", kind=run.kind, binding=run.key, member_cluster=cluster, seconds=took.total_seconds())
+    await run.record(decision.events)
+    return RESTORE_POLL if restoring(run.binding) else None
+
+
+async def _state_losses(run: BindingRun) -> None:
+    """The moved copies running without the state their move carried, or parked for it (before `decide_restored`
+    drops a record: a copy that started empty may checkpoint at once)."""
+    metrics, works = run.parts.metrics, run.works()
+    if not watched_clusters(run.binding):
+        metrics.without_state.set((run.kind, run.key), ())
+        return
+    if works is None:
+        return
+    watch, explained = run.parts.restore_watch, {}
+    if watch is not None:
+        for cluster, job_id in newly_empty(run.binding).items():
+            explained[cluster] = await watch.explain(works, cluster, job_id)
+    decision = await run.writes.apply(lambda obj: decide_state_losses(obj, works, explained, run.now))
+    for loss in decision.found:
+        metrics.state_losses.labels(loss.outcome.value).inc()
+        log.warning(
+            "copy_without_state",
+            kind=run.kind,
+            binding=run.key,
+            member_cluster=loss.cluster,
+            outcome=loss.outcome.value,
+            job_id=loss.job_id,
+            reason=loss.reason,
+        )
+    for cluster in decision.resolved:
+        log.info("state_loss_resolved", kind=run.kind, binding=run.key, member_cluster=cluster)
+    losses = state_losses(run.binding).values()
+    metrics.without_state.set((run.kind, run.key), tuple(loss.outcome.value for loss in losses))
+    await run.record(decision.events)
 
 
 async def stateless_restart(run: BindingRun) -> timedelta | None:
@@ -230,7 +284,14 @@ def _identity(obj: Mapping[str, Any]) -> tuple[str, str]:
 
 
 # The pipeline: one binding's reconcile, in order.
-STEPS: tuple[Step, ...] = (application_failover, cluster_failover_state, graceful_eviction, stateless_restart, old_copy)
+STEPS: tuple[Step, ...] = (
+    application_failover,
+    cluster_failover_state,
+    graceful_eviction,
+    restoration,
+    stateless_restart,
+    old_copy,
+)
 
 
 class BindingReconciler:
@@ -248,6 +309,7 @@ class BindingReconciler:
         binding = self.own.latest(key, parts.cache.get(self.kind, key))
         if binding is None:
             parts.metrics.kept.set((self.kind, key), ())
+            parts.metrics.without_state.set((self.kind, key), ())
             parts.metrics.storm.observe((self.kind, key), None, (), parts.clock())
             return None
         ref = ObjectRef.from_key(self.kind, key)

@@ -26,6 +26,7 @@ from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.core.names import object_key
 from failover.fence.fenced_copies import FENCED_ANNOTATION, fenced_copies
 from failover.reconcile.stateless_restart import is_flink_deployment
+from failover.state.empty_start import START_WITHOUT_STATE_ANNOTATION, watched_clusters
 from failover.state.history import JOB_STATUS
 from failover.state.last_state import preservation_rules
 from failover.state.preserved_state import owning_binding
@@ -33,6 +34,7 @@ from failover.state.preserved_state import owning_binding
 BINDING_RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
 POLICY_RESOURCES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)
 BindingKey = tuple[str, str]  # (kind, key)
+RECONCILIATION = "reconciliationStatus"
 
 
 def with_identity(obj: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
@@ -55,6 +57,15 @@ def _read_spec(manifest: Mapping[str, Any]) -> dict[str, Any]:
     return {"spec": spec} if spec else {}
 
 
+def _identity_and_acceptance(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """A manifest's name and namespace, and the annotation that accepts the loss of a job's state (empty_start.py)."""
+    kept = {k: v for k, v in b.metadata(manifest).items() if k in ("name", "namespace")}
+    accepted = b.annotations(manifest).get(START_WITHOUT_STATE_ANNOTATION)
+    if isinstance(accepted, str):
+        kept["annotations"] = {START_WITHOUT_STATE_ANNOTATION: accepted}
+    return kept
+
+
 def work_cached_form(work: Mapping[str, Any]) -> Mapping[str, Any]:
     """A Work as the cache keeps it: metadata, and of each manifest only what names the object it puts on its
     cluster, a FlinkDeployment's flinkConfiguration and a restore path (the manifests are most of a Work's size and
@@ -67,7 +78,7 @@ def work_cached_form(work: Mapping[str, Any]) -> Mapping[str, Any]:
         {
             "apiVersion": m.get("apiVersion"),
             "kind": m.get("kind"),
-            "metadata": {k: v for k, v in b.metadata(m).items() if k in ("name", "namespace")},
+            "metadata": _identity_and_acceptance(m),
             **_read_spec(m),
         }
         for m in (manifests if isinstance(manifests, list) else ())
@@ -83,11 +94,12 @@ def work_cached_form(work: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def binding_cached_form(binding: Mapping[str, Any]) -> Mapping[str, Any]:
     """A binding as the cache keeps it: without managedFields, and each copy's reflected status
-    (`status.aggregatedStatus[*].status`) cut to the top-level fields the loop reads: `jobStatus` (the history of
-    runs) and what the binding's statePreservation rules name. A FlinkDeployment's reflected status carries the
-    whole last spec twice as strings (`reconciliationStatus`), most of a binding's size; at 50,000 bindings this is
-    the difference to the memory target (docs/benchmarks.md, "Reconcile loop at scale"). A rule that may read
-    anything keeps the status whole."""
+    (`status.aggregatedStatus[*].status`) cut to the top-level fields the loop reads: `jobStatus` (the history of runs),
+    what the binding's statePreservation rules name, and for the copies a move brings their `reconciliationStatus`
+    (whether the operator deployed them from a restore path). A FlinkDeployment's reflected status carries the whole
+    last spec twice as strings (`reconciliationStatus`), most of a binding's size; at 50,000 bindings this is the
+    difference to the memory target (docs/benchmarks.md, "Reconcile loop at scale"). A rule that may read anything keeps
+    the status whole."""
     metadata = binding.get("metadata")
     if isinstance(metadata, dict) and "managedFields" in metadata:
         binding = {**binding, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
@@ -103,13 +115,23 @@ def binding_cached_form(binding: Mapping[str, Any]) -> Mapping[str, Any]:
         if fields is None:
             return binding
         kept |= fields
+    watched = watched_clusters(binding)
     trimmed = [
-        {**item, "status": {k: v for k, v in item["status"].items() if k in kept}}
+        {
+            **item,
+            "status": {
+                k: v for k, v in item["status"].items() if k in kept or (k == RECONCILIATION and _of(item, watched))
+            },
+        }
         if isinstance(item, dict) and isinstance(item.get("status"), dict)
         else item
         for item in items
     ]
     return {**binding, "status": {**b.status(binding), "aggregatedStatus": trimmed}}
+
+
+def _of(item: Mapping[str, Any], clusters: set[str]) -> bool:
+    return item.get("clusterName") in clusters
 
 
 class Cache:

@@ -138,5 +138,7 @@ def event_namespace(obj: Mapping[str, Any]) -> str:
 def reference_object(ref: ObjectRef) -> dict[str, Any]:
     """A stand-in object for an Event about ``ref``: what `involvedObject` needs."""
     metadata = {"name": ref.name, **({"namespace": ref.namespace} if ref.namespace else {})}
+    if ref.uid:
+        metadata["uid"] = ref.uid
     resource = RESOURCES_BY_KIND.get(ref.kind)
     return {"apiVersion": resource.api_version if resource else "", "kind": ref.kind, "metadata": metadata}

@@ -21,15 +21,21 @@ import structlog
 from failover.fence.fence_files import (
     ACK_SUFFIX,
     MAX_RECORD_BYTES,
+    RECORD_SUFFIX,
+    RELAYS_DIR,
     FenceAck,
     FenceRecord,
+    Heartbeat,
     RecordRefused,
     ack_name,
     cluster_dir,
     encode_ack,
+    encode_heartbeat,
     encode_record,
+    heartbeat_name,
     parse_ack,
     parse_file_name,
+    parse_heartbeat,
     parse_record,
     record_name,
 )
@@ -145,6 +151,37 @@ class FenceStore:
         self.fs.makedirs(self._dir(ack.cluster), exist_ok=True)
         self.fs.pipe_file(path, encode_ack(ack))
         return True
+
+    def write_heartbeat(self, heartbeat: Heartbeat) -> None:
+        """Write (over) the member relay's heartbeat for its cluster."""
+        path = self._root_path(heartbeat_name(heartbeat.cluster))
+        self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
+        self.fs.pipe_file(path, encode_heartbeat(heartbeat))
+
+    def read_heartbeats(self) -> dict[str, Heartbeat]:
+        """Every member relay's heartbeat, by cluster; a file that is not one is skipped (logged once)."""
+        directory = self._root_path(RELAYS_DIR)
+        try:
+            names = self.fs.ls(directory, detail=False)
+        except FileNotFoundError:
+            return {}
+        found = {}
+        for path in names:
+            name = posixpath.basename(str(path).rstrip("/"))
+            cluster = name.removesuffix(RECORD_SUFFIX)
+            try:
+                if not name.endswith(RECORD_SUFFIX):
+                    raise RecordRefused("not a heartbeat name")
+                heartbeat_name(cluster)  # a DNS label
+                found[cluster] = parse_heartbeat(self._read_bounded(posixpath.join(directory, name)), cluster)
+            except RecordRefused as refused:
+                self._ignore("relays", name, str(refused))
+            except FileNotFoundError:
+                continue
+        return found
+
+    def _root_path(self, relative: str) -> str:
+        return posixpath.join(self.store.fs_root, relative) if self.store.fs_root else relative
 
     def remove(self, cluster: str, fence_id: str) -> None:
         """Remove a record and its acknowledgement (the acknowledgement first: a record without one is still a

@@ -26,6 +26,7 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from controllers.outage import Outage
 from failover.core.names import key_of
 
 WATCH_TIMEOUT_SECONDS = 290  # the apiserver closes watches after --min-request-timeout (1800 s) at the latest
@@ -67,6 +68,8 @@ class Informer:
         self._stopping = threading.Event()
         self._watch: watch.Watch | None = None
         self._thread = threading.Thread(target=self._run, name=f"informer-{name}", daemon=True)
+        # An outage of the apiserver is said once per informer, with its end (`watch_resumed`).
+        self._outage = Outage(log, "watch_failed", "watch_resumed")
 
     def get(self, key: str) -> Mapping[str, Any] | None:
         return self.cache.get(key)
@@ -101,20 +104,22 @@ class Informer:
             try:
                 if resource_version is None:
                     resource_version = self._relist()
+                    self._outage.succeeded(resource=self.name)
                 resource_version = self._watch_from(resource_version, next_resync)
+                self._outage.succeeded(resource=self.name)
                 delay = RETRY_MIN_SECONDS
             except ApiException as error:
                 if error.status == 410:
                     log.info("watch_expired", resource=self.name)
                     resource_version = None
                     continue
-                log.warning("watch_failed", resource=self.name, status=error.status, reason=error.reason)
+                self._outage.failed(resource=self.name, status=error.status, reason=error.reason)
                 self._stopping.wait(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
             except (HTTPError, OSError, ValueError) as error:
                 if self._stopping.is_set():  # stop() cut the watch short: not a failure
                     return
-                log.warning("watch_failed", resource=self.name, error=type(error).__name__, detail=str(error)[:300])
+                self._outage.failed(resource=self.name, error=type(error).__name__, detail=str(error)[:300])
                 self._stopping.wait(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
             if time.monotonic() >= next_resync:

@@ -20,6 +20,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from failover.reconcile.storm import RESTORED, WAITING, ClusterPhase, phases
+from failover.state.empty_start import Outcome
 
 # Reconciles and API calls: from a few milliseconds (a cache hit) to the request deadline.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -124,6 +125,33 @@ class LoopMetrics:
                 registry=registry,
             )
         )
+        self.restores = Histogram(
+            "failover_relay_restore_seconds",
+            "From a move to the moved copy's restore: its job's first completed checkpoint of its own (its first"
+            " Healthy report where the loop cannot read the checkpoint storage).",
+            ("member_cluster",),
+            registry=registry,
+            buckets=PHASE_BUCKETS,
+        )
+        self.state_losses = Counter(
+            "failover_relay_copies_started_without_state_total",
+            "Moved copies found running without the state their move carried (outcome empty), or parked for the lack"
+            " of it (outcome parked: failureMode closed).",
+            ("outcome",),
+            registry=registry,
+        )
+        for outcome in Outcome:  # exported from 0, so that the first loss is an increase
+            self.state_losses.labels(outcome.value)
+        self.without_state = ByOutcome(
+            Gauge(
+                "failover_relay_copies_without_state",
+                "Moved copies that run without the state their move carried, or are parked for the lack of it, until"
+                " restored by hand or accepted (failover/state/empty_start.py).",
+                ("outcome",),
+                registry=registry,
+            ),
+            tuple(Outcome),
+        )
         self.precondition_failures = Counter(
             "failover_relay_binding_precondition_failures_total",
             "Binding writes decided on the cache that found the binding changed (a failed test of a field the decision"
@@ -187,6 +215,25 @@ class KeptOnCluster:
             self.clusters.pop(key, None)
         for cluster in touched:
             self.gauge.labels(cluster).set(sum(cluster in kept for kept in self.clusters.values()))
+
+
+class ByOutcome:
+    """Which bindings hold copies of which outcome, counted per outcome; every outcome is exported, 0 included."""
+
+    def __init__(self, gauge: Gauge, outcomes: tuple[str, ...]) -> None:
+        self.gauge, self.outcomes, self.by_key = gauge, outcomes, dict[Any, tuple[str, ...]]()
+        for outcome in outcomes:
+            gauge.labels(outcome).set(0)
+
+    def set(self, key: Any, outcomes: tuple[str, ...]) -> None:
+        if tuple(outcomes) == self.by_key.get(key, ()):
+            return
+        if outcomes:
+            self.by_key[key] = tuple(outcomes)
+        else:
+            self.by_key.pop(key, None)
+        for outcome in self.outcomes:
+            self.gauge.labels(outcome).set(sum(held.count(outcome) for held in self.by_key.values()))
 
 
 class StormMetrics:

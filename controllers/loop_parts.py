@@ -10,6 +10,7 @@ from controllers.cache import Cache
 from controllers.client import KarmadaClient
 from controllers.events import EventRecorder
 from controllers.loop_metrics import LoopMetrics
+from controllers.restore_watch import RestoreWatch
 from controllers.storage_fence import StorageFence
 from failover.core.loop_settings import DecisionSettings
 
@@ -30,4 +31,5 @@ class LoopParts:
     settings: DecisionSettings
     metrics: LoopMetrics
     storage_fence: StorageFence | None = None  # the storage fence, when `fence.storage` is on
+    restore_watch: RestoreWatch | None = None  # the checkpoint storage, when there is a checkpoint root
     clock: Clock = utc_now

@@ -10,7 +10,7 @@ import socket
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -39,6 +39,7 @@ from controllers.loop_metrics import LoopMetrics, StorageFenceMetrics
 from controllers.loop_parts import LoopParts
 from controllers.queue import WorkQueue
 from controllers.rebalancer_reconciler import RebalancerReconciler
+from controllers.restore_watch import RestoreWatch
 from controllers.storage_fence import StorageFence
 from failover.core import binding as b
 from failover.core.api import (
@@ -59,6 +60,8 @@ log = structlog.get_logger("failover_relay.controllers")
 SYNC_TIMEOUT_SECONDS = 60.0
 # How often a first list that outlived it is looked at again.
 SYNC_POLL_SECONDS = 5.0
+# How often the member relays' heartbeats are read to say which members none watches: about two heartbeats.
+RELAY_REPORT_SECONDS = 60.0
 
 
 # Where an event of one resource leads: (cache, the event's kind, its key) -> the (kind, key) pairs to reconcile.
@@ -168,6 +171,9 @@ class LoopSettings:
     # acknowledgement is read again.
     fences: FenceStore | None = None
     fence_poll: timedelta = DEFAULT_POLL
+    # The checkpoint storage, read for a moved copy's first checkpoint of its own (controllers/restore_watch.py); None
+    # when there is no checkpoint root: a moved copy is then restored once it is Healthy.
+    restore_watch: RestoreWatch | None = None
 
 
 def default_lease_namespace() -> str:
@@ -242,6 +248,7 @@ class ReconcileLoop:
             settings.decisions,
             self.metrics,
             self.storage_fence,
+            settings.restore_watch,
         )
         controllers = {
             spec.resource.kind: Controller(spec.name, spec.reconciler(parts), self.metrics, workers_of(spec, settings))
@@ -270,6 +277,14 @@ class ReconcileLoop:
         ]
         try:
             await wait_synced(informers)
+            if self.storage_fence is not None:
+                tasks.append(asyncio.create_task(self._report_relays(cache), name="member-relays"))
+            elif settings.decisions.fences:
+                log.warning(
+                    "fenced_by_time_only",
+                    reason="fence.storage is off: a partitioned member's copy runs beside the new one from the fence"
+                    ' until the partition heals (docs/operations.md, "The storage fence")',
+                )
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
@@ -281,6 +296,14 @@ class ReconcileLoop:
             # alive as they listed (controllers/informer.py `settle_long_lived`): only the collector frees a cycle,
             # and it skips frozen objects.
             gc.unfreeze()
+
+    async def _report_relays(self, cache: Cache) -> None:
+        """Until cancelled: which members no member relay watches, said when that changes (controllers/storage_fence.py
+        `report_relays`)."""
+        assert self.storage_fence is not None
+        while True:
+            await self.storage_fence.report_relays(cache.clusters(), datetime.now(UTC))
+            await asyncio.sleep(RELAY_REPORT_SECONDS)
 
 
 async def wait_synced(informers: Iterable[Informer]) -> None:

@@ -19,6 +19,7 @@ import structlog
 
 from controllers.fence_store import ClusterFences, FenceStorageError, FenceStore, on_storage
 from controllers.loop_metrics import StorageFenceMetrics
+from controllers.outage import Outage
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import (
     DEFAULT_POLL,
@@ -27,6 +28,7 @@ from failover.fence.control_plane import (
     decide_storage_fence,
     records_done,
     wanted_records,
+    without_relay,
 )
 from failover.fence.fence_files import FenceRecord
 
@@ -48,6 +50,8 @@ class StorageFence:
         # One listing per cluster and half a poll, shared by every binding waiting on it (a storm's hundred
         # bindings would otherwise list the same directory a hundred times a poll).
         self._read_at: dict[str, tuple[float, ClusterFences]] = {}
+        self._outages: dict[str, Outage] = {}  # the storage as each cluster's directory is read, said once per outage
+        self._unwatched: tuple[str, ...] | None = None  # the members last reported without a relay
 
     async def check(
         self,
@@ -105,6 +109,9 @@ class StorageFence:
             if (record.cluster, record.fence_id) in confirmed:
                 await self._write(record)
 
+    def _outage(self, cluster: str) -> Outage:
+        return self._outages.setdefault(cluster, Outage(log, "fence_storage_read_failed", "fence_storage_read_again"))
+
     async def _read(self, cluster: str) -> ClusterFences | None:
         now = time.monotonic()
         cached = self._read_at.get(cluster)
@@ -114,8 +121,9 @@ class StorageFence:
             found = await on_storage(self.fences.read, cluster)
         except FenceStorageError as failed:  # the timer still fences
             self.metrics.reads.labels(cluster, "error").inc()
-            log.warning("fence_storage_read_failed", member_cluster=cluster, **failed.fields)
+            self._outage(cluster).failed(member_cluster=cluster, **failed.fields)
             return None
+        self._outage(cluster).succeeded(member_cluster=cluster)
         self.metrics.reads.labels(cluster, "success").inc()
         self._read_at[cluster] = (now, found)
         return found
@@ -140,6 +148,26 @@ class StorageFence:
                 binding=record.binding,
                 copies=[f"{c.namespace}/{c.name}" for c in record.copies],
             )
+
+    async def report_relays(self, clusters: Iterable[str], now: datetime) -> None:
+        """Say which members no member relay watches, once each time that set changes: their copies are fenced by
+        time only, and a partitioned member's runs on beside the new one from the fence until the partition heals."""
+        try:
+            heartbeats = await on_storage(self.fences.read_heartbeats)
+        except FenceStorageError:
+            return  # said by the reads of the records, which fail alike
+        missing = without_relay(clusters, heartbeats, now)
+        if missing == self._unwatched:
+            return
+        self._unwatched = missing
+        if missing:
+            log.warning(
+                "members_without_relay",
+                member_clusters=list(missing),
+                consequence="fenced by time only: a partitioned member's copy runs beside the new one until it heals",
+            )
+        else:
+            log.info("members_all_watched")
 
     async def forget(self, gone: Iterable[tuple[str, str]]) -> None:
         """Remove the records of (cluster, Work name) pairs whose copies are gone for good."""

@@ -10,7 +10,7 @@ Five rooms, each allowed to import only the rooms named here (a test, tests/test
 - `admission/`: the webhook's rules for policies and rebalancers, Karmada's own admission and schema steps, warnings
   and the registry that routes them. Imports `core` and `state`, never `reconcile`.
 - `fence/`: the old copy of a Directly purge: the Works a new copy waits on, the timer fence, the storage fence's
-  files and both sides' decisions. Imports `core`.
+  files and both sides' decisions. Imports `core` and `state`.
 - `reconcile/`: the loop's decisions on bindings, clusters and rebalancers: application and cluster failover,
   graceful eviction, failback, the failover budget, the rebalancer, what `status` shows. Imports `core`, `state` and
   `fence`, never `admission`.

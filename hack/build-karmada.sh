@@ -14,7 +14,7 @@
 # Exit status: 0 done; 3 no Karmada source could be found; 4 the binaries are missing and there is no Go to build
 # them; anything else a failed build. tests/crd_sources.py turns 3 and 4 into a skip (locally) or a failure (CI).
 # Output: ${XDG_CACHE_HOME:-$HOME/.cache}/failover-relay/karmada/<commit>/ with bin/ (the five binaries) and src/ (the
-# tree); that directory is printed as the last line of stdout. tests/karmada_env.py finds it the same way.
+# tree); that directory is printed as the last line of stdout, which tests/crd_sources.py reads.
 #
 # Idempotent: a warm cache costs nothing. Binaries are written under a temporary name and renamed, so an interrupted
 # run never leaves a half-written binary.

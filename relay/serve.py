@@ -267,8 +267,11 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
     gc.freeze()
     stop = asyncio.Event()
     install_signal_handlers(stop.set)
-    upkeep = asyncio.create_task(relay.keep_certificate_fresh())
-    reconcile, cabundle = _start_cluster_tasks(settings, relay)
+    upkeep = supervised(asyncio.create_task(relay.keep_certificate_fresh()), "certificate-upkeep", relay.readiness)
+    reconcile, cabundle = (
+        None if task is None else supervised(task, task.get_name(), relay.readiness)
+        for task in _start_cluster_tasks(settings, relay)
+    )
     try:
         await stop.wait()
         log.info("shutting_down")
@@ -281,6 +284,23 @@ async def serve(settings: Settings, handlers: AdmissionHandlers | None = None) -
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+
+
+def supervised(task: asyncio.Task[None], name: str, readiness: Readiness) -> asyncio.Task[None]:
+    """`task`, a background task that runs until the relay stops: should it end by itself (a bug, or an error it does
+    not live through), the relay turns unready and the cause is logged once, with its traceback. Its outages (an
+    apiserver down, the storage unreachable) each task lives through on its own."""
+
+    def ended(done: asyncio.Task[None]) -> None:
+        if done.cancelled():
+            return
+        error = done.exception()
+        cause = "it returned" if error is None else f"{type(error).__name__}: {' '.join(str(error).split())}"[:200]
+        readiness.stopped_tasks[name] = cause
+        log.error("background_task_stopped", task=name, cause=cause, exc_info=error)
+
+    task.add_done_callback(ended)
+    return task
 
 
 def _start_cluster_tasks(settings: Settings, relay: RelayServer) -> tuple[asyncio.Task[None] | None, ...]:

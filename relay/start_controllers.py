@@ -18,7 +18,8 @@ from controllers.cabundle import CaBundleInjector
 from controllers.fence_store import FenceStore
 from controllers.kube import NoClusterConfig, load_api_client
 from controllers.manager import LoopSettings, ReconcileLoop, default_lease_namespace
-from failover.core.api import RESOURCE_BINDINGS, PurgeModeSpelling
+from controllers.restore_watch import RestoreWatch
+from failover.core.api import FLINK_DEPLOYMENT, RESOURCE_BINDINGS, PurgeModeSpelling
 from failover.reconcile.purge_spelling import crd_purge_mode_enum, spelling_to_write
 from relay.kube_requests import raw_request
 from relay.settings import ControllerMode, ControllerSettings, Settings, open_injection
@@ -39,13 +40,23 @@ def loop_settings(settings: ControllerSettings) -> LoopSettings:
 
 def cluster_loop_settings(api_client: Any, settings: ControllerSettings, fence: Settings | None = None) -> LoopSettings:
     """`loop_settings`, with the purge-mode spelling the installed CRD accepts: never legacy on Karmada v1.19; with
-    `fence` (the whole settings) and `fence.storage` on, the storage fence's store below the checkpoint root."""
+    `fence` (the whole settings) and a checkpoint root, the storage read for a moved copy's first checkpoint, and with
+    `fence.storage` on, the storage fence's store below that root."""
     looped = loop_settings(settings)
     spelling = installed_spelling(api_client, looped.decisions.purge_mode_spelling)  # karmada#7792
     looped = replace(looped, decisions=replace(looped.decisions, purge_mode_spelling=spelling))
-    if fence is None or not fence.fence.storage:
+    if fence is None or not fence.savepoint.checkpoint_root:
+        # A moved copy is restored once its job completed a checkpoint, which only the storage shows: without it,
+        # once it is Healthy (failover/state/restoration.py).
+        log.warning("restored_when_healthy", reason="no savepoint.checkpointRoot: the loop cannot see checkpoints")
         return looped
-    store = FenceStore(open_injection(fence.savepoint).store)
+    setup = open_injection(fence.savepoint)
+    looped = replace(
+        looped, restore_watch=RestoreWatch(setup.profiles[FLINK_DEPLOYMENT], (setup.store, *setup.allowed_roots))
+    )
+    if not fence.fence.storage:
+        return looped
+    store = FenceStore(setup.store)
     log.info("storage_fence", checkpoint_root=store.store.url_root, poll_seconds=fence.fence.poll_seconds)
     return replace(looped, fences=store, fence_poll=timedelta(seconds=fence.fence.poll_seconds))
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import structlog
 
-from tests.support import on_ci
+from tests.ci import on_ci
 
-# The tests import their shared builders as `tests.support` whether pytest runs from the repo root or elsewhere.
+# The tests import their shared helpers as `tests.<module>` whether pytest runs from the repo root or elsewhere.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from relay.logs import configure_logging

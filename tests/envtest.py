@@ -6,9 +6,10 @@ of that, so the end-to-end tests run against the real binaries: etcd plus kube-a
 kubelet, no nodes. This module finds or builds those binaries and runs them on loopback ports for the duration of a
 test session. It imports nothing from pytest so the same control plane can back a benchmark or a manual session.
 
-The flags mirror controller-runtime's ``pkg/internal/testing/controlplane/apiserver.go``; authentication is a static
-token for an admin user in ``system:masters`` instead of envtest's client certificates, because one bearer token is
-all the ``kubernetes`` client and kubectl need.
+The processes, ports and flags are the Karmada tier's too (``tests/processes.py``, ``tests/apiserver.py``): the flags
+mirror controller-runtime's ``pkg/internal/testing/controlplane/apiserver.go``; authentication is a static token for
+an admin user in ``system:masters`` instead of envtest's client certificates, because one bearer token is all the
+``kubernetes`` client and kubectl need.
 """
 
 from __future__ import annotations
@@ -17,22 +18,43 @@ import json
 import os
 import secrets
 import shutil
-import signal
-import socket
 import ssl
 import subprocess
 import tempfile
 import time
-import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.apiserver import (
+    KUBECTL_TIMEOUT_SECONDS,
+    apply_until_established,
+    etcd_command,
+    kube_apiserver_command,
+    run_kubectl,
+    token_cluster_flags,
+    write_kubeconfig,
+    write_token_file,
+)
+from tests.kube_api import Api
+from tests.processes import (
+    LOOPBACK,
+    PORT_ATTEMPTS,
+    Answer,
+    ChildProcess,
+    ControlPlaneError,
+    await_ready_on_free_ports,
+    free_port,
+    log_tail,
+    probe,
+)
+from tests.tls_clients import unverified_tls
+from tests.waiting import wait_until
 
 # Keep in step with K8S_VERSION in hack/build-envtest.sh, which builds into the directory named after it.
 K8S_VERSION = "v1.36.3"
@@ -43,29 +65,10 @@ BUILD_SCRIPT = REPO_ROOT / "hack" / "build-envtest.sh"
 # A cold kube-apiserver on a 2-core machine becomes ready in a few seconds; its post-start hooks (RBAC bootstrap
 # roles, priority-and-fairness config) are what take the time. 60 s leaves room for a loaded CI runner.
 STARTUP_TIMEOUT_SECONDS = 60.0
-# Both binaries stop within a second on SIGTERM when idle; a graceful apiserver shutdown drains in-flight requests
-# (watches included) so allow a few seconds before SIGKILL.
-STOP_TIMEOUT_SECONDS = 10.0
-POLL_INTERVAL_SECONDS = 0.1
 LOG_TAIL_LINES = 40
-# The default `kubectl wait` and API calls of a single test should never take longer than this.
-KUBECTL_TIMEOUT_SECONDS = 120.0
 
 ADMIN_USER = "envtest-admin"
 ADMIN_GROUP = "system:masters"
-SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
-LOOPBACK = "127.0.0.1"
-
-
-class ControlPlaneError(RuntimeError):
-    """The control plane could not start (or restart); the message carries the tail of the failing process's log."""
-
-
-class KubectlError(subprocess.CalledProcessError):
-    """kubectl exited non-zero; unlike CalledProcessError, the message includes what kubectl wrote to stderr."""
-
-    def __str__(self) -> str:
-        return f"{super().__str__()}\nstderr:\n{self.stderr}"
 
 
 def cache_dir() -> Path:
@@ -127,53 +130,13 @@ def ensure_binaries() -> Path:
         build = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.DEVNULL, stderr=log_file)
     if build.returncode != 0:
         raise BinariesUnavailable(
-            f"{BUILD_SCRIPT.name} failed with exit code {build.returncode} (full log: {log}); tail:\n{_tail(log)}"
+            f"{BUILD_SCRIPT.name} failed with exit code {build.returncode} (full log: {log}); "
+            f"tail:\n{log_tail(log, LOG_TAIL_LINES)}"
         )
     found = find_binaries()
     if found is None:
         raise BinariesUnavailable(f"{BUILD_SCRIPT.name} succeeded but {cache_dir()} lacks {REQUIRED_BINARIES}")
     return found
-
-
-def free_port() -> int:
-    """A loopback TCP port that was free a moment ago (the OS picks it; the tiny race is acceptable in tests)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        return int(probe.getsockname()[1])
-
-
-def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log written)"
-
-
-def _loopback_env() -> dict[str, str]:
-    """The environment for child processes: never route loopback traffic (etcd, webhooks on 127.0.0.1) via a proxy."""
-    env = dict(os.environ)
-    no_proxy = ",".join(filter(None, [env.get("NO_PROXY", ""), "127.0.0.1", "localhost"]))
-    env["NO_PROXY"] = env["no_proxy"] = no_proxy
-    return env
-
-
-def _stop_process(process: subprocess.Popen[bytes] | None) -> None:
-    if process is None or process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=STOP_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-@dataclass(frozen=True)
-class _Probe:
-    """The answer to one HTTP poll: status code (0 when the connection failed) and body."""
-
-    status: int
-    body: str
 
 
 def etcd_key(group: str, plural: str, namespace: str, name: str) -> str:
@@ -196,10 +159,9 @@ class ControlPlane:
         self.token = secrets.token_hex(16)
         self.apiserver_startup_seconds: float | None = None
         self._root: Path | None = None
-        self._etcd: subprocess.Popen[bytes] | None = None
-        self._apiserver: subprocess.Popen[bytes] | None = None
-        self._apiserver_port = 0
-        self._etcd_client_port = 0
+        self._etcd: ChildProcess | None = None
+        self._apiserver: ChildProcess | None = None
+        self._ports = {"etcd": 0, "etcd-peer": 0, "kube-apiserver": 0}
 
     # -- paths and addresses -------------------------------------------------------------------------------------
 
@@ -211,11 +173,11 @@ class ControlPlane:
 
     @property
     def server_url(self) -> str:
-        return f"https://{LOOPBACK}:{self._apiserver_port}"
+        return f"https://{LOOPBACK}:{self._ports['kube-apiserver']}"
 
     @property
     def etcd_url(self) -> str:
-        return f"http://{LOOPBACK}:{self._etcd_client_port}"
+        return f"http://{LOOPBACK}:{self._ports['etcd']}"
 
     def etcd(self, call: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
         """One call of etcd's JSON gateway, `/v3/<call>` (keys and values base64): a write behind the apiserver's
@@ -244,6 +206,10 @@ class ControlPlane:
     def apiserver_log(self) -> Path:
         return self.root / "kube-apiserver.log"
 
+    def api(self) -> Api:
+        """A REST client as the admin user."""
+        return Api(self.server_url, self.ca_file, token=self.token)
+
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
     def __enter__(self) -> ControlPlane:
@@ -266,17 +232,18 @@ class ControlPlane:
         try:
             self._start_etcd()
             self._write_apiserver_inputs()
-            self._apiserver_port = free_port()
-            self._start_apiserver()
+            self._pick_ports("kube-apiserver")
+            self._start_apiserver(first=True)
             self._write_kubeconfig()
         except BaseException:
             self.stop()
             raise
 
     def stop(self) -> None:
-        """Terminate both processes (SIGTERM, SIGKILL after a timeout) and remove the temporary directory."""
-        _stop_process(self._apiserver)
-        _stop_process(self._etcd)
+        """Stop both processes (SIGTERM, SIGKILL after a timeout) and remove the temporary directory."""
+        for process in (self._apiserver, self._etcd):
+            if process is not None:
+                process.stop()
         self._apiserver = self._etcd = None
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
@@ -291,39 +258,38 @@ class ControlPlane:
         """
         if self._apiserver is None:
             raise ControlPlaneError("control plane is not started")
-        _stop_process(self._apiserver)
-        self._apiserver = None
+        self._apiserver.stop()
         if while_down is not None:
             while_down()
-        self._start_apiserver()
+        self._start_apiserver(first=False)
         return self.apiserver_startup_seconds or 0.0
 
     # -- etcd ----------------------------------------------------------------------------------------------------
 
+    def _etcd_command(self) -> list[str]:
+        return etcd_command(
+            self.binaries / "etcd",
+            name="envtest",
+            data_dir=self.root / "etcd-data",
+            client_url=self.etcd_url,
+            peer_url=f"http://{LOOPBACK}:{self._ports['etcd-peer']}",
+        )
+
     def _start_etcd(self) -> None:
-        self._etcd_client_port = free_port()
-        peer_url = f"http://{LOOPBACK}:{free_port()}"
-        data_dir = self.root / "etcd-data"
-        data_dir.mkdir(mode=0o700)
-        args = [
-            str(self.binaries / "etcd"),
-            "--name=envtest",
-            f"--data-dir={data_dir}",
-            f"--listen-client-urls={self.etcd_url}",
-            f"--advertise-client-urls={self.etcd_url}",
-            f"--listen-peer-urls={peer_url}",
-            f"--initial-advertise-peer-urls={peer_url}",
-            f"--initial-cluster=envtest={peer_url}",
-            "--logger=zap",
-            "--log-outputs=stderr",
-        ]
-        self._etcd = self._spawn(args, self.etcd_log)
-        self._wait_until(
-            process=self._etcd,
-            log=self.etcd_log,
-            what="etcd",
-            probe=lambda: self._get(f"{self.etcd_url}/health", context=None),
-            ready=lambda p: p.status == 200 and json.loads(p.body).get("health") == "true",
+        self._pick_ports("etcd", "etcd-peer")
+        # Never tied to the starting thread (die_with_parent): restart_apiserver may run on a worker thread, and so
+        # may anything a test does with this control plane.
+        self._etcd = etcd = ChildProcess("etcd", self._etcd_command(), self.etcd_log, die_with_parent=False)
+        etcd.start()
+        await_ready_on_free_ports(
+            etcd,
+            self._etcd_command,
+            lambda: self._pick_ports("etcd", "etcd-peer"),
+            lambda: self._wait_ready(
+                etcd,
+                f"{self.etcd_url}/health",
+                ready=lambda answer: answer.status == 200 and json.loads(answer.body).get("health") == "true",
+            ),
         )
 
     # -- kube-apiserver ------------------------------------------------------------------------------------------
@@ -338,68 +304,53 @@ class ControlPlane:
                 serialization.NoEncryption(),
             )
         )
-        # Static token file columns: token, user name, user uid, "group1,group2".
-        (self.root / "tokens.csv").write_text(f'{self.token},{ADMIN_USER},{ADMIN_USER},"{ADMIN_GROUP}"\n')
+        write_token_file(self.root / "tokens.csv", self.token, ADMIN_USER, ADMIN_GROUP)
 
     def _apiserver_args(self) -> list[str]:
         service_account_key = self.root / "service-account.key"
-        return [
-            str(self.binaries / "kube-apiserver"),
-            f"--advertise-address={LOOPBACK}",
-            f"--bind-address={LOOPBACK}",
-            f"--secure-port={self._apiserver_port}",
-            f"--etcd-servers={self.etcd_url}",
-            f"--cert-dir={self.root / 'apiserver-certs'}",
-            f"--token-auth-file={self.root / 'tokens.csv'}",
-            "--authorization-mode=RBAC",
-            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={service_account_key}",
-            f"--service-account-signing-key-file={service_account_key}",
-            # No controller manager runs, so nothing would create the ServiceAccount tokens this plugin waits for.
-            "--disable-admission-plugins=ServiceAccount",
-            "--allow-privileged=true",
-            "--profiling=false",
-        ]
+        return kube_apiserver_command(
+            self.binaries / "kube-apiserver",
+            port=self._ports["kube-apiserver"],
+            etcd_url=self.etcd_url,
+            service_account_key=service_account_key,
+            service_account_signing_key=service_account_key,
+            extra=[f"--cert-dir={self.root / 'apiserver-certs'}", *token_cluster_flags(self.root / "tokens.csv")],
+        )
 
-    def _start_apiserver(self) -> None:
+    def _start_apiserver(self, *, first: bool) -> None:
+        """Start kube-apiserver and wait for ``/readyz``; only the ``first`` start may move to other ports, a restart
+        keeps the one the kubeconfig names."""
         started = time.monotonic()
-        self._apiserver = self._spawn(self._apiserver_args(), self.apiserver_log)
+        if self._apiserver is None:
+            self._apiserver = ChildProcess("kube-apiserver", [], self.apiserver_log, die_with_parent=False)
+        apiserver = self._apiserver
+        apiserver.args = self._apiserver_args()
+        apiserver.start()
         # Until the apiserver has written its self-signed certificate there is nothing to verify against; readiness
         # is polled without verification and the kubeconfig's CA is proven by one verified request afterwards.
-        unverified = ssl.create_default_context()
-        unverified.check_hostname = False
-        unverified.verify_mode = ssl.CERT_NONE
-        self._wait_until(
-            process=self._apiserver,
-            log=self.apiserver_log,
-            what="kube-apiserver",
-            probe=lambda: self._get(f"{self.server_url}/readyz", context=unverified),
-            ready=lambda p: p.status == 200,
+        await_ready_on_free_ports(
+            apiserver,
+            self._apiserver_args,
+            lambda: self._pick_ports("kube-apiserver"),
+            lambda: self._wait_ready(apiserver, f"{self.server_url}/readyz", unverified_tls()),
+            attempts=PORT_ATTEMPTS if first else 1,
         )
         self.apiserver_startup_seconds = time.monotonic() - started
-        verified = ssl.create_default_context(cafile=str(self.ca_file))
-        answer = self._get(f"{self.server_url}/version", context=verified)
-        if answer.status != 200:
+        status, answer = self.api().request("GET", "/version")
+        if status != 200:
             raise ControlPlaneError(
-                f"kube-apiserver is ready but /version with its CA {self.ca_file} answered {answer.status}: "
-                f"{answer.body}"
+                f"kube-apiserver is ready but /version with its CA {self.ca_file} answered {status}: {answer}"
             )
 
     def _write_kubeconfig(self) -> None:
-        kubeconfig = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {"name": "envtest", "cluster": {"server": self.server_url, "certificate-authority": str(self.ca_file)}}
-            ],
-            "users": [{"name": ADMIN_USER, "user": {"token": self.token}}],
-            "contexts": [{"name": "envtest", "context": {"cluster": "envtest", "user": ADMIN_USER}}],
-            "current-context": "envtest",
-        }
-        # JSON is valid YAML, and every kubeconfig loader accepts it.
-        self.kubeconfig_path.write_text(json.dumps(kubeconfig, indent=2))
-        self.kubeconfig_path.chmod(0o600)
+        write_kubeconfig(
+            self.kubeconfig_path,
+            self.server_url,
+            self.ca_file,
+            {"token": self.token},
+            cluster="envtest",
+            user_name=ADMIN_USER,
+        )
 
     # -- kubectl -------------------------------------------------------------------------------------------------
 
@@ -411,34 +362,14 @@ class ControlPlane:
         timeout: float = KUBECTL_TIMEOUT_SECONDS,
     ) -> subprocess.CompletedProcess[str]:
         """Run kubectl against this control plane; raise KubectlError on a non-zero exit unless ``check`` is off."""
-        # The discovery cache is keyed by host:port, and every session has a new port: keep it with the session
-        # instead of piling up under ~/.kube/cache.
-        command = [
-            "kubectl",
-            f"--kubeconfig={self.kubeconfig_path}",
-            f"--cache-dir={self.root / 'kubectl-cache'}",
-            *args,
-        ]
-        result = subprocess.run(
-            command,
-            input=input,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=_loopback_env(),
+        return run_kubectl(
+            self.kubeconfig_path, self.root / "kubectl-cache", *args, input=input, check=check, timeout=timeout
         )
-        if check and result.returncode != 0:
-            raise KubectlError(result.returncode, command, result.stdout, result.stderr)
-        return result
 
     def apply_crds(self, source: Path | str, *, timeout: float = STARTUP_TIMEOUT_SECONDS) -> list[str]:
-        """Apply CRDs (a kustomization directory, ``kubectl apply -k``, or one file) and wait until each is
-        Established.
-
-        Server-side apply, because client-side apply stores the whole object in the last-applied annotation, which
-        large CRDs (Karmada's PropagationPolicy schema) push past the 256 KiB annotation limit. Returns the CRD
-        names, e.g. ``propagationpolicies.policy.karmada.io``.
-        """
+        """Apply CRDs (a kustomization directory, ``kubectl apply -k``, or one file) server-side and wait until each
+        is Established (``tests/apiserver.py`` ``apply_until_established``). Returns the CRD names, e.g.
+        ``propagationpolicies.policy.karmada.io``."""
         path = Path(source)
         if path.is_dir() and (path / "kustomization.yaml").is_file():
             what = ["-k", str(path)]
@@ -446,87 +377,26 @@ class ControlPlane:
             what = ["-f", str(path)]
         else:
             raise ValueError(f"{source} is neither a file nor a directory with a kustomization.yaml")
-        applied = self.kubectl(
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--field-manager=envtest",
-            "-o",
-            "name",
-            *what,
+        return apply_until_established(
+            self.kubectl, self.api(), what, field_manager="envtest", timeout=timeout, wait=wait_until
         )
-        crds = [
-            line.split("/", 1)[1]
-            for line in applied.stdout.split()
-            if line.startswith("customresourcedefinition.apiextensions.k8s.io/")
-        ]
-        # Polled instead of `kubectl wait --for=condition=Established`, which fails at once on a CRD whose status
-        # has no conditions yet (a large CRD, a busy apiserver).
-        context = ssl.create_default_context(cafile=str(self.ca_file))
-        deadline = time.monotonic() + timeout
-        for name in crds:
-            url = f"{self.server_url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
-            while True:
-                answer = self._get(url, context=context)
-                conditions = (
-                    (json.loads(answer.body).get("status") or {}).get("conditions") or []
-                    if (answer.status == 200)
-                    else []
-                )
-                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-                    break
-                if time.monotonic() > deadline:
-                    raise ControlPlaneError(f"CRD {name} not Established after {timeout:.0f} s")
-                time.sleep(POLL_INTERVAL_SECONDS)
-        return crds
 
     # -- plumbing ------------------------------------------------------------------------------------------------
 
-    def _spawn(self, args: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
-        with log.open("ab") as log_file:
-            # A new session keeps a Ctrl-C in the terminal from killing the children before stop() runs.
-            return subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                env=_loopback_env(),
-                start_new_session=True,
-            )
+    def _pick_ports(self, *names: str) -> None:
+        for name in names:
+            self._ports[name] = free_port()
 
-    def _get(self, url: str, *, context: ssl.SSLContext | None) -> _Probe:
-        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.token}"})
-        # Loopback only: a proxy from the environment must never see these requests.
-        opener = urllib.request.build_opener(
-            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
-        )
-        try:
-            with opener.open(request, timeout=5) as response:
-                return _Probe(response.status, response.read().decode(errors="replace"))
-        except urllib.error.HTTPError as error:
-            return _Probe(error.code, error.read().decode(errors="replace"))
-        except (urllib.error.URLError, ConnectionError, TimeoutError, ssl.SSLError):
-            return _Probe(0, "")
-
-    def _wait_until(
+    def _wait_ready(
         self,
-        *,
-        process: subprocess.Popen[bytes],
-        log: Path,
-        what: str,
-        probe: Callable[[], _Probe],
-        ready: Callable[[_Probe], bool],
+        process: ChildProcess,
+        url: str,
+        context: ssl.SSLContext | None = None,
+        ready: Callable[[Answer], bool] = lambda answer: answer.status == 200,
     ) -> None:
-        deadline = time.monotonic() + self.startup_timeout
-        last = _Probe(0, "")
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise ControlPlaneError(f"{what} exited with code {process.returncode}; log tail:\n{_tail(log)}")
-            last = probe()
-            if ready(last):
-                return
-            time.sleep(POLL_INTERVAL_SECONDS)
-        raise ControlPlaneError(
-            f"{what} not ready after {self.startup_timeout:.0f} s (last answer {last.status}: {last.body[-500:]}); "
-            f"log tail:\n{_tail(log)}"
+        process.wait_ready(
+            lambda: probe(url, context, {"Authorization": f"Bearer {self.token}"}),
+            timeout=self.startup_timeout,
+            ready=ready,
+            lines=LOG_TAIL_LINES,
         )

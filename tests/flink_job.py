@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from failover.state.flink_config import flatten_configuration
-from tests.support import die_with_parent
+from tests.processes import die_with_parent
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO_ROOT / "hack" / "build-flink-probe.sh"

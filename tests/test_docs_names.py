@@ -22,7 +22,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 TROUBLESHOOTING = REPO / "docs" / "troubleshooting.md"
 PRODUCTION = ("failover", "webhook", "controllers", "certs", "relay")
-EVENT_PACKAGES = ("failover.reconcile", "failover.fence", "controllers")
+EVENT_PACKAGES = ("failover.state", "failover.reconcile", "failover.fence", "controllers")
 METRIC_TYPES = {"Counter", "Gauge", "Histogram", "Summary"}
 LOG_LEVELS = {"debug", "info", "warning", "error", "exception", "critical"}
 ALERT_RULES = REPO / "manifests" / "monitoring" / "prometheus-rules.yaml"
@@ -61,13 +61,19 @@ def metrics() -> dict[str, frozenset[str]]:
 @cache
 def log_events() -> frozenset[str]:
     """The first argument of every ``log.<level>("name", ...)`` call in the production code, and of ``write(...)``
-    where a logger method is handed in as ``write`` (the review line of webhook/server.py, at info or debug)."""
+    where a logger method is handed in as ``write`` (the review line of webhook/server.py, at info or debug); and the
+    two events of every ``Outage(log, "failed", "recovered")`` (controllers/outage.py logs them)."""
     found = set()
     for path in _python_files():
         for node in ast.walk(ast.parse(path.read_text())):
-            if (
-                isinstance(node, ast.Call)
-                and (
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Name) and node.func.id == "Outage":
+                found.update(
+                    arg.value for arg in node.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                )
+            elif (
+                (
                     (isinstance(node.func, ast.Attribute) and node.func.attr in LOG_LEVELS)
                     or (isinstance(node.func, ast.Name) and node.func.id == "write")
                 )

@@ -22,7 +22,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "failover/core": (),
     "failover/state": ("failover/core",),
     "failover/admission": ("failover/core", "failover/state"),
-    "failover/fence": ("failover/core",),
+    "failover/fence": ("failover/core", "failover/state"),
     "failover/reconcile": ("failover/core", "failover/state", "failover/fence"),
     "webhook": ("failover", "certs"),
     "controllers": ("failover", "certs"),  # the caBundle sync reads our CA from the cert dir

@@ -3,7 +3,8 @@
 controller-runtime learnt this the hard way (controller-runtime#723): a webhook reported ready before it served, and the
 apiserver's first calls failed. `/readyz` here dials our own listener over TLS and verifies the served chain and its
 validity period against our CA when we have one; it fails when the chain does not verify, the certificate has expired,
-the CA file is missing or unusable, or the server is shutting down.
+the CA file is missing or unusable, the server is shutting down, or a background task of the relay (the reconcile loop,
+the caBundle sync, a member's fence watcher) has stopped: a relay whose fence watcher is gone is not a member relay.
 
 The name in the certificate is not checked: the certificate names what the apiserver dials (the Service, e.g. the
 only name in a cert-manager Certificate), never the address we dial ourselves (loopback, or a pod IP given to
@@ -41,6 +42,8 @@ class Readiness:
     certificate_not_after: Callable[[], datetime | None]
     clock: Callable[[], float] = time.monotonic
     shutting_down: bool = False
+    # Background tasks that ended by themselves, by name, with their cause (relay/serve.py `supervised`).
+    stopped_tasks: dict[str, str] = field(default_factory=dict)
     _cached: tuple[float, tuple[str, ...]] | None = field(default=None, repr=False)
 
     def dial_host(self) -> str:
@@ -49,6 +52,9 @@ class Readiness:
     async def problems(self) -> tuple[str, ...]:
         if self.shutting_down:
             return ("shutting down",)
+        stopped = tuple(f"{name} stopped: {cause}" for name, cause in sorted(self.stopped_tasks.items()))
+        if stopped:
+            return stopped
         now = self.clock()
         if self._cached is not None and now - self._cached[0] < PROBE_CACHE_SECONDS:
             return self._cached[1]

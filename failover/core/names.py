@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 DNS_SUBDOMAIN_MAX_LENGTH = 253
@@ -49,11 +49,13 @@ def split_key(key: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class ObjectRef:
-    """Which object an event is about or a patch is for. `namespace` is "" for cluster-scoped objects."""
+    """Which object an event is about or a patch is for. `namespace` is "" for cluster-scoped objects; `uid`, where
+    known, lets `kubectl describe` find an Event about it (kubectl selects Events by the object's uid)."""
 
     kind: str
     name: str
     namespace: str = ""
+    uid: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         return f"{self.kind} {object_key(self.namespace, self.name)}"

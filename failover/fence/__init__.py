@@ -13,5 +13,5 @@
 
 The walk of the storage fence (record -> suspend -> acknowledge -> release) enters this room for every decision and
 `controllers/` for every adapter (`storage_fence`, `fence_store`, `member_fence`, and the binding pipeline's
-`old_copies`). Imports `failover.core` only.
+`old_copies`). Imports `failover.core` and `failover.state` (what a Flink job's state and its paths are).
 """

@@ -118,6 +118,25 @@ def decide_storage_fence(
     )
 
 
+# A member relay writes its heartbeat at most this often (failover/fence/fence_files.py `Heartbeat`), and is taken as
+# gone after three of them missed: a relay restarting or a storage blip does not count.
+HEARTBEAT_SECONDS = 30.0
+HEARTBEAT_MISSED = 3
+
+
+def without_relay(clusters: Iterable[str], heartbeats: Mapping[str, Any], now: datetime) -> tuple[str, ...]:
+    """The clusters no member relay watches: no heartbeat, or none for three heartbeat periods. Their copies are
+    fenced by time only: a partitioned member's copy runs beside the new one from the fence until the partition
+    heals."""
+    missing = []
+    for cluster in sorted(clusters):
+        heartbeat = heartbeats.get(cluster)
+        period = max(HEARTBEAT_SECONDS, heartbeat.poll_seconds) if heartbeat is not None else HEARTBEAT_SECONDS
+        if heartbeat is None or now - heartbeat.seen_at > timedelta(seconds=HEARTBEAT_MISSED * period):
+            missing.append(cluster)
+    return tuple(missing)
+
+
 def records_done(
     cluster_records: Mapping[str, tuple[str, str]], released_or_cleaned: Iterable[tuple[str, str]]
 ) -> tuple[str, ...]:

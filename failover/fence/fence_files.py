@@ -6,6 +6,7 @@ A partitioned member still reaches the checkpoint storage, so the storage is the
 
     .failover-relay/fences/<cluster>/<fence id>.json      the fence record (control plane)
     .failover-relay/fences/<cluster>/<fence id>.ack.json  its acknowledgement (member relay)
+    .failover-relay/relays/<cluster>.json                 the member relay's heartbeat: it watches that cluster
 
 The fence id is the old Work's `work.karmada.io/permanent-id` (a UUID Karmada's Work webhook gives every Work,
 `pkg/webhook/work/mutating.go`), which the execution controller also stamps on each object the Work applies
@@ -30,6 +31,7 @@ from failover.core.names import is_dns_label, is_dns_subdomain
 from failover.core.work import MemberCopy
 
 FENCES_DIR = ".failover-relay/fences"
+RELAYS_DIR = ".failover-relay/relays"
 RECORD_SUFFIX = ".json"
 ACK_SUFFIX = ".ack.json"
 FORMAT_VERSION = 1
@@ -119,6 +121,51 @@ def encode_record(record: FenceRecord) -> bytes:
             "writtenAt": format_time(record.written_at),
         }
     )
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """A member relay's word that it watches `cluster`'s records, every `poll_seconds`, as of `seen_at`."""
+
+    cluster: str
+    seen_at: datetime
+    poll_seconds: float
+
+
+def heartbeat_name(cluster: str) -> str:
+    """The heartbeat's path below the checkpoint root; only a DNS label names one."""
+    if not is_dns_label(cluster):
+        raise RecordRefused(f"cluster name {cluster!r} is not a DNS label")
+    return f"{RELAYS_DIR}/{cluster}{RECORD_SUFFIX}"
+
+
+def encode_heartbeat(heartbeat: Heartbeat) -> bytes:
+    return _encode(
+        {
+            "version": FORMAT_VERSION,
+            "cluster": heartbeat.cluster,
+            "seenAt": format_time(heartbeat.seen_at),
+            "pollSeconds": heartbeat.poll_seconds,
+        }
+    )
+
+
+def parse_heartbeat(data: bytes, cluster: str) -> Heartbeat:
+    """The heartbeat stored as `relays/<cluster>.json`; it must name the cluster of its path."""
+    if len(data) > MAX_RECORD_BYTES:
+        raise RecordRefused(f"larger than {MAX_RECORD_BYTES} bytes")
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise RecordRefused("not UTF-8 JSON") from None
+    if not isinstance(document, dict) or set(document) != {"version", "cluster", "seenAt", "pollSeconds"}:
+        raise RecordRefused("must be an object with exactly version, cluster, seenAt, pollSeconds")
+    if document["version"] != FORMAT_VERSION or document["cluster"] != cluster:
+        raise RecordRefused("version or cluster differs from the file's path")
+    seen_at, poll = parse_time(document["seenAt"]), document["pollSeconds"]
+    if seen_at is None or isinstance(poll, bool) or not isinstance(poll, int | float) or not 0 < poll <= 3600:
+        raise RecordRefused("seenAt must be an RFC 3339 time and pollSeconds a number of seconds")
+    return Heartbeat(cluster, seen_at, float(poll))
 
 
 def encode_ack(ack: FenceAck) -> bytes:

@@ -1,8 +1,16 @@
 """The member relay's side of the storage fence: which of its cluster's objects a fence record names, what the fence
-watcher does about them (suspend, then acknowledge once the Flink operator reports them stopped), and what the
-member's `/mutate` keeps so Karmada's drift correction cannot start a fenced copy again (docs/design.md, "The storage
-fence"; the files: failover/fence/fence_files.py). The watcher acts on records alone: no record, nothing is ever
-suspended, whatever happens to the control plane.
+watcher does about them (suspend; stop a JobManager the operator leaves running; acknowledge once the operator reports
+the job stopped and no JobManager of it runs), and what the member's `/mutate` keeps so Karmada's drift correction
+cannot start a fenced copy again (docs/design.md, "The storage fence"; the files: failover/fence/fence_files.py). The
+watcher acts on records alone: no record, nothing is ever suspended, whatever happens to the control plane.
+
+Stopped means no JobManager (failover/state/jobmanager.py): the operator's SUSPENDED is a claim, and after a savepoint
+suspend it may leave the JobManager up to run the job again (FLINK-41262). Once the operator reports the copy
+suspended, its savepoint is taken: the watcher then deletes the JobManager Deployment it left, as the operator itself
+does for a stateless or last-state suspend (and its fix for FLINK-41262 does for this one), and acknowledges only
+once no JobManager pod of the copy runs. Withholding the acknowledgement alone would leave the job able to run again
+for a day beside its new copy once the timer fenced it; stopping it closes that. A FlinkSessionJob runs in a session
+cluster other jobs share, whose JobManager is not the copy's to stop: the operator's word is all there is.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from failover.core import work as w
 from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS
 from failover.core.work import MemberCopy
 from failover.fence.fence_files import ABSENT, SUSPENDED, AckedCopy, FenceAck, FenceRecord
+from failover.state.flink_config import is_state_path
+from failover.state.jobmanager import JobManager
 
 OPERATOR_SUSPENDED = "SUSPENDED"  # status.lifecycleState once the operator has stopped it (operator 1.16 CRD)
 # The Flink operator resources whose spec.job.state suspends a job (operator 1.16 CRDs); `spec.job.state: suspended`
@@ -26,6 +36,12 @@ SUSPENDABLE = frozenset(resource.group_kind for resource in (FLINK_DEPLOYMENTS, 
 def suspendable(copy: MemberCopy) -> bool:
     """A suspension can stop this copy: a Flink job the operator runs."""
     return any(copy.api_version.partition("/")[0] == gk.group and copy.kind == gk.kind for gk in SUSPENDABLE)
+
+
+def has_jobmanager(copy: MemberCopy) -> bool:
+    """The copy runs a JobManager of its own: a FlinkDeployment (an application or session cluster)."""
+    gk = FLINK_DEPLOYMENTS.group_kind
+    return copy.api_version.partition("/")[0] == gk.group and copy.kind == gk.kind
 
 
 def names_copy(record: FenceRecord, member_object: Mapping[str, Any]) -> bool:
@@ -61,53 +77,57 @@ def suspension_savepoint(member_object: Mapping[str, Any]) -> str | None:
     if not isinstance(job, Mapping):
         return None
     path = job.get("upgradeSavepointPath")
-    if isinstance(path, str) and path:
-        return path
+    if is_state_path(path):  # not the operator's last-state sentinel
+        return str(path)
     info = job.get("savepointInfo")
     last = info.get("lastSavepoint") if isinstance(info, Mapping) else None
     location = last.get("location") if isinstance(last, Mapping) else None
-    return location if isinstance(location, str) and location else None
+    return str(location) if is_state_path(location) else None
 
 
 @dataclass(frozen=True)
 class MemberFenceDecision:
-    """What a member relay does about one record: suspend these copies, or write this acknowledgement, or wait for
-    the operator (neither)."""
+    """What a member relay does about one record: suspend these copies, stop the JobManagers the operator left
+    running for these, or write this acknowledgement, or wait for the operator or a JobManager to go."""
 
     suspend: tuple[MemberCopy, ...] = ()
     acknowledge: FenceAck | None = None
     waiting_for_operator: tuple[MemberCopy, ...] = ()
+    stop_jobmanager: tuple[MemberCopy, ...] = ()
+    waiting_for_jobmanager: tuple[MemberCopy, ...] = ()
 
 
 def decide_member_fence(
     record: FenceRecord,
     copies: Mapping[MemberCopy, Mapping[str, Any] | None],
+    jobmanagers: Mapping[MemberCopy, JobManager],
     acknowledged: bool,
     now: datetime,
 ) -> MemberFenceDecision:
     """One record against the member's objects (`copies`: each of the record's copies as read from the member, None
-    when absent). Acknowledged once: with an acknowledgement stored, no second one is written, but a named copy found
-    running again (drift correction while the webhook was not called) is suspended again. A copy not named by the
-    record (another Work's) is not touched and counts as absent. A record naming an object no suspension can stop
-    (not a Flink job) is never acknowledged: the timer fences it."""
+    when absent; `jobmanagers`: the JobManager of each FlinkDeployment copy present, as read). Acknowledged once: with
+    an acknowledgement stored, no second one is written, but a named copy found running again (drift correction
+    while the webhook was not called) is suspended again, and a JobManager wanted again is stopped again. A copy not
+    named by the record (another Work's) is not touched and counts as absent. A record naming an object no suspension
+    can stop (not a Flink job) is never acknowledged: the timer fences it. A FlinkDeployment whose JobManager was not
+    read is not known to be stopped."""
+    named = {ref: obj for ref in record.copies if (obj := copies.get(ref)) is not None and names_copy(record, obj)}
+    stop = tuple(
+        ref
+        for ref, obj in named.items()
+        if has_jobmanager(ref) and operator_suspended(obj) and (jm := jobmanagers.get(ref)) is not None and jm.wanted
+    )
     if acknowledged:
-        again = tuple(
-            ref
-            for ref in record.copies
-            if suspendable(ref)
-            and (obj := copies.get(ref)) is not None
-            and names_copy(record, obj)
-            and job_state(obj) not in (None, SUSPENDED)
-        )
-        return MemberFenceDecision(suspend=again)
-    suspend, waiting, acked = [], [], []
+        again = tuple(ref for ref, obj in named.items() if suspendable(ref) and job_state(obj) not in (None, SUSPENDED))
+        return MemberFenceDecision(suspend=again, stop_jobmanager=stop)
+    suspend, waiting, acked, jobmanager_running = [], [], [], []
     savepoint = None
     for ref in record.copies:
-        obj = copies.get(ref)
+        obj = named.get(ref)
         if not suspendable(ref):
             waiting.append(ref)
             continue
-        if obj is None or not names_copy(record, obj):
+        if obj is None:
             acked.append(AckedCopy(ref, ABSENT))
             continue
         uid = str((obj.get("metadata") or {}).get("uid") or "")
@@ -117,11 +137,18 @@ def decide_member_fence(
             suspend.append(ref)
         elif not operator_suspended(obj):
             waiting.append(ref)
+        elif has_jobmanager(ref) and ((jm := jobmanagers.get(ref)) is None or jm.runs):
+            jobmanager_running.append(ref)
         else:
             acked.append(AckedCopy(ref, SUSPENDED, uid[:64]))
             savepoint = savepoint or suspension_savepoint(obj)
-    if suspend or waiting:
-        return MemberFenceDecision(suspend=tuple(suspend), waiting_for_operator=tuple(waiting))
+    if suspend or waiting or jobmanager_running:
+        return MemberFenceDecision(
+            suspend=tuple(suspend),
+            waiting_for_operator=tuple(waiting),
+            stop_jobmanager=stop,
+            waiting_for_jobmanager=tuple(jobmanager_running),
+        )
     return MemberFenceDecision(acknowledge=FenceAck(record.fence_id, record.cluster, tuple(acked), now, savepoint))
 
 

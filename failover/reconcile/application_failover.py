@@ -59,6 +59,7 @@ from failover.reconcile.failover_budget import (
 from failover.reconcile.last_cluster import EVENT_KEPT, RECHECK, kept_message, why_not_takers
 from failover.state.last_state import APPLICATION, evaluate_rule, preservation_rules, recorded_state
 from failover.state.preserved_state import inherited_state
+from failover.state.restoration import lineage
 
 UNHEALTHY_SINCE_ANNOTATION = "failover-relay.io/unhealthy-since"
 
@@ -267,6 +268,22 @@ def _preserved_state(
                     EVENT_STATE_INHERITED,
                     clip_message(
                         f"kept the state preserved when leaving {origin}: the copy on {cluster} never became healthy"
+                    ),
+                ),
+            ),
+        )
+    carried = lineage(binding, cluster)
+    if carried is not None:
+        origin, kept = carried
+        return _StateOutcome(
+            state=kept,
+            events=(
+                Event(
+                    NORMAL,
+                    EVENT_STATE_INHERITED,
+                    clip_message(
+                        f"kept the state carried from {origin}: the copy on {cluster} has completed no checkpoint of"
+                        " its own yet"
                     ),
                 ),
             ),

@@ -28,6 +28,7 @@ from failover.core import binding as b
 from failover.core.decision import NORMAL, WARNING, Event, clip_message
 from failover.state.last_state import CLUSTER, evaluate_rule, preservation_rules, recorded_state
 from failover.state.preserved_state import inherited_state
+from failover.state.restoration import lineage
 
 EVENT_STATE_FILLED = "PreservedStateFilled"
 EVENT_STATE_NOT_FOUND = "PreservedStateNotFound"
@@ -105,6 +106,12 @@ def _state_for(
         kept = {k: v for k, v in state.items() if k in aliases}
         if kept:
             return kept, f"the failover from {origin} (the copy on {cluster} never became healthy)"
+    carried = lineage(binding, cluster)
+    if carried is not None:
+        origin, state = carried
+        kept = {k: v for k, v in state.items() if k in aliases}
+        if kept:
+            return kept, f"the move from {origin} (the copy on {cluster} has no checkpoint of its own yet)"
     recorded = recorded_state(binding, cluster, aliases)
     if recorded.keys() == aliases:
         return recorded, f"the last healthy report of the copy on {cluster}"

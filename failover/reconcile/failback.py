@@ -73,6 +73,7 @@ from failover.core.names import ObjectRef, is_dns_label
 from failover.core.placement import clusters_by_name_only, placement_is_single_cluster
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
 from failover.state.last_state import recorded_state
+from failover.state.restoration import lineage
 
 EVENT_FAILBACK_NOT_POSSIBLE = "FailbackNotPossible"
 # How often to look again when failback evictions were held back by failback_max_in_flight.
@@ -297,7 +298,9 @@ def _failback_eviction(
     }
     if replicas > 0:
         task["replicas"] = replicas
-    state = recorded_state(binding, current)
+    # A copy still restoring has no state of its own yet: the move that brought it carries on.
+    carried = lineage(binding, current)
+    state = carried[1] if carried is not None else recorded_state(binding, current)
     if state:
         task["preservedLabelState"] = state
     result: dict[str, Any] = {

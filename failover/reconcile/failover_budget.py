@@ -9,9 +9,10 @@ Unhealthy at once (karmada#6233). Per binding:
 - after the n-th failover in the window the next waits at least `failover_backoff * 2**(n-1)`;
 - a copy that is restoring gets a fair chance (`restoring_until`): for `restore_grace` after the move that brought
   the workload to its cluster (an eviction task, ours or the taint manager's, that did not have that cluster among
-  its `clustersBeforeFailover`), and while that task is still there (the graceful eviction decision ends it as soon as
-  every target is Healthy), an Unhealthy report does not start the toleration timer. A copy that came up and then
-  fails is counted at once; a copy that never comes up is counted after the grace.
+  its `clustersBeforeFailover`), while that task is still there or, once it has ended, until the copy's job has
+  completed a checkpoint of its own (failover/state/restoration.py), an Unhealthy report does not start the toleration
+  timer. A restored copy that fails is counted at once, and so is one that reports a terminal failure; a copy that
+  never restores is counted after the grace.
 
 A failover that a rule holds back is reported with a Warning `FailoverHeldBack` naming the rule and the time it
 is allowed again, and looked at again then.
@@ -28,6 +29,7 @@ from typing import Any
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time
 from failover.core.loop_settings import DecisionSettings
+from failover.state.restoration import restoring, terminally_failed
 
 FAILOVERS_ANNOTATION = "failover-relay.io/failovers"
 EVENT_HELD_BACK = "FailoverHeldBack"
@@ -86,7 +88,7 @@ def restoring_until(binding: Mapping[str, Any], cluster: str, settings: Decision
     restoring its state looks exactly like a failed one (karmada#6233). A `suppressDeletion` task is kept whatever the
     new copy's health (`failover.reconcile.graceful_eviction`), so it is no evidence that the copy is still restoring.
     """
-    if settings.restore_grace <= timedelta(0):
+    if settings.restore_grace <= timedelta(0) or terminally_failed(b.aggregated_status(binding).get(cluster)):
         return None
     moves = [
         moment
@@ -96,6 +98,9 @@ def restoring_until(binding: Mapping[str, Any], cluster: str, settings: Decision
         and cluster not in _list(task.get("clustersBeforeFailover"))
         and (moment := parse_time(task.get("creationTimestamp"))) is not None
     ]
+    record = restoring(binding).get(cluster)
+    if record is not None:
+        moves.append(record.since)
     return max(moves) + settings.restore_grace if moves else None
 
 

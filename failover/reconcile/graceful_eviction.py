@@ -21,6 +21,8 @@ remembered for failback (docs/design.md, "Eviction tasks of other producers").
 
 Every ended task of a failover is remembered on the binding in `EVICTED_FROM_ANNOTATION` (JSON `{"member1": "<task
 creationTimestamp>"}`), so failback can later tell which workloads left a cluster, and when, after the tasks are gone.
+The state such a task carried goes with it into `RESTORING_ANNOTATION` for each copy its move brought, until that copy
+has a checkpoint of its own (failover/state/restoration.py).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from failover.core.annotations import format_time, parse_time, read_time_annotat
 from failover.core.decision import NORMAL, Event, earliest
 from failover.core.fields import is_int
 from failover.core.loop_settings import DecisionSettings
+from failover.state.restoration import RESTORING_ANNOTATION, moved_in, restoring, restoring_value
 
 EVICTED_FROM_ANNOTATION = "failover-relay.io/evicted-from"
 EVENT_TASK_REMOVED = "EvictionTaskRemoved"
@@ -111,11 +114,24 @@ def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSetti
     )
     patch: dict[str, Any] = {"spec": {"gracefulEvictionTasks": kept}}
     remembered = [task for task in ended if task.failover]
+    annotations: dict[str, Any] = {}
     if remembered:
         record = evicted_from(binding)
         for task in remembered:
             record[task.from_cluster] = max(task.started, record.get(task.from_cluster, task.started))
-        patch["metadata"] = {"annotations": {EVICTED_FROM_ANNOTATION: write_time_annotation(record)}}
+        annotations[EVICTED_FROM_ANNOTATION] = write_time_annotation(record)
+    ending = {task.from_cluster for task in ended}
+    arriving = [
+        copy
+        for task in raw_tasks
+        if isinstance(task, dict) and task.get("fromCluster") in ending
+        for copy in moved_in(binding, task)
+    ]
+    if arriving:
+        records = {**restoring(binding), **{copy.cluster: copy for copy in arriving}}
+        annotations[RESTORING_ANNOTATION] = restoring_value(records.values())
+    if annotations:
+        patch["metadata"] = {"annotations": annotations}
     return EvictionDecision(patch=patch, ended=tuple(ended), events=events, requeue_after=earliest(*delays))
 
 

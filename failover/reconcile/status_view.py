@@ -23,12 +23,15 @@ from failover.core.annotations import format_time, parse_time, read_time_annotat
 from failover.core.cluster import is_pull, reachability
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import object_key
-from failover.fence.fence_files import FenceAck, FenceRecord
+from failover.fence.control_plane import without_relay
+from failover.fence.fence_files import FenceAck, FenceRecord, Heartbeat
 from failover.fence.fenced_copies import fenced_copies
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration_seconds
 from failover.reconcile.failover_budget import restoring_until
 from failover.reconcile.last_cluster import why_not_takers
+from failover.state import restoration
 from failover.state.checkpoints import LookupResult
+from failover.state.empty_start import START_WITHOUT_STATE_ANNOTATION, StateLoss, state_losses
 from failover.state.history import JOB_STATUS, read_history, reflected_run, restore_hints
 from failover.state.jobid import job_id_problem
 from failover.state.last_state import preservation_rules, recorded_states
@@ -109,6 +112,7 @@ def workload_view(
     restore_problem: str = "",
     decisions: DecisionSettings | None = None,
     fence_records: Mapping[str, Sequence[tuple[FenceRecord, FenceAck | None]]] | None = None,
+    member_relays: Mapping[str, Heartbeat] | None = None,
 ) -> dict[str, Any]:
     """Everything the status command shows for one workload, as plain JSON-able data. `decisions` are the relay's
     settings (its restore grace); None takes the defaults. `fence_records`: the storage fence's records (and their
@@ -120,6 +124,8 @@ def workload_view(
     toleration = toleration_seconds(application) if application else None
     since = read_time_annotation(b.annotations(binding).get(UNHEALTHY_SINCE_ANNOTATION))
     health = b.aggregated_status(binding)
+    moved_in = restoration.restoring(binding)
+    losses = state_losses(binding)
     targets = []
     for target in b.target_clusters(binding):
         item = health.get(target.name)
@@ -148,6 +154,10 @@ def workload_view(
                 "evictionIn": _seconds_until(eviction, now),
                 "restoringUntil": _time(restoring),
                 "keptOnLastCluster": kept,
+                # Moved here and no checkpoint of its own yet: a failover carries the state its move carried.
+                "awaitingCheckpoint": _awaiting(moved_in.get(target.name)),
+                # Runs without the state its move carried, or is parked for it (failover/state/empty_start.py).
+                "withoutState": _loss(losses.get(target.name)),
             }
         )
     evictions = []
@@ -163,7 +173,7 @@ def workload_view(
             }
         )
     moves = [move.as_json() for move in read_history(binding).moves[-SHOWN_MOVES:]]
-    fences = _fences(binding, clusters, decisions, now, fence_records or {})
+    fences = _fences(binding, clusters, decisions, now, fence_records or {}, member_relays)
     view: dict[str, Any] = {
         "workload": workload_name(binding),
         "kind": resource.get("kind"),
@@ -181,19 +191,26 @@ def workload_view(
     return view
 
 
+def _loss(loss: StateLoss | None) -> dict[str, Any] | None:
+    if loss is None:
+        return None
+    return {**loss.as_json(), "accept": f"{START_WITHOUT_STATE_ANNOTATION}={loss.job_id}"}
+
+
 def _fences(
     binding: Mapping[str, Any],
     clusters: Mapping[str, Mapping[str, Any]],
     decisions: DecisionSettings,
     now: datetime,
     records: Mapping[str, Sequence[tuple[FenceRecord, FenceAck | None]]],
+    relays: Mapping[str, Heartbeat] | None = None,
 ) -> list[dict[str, Any]]:
-    """The fence state per cluster (failover/reconcile/fencing.py): `fenced` (the old copy recorded, deleted when the
+    """The fence state per cluster (failover/fence/old_copy.py): `fenced` (the old copy recorded, deleted when the
     member answers, or on a Pull cluster (`pull`, only there) by its agent when it reconnects) or `waiting` (a
     Directly eviction from a cluster that is not Ready, fenced at `fenceAt`); with the storage fence
-    (failover/reconcile/storage_fence.py) a waiting cluster is `fencing` once the record is written
-    (`recordWrittenAt`) and `acknowledged` once its member relay reported the old copy stopped (`acknowledgedAt`,
-    `savepoint`), which fences it at once."""
+    (failover/fence/control_plane.py) a waiting cluster is `fencing` once the record is written (`recordWrittenAt`)
+    and `acknowledged` once its member relay reported the old copy stopped (`acknowledgedAt`, `savepoint`), which
+    fences it at once. `memberRelay` (where the storage was read): whether a member relay watches the cluster."""
     fenced = fenced_copies(binding)
     fences: list[dict[str, Any]] = [
         {
@@ -206,13 +223,13 @@ def _fences(
     ]
     for task in b.eviction_tasks(binding):
         cluster = task["fromCluster"]
-        if cluster in fenced or str(task.get("purgeMode")) not in ("Directly", "Immediately"):
+        if cluster in fenced or not b.is_directly(task):
             continue
         reach = reachability(clusters.get(cluster))
         ready, since = reach.ready, reach.since
         if ready:
             continue
-        fence_at = since + decisions.fence_after if since is not None and decisions.fence_after is not None else None
+        fence_at = since + decisions.fence_after if since is not None and decisions.fences else None
         entry: dict[str, Any] = {
             "cluster": cluster,
             "state": "waiting",
@@ -230,6 +247,10 @@ def _fences(
                 entry["acknowledgedAt"] = _time(ack.acknowledged_at) if ack else None
                 entry["savepoint"] = ack.savepoint if ack else None
         fences.append(entry)
+    if relays is not None:
+        unwatched = set(without_relay({fence["cluster"] for fence in fences}, relays, now))
+        for fence in fences:
+            fence["memberRelay"] = fence["cluster"] not in unwatched
     return fences
 
 
@@ -248,6 +269,12 @@ def _restore(subject: RestoreSubject | None, result: LookupResult | None, storag
         storage=storage if result.path else None,
     )
     return view
+
+
+def _awaiting(record: restoration.Restoring | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    return {"since": _time(record.since), "from": record.from_cluster, "carried": dict(record.carried)}
 
 
 def _time(moment: datetime | None) -> str | None:

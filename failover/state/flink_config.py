@@ -40,6 +40,16 @@ VALIDATOR_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     OPERATOR_1_10: {"checkpoint": CHECKPOINT_DIR_KEYS, "savepoint": SAVEPOINT_DIR_KEYS},
 }
 
+# How a restored job treats the snapshot it starts from (Flink 2.x `execution.state-recovery.claim-mode`, Flink
+# 1.15-1.20 `execution.savepoint-restore-mode`; StateRecoveryOptions). NO_CLAIM, Flink's default, which the operator
+# never overrides, leaves the snapshot's files alone and makes the new job's first checkpoint a full one.
+CLAIM_MODE_KEYS = ("execution.state-recovery.claim-mode", "execution.savepoint-restore-mode")
+NO_CLAIM, CLAIM, LEGACY = "NO_CLAIM", "CLAIM", "LEGACY"
+
+# What the operator writes where a path is expected but none exists: `status.jobStatus.upgradeSavepointPath` on a
+# last-state deploy (`AbstractJobReconciler.LAST_STATE_DUMMY_SP_PATH`, operator 1.16). Never a path to restore from.
+OPERATOR_SENTINELS = frozenset({"KUBERNETES_OPERATOR_LAST_STATE"})
+
 STATELESS = "stateless"
 SAVEPOINT = "savepoint"
 LAST_STATE = "last-state"
@@ -84,19 +94,48 @@ class StateConfig:
     savepoint_dir: str | None = None
     create_subdir: bool = True
     retention: str | None = None
+    claim_mode: str = NO_CLAIM
 
 
 def read_state_config(flink_configuration: Any) -> StateConfig:
     config = flatten_configuration(flink_configuration)
     create_subdir = config_value(config, CREATE_SUBDIR_KEYS)
     retention = config_value(config, (RETENTION_KEY,))
+    claim_mode = config_value(config, CLAIM_MODE_KEYS)
     return StateConfig(
         checkpoint_dir=config_value(config, CHECKPOINT_DIR_KEYS),
         savepoint_dir=config_value(config, SAVEPOINT_DIR_KEYS),
         # Flink parses booleans case-insensitively; anything but "false" keeps the default (true).
         create_subdir=(create_subdir or "true").lower() != "false",
         retention=retention.upper() if retention else None,
+        claim_mode=claim_mode.upper() if claim_mode else NO_CLAIM,  # Flink parses enums case-insensitively
     )
+
+
+def is_state_path(value: Any) -> bool:
+    """`value` may name a checkpoint or savepoint: a non-empty string that is no operator sentinel."""
+    return isinstance(value, str) and bool(value.strip()) and value.strip() not in OPERATOR_SENTINELS
+
+
+def claim_mode_hazards(state: StateConfig) -> tuple[str, ...]:
+    """Why this configuration's claim mode is unsafe for a job that moves between clusters (empty when it is safe).
+
+    The old copy may still run after the new one has started from its snapshot (a partitioned member fenced by time,
+    before its own relay suspends it): with CLAIM the new job owns the snapshot's files and deletes them when it
+    subsumes the snapshot, under the old job's feet; with LEGACY its incremental checkpoints keep depending on the old
+    job's files, which the old job deletes as it subsumes its own checkpoints, and Flink 2.4 removes the mode
+    (FLINK-34189). NO_CLAIM copies nothing it does not own."""
+    if state.claim_mode == CLAIM:
+        return (
+            "claim mode CLAIM: the new job owns and deletes the restored snapshot's files, which the old copy may still"
+            f" use; use {NO_CLAIM} (Flink's default)",
+        )
+    if state.claim_mode == LEGACY:
+        return (
+            "claim mode LEGACY: the new job's checkpoints depend on files the old copy deletes, and Flink 2.4 removes"
+            f" the mode; use {NO_CLAIM} (Flink's default)",
+        )
+    return ()
 
 
 def validate_job_spec(job: Mapping[str, Any], flink_configuration: Any, generation: str = OPERATOR_1_10) -> str | None:

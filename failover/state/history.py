@@ -35,6 +35,7 @@ from typing import Any, cast
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time, read_json_annotation
 from failover.core.api import REASON_APPLICATION_FAILURE, REASON_FAILBACK
+from failover.state.flink_config import is_state_path
 from failover.state.jobid import job_id_problem
 from failover.state.last_state import recorded_state
 from failover.state.profiles import TRIGGER_LABELS
@@ -287,7 +288,8 @@ def reflected_run(item: Mapping[str, Any] | None) -> tuple[str, str]:
     job_status = reflected.get(JOB_STATUS) if isinstance(reflected, dict) else None
     if not isinstance(job_status, dict):
         return "", ""
-    return _job_id(job_status.get("jobId")), _text(job_status.get("upgradeSavepointPath"), MAX_PATH)
+    path = job_status.get("upgradeSavepointPath")
+    return _job_id(job_status.get("jobId")), _text(path, MAX_PATH) if is_state_path(path) else ""
 
 
 def _job_id(value: Any) -> str:

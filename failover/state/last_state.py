@@ -31,6 +31,7 @@ from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time, read_json_annotation
 from failover.core.jsonpath import JSONPathNotFound, JSONPathSyntaxError, parse_template
 from failover.core.labels import label_key_problems, label_value_problems
+from failover.state.restoration import restoring
 
 LAST_STATE_ANNOTATION = "failover-relay.io/last-state"
 APPLICATION = "application"
@@ -141,10 +142,11 @@ def decide_last_state(binding: Mapping[str, Any], now: datetime) -> Mapping[str,
     new = dict(old)
     health = b.aggregated_status(binding)
     targets = [target.name for target in b.target_clusters(binding)]
+    moving_in = restoring(binding)
     for cluster in targets:
         item = health.get(cluster)
-        if b.health_of(item) != b.HEALTHY:
-            continue
+        if b.health_of(item) != b.HEALTHY or cluster in moving_in:
+            continue  # a restoring copy's job has no state of its own yet: the one its move carried is the last good
         results = [evaluate_rule(rule, (item or {}).get("status")) for rule in rules]
         if any(result.value is None for result in results):
             continue

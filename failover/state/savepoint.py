@@ -38,7 +38,10 @@ from failover.core.fields import is_int, object_name
 from failover.core.labels import escape_json_pointer
 from failover.core.verdict import Finding, Verdict, clip
 from failover.state.checkpoints import LookupResult, Outcome
+from failover.state.empty_start import PARKED_MARKER, START_WITHOUT_STATE_ANNOTATION
 from failover.state.flink_config import (
+    claim_mode_hazards,
+    is_state_path,
     read_state_config,
     stateless_restart_reasons,
     upgrade_mode_for_restore,
@@ -122,6 +125,7 @@ def plan_lookup(
     state = read_state_config(_get(obj, profile.flink.configuration)) if profile.flink else None
     reasons = stateless_restart_reasons(state) if state else ()
     warnings = tuple(clip(f"restart will be stateless: {reason}") for reason in reasons)
+    warnings += tuple(clip(f"restore is unsafe: {hazard}") for hazard in (claim_mode_hazards(state) if state else ()))
     if not job_ids:
         return LookupPlan(result=LookupResult(Outcome.INVALID_JOB_ID, reason=problems[0]), warnings=warnings)
     query = RestoreQuery(
@@ -222,17 +226,24 @@ def _flink_assignments(
 def failure_verdict(
     profile: InjectionProfile, obj: Mapping[str, Any], result: LookupResult, failure_mode: str
 ) -> Verdict:
-    """Fail-open: admitted unchanged with a warning; fail-closed: denied. The reason goes to both and the audit log."""
+    """Fail-open: admitted unchanged with a warning; fail-closed: denied (parked: failover/state/empty_start.py),
+    unless the object names a restore path of its own (restored by hand) or accepts the loss of the job's state
+    (START_WITHOUT_STATE_ANNOTATION naming its job id). The reason goes to the answer and the audit log."""
     reason = result.reason or result.outcome.value
     audit = {AUDIT_OUTCOME: result.outcome.value, AUDIT_REASON: reason[:MAX_AUDIT_VALUE]}
     name = object_name(obj) or profile.kind
+    if failure_mode == FAIL_CLOSED and _path_of(profile, obj):
+        return Verdict(warnings=(clip(f"restoring from the object's own path: {reason}"),), audit=audit)
+    if failure_mode == FAIL_CLOSED and _first_label_value(profile, obj) in _accepted_losses(obj):
+        accepted = clip(f"starting without state, as {START_WITHOUT_STATE_ANNOTATION} accepts")
+        return Verdict(warnings=(accepted,), audit=audit)
     if failure_mode == FAIL_CLOSED:
         where = profile.path_targets[0].field
         if result.outcome is Outcome.INVALID_JOB_ID:
             where = f"metadata.labels[{profile.label}]"
         elif result.outcome is Outcome.REFUSED_DIRECTORY and profile.flink is not None:
             where = ".".join(profile.flink.configuration)
-        return Verdict(denials=(Finding(where, f"no restore point for {name}: {reason}"),), audit=audit)
+        return Verdict(denials=(Finding(where, f"{PARKED_MARKER} {name}: {reason}"),), audit=audit)
     # Short prefix: kubectl already names the object, and the reason must survive the 120-character clip.
     return Verdict(warnings=(clip(f"no savepoint set: {reason}"),), audit=audit)
 
@@ -290,6 +301,13 @@ def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return labels if isinstance(labels, dict) else {}
 
 
+def _accepted_losses(obj: Mapping[str, Any]) -> set[str]:
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    value = annotations.get(START_WITHOUT_STATE_ANNOTATION) if isinstance(annotations, dict) else None
+    return {part.strip() for part in value.split(",")} - {""} if isinstance(value, str) else set()
+
+
 def _path_of(profile: InjectionProfile, obj: Mapping[str, Any]) -> str | None:
     for target in profile.path_targets:
         if target.value != "{path}":
@@ -340,12 +358,19 @@ def _previous_job_ids(obj: Mapping[str, Any]) -> tuple[JobId, ...]:
     return tuple(ids)
 
 
+def claim_mode(profile: InjectionProfile, obj: Mapping[str, Any]) -> str | None:
+    """The claim mode the restored job will start in, from its own configuration; None for a kind that is no Flink
+    job."""
+    return read_state_config(_get(obj, profile.flink.configuration)).claim_mode if profile.flink else None
+
+
 def _upgrade_savepoint_path(obj: Mapping[str, Any]) -> str | None:
-    """The failed run's start path: recorded by the relay, or in the object's own reflected status."""
+    """The failed run's start path: recorded by the relay, or in the object's own reflected status; never the
+    operator's last-state sentinel."""
     for value in (
         _annotations(obj).get(UPGRADE_SAVEPOINT_PATH_ANNOTATION),
         _get(obj, ("status", "jobStatus", "upgradeSavepointPath")),
     ):
-        if isinstance(value, str) and value.strip():
-            return value.strip()
+        if is_state_path(value):
+            return str(value).strip()
     return None

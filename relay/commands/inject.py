@@ -18,8 +18,10 @@ import yaml
 from failover.admission.registry import group_kind_of
 from failover.core.verdict import ALLOWED, Verdict
 from failover.state.checkpoints import LookupResult
+from failover.state.flink_config import NO_CLAIM
 from failover.state.jobid import job_id_problem
 from failover.state.restore import OTHER_LABEL, PREVIOUS_JOB_ID, UPGRADE_SAVEPOINT_PATH
+from failover.state.savepoint import claim_mode
 from relay.commands.documents import Unreadable, documents_in, read_text
 from relay.settings import SavepointSettings, SettingsError, open_injection
 from webhook.mutators import SavepointMutator, lookup_pool
@@ -98,12 +100,13 @@ def run_inject(
         pool.shutdown()
     if decided is None:  # not for injection (no job-id label): admitted unchanged
         return _report(obj, ALLOWED, show_patch, out, err)
-    _explain(decided.result, err)
+    _explain(decided.result, claim_mode(profile, obj), err)
     return _report(obj, decided.verdict, show_patch, out, err)
 
 
-def _explain(result: LookupResult, err: TextIO) -> None:
-    """On stderr (stdout stays the object or the patch): the state chosen and why, then the others compared."""
+def _explain(result: LookupResult, mode: str | None, err: TextIO) -> None:
+    """On stderr (stdout stays the object or the patch): the state chosen and why, the others compared, and the claim
+    mode the new job restores it in."""
     if not result.found:
         return
     chosen = next((c for c in result.candidates if c.path == result.path), None)
@@ -112,6 +115,8 @@ def _explain(result: LookupResult, err: TextIO) -> None:
     for candidate in result.candidates:
         if candidate is not chosen:
             print(f"compared: {candidate.kind} {candidate.path}, completed {_time(candidate.written)}", file=err)
+    if mode is not None:
+        print(f"restored in claim mode {mode} (flinkConfiguration; Flink's default is {NO_CLAIM})", file=err)
 
 
 def _why(result: LookupResult) -> str:

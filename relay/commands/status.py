@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO, cast
 
@@ -39,7 +40,7 @@ from failover.core.api import (
 from failover.core.cluster import is_ready
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import is_dns_label, object_key
-from failover.fence.fence_files import FenceAck, FenceRecord
+from failover.fence.fence_files import FenceAck, FenceRecord, Heartbeat
 from failover.reconcile.status_view import is_stateful, restore_subject, workload_name, workload_view
 from failover.reconcile.storm import workload_phase_rows
 from failover.state.checkpoints import CheckpointStore, LookupResult
@@ -121,9 +122,10 @@ def collect(
         bindings = [binding for binding in bindings if b.metadata(binding).get("namespace") == namespace]
     clusters = {str(b.metadata(cluster).get("name")): cluster for cluster in _listed(api_client, CLUSTERS)}
     fences = _fence_records(storage, clusters)
+    relays = _member_relays(storage)
     views = []
     for binding in sorted(bindings, key=workload_name):
-        views.append(_view(api_client, binding, clusters, storage, settings, now, decisions, fences))
+        views.append(_view(api_client, binding, clusters, storage, settings, now, decisions, fences, relays))
     return views
 
 
@@ -145,6 +147,17 @@ def _fence_records(
             continue
         found[name] = [(record, held.acks.get(fence_id)) for fence_id, record in sorted(held.records.items())]
     return found
+
+
+def _member_relays(storage: Storage | None) -> dict[str, Heartbeat] | None:
+    """The member relays' heartbeats, by cluster: which members a relay watches; None without a checkpoint root or
+    when the storage cannot be read (nothing is said then)."""
+    if storage is None:
+        return None
+    try:
+        return FenceStore(storage.roots[0]).read_heartbeats()
+    except Exception:  # noqa: BLE001  status reads only: a storage error hides what it would say, nothing else
+        return None
 
 
 def collect_cluster(api_client: client.ApiClient, cluster: str, namespace: str | None) -> list[dict[str, Any]]:
@@ -228,42 +241,25 @@ def _view(
     now: datetime,
     decisions: DecisionSettings | None = None,
     fences: Mapping[str, list[tuple[FenceRecord, FenceAck | None]]] | None = None,
+    relays: Mapping[str, Heartbeat] | None = None,
 ) -> dict[str, Any]:
+    view = partial(
+        workload_view, binding, clusters, now, decisions=decisions, fence_records=fences, member_relays=relays
+    )
     if storage is None:
-        return workload_view(
-            binding,
-            clusters,
-            now,
-            restore_problem="no checkpoint root configured (--checkpoint-root or savepoint in --config)",
-            decisions=decisions,
-            fence_records=fences,
-        )
+        return view(restore_problem="no checkpoint root configured (--checkpoint-root or savepoint in --config)")
     resource = b.spec(binding).get("resource")
     resource = resource if isinstance(resource, dict) else {}
     group_kind = group_kind_of(str(resource.get("apiVersion") or ""), str(resource.get("kind") or ""))
     profile, template_resource = storage.profiles.get(group_kind), TEMPLATES.get(group_kind)
     if profile is None or template_resource is None:
-        return workload_view(
-            binding,
-            clusters,
-            now,
-            restore_problem=f"no injection profile for {group_kind}",
-            decisions=decisions,
-            fence_records=fences,
-        )
+        return view(restore_problem=f"no injection profile for {group_kind}")
     template = _get(api_client, template_resource, str(resource.get("namespace") or ""), str(resource.get("name")))
     subject = restore_subject(binding, template, profile.label)
     if subject is None:
-        return workload_view(
-            binding,
-            clusters,
-            now,
-            restore_problem="no job id known: the workload has not reported one",
-            decisions=decisions,
-            fence_records=fences,
-        )
+        return view(restore_problem="no job id known: the workload has not reported one")
     result, root = storage.look_up(profile, subject.obj, str(resource.get("namespace") or ""))
-    return workload_view(binding, clusters, now, subject, result, root, decisions=decisions, fence_records=fences)
+    return view(subject, result, root)
 
 
 def _named(binding: Mapping[str, Any], workload: str, namespace: str | None) -> bool:

@@ -48,6 +48,23 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
                 )
             )
         lines += _columns(rows)
+        for target in view["targets"]:
+            awaiting = target.get("awaitingCheckpoint")
+            if awaiting:
+                carried = ", ".join(
+                    f"{key.rpartition('/')[2]}={_short(value)}" for key, value in sorted(awaiting["carried"].items())
+                )
+                lines.append(
+                    f"  restoring: {target['cluster']} has no checkpoint of its own since its move from"
+                    f" {awaiting['from']} at {_or(awaiting['since'])}; a failover now carries {carried}"
+                )
+            loss = target.get("withoutState")
+            if loss:
+                what = "PARKED (not running)" if loss["outcome"] == "parked" else "STARTED WITHOUT STATE"
+                lines.append(
+                    f"  {what}: {target['cluster']} since {loss['since']}, job {loss['jobId']}: {loss['reason']};"
+                    f" restore by hand or accept: annotate the workload {loss['accept']}"
+                )
         if view["evictions"]:
             rows = [("EVICTION FROM", "REASON", "PURGE", "PRESERVED STATE", "SINCE")]
             for task in view["evictions"]:
@@ -84,9 +101,14 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
                     if fence["state"] == "fencing"
                     else ""
                 )
+                unwatched = (
+                    "; no member relay watches it: fenced by time only, its copy runs on through a partition"
+                    if fence.get("memberRelay") is False
+                    else ""
+                )
                 lines.append(
                     f"  fence: {fence['cluster']} not Ready since {_or(fence['since'])}{asked}; the old copy is fenced"
-                    f" at {_or(fence['fenceAt'])} unless the cluster answers first"
+                    f" at {_or(fence['fenceAt'])} unless the cluster answers first{unwatched}"
                 )
         restore = view["restore"]
         if restore.get("path"):

@@ -22,7 +22,10 @@ from cryptography import x509
 from certs.serving import DEFAULT_CERT_VALIDITY, DEFAULT_RENEW_BEFORE, ensure_certificates
 from relay.serve import RelayServer
 from relay.settings import Settings
-from tests.support import admission_review, client_tls, flink_policy, report
+from tests.admission_reviews import admission_review
+from tests.policies import flink_policy
+from tests.reporting import report
+from tests.tls_clients import client_tls
 
 NEW_CONNECTION_CLIENTS = 4
 LOAD_SECONDS_EACH_SIDE = 1.0

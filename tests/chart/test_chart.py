@@ -370,8 +370,15 @@ def test_the_storage_fence_reaches_both_relays_with_the_members_rbac(helm_bin: P
             "apiGroups": ["flink.apache.org"],
             "resources": ["flinkdeployments", "flinksessionjobs"],
             "verbs": ["get", "patch"],
-        }
+        },
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "delete"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     ]
+    # The same rules as manifests/member/ gives a member relay installed with kubectl.
+    documents = yaml.safe_load_all((REPO_ROOT / "manifests" / "member" / "fence-watcher-rbac.yaml").read_text())
+    [plain_role] = [o for o in documents if o and o["kind"] == "ClusterRole"]
+    assert plain_role["rules"] == role["rules"]
     # The webhook entry that keeps a fenced copy suspended, only there.
     fence_entry = "fence.savepoints.mutate.failover-relay.io"
     names = [w["name"] for w in _one(rendered, "MutatingWebhookConfiguration")["webhooks"]]

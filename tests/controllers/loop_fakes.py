@@ -23,6 +23,7 @@ from controllers.cache import Cache, binding_cached_form, work_cached_form
 from controllers.informer import Informer
 from controllers.loop_metrics import LoopMetrics
 from controllers.loop_parts import LoopParts
+from controllers.restore_watch import RestoreWatch
 from controllers.storage_fence import StorageFence
 from failover.core.api import (
     CLUSTER_PROPAGATION_POLICIES,
@@ -225,10 +226,22 @@ def loop(
     settings: DecisionSettings | None = None,
     storage_fence: StorageFence | None = None,
     kind: str = RESOURCE_BINDINGS.kind,
+    restore_watch: RestoreWatch | None = None,
+    metrics: LoopMetrics | None = None,
 ) -> Loop:
-    """The binding reconciler of `kind` over `fake` (its cache filled from it now), its clock stopped at `now`."""
-    metrics = LoopMetrics(CollectorRegistry())
+    """The binding reconciler of `kind` over `fake` (its cache filled from it now), its clock stopped at `now`;
+    `metrics` carries the metrics of an earlier loop over (a gauge across reconciles)."""
+    metrics = metrics or LoopMetrics(CollectorRegistry())
     events = KeptEvents()
     cache = filled_cache(fake)
-    parts = LoopParts(fake, cache, events, settings or DecisionSettings(), metrics, storage_fence, lambda: now)  # type: ignore[arg-type]
+    parts = LoopParts(
+        fake,  # type: ignore[arg-type]
+        cache,
+        events,  # type: ignore[arg-type]
+        settings or DecisionSettings(),
+        metrics,
+        storage_fence=storage_fence,
+        restore_watch=restore_watch,
+        clock=lambda: now,
+    )
     return Loop(fake, cache, parts, BindingReconciler(kind, parts), events, metrics)

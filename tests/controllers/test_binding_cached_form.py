@@ -5,10 +5,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controllers.cache import binding_cached_form
+from controllers.cache import binding_cached_form, work_cached_form
+from failover.state.empty_start import START_WITHOUT_STATE_ANNOTATION, accepted_job_ids, deployed_restore_path
 from failover.state.history import decide_history
 from failover.state.last_state import decide_last_state
-from tests.failover.binding_builders import at, flink_binding
+from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
+from tests.failover.restoration_builders import deployed_status, moved_without_checkpoint
+from tests.failover.work_builders import work
 
 RECONCILIATION = {"lastReconciledSpec": "{...the whole spec...}", "state": "DEPLOYED"}
 
@@ -39,3 +42,32 @@ def test_a_rule_that_may_read_anything_keeps_the_whole_status() -> None:
     full["spec"]["failover"]["application"]["statePreservation"]["rules"][0]["jsonPath"] = "{..jobId}"
     cached = binding_cached_form(copy.deepcopy(full))
     assert cached["status"] == full["status"]
+
+
+def test_the_copies_a_move_brings_keep_what_says_whether_they_were_deployed_from_a_path() -> None:
+    binding = moved_without_checkpoint()
+    set_health(binding, "member2", "Healthy", deployed_status(None))
+    set_health(binding, "member3", "Healthy", deployed_status(None))  # not brought by the move
+    cached = {
+        item["clusterName"]: item["status"] for item in binding_cached_form(binding)["status"]["aggregatedStatus"]
+    }
+    assert deployed_restore_path({"status": cached["member2"]}) == ""
+    assert "reconciliationStatus" not in cached["member3"]
+
+
+def test_the_acceptance_of_a_lost_state_is_kept_of_a_works_manifests() -> None:
+    manifest = {
+        "apiVersion": "flink.apache.org/v1beta1",
+        "kind": "FlinkDeployment",
+        "metadata": {
+            "name": "foo",
+            "namespace": "default",
+            "labels": {"a": "b"},
+            "annotations": {START_WITHOUT_STATE_ANNOTATION: JOB_ID, "other": "x"},
+        },
+    }
+    cached = work_cached_form(work(manifest, cluster="member2"))
+    assert accepted_job_ids([cached], "member2") == {JOB_ID}
+    assert cached["spec"]["workload"]["manifests"][0]["metadata"]["annotations"] == {
+        START_WITHOUT_STATE_ANNOTATION: JOB_ID
+    }

@@ -13,7 +13,9 @@ from prometheus_client import CollectorRegistry
 from controllers.binding_reconciler import STEPS
 from controllers.fence_store import FenceStore
 from controllers.loop_metrics import StorageFenceMetrics
+from controllers.restore_watch import RestoreWatch
 from controllers.storage_fence import StorageFence
+from failover.core.api import FLINK_DEPLOYMENT
 from failover.core.loop_settings import DecisionSettings
 from failover.core.work import EXECUTION_FINALIZER
 from failover.fence.control_plane import ACK_MARGIN
@@ -22,11 +24,38 @@ from failover.fence.fenced_copies import FENCED_ANNOTATION
 from failover.fence.old_copy import EVENT_FENCED, EVENT_FENCED_COPY, EVENT_WAITING
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
 from failover.reconcile.cluster_failover import EVENT_STATE_FILLED, EVENT_STATE_NOT_FOUND
-from failover.state.checkpoints import open_store
+from failover.state.checkpoints import DEFAULT_LAYOUT, open_store
+from failover.state.empty_start import (
+    EVENT_RESOLVED,
+    EVENT_STARTED_WITHOUT_STATE,
+    START_WITHOUT_STATE_ANNOTATION,
+    Outcome,
+    state_losses,
+)
 from failover.state.history import HISTORY_ANNOTATION
+from failover.state.profiles import load_profiles
+from failover.state.restoration import RESTORING_ANNOTATION
 from tests.controllers.loop_fakes import FakeKarmada, Loop, loop
-from tests.failover.binding_builders import CLUSTER_LABEL, JOB_ID, at, flink_binding, stamp, with_cluster_rules
-from tests.failover.work_builders import NOT_READY_TAINT, PERMANENT_ID, RENDERED_FROM_FOO, cluster, evicted, old_work
+from tests.failover.binding_builders import (
+    CLUSTER_LABEL,
+    JOB_ID,
+    at,
+    flink_binding,
+    set_health,
+    stamp,
+    with_cluster_rules,
+)
+from tests.failover.restoration_builders import NEW_JOB, deployed_status, moved_without_checkpoint
+from tests.failover.work_builders import (
+    NOT_READY_TAINT,
+    PERMANENT_ID,
+    RENDERED_FROM_FOO,
+    cluster,
+    deployment_manifest,
+    evicted,
+    old_work,
+    work,
+)
 
 BINDING = ("ResourceBinding", "default/foo-flinkdeployment")
 WORK = ("Work", "karmada-es-member1/foo-5d8f")
@@ -76,6 +105,7 @@ def test_the_steps_run_in_the_order_of_a_move() -> None:
         "application_failover",
         "cluster_failover_state",
         "graceful_eviction",
+        "restoration",
         "stateless_restart",
         "old_copy",
     ]
@@ -277,3 +307,69 @@ async def test_a_returning_clusters_fenced_copy_is_deleted_and_forgotten_with_it
     assert FENCED_ANNOTATION not in annotations
     assert "member1" in annotations[HISTORY_ANNOTATION]
     assert EVENT_FENCED_COPY in made.events.reasons()
+
+
+def restoring_fake(tmp_path: Path) -> tuple[FakeKarmada, Path]:
+    """foo moved to member2, restoring: its Work there renders the FlinkDeployment with its checkpoint dir in
+    `tmp_path`, and member2 reflects the new job's id."""
+    fake = FakeKarmada()
+    fake.put(moved_without_checkpoint())
+    checkpoints = tmp_path / "checkpoints"
+    manifest = deployment_manifest()
+    manifest["spec"] = {"flinkConfiguration": {"execution.checkpointing.dir": f"file://{checkpoints}"}}
+    fake.put(work(manifest, cluster="member2", name="foo-9a8b", annotations=dict(RENDERED_FROM_FOO)))
+    members(fake, True, since=-1000)
+    return fake, checkpoints / NEW_JOB
+
+
+async def test_a_moved_copy_is_restored_by_its_jobs_first_checkpoint_in_the_storage(tmp_path: Path) -> None:
+    fake, job_dir = restoring_fake(tmp_path)
+    store = open_store(f"file://{tmp_path}")
+    profiles = load_profiles([], label="application.karmada.io/failover-jobid", layouts=(DEFAULT_LAYOUT,))
+    watch = RestoreWatch(profiles[FLINK_DEPLOYMENT], (store,))
+
+    waiting = await reconcile(fake, 60, restore_watch=watch)
+    assert RESTORING_ANNOTATION in stored_binding(fake)["metadata"]["annotations"]  # no checkpoint of its own yet
+    assert waiting.requeue.total_seconds() == 10
+
+    (job_dir / "chk-1").mkdir(parents=True)
+    (job_dir / "chk-1" / "_metadata").write_bytes(b"flink")  # written now: after the move
+    restored = await reconcile(fake, 70, restore_watch=watch)
+    assert RESTORING_ANNOTATION not in stored_binding(fake)["metadata"]["annotations"]
+    assert "CopyRestored" in restored.events.reasons()
+    assert restored.metrics.restores.labels("member2")._sum.get() == 70
+
+
+async def test_a_moved_copy_deployed_without_its_state_is_said_so_with_the_storages_reason(tmp_path: Path) -> None:
+    fake, _ = restoring_fake(tmp_path)
+    binding = stored_binding(fake)
+    set_health(binding, "member2", "Healthy", deployed_status(None))
+    fake.put(binding)
+    profiles = load_profiles([], label="application.karmada.io/failover-jobid", layouts=(DEFAULT_LAYOUT,))
+    watch = RestoreWatch(profiles[FLINK_DEPLOYMENT], (open_store(f"file://{tmp_path}"),))
+
+    made = await reconcile(fake, 60, restore_watch=watch)
+    [loss] = state_losses(stored_binding(fake)).values()
+    assert (loss.cluster, loss.outcome, loss.job_id) == ("member2", Outcome.EMPTY, JOB_ID)
+    assert loss.reason.startswith("no restorable state:") and JOB_ID in loss.reason  # the storage's answer
+    [event] = [event for _, event in made.events.events if event.reason == EVENT_STARTED_WITHOUT_STATE]
+    assert event.regarding is not None and (event.regarding.kind, event.regarding.name) == ("FlinkDeployment", "foo")
+    assert event.regarding.uid  # kubectl describe selects Events by the template's uid
+    assert made.metrics.state_losses.labels("empty")._value.get() == 1
+    assert made.metrics.without_state.gauge.labels("empty")._value.get() == 1
+
+    # Accepted on the template (Karmada copies its annotations into the Work): resolved, and the gauge falls.
+    work_obj = fake.stored("Work", "karmada-es-member2/foo-9a8b")
+    assert work_obj is not None
+    work_obj["spec"]["workload"]["manifests"][0]["metadata"]["annotations"] = {START_WITHOUT_STATE_ANNOTATION: JOB_ID}
+    fake.put(work_obj)
+    accepted = await reconcile(fake, 70, restore_watch=watch, metrics=made.metrics)
+    assert state_losses(stored_binding(fake)) == {}
+    assert EVENT_RESOLVED in accepted.events.reasons()
+    assert accepted.metrics.without_state.gauge.labels("empty")._value.get() == 0
+
+
+async def test_without_the_checkpoint_storage_a_moved_copy_is_restored_once_healthy(tmp_path: Path) -> None:
+    fake, _ = restoring_fake(tmp_path)
+    await reconcile(fake, 60)
+    assert RESTORING_ANNOTATION not in stored_binding(fake)["metadata"]["annotations"]

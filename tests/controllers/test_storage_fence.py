@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import structlog
 from prometheus_client import CollectorRegistry
 
 from controllers.fence_store import FenceStore
@@ -15,7 +16,7 @@ from controllers.loop_metrics import StorageFenceMetrics
 from controllers.storage_fence import StorageFence
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import ACK_MARGIN
-from failover.fence.fence_files import FenceAck
+from failover.fence.fence_files import FenceAck, Heartbeat
 from failover.state.checkpoints import open_store
 from tests.failover.binding_builders import at
 from tests.failover.work_builders import PERMANENT_ID, clusters, evicted, old_work
@@ -60,3 +61,21 @@ def test_a_record_is_written_on_the_apiservers_word_once_and_its_acknowledgement
     asyncio.run(fence.forget([("member1", "foo-5d8f")]))
     found = fences.read("member1")
     assert found.present == set() and found.acks == {}
+
+
+def test_the_members_no_relay_watches_are_said_once_each_time_they_change(tmp_path: Path) -> None:
+    fences = FenceStore(open_store(str(tmp_path)))
+    fence = StorageFence(fences, DecisionSettings(), StorageFenceMetrics(CollectorRegistry()))
+
+    def report(now: float) -> list[tuple[str, Any]]:
+        with structlog.testing.capture_logs() as logs:
+            asyncio.run(fence.report_relays(["member1", "member2"], at(now)))
+        return [(line["event"], line.get("member_clusters")) for line in logs]
+
+    fences.write_heartbeat(Heartbeat("member1", at(0), 2.0))
+    assert report(10) == [("members_without_relay", ["member2"])]
+    assert report(20) == []  # unchanged: said once
+    fences.write_heartbeat(Heartbeat("member2", at(20), 2.0))
+    fences.write_heartbeat(Heartbeat("member1", at(20), 2.0))
+    assert report(30) == [("members_all_watched", None)]
+    assert report(140) == [("members_without_relay", ["member1", "member2"])]  # three heartbeats missed

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.ci import on_ci
 from tests.crd_sources import KarmadaBuildFailed, KarmadaUnavailable, envtest_crds, karmada_tree
 from tests.e2e.objects import RELAY_NAMESPACE
 from tests.e2e.relay_process import RelayProcess, WebhookRegistration
@@ -30,7 +31,6 @@ from tests.envtest import (
     ensure_binaries,
     find_binaries,
 )
-from tests.support import on_ci
 
 TIMINGS: dict[str, float] = {}
 

@@ -1,10 +1,12 @@
-"""Objects the end-to-end tests send to the apiserver, and small readers of kubectl's answers."""
+"""Objects the end-to-end tests send to the apiserver, small readers of kubectl's answers, and a PUT as Karmada's
+controllers write."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -182,3 +184,17 @@ def make_cluster(api: client.ApiClient, name: str, ready: bool, since: datetime)
     )
     clusters.patch_status(name, {"status": {"conditions": [ready_condition(ready, since)]}})
     client.CoreV1Api(api).create_namespace({"metadata": {"name": f"karmada-es-{name}"}})
+
+
+def replace_object(objects: Any, obj: Mapping[str, Any], *, status: bool = False) -> dict[str, Any]:
+    """PUT ``obj`` (or its status subresource) through a `controllers.kube.CustomObjects`: what Karmada's own
+    controllers do when they rewrite a binding or reflect member status; the relay itself only patches."""
+    r, api, name = objects.resource, objects.api, obj["metadata"]["name"]
+    if r.namespaced:
+        namespace = obj["metadata"]["namespace"]
+        if status:
+            return api.replace_namespaced_custom_object_status(r.group, r.version, namespace, r.plural, name, obj)
+        return api.replace_namespaced_custom_object(r.group, r.version, namespace, r.plural, name, obj)
+    if status:
+        return api.replace_cluster_custom_object_status(r.group, r.version, r.plural, name, obj)
+    return api.replace_cluster_custom_object(r.group, r.version, r.plural, name, obj)

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import ssl
 import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
 from tests.e2e.objects import good_policy
-from tests.envtest import REPO_ROOT, ControlPlane, free_port
-from tests.support import serve_command
+from tests.envtest import REPO_ROOT, ControlPlane
+from tests.processes import Answer, ChildProcess, ControlPlaneError, free_port, loopback_env, probe
+from tests.relay_cli import serve_command, webhook_manifests
+from tests.tls_clients import client_tls
+from tests.waiting import wait_until
 
 # The relay imports aiohttp, cryptography and structlog and may generate a CA and a key: about a second on a
 # small machine, much more while a Karmada tier or a JVM shares two cores. Thirty leaves room for a loaded runner.
@@ -38,7 +35,7 @@ class RelayProcess:
         self.port = free_port()
         self.serve_args = tuple(serve_args)
         self.kubeconfig = kubeconfig
-        self.process: subprocess.Popen[bytes] | None = None
+        self._child: ChildProcess | None = None
 
     @property
     def url(self) -> str:
@@ -48,6 +45,11 @@ class RelayProcess:
     def ca_file(self) -> Path:
         return self.cert_dir / "ca.crt"
 
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The `serve` process last started (its return code once stopped)."""
+        return self._child.popen if self._child is not None else None
+
     def start(self) -> None:
         # The admission tests want the webhook alone: a reconcile loop in every relay would act on the bindings of
         # the loop's own tests. Pass "--controllers-on" to keep it.
@@ -55,36 +57,26 @@ class RelayProcess:
         loop_flags = ["--no-cabundle-sync"] + ([] if "--controllers-on" in self.serve_args else ["--no-controllers"])
         serve_args = [arg for arg in self.serve_args if arg != "--controllers-on"]
         command = serve_command(self.port, self.cert_dir, *loop_flags, *serve_args, host=None)
-        env = {
-            **os.environ,
-            "KUBECONFIG": str(self.kubeconfig),
-            "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost",
-        }
+        env = loopback_env() | {"KUBECONFIG": str(self.kubeconfig)}
         env.pop("KUBERNETES_SERVICE_HOST", None)  # never mistake the test machine for a pod
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+        self._child = ChildProcess("failover-relay serve", command, self.log, env=env, cwd=REPO_ROOT)
+        self._child.start()
+        try:
+            self._child.wait_ready(
+                lambda: self._get("/readyz") if self.ca_file.exists() else Answer(0, ""),
+                timeout=RELAY_STARTUP_SECONDS,
             )
-        deadline = time.monotonic() + RELAY_STARTUP_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"failover-relay serve exited with {self.process.returncode}:\n{self.log_text()}")
-            if self.ca_file.exists() and self._get("/readyz")[0] == 200:
-                return
-            time.sleep(POLL_SECONDS)
-        self.stop()
-        raise RuntimeError(f"failover-relay serve not ready after {RELAY_STARTUP_SECONDS} s:\n{self.log_text()}")
+        except ControlPlaneError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        if self._child is not None:
+            self._child.stop(timeout=15)
+
+    def readyz(self) -> tuple[int, str]:
+        """/readyz's status and body."""
+        return self._get("/readyz")
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else "(no log)"
@@ -92,57 +84,29 @@ class RelayProcess:
     def reviews_answered(self, endpoint: str | None = None) -> float:
         """How many AdmissionReviews this relay has answered (on ``/validate`` or ``/mutate`` only, if given), from
         its own /metrics."""
-        status, body = self._get("/metrics")
-        if status != 200:
+        answer = self._get("/metrics")
+        if answer.status != 200:
             return 0.0
         prefix = REQUESTS_METRIC + "{"
         selector = f'endpoint="{endpoint}"' if endpoint else ""
         return sum(
-            float(line.rsplit(" ", 1)[1]) for line in body.splitlines() if line.startswith(prefix) and selector in line
+            float(line.rsplit(" ", 1)[1])
+            for line in answer.body.splitlines()
+            if line.startswith(prefix) and selector in line
         )
 
     def metric(self, sample: str) -> float:
         """The value of one sample of this relay's /metrics (`name{labels}` exactly as exposed), 0 when absent."""
-        status, body = self._get("/metrics")
-        values = [float(line.rsplit(" ", 1)[1]) for line in body.splitlines() if line.startswith(sample + " ")]
-        return values[0] if status == 200 and values else 0.0
+        answer = self._get("/metrics")
+        values = [float(line.rsplit(" ", 1)[1]) for line in answer.body.splitlines() if line.startswith(sample + " ")]
+        return values[0] if answer.status == 200 and values else 0.0
 
     def manifests(self, *extra_args: str) -> str:
         """The webhook configurations for this relay, rendered by the real CLI."""
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "relay.cli",
-                "manifests",
-                "webhook",
-                "--url",
-                self.url,
-                "--cert-dir",
-                str(self.cert_dir),
-                *extra_args,
-            ],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"failover-relay manifests webhook exited {result.returncode}: {result.stderr}")
-        return result.stdout
+        return webhook_manifests("--url", self.url, "--cert-dir", str(self.cert_dir), *extra_args)
 
-    def _get(self, path: str) -> tuple[int, str]:
-        context = ssl.create_default_context(cafile=str(self.ca_file))
-        opener = urllib.request.build_opener(
-            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
-        )
-        try:
-            with opener.open(self.url + path, timeout=2) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, ""
-        except (OSError, ssl.SSLError):
-            return 0, ""
+    def _get(self, path: str) -> Answer:
+        return probe(self.url + path, client_tls(self.ca_file))
 
 
 class WebhookRegistration:
@@ -159,14 +123,16 @@ class WebhookRegistration:
         # The two configurations reach the apiserver's webhook manager through separate informers: wait until the
         # relay has answered on both endpoints, so no test runs while one of them still calls the previous relay.
         before = {endpoint: relay.reviews_answered(endpoint) for endpoint in ENDPOINTS}
-        probe = json.dumps(good_policy(f"registration-probe-{uuid.uuid4().hex[:8]}", "default"))
-        deadline = time.monotonic() + WEBHOOK_REGISTRATION_SECONDS
-        while time.monotonic() < deadline:
-            self.control_plane.kubectl("create", "--dry-run=server", "-f", "-", input=probe, check=False)
-            if all(relay.reviews_answered(endpoint) > count for endpoint, count in before.items()):
-                return
-            time.sleep(POLL_SECONDS)
-        raise RuntimeError(
-            f"the apiserver did not call the relay at {relay.url} on {' and '.join(ENDPOINTS)} "
-            f"within {WEBHOOK_REGISTRATION_SECONDS} s of registering it:\n{relay.log_text()}"
-        )
+        policy = json.dumps(good_policy(f"registration-probe-{uuid.uuid4().hex[:8]}", "default"))
+
+        def called_on_both() -> bool:
+            self.control_plane.kubectl("create", "--dry-run=server", "-f", "-", input=policy, check=False)
+            return all(relay.reviews_answered(endpoint) > count for endpoint, count in before.items())
+
+        try:
+            wait_until(called_on_both, WEBHOOK_REGISTRATION_SECONDS, "the apiserver calling the relay", POLL_SECONDS)
+        except TimeoutError:
+            raise RuntimeError(
+                f"the apiserver did not call the relay at {relay.url} on {' and '.join(ENDPOINTS)} "
+                f"within {WEBHOOK_REGISTRATION_SECONDS} s of registering it:\n{relay.log_text()}"
+            ) from None

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.ci import on_ci
 from tests.crd_sources import CertManagerUnavailable, cert_manager_crds
 from tests.e2e.objects import applied_names
 from tests.envtest import ControlPlane
 from tests.helm import CHART, template_text
-from tests.support import on_ci
 
 pytestmark = pytest.mark.envtest
 

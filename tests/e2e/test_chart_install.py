@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.envtest import ControlPlane, _loopback_env
+from tests.envtest import ControlPlane
 from tests.helm import CHART, REPO_ROOT
+from tests.processes import loopback_env
 
 pytestmark = pytest.mark.envtest
 
@@ -44,7 +45,7 @@ class Administrator:
 
     def __init__(self, plane: ControlPlane, helm_bin: Path) -> None:
         self.plane = plane
-        self.env = _loopback_env() | {
+        self.env = loopback_env() | {
             "PATH": f"{helm_bin.parent}{os.pathsep}{os.environ.get('PATH', '')}",
             "KUBECONFIG": str(plane.kubeconfig_path),
             "HELM_CACHE_HOME": str(plane.root / "helm" / "cache"),

@@ -28,8 +28,8 @@ from relay.commands.check.schemas import bundled
 from relay.commands.legacy_purge_modes import legacy_lines
 from relay.start_controllers import installed_spelling
 from tests.envtest import REPO_ROOT, ControlPlane
+from tests.policies import flink_policy
 from tests.relay.karmada_source import karmada_crd_dir
-from tests.support import flink_policy
 
 pytestmark = pytest.mark.envtest
 

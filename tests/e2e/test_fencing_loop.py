@@ -23,12 +23,11 @@ from controllers.members import MemberProxy
 from failover.core.api import RESOURCE_BINDINGS, WORKS
 from failover.core.loop_settings import DecisionSettings
 from relay.settings import ControllerSettings
-from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, make_cluster
-from tests.e2e.waiting import eventually
+from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, make_cluster, replace_object
 from tests.envtest import ControlPlane
 from tests.failover.binding_builders import CLUSTER_LABEL, with_cluster_rules
 from tests.failover.work_builders import deployment_manifest, work
-from tests.support import replace_object
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.envtest
 

@@ -14,10 +14,9 @@ from controllers.kube import CustomObjects, precondition_failed
 from failover.core.api import RESOURCE_BINDINGS
 from failover.reconcile.cluster_failover import decide_cluster_failover_state
 from failover.reconcile.preconditions import fill_reads, guarded_patch
-from tests.e2e.objects import REPORTED_JOB_ID, flink_binding
+from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, replace_object
 from tests.envtest import ControlPlane
 from tests.failover.binding_builders import CLUSTER_LABEL, with_cluster_rules
-from tests.support import replace_object
 
 pytestmark = pytest.mark.envtest
 # The taint manager's task without StatefulFailoverInjection (pkg/controllers/cluster/taint_manager.go).

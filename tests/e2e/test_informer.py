@@ -31,9 +31,9 @@ from controllers.kube import CustomObjects
 from failover.core.api import WORKS
 from failover.core.names import key_of
 from tests.e2e.objects import apply
-from tests.e2e.waiting import eventually
 from tests.envtest import ControlPlane, etcd_key
 from tests.failover.work_builders import work
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.envtest
 

@@ -22,10 +22,9 @@ from controllers.manager import LoopSettings, ReconcileLoop
 from failover.core.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from failover.core.loop_settings import DecisionSettings
 from relay.settings import ControllerSettings
-from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, make_cluster
-from tests.e2e.waiting import eventually
+from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, make_cluster, replace_object
 from tests.envtest import ControlPlane
-from tests.support import replace_object
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.envtest
 

@@ -10,7 +10,7 @@ from failover.reconcile.application_failover import decide_application_failover
 from failover.state.history import decide_history
 from failover.state.last_state import decide_last_state
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 # The id of the run that followed JOB_ID's on member1, and the path that run started from.
 ROTATED = "0123456789abcdef0123456789abcdef"

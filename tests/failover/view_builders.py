@@ -30,7 +30,7 @@ from tests.failover.binding_builders import (
 )
 from tests.failover.history_builders import failed_over
 from tests.failover.work_builders import NOT_READY_TAINT, cluster, evicted, stored_work
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 TEMPLATE: dict[str, Any] = {
     "apiVersion": "flink.apache.org/v1beta1",

@@ -25,8 +25,10 @@ from pathlib import Path
 import pytest
 
 from relay.runtime import affected_by_ssl_leak
-from tests.envtest import free_port
-from tests.support import admission_review, flink_policy, on_ci
+from tests.admission_reviews import admission_review
+from tests.ci import on_ci
+from tests.policies import flink_policy
+from tests.processes import free_port
 
 pytestmark = pytest.mark.image
 

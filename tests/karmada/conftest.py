@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from tests.ci import on_ci
 from tests.crd_sources import KarmadaBuildFailed, KarmadaUnavailable, karmada_tree
 from tests.envtest import BinariesUnavailable, GoUnavailable, ensure_binaries
 from tests.flink_job import RunningJob
 from tests.karmada.workloads import POLICIES, REBALANCERS, FlinkJob
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
-from tests.support import on_ci
 
 TIMINGS: dict[str, str] = {}
 _ENV: list[KarmadaEnv] = []

@@ -2,7 +2,7 @@
 
 `python -m tests.karmada.tcp_relay LISTEN_PORT TARGET_PORT` forwards every connection to 127.0.0.1:LISTEN_PORT to
 127.0.0.1:TARGET_PORT, byte for byte (TLS passes through: the member's serving certificate names 127.0.0.1, so the
-Cluster's apiEndpoint can be the relay's address). tests/karmada_env.py runs one per member and registers the
+Cluster's apiEndpoint can be the relay's address). tests/karmada_env/ runs one per member and registers the
 member with the relay's address; everything of the control plane reaches the member through it (the cluster status,
 execution and work status controllers, karmada-aggregated-apiserver's cluster proxy), while the tests read the members
 directly.

@@ -17,7 +17,7 @@ import yaml
 from tests.helm import template
 from tests.karmada.workloads import FlinkJob, restore_path
 from tests.karmada_env import KARMADA, RELAY_NAMESPACE, KarmadaEnv, resource_path
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

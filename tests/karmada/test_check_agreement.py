@@ -21,7 +21,7 @@ import yaml
 from relay.commands.check.manifest_check import check_object
 from relay.commands.check.schemas import bundled
 from tests.karmada_env import KARMADA, KarmadaEnv
-from tests.relay.test_check_karmada import CORPUS
+from tests.relay.check_corpus import CORPUS
 
 pytestmark = pytest.mark.karmada
 

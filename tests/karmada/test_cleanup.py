@@ -15,7 +15,7 @@ import time
 import pytest
 
 from tests.karmada_env import LOOPBACK, REPO_ROOT, KarmadaEnv
-from tests.support import interruptible
+from tests.processes import interruptible
 
 pytestmark = pytest.mark.karmada
 

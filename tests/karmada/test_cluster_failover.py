@@ -11,7 +11,7 @@ import pytest
 from tests.karmada.outages import CLUSTER_JOB_ID_LABEL, CLUSTERS, CopyWatch, stateful_cluster_policy
 from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

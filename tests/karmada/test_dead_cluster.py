@@ -43,7 +43,7 @@ from tests.karmada.records import (
 )
 from tests.karmada.workloads import FlinkJob, restore_path
 from tests.karmada_env import KarmadaEnv
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

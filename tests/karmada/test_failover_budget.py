@@ -10,7 +10,7 @@ import pytest
 from tests.karmada.outages import events_of
 from tests.karmada.workloads import FlinkJob, new_job_id
 from tests.karmada_env import KarmadaEnv
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

@@ -14,7 +14,7 @@ from failover.core.api import DEFAULT_JOB_ID_LABEL
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
 from tests.karmada.workloads import FlinkJob, restore_path
 from tests.karmada_env import KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES, KarmadaEnv
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

@@ -20,7 +20,7 @@ from failover.reconcile.last_cluster import EVENT_KEPT
 from tests.karmada.outages import events_of
 from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KarmadaEnv
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

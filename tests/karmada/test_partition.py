@@ -35,7 +35,7 @@ from tests.karmada.outages import (
 )
 from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KarmadaEnv
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

@@ -20,7 +20,7 @@ from failover.state.last_state import recorded_states
 from tests.failover.binding_builders import preemption_task
 from tests.karmada.workloads import BINDINGS, FlinkJob, new_job_id, relay_status, restore_path
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

@@ -39,7 +39,7 @@ from tests.karmada.outages import (
 from tests.karmada.records import FLINK_CONFIGURATION, FLINK_VERSION, KEYS, RATE, kill_at_any_moment, newest_completed
 from tests.karmada.workloads import FlinkJob, new_job_id, relay_status, restore_path
 from tests.karmada_env import KarmadaEnv
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

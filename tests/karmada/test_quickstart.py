@@ -3,8 +3,8 @@ real failover in the middle (the test plays the Flink operator) so that the page
 while it happens. Blocks marked `quickstart-test: skip` need a host cluster with nodes; there are exactly
 SKIPPED_BLOCKS of them, the karmada-controller-manager flags the page names are those the tier's process runs with
 (read from /proc), and the tier's relay runs with the page's configuration file and nothing else but the tier's own
-keys (tests/karmada_env.py, TIER_RELAY_KEYS), so the page cannot drift from what is tested. The page's last block
-reads the restored copy from its member: it must print the path the relay gave it."""
+keys (tests/karmada_env/relay_config.py, TIER_RELAY_KEYS), so the page cannot drift from what is tested. The page's
+last block reads the restored copy from its member: it must print the path the relay gave it."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from tests.karmada_env import (
     quickstart_relay_config,
     resource_path,
 )
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

@@ -12,7 +12,7 @@ import pytest
 from failover.core.annotations import parse_time
 from tests.karmada.workloads import FLINK, REBALANCERS, FlinkJob, new_job_id, stateful_policy
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

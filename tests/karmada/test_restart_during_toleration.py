@@ -12,7 +12,7 @@ from failover.core.annotations import parse_time, read_time_annotation
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
 from tests.karmada.workloads import FlinkJob
 from tests.karmada_env import KarmadaEnv
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

@@ -17,7 +17,7 @@ from failover.state.restore import PREVIOUS_JOB_ID
 from failover.state.savepoint import AUDIT_FALLBACK, PREVIOUS_JOB_IDS_ANNOTATION
 from tests.karmada.workloads import FlinkJob, new_job_id, stateful_policy
 from tests.karmada_env import KarmadaEnv
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

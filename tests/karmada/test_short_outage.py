@@ -11,7 +11,7 @@ import pytest
 from tests.karmada.outages import CLUSTER_JOB_ID_LABEL, CopyWatch, stateful_cluster_policy, taint_not_ready_clusters
 from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KarmadaEnv
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

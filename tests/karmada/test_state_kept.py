@@ -12,7 +12,7 @@ from failover.core.api import DEFAULT_JOB_ID_LABEL
 from tests.karmada.outages import CopyWatch
 from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KarmadaEnv
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

@@ -15,7 +15,8 @@ import pytest
 from failover.state.history import HISTORY_ANNOTATION, read_history
 from tests.karmada.workloads import FLINK, FlinkJob, relay_status, restore_path, status_command
 from tests.karmada_env import KARMADA, REPO_ROOT, KarmadaEnv, resource_path
-from tests.support import interruptible, report
+from tests.processes import interruptible
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 

@@ -10,25 +10,17 @@ scheduler sends them elsewhere only when `home` is tainted.
 
 from __future__ import annotations
 
-import ssl
 import time
-import urllib.request
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from failover.state.history import CLUSTER_FAILOVER, read_history
-from tests.karmada.outages import (
-    CLUSTER_JOB_ID_LABEL,
-    grant_fencing_in_members,
-    prefer_home,
-    stateful_cluster_policy,
-    taint_not_ready_clusters,
-)
-from tests.karmada.workloads import BINDINGS, FLINK, FlinkJob, new_job_id, restore_path
+from tests.karmada.outages import CLUSTER_JOB_ID_LABEL, grant_fencing_in_members, taint_not_ready_clusters
+from tests.karmada.storm import copies, relay_samples, storm_policy
+from tests.karmada.workloads import BINDINGS, FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
-from tests.support import report
+from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 
@@ -46,32 +38,6 @@ def percentiles(values: list[float]) -> str:
         return ordered[min(len(ordered) - 1, int(quantile * len(ordered)))]
 
     return f"p50 {at(0.5):.1f} s, p95 {at(0.95):.1f} s, max {ordered[-1]:.1f} s"
-
-
-def storm_policy(namespace: str, job: FlinkJob, home: str, others: list[str]) -> dict[str, Any]:
-    policy = stateful_cluster_policy(f"p-{job.name}", namespace, job.name, (home, *others), toleration_seconds=300)
-    return prefer_home(policy, home, others)
-
-
-def copies(env: KarmadaEnv, member: str, namespace: str) -> dict[str, dict[str, Any]]:
-    try:
-        listed = env.api(member).list(resource_path(FLINK, "flinkdeployments", namespace=namespace))
-    except Exception:  # a member that is down cannot be listed
-        return {}
-    return {copy["metadata"]["name"]: copy for copy in listed}
-
-
-def relay_samples(env: KarmadaEnv, name: str) -> dict[tuple[tuple[str, str], ...], float]:
-    """The relay's /metrics samples called `name`, by their labels."""
-    context = ssl.create_default_context(cafile=str(env.relay_cert_dir / "ca.crt"))
-    with urllib.request.urlopen(f"{env.relay_url}/metrics", context=context, timeout=10) as response:
-        text = response.read().decode()
-    return {
-        tuple(sorted(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == name
-    }
 
 
 def test_a_dying_cluster_s_stateful_jobs_all_come_back_elsewhere_each_with_its_own_state_once(

@@ -45,8 +45,10 @@ from failover.core.api import (
 from relay.serve import RelayServer
 from relay.settings import ControllerSettings, SavepointSettings, Settings
 from relay.start_controllers import loop_settings
+from tests.admission_reviews import admission_review
 from tests.failover.work_builders import work
-from tests.support import admission_review, client_tls, flink_policy
+from tests.policies import flink_policy
+from tests.tls_clients import client_tls
 
 JOB_ID = "0123456789abcdef0123456789abcdef"
 
@@ -205,6 +207,8 @@ def storm(loop: ReconcileLoop) -> None:
     loop.metrics.storm.observe(key, binding, ("member2",), now)
     binding["status"]["aggregatedStatus"][0]["health"] = "Healthy"
     loop.metrics.storm.observe(key, binding, ("member2",), now)
+    # Its new job's first checkpoint, 41 s after the move, as the binding pipeline's restoration step counts it.
+    loop.metrics.restores.labels("member2").observe(41.0)
 
 
 async def post(session: aiohttp.ClientSession, path: str, body: bytes) -> None:

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from relay.commands.manifests.monitoring import RULES_FILE
+from tests.ci import on_ci
 from tests.monitoring.exported import Series, parse
-from tests.support import on_ci
 
 # The target labels Prometheus adds to every scraped series (the ServiceMonitor names the job after the Service).
 TARGET = {"job": "failover-relay", "instance": "10.0.0.7:9443"}
@@ -123,6 +123,12 @@ FIRING = (
         (Input("failover_relay_workloads_kept_on_last_cluster", {"member_cluster": "member3"}, "1x60"),),
         "20m",
         {"member_cluster": "member3"},
+    ),
+    Firing(
+        "FailoverRelayJobWithoutItsState",
+        (Input("failover_relay_copies_without_state", {"outcome": "parked"}, "1x60"),),
+        "5m",
+        {"outcome": "parked"},
     ),
     Firing(
         "FailoverRelayClusterWorkloadsNotRestored",

@@ -22,7 +22,8 @@ import ssl
 import uuid
 from dataclasses import dataclass, field
 
-from tests.support import admission_review, flink_policy
+from tests.admission_reviews import admission_review
+from tests.policies import flink_policy
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 # Longer than any grace the tests configure: a review in flight at SIGTERM may take that long to be answered.

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from relay.commands.check.manifest_check import EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE, RULES_ONLY_NOTE, run_check
-from tests.support import flink_policy
+from tests.policies import flink_policy
 
 REBALANCER = """\
 apiVersion: apps.karmada.io/v1alpha1
@@ -300,6 +300,26 @@ def test_a_flink_deployment_that_keeps_its_checkpoints_is_allowed(tmp_path: Path
     path = write_yaml(tmp_path / "app.yaml", flink_policy(), flink)
     code, out, _ = check(path)
     assert code == EXIT_OK
+    assert out[1].endswith("FlinkDeployment/basic-example: allowed"), out
+
+
+def test_a_flink_deployment_that_claims_its_restored_snapshot_is_warned(tmp_path: Path) -> None:
+    for key, mode, why in (
+        ("execution.state-recovery.claim-mode", "CLAIM", "claim mode CLAIM: the new job owns and deletes"),
+        ("execution.savepoint-restore-mode", "legacy", "claim mode LEGACY: the new job's checkpoints depend on"),
+    ):
+        flink = flink_deployment(**{"state.checkpoints.dir": "s3://bucket/checkpoints", key: mode})
+        path = write_yaml(tmp_path / "app.yaml", flink_policy(), flink)
+        code, out, _ = check(path)
+        assert code == EXIT_OK
+        assert (
+            "FlinkDeployment/basic-example: warning: spec.flinkConfiguration: restores unsafely after a failover under"
+            f" PropagationPolicy/flink-pp: {why}" in "\n".join(out)
+        ), out
+    no_claim = flink_deployment(
+        **{"state.checkpoints.dir": "s3://c", "execution.state-recovery.claim-mode": "no_claim"}
+    )
+    code, out, _ = check(write_yaml(tmp_path / "app.yaml", flink_policy(), no_claim))
     assert out[1].endswith("FlinkDeployment/basic-example: allowed"), out
 
 

@@ -9,7 +9,7 @@ import urllib3
 
 from relay.cli import main
 from relay.connection_errors import connection_problem
-from tests.envtest import free_port
+from tests.processes import free_port
 
 KUBECONFIG = """apiVersion: v1
 kind: Config

@@ -169,3 +169,16 @@ def test_says_which_state_it_chose_and_what_it_compared(tree, tmp_path):
     assert chosen.startswith(f"chosen: checkpoint {directory}/chk-3, completed ")
     assert chosen.endswith(f": the newest restorable state of job {JOB}")
     assert compared == f"compared: savepoint {older}, completed 2023-11-14T22:13:20Z"
+
+
+def test_says_which_claim_mode_the_new_job_restores_in(tree, tmp_path):
+    root, manifest, _ = tree
+    _, _, err = inject(manifest, root)
+    assert err.splitlines()[-2] == "restored in claim mode NO_CLAIM (flinkConfiguration; Flink's default is NO_CLAIM)"
+    claiming = tmp_path / "claiming.yaml"
+    claiming.write_text(
+        FLINK.replace("spec: {", 'spec: {flinkConfiguration: {"execution.state-recovery.claim-mode": claim}, ')
+    )
+    _, _, err = inject(claiming, root)
+    assert "restored in claim mode CLAIM (flinkConfiguration; Flink's default is NO_CLAIM)" in err
+    assert "warning: restore is unsafe: claim mode CLAIM: the new job owns and deletes" in err

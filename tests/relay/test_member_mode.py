@@ -26,7 +26,8 @@ import pytest
 from certs.authority import generate_ca, generate_serving_certificate
 from certs.serving_names import LOCAL_DNS_NAMES, LOCAL_IP_ADDRESSES
 from relay.settings import Settings, SettingsError, apply, check_settings
-from tests.support import admission_review, client_tls, decoded_patch
+from tests.admission_reviews import admission_review, decoded_patch
+from tests.tls_clients import client_tls
 
 START_TIMEOUT_SECONDS = 30.0
 LABEL = "application.karmada.io/failover-jobid"

@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.envtest import free_port
+from tests.processes import free_port
 from tests.relay.review_traffic import ServiceAddress, Tally, drive, ready
-from tests.support import client_tls, report, serve_command
+from tests.relay_cli import serve_command
+from tests.reporting import report
+from tests.tls_clients import client_tls
 
 WORKERS = 16
 # Full rate for this long before the signal, and after the new process is ready.

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.envtest import free_port
-from tests.support import admission_review, client_tls, flink_policy
+from tests.admission_reviews import admission_review
+from tests.policies import flink_policy
+from tests.processes import free_port
+from tests.tls_clients import client_tls
 
 START_TIMEOUT_SECONDS = 30.0
 

@@ -27,8 +27,12 @@ from failover.core.verdict import ALLOWED, Verdict
 from relay.runtime import ALLOW_ENV
 from relay.serve import RelayServer
 from relay.settings import Settings
-from tests.envtest import free_port
-from tests.support import admission_review, client_tls, flink_policy, report, serve_command
+from tests.admission_reviews import admission_review
+from tests.policies import flink_policy
+from tests.processes import free_port
+from tests.relay_cli import serve_command
+from tests.reporting import report
+from tests.tls_clients import client_tls
 from webhook.drain import STOPPING_QUIET_SECONDS
 from webhook.handlers import AdmissionHandlers
 from webhook.review import AdmissionRequest

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from relay.cli import main
-from tests.envtest import free_port
+from tests.processes import free_port
 
 UNREACHABLE = """apiVersion: v1
 kind: Config

@@ -6,9 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from failover.core.loop_settings import DecisionSettings
+from failover.fence.fence_files import Heartbeat
 from failover.reconcile.status_view import workload_view
+from failover.state.empty_start import decide_state_losses
 from relay.commands.status_tables import render_cluster_table, render_table
-from tests.failover.binding_builders import JOB_ID, at
+from tests.failover.binding_builders import JOB_ID, at, set_health
+from tests.failover.restoration_builders import deployed_status, moved_without_checkpoint
 from tests.failover.view_builders import (
     CLUSTERS,
     failover_in_flight,
@@ -19,6 +22,8 @@ from tests.failover.view_builders import (
     restoring_on_member2,
     without_a_job_id,
 )
+from tests.failover.work_builders import clusters, evicted
+from tests.patches import merge_patch
 
 
 def test_a_failover_in_flight_reads_as_its_task_the_restore_and_the_history(tmp_path: Path) -> None:
@@ -79,3 +84,47 @@ def test_the_cluster_table_counts_each_phase_then_lists_the_workloads() -> None:
     assert table[3].split() == ["FlinkDeployment/default/qux", "scheduling", "BindingPreempted", "60s", "-"]
     assert table[4].split() == ["FlinkDeployment/default/bar", "restoring", "TaintUntolerated", "90s", "member2"]
     assert render_cluster_table("member9", [], at(0)) == "cluster member9: no workloads\n"
+
+
+def test_a_moved_copy_without_a_checkpoint_of_its_own_says_what_a_failover_carries() -> None:
+    view = workload_view(moved_without_checkpoint(), {}, at(60), decisions=DecisionSettings())
+    assert view["targets"][0]["awaitingCheckpoint"] == {
+        "since": "2025-03-01T12:00:00Z",
+        "from": "member1",
+        "carried": {"application.karmada.io/failover-jobid": JOB_ID},
+    }
+    assert (
+        "  restoring: member2 has no checkpoint of its own since its move from member1 at 2025-03-01T12:00:00Z; a"
+        f" failover now carries failover-jobid={JOB_ID[:8]}…"
+    ) in render_table([view]).splitlines()
+
+
+def test_a_copy_that_started_without_its_state_says_so_and_how_to_resolve_it() -> None:
+    binding = moved_without_checkpoint()
+    set_health(binding, "member2", "Healthy", deployed_status(None))
+    binding = merge_patch(
+        binding, decide_state_losses(binding, [], {"member2": "no restorable state: none"}, at(60)).patch
+    )
+    view = workload_view(binding, {}, at(60), decisions=DecisionSettings())
+    assert view["targets"][0]["withoutState"]["outcome"] == "empty"
+    assert (
+        f"  STARTED WITHOUT STATE: member2 since 2025-03-01T12:01:00Z, job {JOB_ID}: no restorable state: none;"
+        f" restore by hand or accept: annotate the workload failover-relay.io/start-without-state={JOB_ID}"
+    ) in render_table([view]).splitlines()
+
+
+def test_a_member_no_relay_watches_is_said_to_be_fenced_by_time_only() -> None:
+    members = clusters(False, since=-30)
+    unwatched = workload_view(evicted(), members, at(10), decisions=DecisionSettings(), member_relays={})
+    assert [(fence["cluster"], fence["memberRelay"]) for fence in unwatched["fences"]] == [("member1", False)]
+    assert "no member relay watches it: fenced by time only" in render_table([unwatched])
+    watched = workload_view(
+        evicted(),
+        members,
+        at(10),
+        decisions=DecisionSettings(),
+        member_relays={"member1": Heartbeat("member1", at(0), 2.0)},
+    )
+    assert watched["fences"][0]["memberRelay"] is True and "fenced by time only" not in render_table([watched])
+    # Where the storage was not read, nothing is said either way.
+    assert "memberRelay" not in workload_view(evicted(), members, at(10))["fences"][0]

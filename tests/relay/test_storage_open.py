@@ -12,7 +12,7 @@ import pytest
 
 from relay.cli import main
 from relay.settings import SettingsError, load_settings
-from tests.envtest import free_port
+from tests.processes import free_port
 
 UNRESOLVABLE = "ftp://no-such-host.invalid/checkpoints"  # fsspec's ftp filesystem logs in when it is created
 FLINK = """apiVersion: flink.apache.org/v1beta1

@@ -13,7 +13,7 @@ import boto3
 import pytest
 import s3fs
 
-from tests.envtest import free_port
+from tests.processes import free_port
 from tests.storage.s3_options import options
 
 

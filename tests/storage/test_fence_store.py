@@ -13,7 +13,7 @@ import structlog
 
 from controllers.fence_store import FenceStore
 from failover.core.work import MemberCopy
-from failover.fence.fence_files import FENCES_DIR, AckedCopy, FenceAck, FenceRecord
+from failover.fence.fence_files import FENCES_DIR, AckedCopy, FenceAck, FenceRecord, Heartbeat
 from failover.state.checkpoints import open_store
 from tests.failover.binding_builders import at
 from tests.storage.s3_options import options
@@ -26,6 +26,10 @@ ACK = FenceAck(FENCE_ID, "member1", (AckedCopy(REF, "suspended", "u-1"),), at(5)
 
 def exercise(fences: FenceStore, write_raw) -> None:
     assert fences.read("member1").records == {}  # no directory yet
+    assert fences.read_heartbeats() == {}
+    fences.write_heartbeat(Heartbeat("member1", at(0), 2.0))
+    fences.write_heartbeat(Heartbeat("member1", at(30), 2.0))  # over the last one
+    assert fences.read_heartbeats() == {"member1": Heartbeat("member1", at(30), 2.0)}
     assert fences.write_record(RECORD) is True
     again = FenceRecord(FENCE_ID, "member1", "orders-7c9d", "ResourceBinding jobs/orders", (REF,), at(99))
     assert fences.write_record(again) is False  # a restarted relay never writes a second record

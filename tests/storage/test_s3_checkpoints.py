@@ -14,9 +14,9 @@ from failover.state.checkpoints import FLINK_NATIVE_LAYOUT, KARMADA_EXAMPLE_LAYO
 from failover.state.jobid import JobId
 from failover.state.profiles import load_profiles
 from failover.state.restore import PREVIOUS_JOB_ID, RestoreQuery, find_restore_point
-from tests.envtest import free_port
+from tests.admission_reviews import admission_review, decoded_patch
+from tests.processes import free_port
 from tests.storage.s3_options import options
-from tests.support import admission_review, decoded_patch
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
 from webhook.metrics import AdmissionMetrics

@@ -15,7 +15,9 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from certs.authority import KeyPair, generate_ca
 from relay.serve import RelayServer
 from relay.settings import Settings
-from tests.support import admission_review, client_tls, flink_policy
+from tests.admission_reviews import admission_review
+from tests.policies import flink_policy
+from tests.tls_clients import client_tls
 
 
 def client_certificate(ca: KeyPair, path: Path) -> Path:

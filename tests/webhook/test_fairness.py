@@ -24,7 +24,10 @@ from failover.state.checkpoints import KARMADA_EXAMPLE_LAYOUT, CheckpointStore
 from failover.state.profiles import load_profiles
 from relay.serve import RelayServer
 from relay.settings import Settings
-from tests.support import admission_review, client_tls, flink_policy, report
+from tests.admission_reviews import admission_review
+from tests.policies import flink_policy
+from tests.reporting import report
+from tests.tls_clients import client_tls
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
 from webhook.mutators import savepoint_mutators

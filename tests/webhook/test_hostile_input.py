@@ -32,8 +32,11 @@ from failover.state.checkpoints import KARMADA_EXAMPLE_LAYOUT, open_store
 from failover.state.profiles import load_profiles
 from relay.serve import RelayServer
 from relay.settings import Settings
+from tests.admission_reviews import admission_review
 from tests.hostile_strings import HOSTILE_STRINGS, JOB
-from tests.support import admission_review, client_tls, flink_policy, report
+from tests.policies import flink_policy
+from tests.reporting import report
+from tests.tls_clients import client_tls
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
 from webhook.health import Readiness

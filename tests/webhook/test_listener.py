@@ -15,7 +15,7 @@ import pytest
 
 from relay.serve import RelayServer
 from relay.settings import Settings
-from tests.support import client_tls
+from tests.tls_clients import client_tls
 
 Start = Callable[..., Awaitable[RelayServer]]
 

@@ -12,7 +12,7 @@ import structlog
 
 from failover.core.api import FLINK_DEPLOYMENT
 from failover.core.verdict import ALLOWED, Verdict
-from tests.support import admission_review
+from tests.admission_reviews import admission_review
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
 from webhook.health import Readiness

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from relay.serve import RelayServer
 from relay.settings import Settings
-from tests.support import client_tls
+from tests.tls_clients import client_tls
 from webhook.log_limit import LogLimiter
 
 

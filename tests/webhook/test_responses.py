@@ -8,7 +8,8 @@ import json
 import pytest
 
 from failover.core.verdict import MAX_WARNING_LENGTH, Finding, Verdict
-from tests.support import admission_review, decoded_patch, flink_policy
+from tests.admission_reviews import admission_review, decoded_patch
+from tests.policies import flink_policy
 from webhook.review import AdmissionRequest, complete, encode, failed, parse_review
 
 UID = "705ab4f5-6393-11e8-b7cc-42010a800002"

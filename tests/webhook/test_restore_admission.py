@@ -14,8 +14,9 @@ from failover.state.profiles import load_profiles
 from failover.state.savepoint import PREVIOUS_JOB_IDS_ANNOTATION
 from relay.serve import RelayServer
 from relay.settings import SavepointSettings, Settings
+from tests.admission_reviews import admission_review, decoded_patch
 from tests.crd_schema import schema_problems
-from tests.support import admission_review, client_tls, decoded_patch
+from tests.tls_clients import client_tls
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
 from webhook.mutators import savepoint_mutators

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import admission_review, flink_policy
+from tests.admission_reviews import admission_review
+from tests.policies import flink_policy
 from webhook.review import (
     MAX_NESTING_DEPTH,
     MAX_UID_LENGTH,

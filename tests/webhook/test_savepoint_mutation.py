@@ -16,7 +16,8 @@ from failover.state.checkpoints import KARMADA_EXAMPLE_LAYOUT, CheckpointStore, 
 from failover.state.profiles import load_profiles
 from relay.serve import RelayServer
 from relay.settings import SavepointSettings, Settings
-from tests.support import admission_review, client_tls, decoded_patch
+from tests.admission_reviews import admission_review, decoded_patch
+from tests.tls_clients import client_tls
 from webhook.blocking import BlockingPool
 from webhook.handlers import AdmissionHandlers
 from webhook.metrics import AdmissionMetrics

@@ -21,7 +21,9 @@ import pytest
 
 from relay.serve import RelayServer
 from relay.settings import Settings, apply
-from tests.support import admission_review, client_tls, decoded_patch, flink_policy
+from tests.admission_reviews import admission_review, decoded_patch
+from tests.policies import flink_policy
+from tests.tls_clients import client_tls
 
 SMALL_BODY_LIMIT = 64 * 1024
 

@@ -48,7 +48,7 @@ from failover.core.api import CLUSTER_PROPAGATION_POLICY, FLINK_DEPLOYMENTS, PRO
 from failover.core.fields import object_name
 from failover.core.verdict import Finding, Findings, Verdict
 from failover.reconcile.stateless_restart import is_flink_deployment, keeps_state
-from failover.state.flink_config import read_state_config, stateless_restart_reasons
+from failover.state.flink_config import claim_mode_hazards, read_state_config, stateless_restart_reasons
 from relay.commands.check.schemas import SchemaSet, bundled
 from relay.commands.documents import (
     STDIN,
@@ -374,7 +374,8 @@ def _with_stateless_restart(
 ) -> Result:
     """A FlinkDeployment selected by a stateful failover policy among the checked objects, judged as the loop
     judges it (failover/reconcile/stateless_restart.py): each reason its configuration restarts it without state
-    after a failover is a warning. Not selected by one: left as it was (skipped offline), and said why."""
+    after a failover is a warning, and so is a claim mode that is unsafe for a restore beside the old copy. Not
+    selected by one: left as it was (skipped offline), and said why."""
     policies = [p.obj for p in stateful if _selects(p.obj, flink, namespace)]
     if not policies:
         if result.status == "skipped":
@@ -382,12 +383,15 @@ def _with_stateless_restart(
         return result
     spec = flink.get("spec")
     configuration = spec.get("flinkConfiguration") if isinstance(spec, dict) else None
-    reasons = stateless_restart_reasons(read_state_config(configuration))
+    state = read_state_config(configuration)
     policy = policies[0]
+    under = f"{policy.get('kind')}/{_name(policy)}"
     warnings = tuple(
-        f"spec.flinkConfiguration: restarts without state after a failover under {policy.get('kind')}/"
-        f"{_name(policy)}: {reason}"
-        for reason in reasons
+        f"spec.flinkConfiguration: restarts without state after a failover under {under}: {reason}"
+        for reason in stateless_restart_reasons(state)
+    ) + tuple(
+        f"spec.flinkConfiguration: restores unsafely after a failover under {under}: {hazard}"
+        for hazard in claim_mode_hazards(state)
     )
     status = result.status
     if status not in ("denied", "unknown"):

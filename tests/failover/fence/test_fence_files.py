@@ -1,60 +1,38 @@
-"""The storage fence's records and the member side's decisions (failover/state/fence_records.py): strict parsing of
-what anyone may have written to the storage, which copies a record names, suspend then acknowledge once, and what
-the member's webhook keeps suspended."""
+"""The storage fence's files (failover/fence/fence_files.py): records and acknowledgements round-trip, and whatever
+anyone may have written to the storage is parsed strictly: a hostile file is refused in one line."""
 
 from __future__ import annotations
 
-import copy as copying
 import json
 from typing import Any
 
 import pytest
 
 from failover.core.work import MemberCopy
+from failover.fence.control_plane import without_relay
 from failover.fence.fence_files import (
     FENCES_DIR,
     AckedCopy,
     FenceAck,
     FenceRecord,
+    Heartbeat,
     RecordRefused,
     cluster_dir,
     encode_ack,
+    encode_heartbeat,
     encode_record,
+    heartbeat_name,
     parse_ack,
     parse_file_name,
+    parse_heartbeat,
     parse_record,
 )
-from failover.fence.member_relay import decide_member_fence, names_copy, suspension_patch
 from tests.failover.binding_builders import at
 
 FENCE_ID = "0b7e3f5c-3c1e-4c55-9d2b-6a4c1e2f9a10"
 NEW_ID = "9f0e2d1c-0000-4000-8000-000000000001"
 REF = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "jobs", "orders", "orders-7c9d")
 RECORD = FenceRecord(FENCE_ID, "member1", "orders-7c9d", "ResourceBinding jobs/orders-flinkdeployment", (REF,), at(0))
-
-
-def member_copy(
-    state: str | None = "running", permanent_id: str = FENCE_ID, lifecycle: str = "STABLE", savepoint: str = ""
-) -> dict[str, Any]:
-    job: dict[str, Any] = {"jarURI": "local:///job.jar"}
-    if state is not None:
-        job["state"] = state
-    status: dict[str, Any] = {"lifecycleState": lifecycle, "jobStatus": {"state": "RUNNING"}}
-    if savepoint:
-        status["jobStatus"]["upgradeSavepointPath"] = savepoint
-    return {
-        "apiVersion": "flink.apache.org/v1beta1",
-        "kind": "FlinkDeployment",
-        "metadata": {
-            "name": "orders",
-            "namespace": "jobs",
-            "uid": "u-1",
-            "labels": {"work.karmada.io/permanent-id": permanent_id},
-            "annotations": {"work.karmada.io/name": "orders-7c9d", "work.karmada.io/namespace": "karmada-es-member1"},
-        },
-        "spec": {"job": job},
-        "status": status,
-    }
 
 
 def test_records_and_acknowledgements_round_trip_and_name_their_files() -> None:
@@ -112,75 +90,26 @@ def test_a_malformed_or_hostile_record_is_refused_in_one_line(data: bytes) -> No
     assert "\n" not in str(refused.value) and len(str(refused.value)) < 200
 
 
-def test_a_record_names_only_the_copy_its_own_work_applied() -> None:
-    assert names_copy(RECORD, member_copy())
-    # The workload came back to this cluster: a new Work, a new permanent id on the copy.
-    assert not names_copy(RECORD, member_copy(permanent_id=NEW_ID))
-    other = member_copy()
-    other["metadata"]["name"] = "payments"
-    assert not names_copy(RECORD, other)
-    foreign = member_copy()
-    foreign["metadata"]["annotations"]["work.karmada.io/namespace"] = "karmada-es-member2"
-    assert not names_copy(RECORD, foreign)
-    assert not names_copy(RECORD, {"metadata": None})
+def test_a_member_relays_heartbeat_round_trips_and_a_hostile_one_is_refused() -> None:
+    heartbeat = Heartbeat("member1", at(5), 2.0)
+    assert parse_heartbeat(encode_heartbeat(heartbeat), "member1") == heartbeat
+    assert heartbeat_name("member1") == ".failover-relay/relays/member1.json"
+    for data, cluster in (
+        (encode_heartbeat(heartbeat), "member2"),  # another cluster's file
+        (b'{"version": 1, "cluster": "member1", "seenAt": "soon", "pollSeconds": 2}', "member1"),
+        (b'{"version": 1, "cluster": "member1", "seenAt": "2025-03-01T12:00:00Z", "pollSeconds": true}', "member1"),
+        (b"[]", "member1"),
+        (b"x" * 20000, "member1"),
+    ):
+        with pytest.raises(RecordRefused):
+            parse_heartbeat(data, cluster)
+    with pytest.raises(RecordRefused):
+        heartbeat_name("../member1")
 
 
-def test_the_member_suspends_then_waits_for_the_operator_then_acknowledges_once() -> None:
-    first = decide_member_fence(RECORD, {REF: member_copy()}, acknowledged=False, now=at(1))
-    assert first.suspend == (REF,) and first.acknowledge is None
-    # Suspended in the spec, the operator has not stopped the job yet: no acknowledgement.
-    pending = decide_member_fence(RECORD, {REF: member_copy("suspended")}, acknowledged=False, now=at(2))
-    assert pending.suspend == () and pending.acknowledge is None and pending.waiting_for_operator == (REF,)
-    stopped = member_copy("suspended", lifecycle="SUSPENDED", savepoint="s3://b/sp/savepoint-9")
-    done = decide_member_fence(RECORD, {REF: stopped}, acknowledged=False, now=at(3))
-    assert done.acknowledge == FenceAck(
-        FENCE_ID, "member1", (AckedCopy(REF, "suspended", "u-1"),), at(3), "s3://b/sp/savepoint-9"
-    )
-    # Acknowledged already (this relay or one before a restart): never a second acknowledgement.
-    assert decide_member_fence(RECORD, {REF: stopped}, acknowledged=True, now=at(4)) == type(done)()
-    # But a named copy running again (re-applied while the webhook was not called) is suspended again.
-    again = decide_member_fence(RECORD, {REF: member_copy("running")}, acknowledged=True, now=at(5))
-    assert again.suspend == (REF,) and again.acknowledge is None
-    other = decide_member_fence(
-        RECORD, {REF: member_copy("running", permanent_id=NEW_ID)}, acknowledged=True, now=at(5)
-    )
-    assert other == type(done)()
-
-
-def test_no_copy_of_the_fenced_work_here_is_acknowledged_as_absent_and_nothing_is_suspended() -> None:
-    for present in (None, member_copy(permanent_id=NEW_ID)):
-        decision = decide_member_fence(RECORD, {REF: present}, acknowledged=False, now=at(1))
-        assert decision.suspend == ()
-        assert decision.acknowledge is not None and decision.acknowledge.copies == (AckedCopy(REF, "absent"),)
-
-
-def test_a_copy_without_a_job_is_never_acknowledged_the_timer_decides() -> None:
-    session = member_copy(state=None)
-    del session["spec"]["job"]
-    decision = decide_member_fence(RECORD, {REF: session}, acknowledged=False, now=at(1))
-    assert decision.suspend == () and decision.acknowledge is None
-
-
-def test_the_webhook_keeps_a_fenced_copy_suspended_and_leaves_every_other_alone() -> None:
-    # Karmada's drift correction re-applies the Work's manifest: state running again.
-    assert suspension_patch(member_copy("running"), [RECORD]) == [
-        {"op": "replace", "path": "/spec/job/state", "value": "suspended"}
-    ]
-    assert suspension_patch(member_copy(None), [RECORD]) == [
-        {"op": "add", "path": "/spec/job/state", "value": "suspended"}
-    ]
-    assert suspension_patch(member_copy("suspended"), [RECORD]) == []
-    assert suspension_patch(member_copy("running", permanent_id=NEW_ID), [RECORD]) == []
-    assert suspension_patch(member_copy("running"), []) == []
-    unchanged = member_copy("running")
-    before = copying.deepcopy(unchanged)
-    suspension_patch(unchanged, [RECORD])
-    assert unchanged == before
-
-
-def test_a_record_naming_what_no_suspension_stops_is_never_acknowledged() -> None:
-    deployment = MemberCopy("member1", "apps/v1", "Deployment", "jobs", "sidecar", "orders-7c9d")
-    record = FenceRecord(FENCE_ID, "member1", "orders-7c9d", "b", (REF, deployment), at(0))
-    stopped = member_copy("suspended", lifecycle="SUSPENDED")
-    decision = decide_member_fence(record, {REF: stopped, deployment: None}, acknowledged=False, now=at(1))
-    assert decision.acknowledge is None and decision.waiting_for_operator == (deployment,)
+def test_a_member_no_relay_watches_is_named() -> None:
+    beats = {"member1": Heartbeat("member1", at(0), 2.0), "member2": Heartbeat("member2", at(0), 60.0)}
+    assert without_relay(["member1", "member2", "member3"], beats, at(60)) == ("member3",)
+    # Three heartbeats missed (of 30 s, or of the relay's own poll when longer): gone.
+    assert without_relay(["member1", "member2"], beats, at(91)) == ("member1",)
+    assert without_relay(["member2"], beats, at(181)) == ("member2",)

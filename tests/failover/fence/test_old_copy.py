@@ -11,7 +11,7 @@ from failover.fence.fenced_copies import FENCED_ANNOTATION, fenced_copies, forge
 from failover.fence.old_copy import EVENT_FENCED, EVENT_STUCK_DELETION, EVENT_WAITING, decide_fencing
 from tests.failover.binding_builders import at
 from tests.failover.work_builders import clusters, evicted, stored_work
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 SETTINGS = DecisionSettings()  # fence after 60 s, stuck deletion after 5 s
 COPY = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "default", "foo", "foo-5d8f")

@@ -14,7 +14,7 @@ from failover.fence.old_copy import EVENT_FENCED, EVENT_WAITING, decide_fencing
 from tests.failover.binding_builders import at
 from tests.failover.view_builders import LABEL, SETTINGS, fenced_on_a_pull_cluster, old_work, pull
 from tests.failover.work_builders import evicted
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 COPY = MemberCopy("member1", "flink.apache.org/v1beta1", "FlinkDeployment", "default", "foo", "foo-5d8f")
 

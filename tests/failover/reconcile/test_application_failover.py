@@ -10,7 +10,7 @@ import pytest
 from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, decide_application_failover
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, nginx_binding, set_health, stamp
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 SETTINGS = DecisionSettings()
 ALIAS = "application.karmada.io/failover-jobid"

@@ -18,7 +18,7 @@ from tests.failover.binding_builders import (
     set_health,
     with_cluster_rules,
 )
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 
 def filled_task(binding: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from failover.reconcile.failback import RECOVERY_ANNOTATION, decide_failback
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
 from tests.failover.binding_builders import at, nginx_binding, stamp
 from tests.failover.work_builders import cluster
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 ON = DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300))
 OFF = DecisionSettings(failback_settle=timedelta(seconds=300))

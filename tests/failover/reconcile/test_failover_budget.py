@@ -10,7 +10,7 @@ from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.application_failover import decide_application_failover
 from failover.reconcile.failover_budget import EVENT_HELD_BACK, FAILOVERS_ANNOTATION, failover_history
 from tests.failover.binding_builders import at, flink_binding, set_health, stamp
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 TOLERATION = 60  # FLINK_BINDING's tolerationSeconds
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, all_targets_healthy, decide_graceful_eviction
 from tests.failover.binding_builders import at, evicting_binding, nginx_binding, preemption_task, set_health, stamp
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 SETTINGS = DecisionSettings()
 

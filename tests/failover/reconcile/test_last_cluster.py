@@ -13,7 +13,7 @@ from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, 
 from failover.reconcile.last_cluster import EVENT_KEPT, RECHECK, why_not_takers
 from tests.failover.binding_builders import at, flink_binding, set_health, stamp
 from tests.failover.work_builders import cluster
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 MEMBERS = ("member1", "member2", "member3")
 TOLERATION = 60  # FLINK_BINDING's tolerationSeconds

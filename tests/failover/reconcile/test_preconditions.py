@@ -28,7 +28,7 @@ from tests.failover.binding_builders import (
     with_cluster_rules,
 )
 from tests.failover.work_builders import clusters, evicted, stored_work
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 
 class PreconditionFailed(Exception):

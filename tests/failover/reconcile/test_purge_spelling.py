@@ -11,8 +11,8 @@ import yaml
 
 from failover.admission.policy import legacy_purge_modes_in, mutate_policy
 from failover.reconcile.purge_spelling import crd_purge_mode_enum, spelling_to_write
+from tests.policies import flink_policy
 from tests.relay.karmada_source import karmada_crd_dir
-from tests.support import flink_policy
 
 
 def graciously_policy() -> dict[str, Any]:

@@ -9,7 +9,7 @@ from failover.core.loop_settings import DecisionSettings
 from failover.core.names import ObjectRef
 from failover.reconcile.rebalancer import binding_name, binding_ref, decide_rebalance, referenced_bindings
 from tests.failover.binding_builders import at, stamp
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 SETTINGS = DecisionSettings()
 DEMO = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "demo-deploy", "namespace": "default"}

@@ -13,7 +13,7 @@ from failover.reconcile.record_keeping import decide_records, has_history, merge
 from failover.state.history import FAILOVER, HISTORY_ANNOTATION, read_history
 from failover.state.last_state import LAST_STATE_ANNOTATION
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 SETTINGS = DecisionSettings()
 

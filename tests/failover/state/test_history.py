@@ -19,6 +19,7 @@ from failover.state.history import (
     MAX_RUNS,
     decide_history,
     read_history,
+    reflected_run,
     restore_hints,
     returned_cluster_patch,
 )
@@ -27,7 +28,7 @@ from failover.state.savepoint import PREVIOUS_JOB_IDS_ANNOTATION, UPGRADE_SAVEPO
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, preemption_task, set_health, stamp
 from tests.failover.history_builders import RESTORE, ROTATED, failed_over, reconcile
 from tests.failover.work_builders import deployment_manifest, work
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 LABEL = "application.karmada.io/failover-jobid"
 
@@ -147,3 +148,10 @@ def test_the_new_copys_manifest_gets_the_restore_hints_beside_the_preserved_labe
     metadata = patched["spec"]["workload"]["manifests"][0]["metadata"]
     assert metadata["labels"] == {LABEL: ROTATED} and metadata["annotations"] == plan.annotations
     assert plan_work_labels(patched, binding).patch == ()  # applied twice: the same object
+
+
+def test_the_operators_last_state_sentinel_is_no_run_start_path() -> None:
+    item = {"status": {"jobStatus": {"jobId": JOB_ID, "upgradeSavepointPath": "KUBERNETES_OPERATOR_LAST_STATE"}}}
+    assert reflected_run(item) == (JOB_ID, "")
+    item["status"]["jobStatus"]["upgradeSavepointPath"] = "s3://b/savepoints/savepoint-1"
+    assert reflected_run(item) == (JOB_ID, "s3://b/savepoints/savepoint-1")

@@ -27,7 +27,7 @@ from tests.failover.binding_builders import (
     stamp,
     with_cluster_rules,
 )
-from tests.support import merge_patch
+from tests.patches import merge_patch
 
 LABEL = "application.karmada.io/failover-jobid"
 APP_PRODUCER = "resource-binding-application-failover-controller"

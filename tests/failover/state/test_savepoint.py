@@ -18,6 +18,7 @@ from failover.state.savepoint import (
     FAIL_OPEN,
     PREVIOUS_JOB_IDS_ANNOTATION,
     UPGRADE_SAVEPOINT_PATH_ANNOTATION,
+    claim_mode,
     injection_verdict,
     patch_fields,
     plan_lookup,
@@ -504,3 +505,17 @@ def test_stateless_restart_is_warned_at_admission(configuration, expected):
 
 def test_a_stateful_configuration_gets_no_warning():
     assert plan_lookup(PROFILE, flink_deployment(configuration=STATEFUL), "CREATE").warnings == ()
+
+
+def test_a_configuration_that_claims_the_restored_snapshot_is_warned_and_the_sentinel_is_never_a_path():
+    claiming = flink_deployment(configuration={**STATEFUL, "execution.state-recovery.claim-mode": "CLAIM"})
+    plan = plan_lookup(PROFILE, claiming, "CREATE")
+    assert any(warning.startswith("restore is unsafe: claim mode CLAIM") for warning in plan.warnings), plan.warnings
+    assert claim_mode(PROFILE, claiming) == "CLAIM" and claim_mode(PROFILE, flink_deployment()) == "NO_CLAIM"
+    assert not plan_lookup(PROFILE, flink_deployment(configuration=STATEFUL), "CREATE").warnings
+    # Operator 1.16's last-state sentinel in upgradeSavepointPath is no path to fall back to.
+    sentinel = flink_deployment(configuration=STATEFUL)
+    sentinel["status"] = {"jobStatus": {"upgradeSavepointPath": "KUBERNETES_OPERATOR_LAST_STATE"}}
+    assert plan_lookup(PROFILE, sentinel, "CREATE").query.upgrade_savepoint_path is None
+    sentinel["status"]["jobStatus"]["upgradeSavepointPath"] = "s3://flink/savepoints/savepoint-1"
+    assert plan_lookup(PROFILE, sentinel, "CREATE").query.upgrade_savepoint_path == "s3://flink/savepoints/savepoint-1"

@@ -1,0 +1,127 @@
+"""failover-relay on the control plane, the way docs/operations.md installs it: ``manifests/deploy/{namespace,
+serviceaccount,rbac}.yaml`` applied (and ``manifests/member/*.yaml`` to every member), ``failover-relay serve
+--config relay.yaml`` with docs/quickstart.md's configuration (``relay_config.py``), and ``failover-relay manifests
+webhook`` applied, waited for until karmada-apiserver calls it."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from tests.karmada_env.clients import Clients
+from tests.karmada_env.layout import REPO_ROOT, Layout
+from tests.karmada_env.processes import Components
+from tests.karmada_env.relay_config import RELAY_NAMESPACE, base_relay_config, merge
+from tests.policies import flink_policy
+from tests.processes import loopback_env
+from tests.relay_cli import relay_command, webhook_manifests
+from tests.tls_clients import unverified_tls
+
+RELAY = "failover-relay"  # its process
+RELAY_PORT = "relay"
+STOP_SECONDS = 30.0  # a relay drains its connections before it exits
+
+
+def relay_env() -> dict[str, str]:
+    """A relay process's environment: loopback without a proxy, and no cluster access but what its flags say."""
+    env = loopback_env()
+    env.pop("KUBERNETES_SERVICE_HOST", None)  # never mistake the test machine for a pod
+    env.pop("KUBECONFIG", None)
+    return env
+
+
+def registration_probe(members: Sequence[str]) -> dict[str, Any]:
+    """The documented Flink policy with a Gracefully purge, which only the relay refuses (statePreservation needs
+    Directly, docs/design.md "Policy admission"): registered means the apiserver calls the relay, and refuses it."""
+    policy = flink_policy(purgeMode="Gracefully", decisionConditions={"tolerationSeconds": 10})
+    policy["metadata"] = {"name": "relay-registration-probe", "namespace": "default"}
+    policy["spec"]["resourceSelectors"] = [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment"}]
+    policy["spec"]["placement"] = {"clusterAffinity": {"clusterNames": list(members)}}
+    return policy
+
+
+class Relay:
+    """The control plane's relay: its process, configuration and webhook registration."""
+
+    def __init__(self, components: Components, clients: Clients, layout: Layout) -> None:
+        self.components = components
+        self.clients = clients
+        self.layout = layout
+        self.config: dict[str, Any] = {}  # as last started
+        self._args: tuple[str, ...] = ()
+        self._registered = False  # the webhook configurations name its address: it must keep its port
+
+    @property
+    def url(self) -> str:
+        return self.components.url(RELAY_PORT)
+
+    def install(self, members: Sequence[str]) -> None:
+        deploy = REPO_ROOT / "manifests" / "deploy"
+        for manifest in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
+            self.clients.kubectl("apply", "-f", str(deploy / manifest))
+        # What the relay needs in each member cluster, when the install has such manifests (docs/operations.md).
+        for manifest in sorted((REPO_ROOT / "manifests" / "member").glob("*.yaml")):
+            for member in members:
+                self.clients.kubectl("apply", "-f", str(manifest), cluster=member)
+        self.start()
+        rendered = webhook_manifests(
+            "--url", self.url, "--namespace", RELAY_NAMESPACE, "--cert-dir", str(self.layout.relay_cert_dir)
+        )
+        self.clients.kubectl("apply", "-f", "-", input=rendered)
+        self._registered = True
+        probe = json.dumps(registration_probe(members))
+        self.components.wait_until(
+            lambda: (
+                "failover-relay.io"
+                in self.clients.kubectl("create", "--dry-run=server", "-f", "-", input=probe, check=False).stderr
+            ),
+            30,
+            "the apiserver calling failover-relay's validating webhook",
+            interval=0.5,
+        )
+
+    def start(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
+        """Start the relay with ``config`` merged over the page's configuration; the seconds until ``/readyz``."""
+        started = time.monotonic()
+        overrides, self._args = config, tuple(args)
+        config_file = self.layout.relay_config_file
+
+        def command() -> list[str]:
+            self.config = merge(
+                base_relay_config(
+                    port=self.components.ports[RELAY_PORT],
+                    cert_dir=self.layout.relay_cert_dir,
+                    checkpoint_root=self.layout.checkpoint_root,
+                    kubeconfig=self.layout.relay_kubeconfig,
+                ),
+                overrides,
+            )
+            config_file.write_text(yaml.safe_dump(self.config, sort_keys=False))
+            return [*relay_command(), "serve", "--config", str(config_file), *self._args]
+
+        self.components.stopped_on_purpose = self.components.stopped_on_purpose - {RELAY}
+        # A restart keeps the port the webhook configurations name; only the first start may move to another.
+        self.components.start(
+            RELAY,
+            command,
+            () if self._registered else (RELAY_PORT,),
+            lambda: f"{self.url}/readyz",
+            unverified_tls(),
+            env=relay_env(),
+            cwd=REPO_ROOT,
+        )
+        return time.monotonic() - started
+
+    def stop(self) -> None:
+        self.components.stop(RELAY, timeout=STOP_SECONDS)
+
+    def restart(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
+        """Stop the relay and start it again (same port, same certificates, so the webhook registration holds)."""
+        started = time.monotonic()
+        self.stop()
+        self.start(config, args)
+        return time.monotonic() - started
