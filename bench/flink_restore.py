@@ -7,6 +7,7 @@ random payload so the state has the size asked for, restored from its last check
     python bench/flink_restore.py --backends rocksdb --sizes 1G --keys 1000000   # 1 KiB a key: a slower fill
     python bench/flink_restore.py --backends rocksdb --sizes 1G --claim-modes NO_CLAIM,CLAIM --json restore.json
     python bench/flink_restore.py --version 1.20.3 --backends hashmap,rocksdb
+    python bench/flink_restore.py --storage s3    # checkpoints in a bucket of moto's S3 server on this machine
 
 Per backend and state size, three JVMs (and one more per extra claim mode), each a MiniCluster of one slot:
 1. fill: the job writes KEYS keys, each a count and a payload of SIZE / KEYS random bytes, waits until every key has
@@ -24,8 +25,11 @@ RUNNING, not from the JVM's start: the MiniCluster's start-up is the same with o
 Checkpoints every `--interval` (1 s), so the first one comes as soon as the tasks run; a deployment's interval adds
 up to one interval (docs/benchmarks.md, "Restore time and the first checkpoint"). 10,000 keys by default, so 1 GiB
 is 10,000 payloads of 105 KiB: the fill writes it in seconds, and the per-key costs (one record per key, a heap
-object per key) stay small beside the bytes; `--keys` for more, smaller values. Exit status is non-zero only when
-the harness fails, never because of a number.
+object per key) stay small beside the bytes; `--keys` for more, smaller values. The checkpoints go to a local
+directory the fill has just written, so the restore reads mostly from the page cache: Flink's own work per GiB, no
+transfer. `--storage s3` puts them in a bucket of an S3-protocol server instead (moto, in memory, on the same cores),
+read and written through Flink's flink-s3-fs-hadoop as from an object store. Exit status is non-zero only when the
+harness fails, never because of a number.
 """
 
 from __future__ import annotations
@@ -35,17 +39,25 @@ import json
 import os
 import platform
 import re
+import socket
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import boto3
+import fsspec
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.flink_job import Probe, Run, build_probes, operator_configuration  # noqa: E402
+from tests.processes import die_with_parent, free_port  # noqa: E402
 
 MIB = 1 << 20
 COMMON = {"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"}
@@ -119,20 +131,42 @@ def first_checkpoint(run: Run) -> tuple[int, float, float]:
     return int(checkpoint_id), float(barrier), float(done)
 
 
-def newest_checkpoint(directory: Path) -> Path:
-    """The newest checkpoint of a job that Flink completed (its `_metadata` written)."""
-    done = [path for path in directory.glob("chk-*") if (path / "_metadata").exists()]
-    return max(done, key=lambda path: int(path.name[4:]))
+@dataclass
+class Storage:
+    """Where the checkpoints go: a directory URL (file:// or s3://), the Flink options that reach it, and an fsspec
+    view of it for the runner."""
+
+    checkpoints: str
+    flink: dict[str, str]
+    fs: Any
 
 
-def measure(probe: Probe, backend: str, size: int, keys: int, claim_modes: list[str], interval: str, work: Path) -> Row:
+def newest_checkpoint(storage: Storage, job_id: str) -> str:
+    """The URL of the newest checkpoint of a job that Flink completed (its `_metadata` written)."""
+    directory = f"{storage.checkpoints}/{job_id}"
+    done = [found.rstrip("/").split("/")[-2] for found in storage.fs.glob(f"{directory}/chk-*/_metadata")]
+    if not done:
+        raise SystemExit(f"no completed checkpoint in {directory}")
+    return f"{directory}/{max(done, key=lambda name: int(name[4:]))}"
+
+
+def measure(
+    probe: Probe,
+    backend: str,
+    size: int,
+    keys: int,
+    claim_modes: list[str],
+    interval: str,
+    work: Path,
+    storage: Storage,
+) -> Row:
     payload = max(8, size // keys)
-    checkpoints = work / "state" / "checkpoints"
     flink_configuration = {
         **COMMON,
         **BACKENDS[backend],
+        **storage.flink,
         "execution.checkpointing.interval": interval,
-        "execution.checkpointing.dir": f"file://{checkpoints}",
+        "execution.checkpointing.dir": storage.checkpoints,
         "io.tmp.dirs": str(work / "tmp"),  # RocksDB's and ForSt's local files, removed with the work directory
     }
     # A heap state lives on the JVM's heap, and a restore reads it whole before the old copy is collected.
@@ -157,8 +191,10 @@ def measure(probe: Probe, backend: str, size: int, keys: int, claim_modes: list[
 
     (work / "tmp").mkdir()
     filled = run("fill", None, ["filled", "chk:1", "cancel"], payload, {})
-    path = f"file://{newest_checkpoint(checkpoints / filled.event('submitted')['jobId'])}"
-    loaded = probe.metadata({}, path)[path]
+    path = newest_checkpoint(storage, filled.event("submitted")["jobId"])
+    loaded = probe.metadata(storage.flink, path)[path]
+    if "error" in loaded:
+        raise SystemExit(f"the fill's checkpoint {path} cannot be read: {loaded['error']}")
     fresh = run("fresh", None, ["filled", "chk:1", "cancel"], 0, RETAINED)
     row = Row(
         backend=backend,
@@ -168,22 +204,22 @@ def measure(probe: Probe, backend: str, size: int, keys: int, claim_modes: list[
         state_bytes=int(loaded["stateSize"]),
         checkpoint_id=int(loaded["checkpointId"]),
         fill_seconds=float(filled.event("filled")["at"]),
-        fresh=times(probe, fresh, float(fresh.event("filled")["at"]), checkpoints),
+        fresh=times(probe, fresh, float(fresh.event("filled")["at"]), storage),
     )
     # NO_CLAIM first: a CLAIM restore owns the checkpoint afterwards and may delete it.
     for mode in sorted(claim_modes, key=lambda mode: mode != "NO_CLAIM"):
         restored = run(f"restored-{mode}", path, ["chk:1", "cancel"], payload, {**RETAINED, CLAIM_MODE_KEY: mode})
-        first, counts = restored.restored()
+        _, counts = restored.restored()
         if len(counts) != keys:
             raise SystemExit(f"{backend} {human(size)}: the restore brought back {len(counts)} of {keys} keys")
-        row.restored[mode] = times(probe, restored, restored.restore_seconds(), checkpoints)
+        row.restored[mode] = times(probe, restored, restored.restore_seconds(), storage)
     return row
 
 
-def times(probe: Probe, run: Run, seen: float, checkpoints: Path) -> Times:
+def times(probe: Probe, run: Run, seen: float, storage: Storage) -> Times:
     checkpoint_id, barrier, done = first_checkpoint(run)
-    path = f"file://{checkpoints / run.event('submitted')['jobId'] / f'chk-{checkpoint_id}'}"
-    loaded = probe.metadata({}, path)[path]
+    path = f"{storage.checkpoints}/{run.event('submitted')['jobId']}/chk-{checkpoint_id}"
+    loaded = probe.metadata(storage.flink, path)[path]
     if "error" in loaded:
         raise SystemExit(f"the run's first checkpoint cannot be read (more than {RETAINED} since?): {loaded['error']}")
     return Times(
@@ -267,6 +303,84 @@ def _to_first_checkpoint(times: Times) -> float:
     return times.first_checkpoint_done - times.running
 
 
+StorageOf = Any  # a callable: the row's work directory -> a context manager of its Storage
+
+
+@contextmanager
+def local() -> Iterator[StorageOf]:
+    """Checkpoints in the row's work directory (removed with it)."""
+
+    @contextmanager
+    def of(work: Path) -> Iterator[Storage]:
+        yield Storage(f"file://{work / 'state' / 'checkpoints'}", {}, fsspec.filesystem("file"))
+
+    yield of
+
+
+# moto's S3-protocol server, as tests/storage/conftest.py starts it; its keys and region are moto's test defaults.
+S3_KEYS = {"key": "testing", "secret": "testing"}
+
+
+@contextmanager
+def s3_bucket() -> Iterator[StorageOf]:
+    """An S3-protocol server (moto, in memory, in its own process on this machine) and one bucket; each row writes
+    below its own prefix, removed after the row so the server holds one row's state at a time."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    server = Path(sys.executable).with_name("moto_server")
+    command = [str(server)] if server.exists() else [sys.executable, "-m", "moto.server"]
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": S3_KEYS["key"], "AWS_SECRET_ACCESS_KEY": S3_KEYS["secret"]}
+    process = subprocess.Popen(
+        [*command, "-H", "127.0.0.1", "-p", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=die_with_parent,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("moto_server did not start") from None
+                time.sleep(0.1)
+        fs = fsspec.filesystem(
+            "s3", endpoint_url=endpoint, client_kwargs={"region_name": "us-east-1"}, skip_instance_cache=True, **S3_KEYS
+        )
+        bucket = f"flink-restore-{uuid.uuid4().hex[:8]}"
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=S3_KEYS["key"],
+            aws_secret_access_key=S3_KEYS["secret"],
+        ).create_bucket(Bucket=bucket)  # s3fs's mkdir asks for a location constraint moto refuses in us-east-1
+        flink = {
+            "s3.endpoint": endpoint,
+            "s3.path.style.access": "true",
+            "s3.access-key": S3_KEYS["key"],
+            "s3.secret-key": S3_KEYS["secret"],
+            "s3.endpoint.region": "us-east-1",
+        }
+
+        @contextmanager
+        def of(work: Path) -> Iterator[Storage]:
+            prefix = f"{bucket}/{work.name}"
+            try:
+                yield Storage(f"s3://{prefix}/checkpoints", flink, fs)
+            finally:
+                if fs.exists(prefix):
+                    fs.rm(prefix, recursive=True)
+
+        yield of
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
 def load_average() -> list[float]:
     return [round(value, 2) for value in os.getloadavg()]
 
@@ -283,7 +397,16 @@ def main() -> None:
     parser.add_argument("--interval", default="1s", help="execution.checkpointing.interval of every run")
     parser.add_argument("--quick", action="store_true", help="1 MiB and 10 MiB only")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
+    parser.add_argument(
+        "--storage",
+        choices=("file", "s3"),
+        default="file",
+        help="where the checkpoints go: a local directory, or a bucket of an S3-protocol server (moto, started here "
+        "on this machine; Flink's flink-s3-fs-hadoop, 2.x only)",
+    )
     args = parser.parse_args()
+    if args.storage == "s3" and not args.version.startswith("2."):
+        parser.error(f"--storage s3: the probe of Flink {args.version} has no S3 file system (flink-probe/pom.xml)")
     backends = [name for name in args.backends.split(",") if name]
     unknown = [name for name in backends if name not in BACKENDS]
     if unknown:
@@ -301,28 +424,31 @@ def main() -> None:
         "flink": args.version,
         "keys": args.keys,
         "interval": args.interval,
+        "storage": args.storage,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "rows": [],
     }
     print(
-        f"Flink {args.version}, {args.keys:,} keys, checkpoints every {args.interval}; seconds from the JVM's start, "
+        f"Flink {args.version}, {args.keys:,} keys, checkpoints every {args.interval} to {args.storage}; "
+        f"seconds from the JVM's start, "
         f"the restored job's in parentheses as a multiple of the fresh job's (the floor); "
         f"load average {load_average()} on {os.cpu_count()} CPUs\n\n{HEADER}",
         flush=True,
     )
     rows: list[Row] = []
-    for backend in backends:
-        for size in sizes:
-            before = load_average()
-            with tempfile.TemporaryDirectory(prefix="flink-restore-") as work:
-                row = measure(probe, backend, size, args.keys, claim_modes, args.interval, Path(work))
-            rows.append(row)
-            entry = {**asdict(row), "load_average_before": before, "load_average_after": load_average()}
-            results["rows"].append(entry)
-            print("\n".join(table_rows(row)), flush=True)
-            if args.json:
-                args.json.write_text(json.dumps(results, indent=2))
+    with s3_bucket() if args.storage == "s3" else local() as storage_of:
+        for backend in backends:
+            for size in sizes:
+                before = load_average()
+                with tempfile.TemporaryDirectory(prefix="flink-restore-") as work, storage_of(Path(work)) as storage:
+                    row = measure(probe, backend, size, args.keys, claim_modes, args.interval, Path(work), storage)
+                rows.append(row)
+                entry = {**asdict(row), "load_average_before": before, "load_average_after": load_average()}
+                results["rows"].append(entry)
+                print("\n".join(table_rows(row)), flush=True)
+                if args.json:
+                    args.json.write_text(json.dumps(results, indent=2))
     results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     results["fit"] = fit(rows)
     loads = [entry["load_average_before"][0] for entry in results["rows"]]
