@@ -269,6 +269,11 @@ def _ratio(value: float, floor: float) -> str:
     return f"{value:.1f} ({value / floor:.1f}×)" if floor > 0 else f"{value:.1f}"
 
 
+# Below this the restore hides in the start-up's spread (docs/benchmarks.md: 0.6-3.9 s at 100 MiB and under, any
+# backend), so a line through such sizes alone (--quick) says nothing per GiB.
+NOISE_GIB = 0.5
+
+
 def fit(rows: list[Row]) -> list[str]:
     """Per backend and claim mode, seconds from the restored job RUNNING to its first completed checkpoint as fixed +
     per GiB x state size (least squares over the sizes), with the largest miss. From RUNNING, not from the JVM's
@@ -290,9 +295,16 @@ def fit(rows: list[Row]) -> list[str]:
             running = [row.fresh.running for row in mine]
             floors = [_to_first_checkpoint(row.fresh) for row in mine]
             sign = "-" if slope < 0 else "+"
+            largest = max(x for x, _ in points)
+            caveat = (
+                f" (states up to {human(largest * (1 << 30))} only: the slope is the start-up's noise, not a cost "
+                "per GiB)"
+                if largest < NOISE_GIB
+                else ""
+            )
             lines.append(
                 f"{backend} {mode}: RUNNING to the first checkpoint after the restore ≈ {fixed:.1f} s {sign} "
-                f"{abs(slope):.1f} s/GiB (largest miss {miss:.1f} s); the fresh job: RUNNING "
+                f"{abs(slope):.1f} s/GiB (largest miss {miss:.1f} s){caveat}; the fresh job: RUNNING "
                 f"{min(running):.1f}-{max(running):.1f} s after the JVM's start, its first checkpoint "
                 f"{min(floors):.1f}-{max(floors):.1f} s after that"
             )
