@@ -57,10 +57,11 @@ cp -r "$module/pom.xml" "$module/src" "$work/"
 for version in "${missing[@]}"; do
   complete "$version" && continue
   started=$SECONDS
-  # The S3 file system only for 2.x: flink-s3-fs-hadoop 1.20.3 is not served (flink-probe/pom.xml).
-  s3=()
-  [[ "$version" == 2.* ]] && s3=(-Ds3)
-  build() { mvn -B -q -Dstyle.color=never "$@" "${s3[@]}" -Dflink.version="$version" -f "$work/pom.xml" compile \
+  # The S3 file system only for 2.x: flink-s3-fs-hadoop 1.20.3 is not served (flink-probe/pom.xml); ForSt is a state
+  # backend of 2.x only.
+  only2=()
+  [[ "$version" == 2.* ]] && only2=(-Ds3 -Dforst)
+  build() { mvn -B -q -Dstyle.color=never "$@" "${only2[@]}" -Dflink.version="$version" -f "$work/pom.xml" compile \
     dependency:build-classpath -Dmdep.outputFile="$work/classpath-$version" >&2; }
   # Offline first: a warm ~/.m2 needs no network; a cold one downloads (about 250 MB per version).
   build -o 2>/dev/null || { log "Flink $version: downloading its jars"; build; }

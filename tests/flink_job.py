@@ -129,16 +129,23 @@ class Probe:
         keys: int,
         rate: int,
         timeout: float = 240,
+        payload_bytes: int = 0,
+        wait_seconds: int | None = None,
+        jvm: Sequence[str] = (),
     ) -> Run:
         """Run the job with exactly `config`; with a last step `crash-in-checkpoint`, kill -9 the JVM while a
-        checkpoint is in progress. Returns the events it printed."""
+        checkpoint is in progress. Returns the events it printed. `payload_bytes`: a payload of that many random
+        bytes per key beside its count (a state of keys x payload_bytes); `wait_seconds`: the probe's bound on each
+        wait (180 s unless given); `jvm`: more JVM options (a later -Xmx overrides the probe's 512 MB)."""
         run_dir.mkdir(parents=True)
         config_file = run_dir / "flink.properties"
         config_file.write_text(_properties(config))
-        args = ["run", str(config_file), str(run_dir), str(expected_dir), str(keys), str(rate), *steps]
+        options = ["--payload-bytes", str(payload_bytes)] if payload_bytes else []
+        options += ["--wait-seconds", str(wait_seconds)] if wait_seconds is not None else []
+        args = ["run", *options, str(config_file), str(run_dir), str(expected_dir), str(keys), str(rate), *steps]
         stderr = (run_dir / "stderr").open("wb")
         process = subprocess.Popen(
-            self._command(*args), stdout=subprocess.PIPE, stderr=stderr, text=True, preexec_fn=die_with_parent
+            self._command(*args, jvm=jvm), stdout=subprocess.PIPE, stderr=stderr, text=True, preexec_fn=die_with_parent
         )
         events: list[dict[str, Any]] = []
         # A JVM that stops printing is killed at the deadline, which also ends the read below.

@@ -60,12 +60,11 @@ class DecisionSettings:
     failover_budget: int = setting("controllers.failoverBudget", 3, ge=1)
     failover_budget_window: timedelta = setting("controllers.failoverBudgetWindowSeconds", timedelta(hours=1), gt=0)
     failover_backoff: timedelta = setting("controllers.failoverBackoffSeconds", timedelta(0), ge=0)
-    # A copy a move created is not counted Unhealthy this long while it has not come up (0: none). Sized from what a
-    # Flink restore takes, an estimate: the JobManager up within the Flink operator's own patience for a new
-    # deployment (`kubernetes.operator.deployment.readiness.timeout`, 1 min by default), then the state read back
-    # from the object store (100 GiB at 500 MiB/s is 3.4 min). Five minutes is also Karmada's default
-    # tolerationSeconds (failover.core.api.DEFAULT_TOLERATION_SECONDS), what Karmada gives any copy before it counts
-    # as failed.
+    # A copy a move created is not counted Unhealthy this long while it has not restored (0: none). Sized from
+    # bench/flink_restore.py's measurement in docs/operations.md, "The restore grace": the move to the new copy's
+    # Flink JVMs, three times a restore of 1 GiB a slot up to its first checkpoint, and a checkpoint interval of
+    # 60 s. Five minutes is also Karmada's default tolerationSeconds (failover.core.api.DEFAULT_TOLERATION_SECONDS),
+    # what Karmada gives any copy before it counts as failed.
     restore_grace: timedelta = setting("controllers.restoreGraceSeconds", timedelta(minutes=5), ge=0)
     # Fencing (failover/fence/old_copy.py; docs/operations.md "Fencing"): the old Work of a Directly eviction from a
     # cluster that has not been Ready for `fence_after` (counted from its Ready transition) is released so the

@@ -32,20 +32,26 @@ import java.util.stream.Stream;
  * The real-Flink tier's probe (tests/flink_job.py drives it; docs/restore.md, "Proven by Flink").
  *
  * <pre>
- * Probe run CONFIG RUN_DIR EXPECTED_DIR KEYS RECORDS_PER_SECOND STEP...
+ * Probe run [--payload-bytes N] [--wait-seconds S] CONFIG RUN_DIR EXPECTED_DIR KEYS RECORDS_PER_SECOND STEP...
  *   Runs the keyed-counter job in a MiniCluster configured with exactly the properties in CONFIG (a
  *   FlinkDeployment's flinkConfiguration, plus what the operator adds: the job id, the restore path). Steps, in
  *   order: chk:N (wait for N more completed checkpoints), savepoint, stop-with-savepoint, cancel, crash-in-checkpoint
- *   (hold the next checkpoint's barrier and wait to be killed), hold (run until killed; fails if the job ends). One
- *   JSON object per line on stdout per event; "running" once the job is RUNNING. With a file RUN_DIR/records
- *   present at the start, every record processed is appended to it (the sink of the real-Karmada tier).
+ *   (hold the next checkpoint's barrier and wait to be killed), hold (run until killed; fails if the job ends),
+ *   filled (wait until every key has been seen in this run). One JSON object per line on stdout per event;
+ *   "running" once the job is RUNNING; "checkpoints" lists every checkpoint this run completed so far (also those
+ *   before the step) with the seconds its barrier reached the counter and its completion was notified. With a file RUN_DIR/records present at the start, every
+ *   record processed is appended to it (the sink of the real-Karmada tier). --payload-bytes gives every key a
+ *   payload of N random bytes besides its count (a state of KEYS x N bytes; Counter); --wait-seconds bounds each
+ *   wait (180 by default).
  * Probe metadata CONFIG PATH...
  *   Loads each state's _metadata with Flink's own Checkpoints.loadCheckpointMetadata (file systems configured from
- *   CONFIG); one JSON line per path.
+ *   CONFIG); one JSON line per path, with the state's full size (stateSize) and what this checkpoint wrote itself
+ *   (checkpointedSize: less than the full size for an incremental checkpoint that shares older files).
  * </pre>
  */
 public final class Probe {
     private static final long START = System.nanoTime();
+    private static long waitNanos = 180_000_000_000L;
 
     public static void main(String[] args) throws Exception {
         if (args.length >= 2 && args[0].equals("metadata")) {
@@ -56,14 +62,27 @@ public final class Probe {
             }
             System.exit(0);
         }
-        if (args.length < 6 || !args[0].equals("run")) {
-            System.err.println("usage: Probe run CONFIG RUN_DIR EXPECTED_DIR KEYS RECORDS_PER_SECOND STEP... | "
-                    + "Probe metadata CONFIG PATH...");
+        int first = 1;
+        int payloadBytes = 0;
+        while (args.length >= first + 2 && args[0].equals("run") && args[first].startsWith("--")) {
+            if (args[first].equals("--payload-bytes")) {
+                payloadBytes = Integer.parseInt(args[first + 1]);
+            } else if (args[first].equals("--wait-seconds")) {
+                waitNanos = Long.parseLong(args[first + 1]) * 1_000_000_000L;
+            } else {
+                break;
+            }
+            first += 2;
+        }
+        if (args.length < first + 5 || !args[0].equals("run") || args[first].startsWith("--")) {
+            System.err.println("usage: Probe run [--payload-bytes N] [--wait-seconds S] CONFIG RUN_DIR EXPECTED_DIR "
+                    + "KEYS RECORDS_PER_SECOND STEP... | Probe metadata CONFIG PATH...");
             System.exit(2);
         }
         try {
-            run(Paths.get(args[1]), Paths.get(args[2]), Paths.get(args[3]), Integer.parseInt(args[4]),
-                    Integer.parseInt(args[5]), List.of(args).subList(6, args.length));
+            run(Paths.get(args[first]), Paths.get(args[first + 1]), Paths.get(args[first + 2]),
+                    Integer.parseInt(args[first + 3]), Integer.parseInt(args[first + 4]), payloadBytes,
+                    List.of(args).subList(first + 5, args.length));
         } catch (Throwable error) {
             // Exit whatever happened: the MiniCluster's threads are not daemons and would keep the JVM alive.
             error.printStackTrace();
@@ -72,8 +91,8 @@ public final class Probe {
         System.exit(0);
     }
 
-    private static void run(Path configFile, Path runDir, Path expectedDir, int keys, int rate, List<String> steps)
-            throws Exception {
+    private static void run(Path configFile, Path runDir, Path expectedDir, int keys, int rate, int payloadBytes,
+            List<String> steps) throws Exception {
         Properties properties = properties(configFile);
         Configuration config = load(configFile);
         // File systems (s3:// of flink-s3-fs-hadoop, found on the class path) take their options (s3.endpoint, ...)
@@ -92,7 +111,8 @@ public final class Probe {
                     return value;
                 }).returns(Types.LONG).uid("pace").name("pace")
                 .keyBy(value -> value % keys, Types.LONG)
-                .flatMap(new Counter(keys, expectedDir.toString(), runDir.toString())).uid("counter").name("counter")
+                .flatMap(new Counter(keys, expectedDir.toString(), runDir.toString(), payloadBytes))
+                .uid("counter").name("counter")
                 .sinkTo(new DiscardingSink<>()).uid("discard").name("discard");
         JobClient client = env.executeAsync("failover-relay-probe");
         event("submitted", "\"jobId\":\"" + client.getJobID() + "\"");
@@ -111,7 +131,12 @@ public final class Probe {
                 long floor = newest(expectedDir);
                 int wanted = Integer.parseInt(step.substring(4));
                 waitFor(client, () -> completedAbove(runDir, floor) >= wanted, wanted + " more checkpoints");
-                event("checkpoints", "\"newest\":" + newest(runDir.resolve("completed")));
+                event("checkpoints", "\"newest\":" + newest(runDir.resolve("completed")) + ",\"completed\":"
+                        + completedTimes(runDir));
+            } else if (step.equals("filled")) {
+                Path filled = runDir.resolve("filled");
+                waitFor(client, () -> Files.exists(filled), "every key to be seen");
+                event("filled", "\"at\":" + secondsAt(filled));
             } else if (step.equals("savepoint")) {
                 String path = client.triggerSavepoint(null, SavepointFormatType.CANONICAL).get();
                 event("savepoint", "\"path\":" + quote(path));
@@ -169,11 +194,14 @@ public final class Probe {
                 metadata = Checkpoints.loadCheckpointMetadata(in, Probe.class.getClassLoader(), pointer);
             }
             long size = 0;
+            long checkpointed = 0;
             for (OperatorState state : metadata.getOperatorStates()) {
                 size += state.getStateSize();
+                checkpointed += state.getCheckpointedSize();
             }
             System.out.println("{\"path\":" + quote(pointer) + ",\"checkpointId\":" + metadata.getCheckpointId()
-                    + ",\"operators\":" + metadata.getOperatorStates().size() + ",\"stateSize\":" + size + "}");
+                    + ",\"operators\":" + metadata.getOperatorStates().size() + ",\"stateSize\":" + size
+                    + ",\"checkpointedSize\":" + checkpointed + "}");
         } catch (Exception error) {
             System.out.println("{\"path\":" + quote(pointer) + ",\"error\":" + quote(error.toString()) + "}");
         }
@@ -185,7 +213,7 @@ public final class Probe {
 
     /** Polls until the condition holds; fails fast when the job has ended meanwhile (its exception is the cause). */
     private static void waitFor(JobClient client, Condition condition, String what) throws Exception {
-        long deadline = System.nanoTime() + 180_000_000_000L;
+        long deadline = System.nanoTime() + waitNanos;
         while (!condition.holds()) {
             if (client != null) {
                 JobStatus status = client.getJobStatus().get();
@@ -214,6 +242,31 @@ public final class Probe {
         return ids(runDir.resolve("completed")).filter(id -> id > floor).count();
     }
 
+    /**
+     * The checkpoints this run completed, each as {@code [id, barrier seconds, completion seconds]} (-1 for a barrier
+     * this run did not see), as a JSON array.
+     */
+    private static String completedTimes(Path runDir) throws Exception {
+        StringBuilder out = new StringBuilder("[");
+        for (long id : ids(runDir.resolve("completed")).sorted().toArray()) {
+            Path barrier = runDir.resolve("barriers").resolve(Long.toString(id));
+            out.append(out.length() > 1 ? "," : "").append('[').append(id).append(',')
+                    .append(Files.exists(barrier) ? secondsAt(barrier) : "-1").append(',')
+                    .append(secondsAt(runDir.resolve("completed").resolve(Long.toString(id)))).append(']');
+        }
+        return out.append(']').toString();
+    }
+
+    /** The time a Counter file holds (System.nanoTime, one clock in this JVM) in seconds since START. */
+    private static String secondsAt(Path file) throws Exception {
+        String text = Files.readString(file).trim();
+        return text.isEmpty() ? "-1" : seconds(Long.parseLong(text));
+    }
+
+    private static String seconds(long nanoTime) {
+        return String.format("%.3f", (nanoTime - START) / 1e9);
+    }
+
     private static long newest(Path directory) throws Exception {
         return ids(directory).max().orElse(0);
     }
@@ -229,8 +282,7 @@ public final class Probe {
     }
 
     private static void event(String name, String fields) {
-        double seconds = (System.nanoTime() - START) / 1e9;
-        System.out.println("{\"event\":\"" + name + "\",\"seconds\":" + String.format("%.3f", seconds)
+        System.out.println("{\"event\":\"" + name + "\",\"seconds\":" + seconds(System.nanoTime())
                 + (fields.isEmpty() ? "" : "," + fields) + "}");
         System.out.flush();
     }
