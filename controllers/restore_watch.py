@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from failover.core import binding as b
-from failover.core.work import work_cluster
+from failover.core.work import live_manifests
 from failover.state.checkpoints import CheckpointStore, LookupResult
 from failover.state.empty_start import NO_PATH
 from failover.state.flink_config import read_state_config, stateless_restart_reasons
@@ -92,12 +92,6 @@ class RestoreWatch:
 
 def _flink_manifest(works: Iterable[Mapping[str, Any]], cluster: str) -> Mapping[str, Any] | None:
     """The FlinkDeployment the binding's live Work for `cluster` puts there."""
-    for work in works:
-        if work_cluster(work) != cluster or b.is_deleting(work):
-            continue
-        workload = b.spec(work).get("workload")
-        manifests = workload.get("manifests") if isinstance(workload, dict) else None
-        for manifest in manifests if isinstance(manifests, list) else ():
-            if isinstance(manifest, dict) and manifest.get("kind") == "FlinkDeployment":
-                return manifest
-    return None
+    return next(
+        (manifest for manifest in live_manifests(works, cluster) if manifest.get("kind") == "FlinkDeployment"), None
+    )

@@ -20,6 +20,7 @@ import structlog
 from failover.core import binding as b
 from failover.core.api import WORKS, GroupKind
 from failover.core.verdict import ALLOWED, Verdict, clip
+from failover.core.work import manifests
 from failover.state.preserved_state import (
     AUDIT_OUTCOME,
     AUDIT_REASON,
@@ -28,7 +29,6 @@ from failover.state.preserved_state import (
     job_id_view,
     manifest_group_kind,
     manifest_namespace,
-    manifests,
     owning_binding,
     plan_work_labels,
     same_manifest,

@@ -6,7 +6,7 @@ one of them. Field names follow `pkg/apis/work/v1alpha1/work_types.go` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,14 +89,26 @@ def handed_to_agent(work: Mapping[str, Any]) -> bool:
     return is_held(work) and not binding_id_labels(work)
 
 
+def manifests(work: Mapping[str, Any]) -> list[Any]:
+    """The objects a Work carries (`spec.workload.manifests`), as written: [] when the field is not a list."""
+    workload = b.spec(work).get("workload")
+    items = workload.get("manifests") if isinstance(workload, dict) else None
+    return items if isinstance(items, list) else []
+
+
+def live_manifests(works: Iterable[Mapping[str, Any]], cluster: str) -> Iterator[dict[str, Any]]:
+    """The manifests of the Works for `cluster` that are not being deleted: what the binding puts there now."""
+    for work in works:
+        if work_cluster(work) == cluster and not b.is_deleting(work):
+            yield from (manifest for manifest in manifests(work) if isinstance(manifest, dict))
+
+
 def member_copies(work: Mapping[str, Any]) -> tuple[MemberCopy, ...]:
     """The objects a Work puts on its cluster, from its manifests' identities."""
     cluster = work_cluster(work)
     name = b.metadata(work).get("name")
-    workload = b.spec(work).get("workload")
-    manifests = workload.get("manifests") if isinstance(workload, dict) else None
     copies = []
-    for manifest in manifests if isinstance(manifests, list) and cluster and isinstance(name, str) else ():
+    for manifest in manifests(work) if cluster and isinstance(name, str) else ():
         meta = b.metadata(manifest)
         api_version, kind = (
             (manifest.get("apiVersion"), manifest.get("kind")) if isinstance(manifest, dict) else (None, None)

@@ -17,6 +17,7 @@ from typing import Any
 from failover.core import binding as b
 from failover.core.api import FLINK_DEPLOYMENTS
 from failover.core.decision import WARNING, Event, clip_message
+from failover.core.work import manifests
 from failover.state.flink_config import read_state_config, stateless_restart_reasons
 
 EVENT_STATELESS_RESTART = "StatelessRestart"
@@ -54,9 +55,7 @@ def stateless_restart_events(binding: Mapping[str, Any], works: Iterable[Mapping
     events: list[Event] = []
     seen: set[tuple[str, str]] = set()
     for work in works:
-        workload = b.spec(work).get("workload")
-        manifests = workload.get("manifests") if isinstance(workload, dict) else None
-        for manifest in manifests if isinstance(manifests, list) else ():
+        for manifest in manifests(work):
             if not isinstance(manifest, dict) or not is_flink_deployment(manifest):
                 continue
             metadata = b.metadata(manifest)

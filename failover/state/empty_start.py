@@ -41,7 +41,7 @@ from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time, read_json_annotation
 from failover.core.decision import NORMAL, WARNING, Event, clip_message
 from failover.core.names import ObjectRef
-from failover.core.work import work_cluster
+from failover.core.work import live_manifests
 from failover.state.jobid import job_id_problem
 from failover.state.restoration import Restoring, moving_or_restoring
 
@@ -148,15 +148,10 @@ def accepted_job_ids(works: Iterable[Mapping[str, Any]], cluster: str) -> set[st
     """The job ids whose state the workload gives up (START_WITHOUT_STATE_ANNOTATION on a manifest of the Work for
     `cluster`: the template's annotations as Karmada propagates them)."""
     accepted: set[str] = set()
-    for work in works:
-        if work_cluster(work) != cluster or b.is_deleting(work):
-            continue
-        workload = b.spec(work).get("workload")
-        manifests = workload.get("manifests") if isinstance(workload, dict) else None
-        for manifest in manifests if isinstance(manifests, list) else ():
-            value = b.annotations(manifest).get(START_WITHOUT_STATE_ANNOTATION) if isinstance(manifest, dict) else None
-            if isinstance(value, str):
-                accepted.update(part.strip() for part in value.split(","))
+    for manifest in live_manifests(works, cluster):
+        value = b.annotations(manifest).get(START_WITHOUT_STATE_ANNOTATION)
+        if isinstance(value, str):
+            accepted.update(part.strip() for part in value.split(","))
     return accepted
 
 

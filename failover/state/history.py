@@ -35,6 +35,7 @@ from typing import Any, cast
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time, read_json_annotation
 from failover.core.api import REASON_APPLICATION_FAILURE, REASON_FAILBACK
+from failover.core.work import manifests
 from failover.state.flink_config import is_state_path
 from failover.state.jobid import job_id_problem
 from failover.state.last_state import recorded_state
@@ -257,8 +258,7 @@ def _completed(move: Move, binding: Mapping[str, Any], works: Iterable[Mapping[s
 def restore_paths(work: Mapping[str, Any]) -> list[str]:
     """The restore paths the manifests of a Work carry (`spec.job.initialSavepointPath`, the Flink kinds')."""
     paths = []
-    workload = b.spec(work).get("workload")
-    for manifest in (workload.get("manifests") or []) if isinstance(workload, dict) else []:
+    for manifest in manifests(work):
         job = b.spec(manifest).get("job") if isinstance(manifest, dict) else None
         path = job.get("initialSavepointPath") if isinstance(job, dict) else None
         if isinstance(path, str) and path:

@@ -43,6 +43,7 @@ from failover.core.api import (
 from failover.core.labels import escape_json_pointer, label_key_problems, label_value_problems
 from failover.core.names import is_dns_label, is_dns_subdomain
 from failover.core.verdict import Verdict, clip
+from failover.core.work import manifests
 from failover.state.history import restore_hints
 from failover.state.last_state import APPLICATION, CLUSTER, preservation_rules, recorded_state, recorded_states
 
@@ -288,12 +289,6 @@ def valid_labels(state: Mapping[Any, Any], source: str) -> tuple[dict[str, str],
             continue
         labels[key] = value
     return labels, tuple(warnings)
-
-
-def manifests(work: Mapping[str, Any]) -> list[Any]:
-    workload = b.spec(work).get("workload")
-    items = workload.get("manifests") if isinstance(workload, dict) else None
-    return items if isinstance(items, list) else []
 
 
 def metadata_ops(
