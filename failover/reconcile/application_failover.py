@@ -260,34 +260,13 @@ def _preserved_state(
     inherited = inherited_state(tasks, cluster)
     if inherited is not None:
         origin, kept = inherited
-        return _StateOutcome(
-            state=kept,
-            events=(
-                Event(
-                    NORMAL,
-                    EVENT_STATE_INHERITED,
-                    clip_message(
-                        f"kept the state preserved when leaving {origin}: the copy on {cluster} never became healthy"
-                    ),
-                ),
-            ),
-        )
+        why = f"kept the state preserved when leaving {origin}: the copy on {cluster} never became healthy"
+        return _StateOutcome(state=kept, events=(Event(NORMAL, EVENT_STATE_INHERITED, clip_message(why)),))
     carried = lineage(binding, cluster)
     if carried is not None:
         origin, kept = carried
-        return _StateOutcome(
-            state=kept,
-            events=(
-                Event(
-                    NORMAL,
-                    EVENT_STATE_INHERITED,
-                    clip_message(
-                        f"kept the state carried from {origin}: the copy on {cluster} has completed no checkpoint of"
-                        " its own yet"
-                    ),
-                ),
-            ),
-        )
+        why = f"kept the state carried from {origin}: the copy on {cluster} has completed no checkpoint of its own yet"
+        return _StateOutcome(state=kept, events=(Event(NORMAL, EVENT_STATE_INHERITED, clip_message(why)),))
 
     reflected = (b.aggregated_status(binding).get(cluster) or {}).get("status")
     state: dict[str, str] = {}
