@@ -152,14 +152,7 @@ def encode_heartbeat(heartbeat: Heartbeat) -> bytes:
 
 def parse_heartbeat(data: bytes, cluster: str) -> Heartbeat:
     """The heartbeat stored as `relays/<cluster>.json`; it must name the cluster of its path."""
-    if len(data) > MAX_RECORD_BYTES:
-        raise RecordRefused(f"larger than {MAX_RECORD_BYTES} bytes")
-    try:
-        document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise RecordRefused("not UTF-8 JSON") from None
-    if not isinstance(document, dict) or set(document) != {"version", "cluster", "seenAt", "pollSeconds"}:
-        raise RecordRefused("must be an object with exactly version, cluster, seenAt, pollSeconds")
+    document = _json_object(data, ("version", "cluster", "seenAt", "pollSeconds"))
     if document["version"] != FORMAT_VERSION or document["cluster"] != cluster:
         raise RecordRefused("version or cluster differs from the file's path")
     seen_at, poll = parse_time(document["seenAt"]), document["pollSeconds"]
@@ -230,7 +223,8 @@ def _encode(document: Mapping[str, Any]) -> bytes:
     return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
 
 
-def _document(data: bytes, cluster: str, fence_id: str, keys: tuple[str, ...]) -> dict[str, Any]:
+def _json_object(data: bytes, keys: tuple[str, ...]) -> dict[str, Any]:
+    """A stored file as a JSON object with exactly `keys`, read within MAX_RECORD_BYTES."""
     if len(data) > MAX_RECORD_BYTES:
         raise RecordRefused(f"larger than {MAX_RECORD_BYTES} bytes")
     try:
@@ -239,6 +233,11 @@ def _document(data: bytes, cluster: str, fence_id: str, keys: tuple[str, ...]) -
         raise RecordRefused("not UTF-8 JSON") from None
     if not isinstance(document, dict) or set(document) != set(keys):
         raise RecordRefused(f"must be an object with exactly {', '.join(keys)}")
+    return document
+
+
+def _document(data: bytes, cluster: str, fence_id: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    document = _json_object(data, keys)
     if document["version"] != FORMAT_VERSION:
         raise RecordRefused(f"version must be {FORMAT_VERSION}")
     if document["fenceId"] != fence_id or document["cluster"] != cluster:
