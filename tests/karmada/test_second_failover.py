@@ -6,6 +6,7 @@ evicted cluster's aggregatedStatus; binding/common.go injectReservedLabelState u
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -36,16 +37,22 @@ def no_restore_grace(karmada_env: KarmadaEnv):
     karmada_env.restart_relay()
 
 
+def failed_over_once(job: FlinkJob) -> tuple[str, str, Path, str]:
+    """A stateful job with completed checkpoints 7 and 8 that failed over once: (its first member, its job id, its
+    checkpoint directory, the member it moved to)."""
+    first, job_id = job.start_stateful(TOLERATION_SECONDS)
+    checkpoints = job.write_checkpoints(job_id, completed=(7, 8))
+    job.report_unhealthy(first, job_id)
+    second, _ = job.wait_restored_outside(first, timeout=FAILOVER_TIMEOUT_SECONDS)
+    return first, job_id, checkpoints, second
+
+
 def test_second_failover_restores_the_first_job(
     karmada_env: KarmadaEnv, namespace: str, no_restore_grace: None, request: pytest.FixtureRequest
 ) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace)
-    first, job_id = job.start_stateful(TOLERATION_SECONDS)
-    checkpoints = job.write_checkpoints(job_id, completed=(7, 8))
-
-    job.report_unhealthy(first, job_id)
-    second, _ = job.wait_restored_outside(first, timeout=FAILOVER_TIMEOUT_SECONDS)
+    first, job_id, checkpoints, second = failed_over_once(job)
 
     # The restarted job never gets healthy, and it is another job (a fresh job id), as when a restore fails.
     broken_job_id = new_job_id()
@@ -74,11 +81,7 @@ def test_a_failover_before_the_new_job_checkpoints_restores_the_carried_state(
     once (the default restoreGraceSeconds, 300 s, holds only a copy that is still restoring)."""
     env = karmada_env
     job = FlinkJob(env, namespace)
-    first, job_id = job.start_stateful(TOLERATION_SECONDS)
-    checkpoints = job.write_checkpoints(job_id, completed=(7, 8))
-
-    job.report_unhealthy(first, job_id)
-    second, _ = job.wait_restored_outside(first, timeout=FAILOVER_TIMEOUT_SECONDS)
+    first, job_id, checkpoints, second = failed_over_once(job)
     new_job = new_job_id()
     job.run_healthy(second, new_job)
     job.write_checkpoints(new_job, completed=(), incomplete=(1,))  # its first checkpoint, in progress
