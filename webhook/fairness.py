@@ -7,7 +7,9 @@ least two more than the newcomer's (so places move towards an even share and a f
 back and forth). Only a connection doing nothing is evicted: one in its TLS handshake (no review can have been
 written on it yet), or one that has neither received nor sent a byte for `QUIET_SECONDS` (closing a keep-alive
 connection races a review written on it at that moment, webhook/drain.py: one just answered may be about to carry
-the next); never one with a review in progress.
+the next); never one with a review in progress. When every connection that could give way was active a moment ago,
+the newcomer waits (the listener stops accepting) until the first of them has been quiet that long, once, rather than
+being refused.
 
 The per-address cap counts only connections that finished their handshake and then do nothing (idle, or still
 sending a request head): the apiserver opens one connection per concurrent review, so a burst of 300 reviews held by a
@@ -37,14 +39,24 @@ def idle_count(held: Iterable[Held]) -> int:
     return sum(1 for connection in held if not connection.busy and not connection.handshaking)
 
 
-def victim(
+class Wait(NamedTuple):
+    """Nothing may give way yet, but a connection will if it stays as it is: the newcomer waits until then."""
+
+    until: float  # loop time at which the first connection that could give way has been quiet for `quiet`
+
+
+def make_room(
     newcomer_holds: int, by_peer: Mapping[str, list[Held]], *, now: float, quiet: float = QUIET_SECONDS
-) -> Held | None:
+) -> Held | Wait | None:
     """The connection to close so that a newcomer whose address holds `newcomer_holds` connections gets a place in a
-    full server, or None (the newcomer is refused)."""
+    full server; else when one of the addresses that should give way will have a connection quiet enough (`Wait`:
+    every one was active a moment ago, as right after a flood filled the server or reopened its connections
+    together; refusing then turned away 3 to 10 of 40 legitimate reviews in a row); else None (refused: no address
+    holds enough, or all it holds is busy)."""
+    soonest: float | None = None
     for _, held in sorted(by_peer.items(), key=lambda item: len(item[1]), reverse=True):
         if len(held) < newcomer_holds + 2:
-            return None
+            break
         candidates = [
             connection
             for connection in held
@@ -52,4 +64,7 @@ def victim(
         ]
         if candidates:
             return min(candidates, key=lambda connection: connection.last_active)
-    return None
+        quieting = [connection.last_active + quiet for connection in held if not connection.busy]
+        if quieting and (soonest is None or min(quieting) < soonest):
+            soonest = min(quieting)
+    return None if soonest is None else Wait(soonest)

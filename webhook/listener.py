@@ -8,7 +8,9 @@ to 689 MB. This listener accepts on its own so that it can refuse before anythin
   their handshake and do nothing (idle, or sending a request head): the apiserver opens one connection per
   concurrent review over HTTP/1.1, and those never count towards that cap (webhook/fairness.py);
 - when full, a newcomer takes the place of the idlest connection of the address holding the most, if that address
-  holds at least two more than the newcomer's (webhook/fairness.py): a few addresses cannot take every place;
+  holds at least two more than the newcomer's (webhook/fairness.py): a few addresses cannot take every place; when
+  all of that address's connections were active a moment ago, accepting pauses until one of them is quiet enough
+  (at most `QUIET_SECONDS`, once per newcomer; the kernel's backlog holds whoever comes meanwhile);
 - a connection over a cap is closed at once, before any TLS state exists, and counted;
 - the TLS handshake must finish within `handshake_seconds` (the apiserver completes it in milliseconds);
 - the TLS read buffer is 32 KiB (two TLS records) instead of asyncio's 256 KiB: a review arrives in one burst
@@ -35,12 +37,15 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from webhook.fairness import Held, idle_count, victim
+from webhook.fairness import Held, Wait, idle_count, make_room
 
 # Connections taken from the kernel per readiness event, as asyncio's own accept loop does (its backlog).
 ACCEPT_BATCH = 100
 # Out of file descriptors: stop accepting this long and let connections close (asyncio does the same).
 ACCEPT_PAUSE_SECONDS = 1.0
+# Past a waiting newcomer's time (webhook/fairness.py `Wait`): asyncio runs a timer up to its clock resolution early,
+# and a connection must then have been quiet for the whole of QUIET_SECONDS.
+WAIT_MARGIN_SECONDS = 0.01
 # A peer that sent its close_notify gets this long for ours; asyncio's default is 30 s.
 TLS_SHUTDOWN_SECONDS = 5.0
 
@@ -194,6 +199,9 @@ class CappedListener:
         # Every admitted connection, from the handshake on, until it closes: what a stopping server waits for.
         self.connections: set[_Counted] = set()
         self._closed = False
+        # A newcomer waiting for a place to turn evictable (webhook/fairness.py `Wait`); accepting pauses meanwhile.
+        self._waiting: tuple[socket.socket, str] | None = None
+        self._waited: asyncio.TimerHandle | None = None
         self.log = structlog.get_logger("failover_relay.listener")
         sock.setblocking(False)
         self.loop.add_reader(sock.fileno(), self._accept)
@@ -210,13 +218,20 @@ class CappedListener:
         if self._closed:
             return
         self.loop.remove_reader(self.sock.fileno())
-        while self._accept():
+        if self._waited is not None:
+            self._waited.cancel()
+            self._settle_waiting()
+        while self._accept(may_wait=False):
             pass
         self._closed = True
         self.sock.close()
 
-    def _accept(self) -> bool:
-        """Accept up to ACCEPT_BATCH connections; whether the batch was full (more may be waiting)."""
+    def _accept(self, may_wait: bool = True) -> bool:
+        """Accept up to ACCEPT_BATCH connections; whether the batch was full (more may be waiting). Stops at a
+        newcomer that waits for a place (`may_wait`), and accepts nothing while one does."""
+        if self._waiting is not None:
+            self.loop.remove_reader(self.sock.fileno())
+            return False
         for _ in range(ACCEPT_BATCH):
             try:
                 conn, address = self.sock.accept()
@@ -230,32 +245,56 @@ class CappedListener:
                     return False
                 raise
             peer = str(address[0]) if isinstance(address, tuple) else ""
-            reason = self._refusal(peer)
-            if reason is not None:
-                conn.close()
-                self.on_refused(reason)
-                continue
-            self._admit(conn, peer)
+            if not self._place(conn, peer, may_wait):
+                return False
         return True
+
+    def _place(self, conn: socket.socket, peer: str, may_wait: bool) -> bool:
+        """Admit, refuse or (`may_wait`) hold back a newcomer; False when it waits, accepting paused until then."""
+        decision = self._refusal(peer, may_wait)
+        if isinstance(decision, Wait):
+            self._waiting = (conn, peer)
+            self.loop.remove_reader(self.sock.fileno())
+            self._waited = self.loop.call_at(decision.until + WAIT_MARGIN_SECONDS, self._end_wait)
+            return False
+        if decision is not None:
+            conn.close()
+            self.on_refused(decision)
+            return True
+        self._admit(conn, peer)
+        return True
+
+    def _settle_waiting(self) -> None:
+        """Admit or refuse the waiting newcomer, without waiting again."""
+        assert self._waiting is not None
+        (conn, peer), self._waiting, self._waited = self._waiting, None, None
+        self._place(conn, peer, may_wait=False)
+
+    def _end_wait(self) -> None:
+        self._settle_waiting()
+        if not self._closed:
+            self.loop.add_reader(self.sock.fileno(), self._accept)
 
     def _resume(self) -> None:
         if not self._closed:
             self.loop.add_reader(self.sock.fileno(), self._accept)
 
-    def _refusal(self, peer: str) -> str | None:
+    def _refusal(self, peer: str, may_wait: bool) -> str | Wait | None:
         """Why a connection from `peer` is refused, or None; in a full server, the idlest connection of the address
-        holding the most may give way (webhook/fairness.py)."""
+        holding the most may give way, or (`may_wait`) will soon (webhook/fairness.py)."""
         held = self.by_peer.get(peer, set())
         cap = self.limits.max_connections_per_peer
         if len(held) >= cap and idle_count(connection.held() for connection in held) >= cap:
             return "max-connections-per-peer"
         if self.open < self.limits.max_connections:
             return None
-        chosen = victim(
+        chosen = make_room(
             len(held),
             {address: [c.held() for c in connections] for address, connections in self.by_peer.items()},
             now=self.loop.time(),
         )
+        if isinstance(chosen, Wait):
+            return chosen if may_wait else "max-connections"
         if chosen is None:
             return "max-connections"
         assert isinstance(chosen.key, _Counted)

@@ -107,6 +107,27 @@ async def test_connections_beyond_the_global_cap_are_closed(start: Start) -> Non
     assert (await healthz(relay)).startswith(b"HTTP/1.1 200")
 
 
+async def test_a_newcomer_just_after_a_flood_filled_the_server_waits_for_a_place_rather_than_being_refused(
+    start: Start,
+) -> None:
+    relay = await start(max_connections=4, handshake_seconds=10)
+    assert relay.files.ca_file is not None
+    context = client_tls(relay.files.ca_file)
+    context.check_hostname = False
+    # Four idle connections from one address, each active (its handshake) a moment ago: none may be taken yet, as
+    # its caller may be writing into it (webhook/fairness.py); the newcomer waits until the first has been quiet.
+    held = [
+        await asyncio.open_connection("127.0.0.1", relay.port, ssl=context, local_addr=("127.0.0.3", 0))
+        for _ in range(4)
+    ]
+    assert (await healthz(relay, source="127.0.0.6")).startswith(b"HTTP/1.1 200")
+    exposition = relay.metrics.exposition()
+    assert b'failover_relay_connections_refused_total{reason="evicted"} 1.0' in exposition
+    assert b'reason="max-connections"' not in exposition
+    for _, held_writer in held:
+        held_writer.close()
+
+
 async def test_served_connections_give_their_place_back(start: Start) -> None:
     relay = await start(max_connections=1, max_connections_per_peer=1)
     for _ in range(5):  # each request closes its connection; the next one must be admitted
