@@ -158,7 +158,8 @@ def test_a_control_plane_outage_longer_than_every_fence_timer_moves_and_suspends
         request,
         "karmada",
         f"control-plane outage: karmada-apiserver down {outage} s (3 x fenceAfterSeconds {FENCE_AFTER_SECONDS}),"
-        f" back in {back:.1f} s, then {AFTER_HEAL_SECONDS} s watched, storage fence and member relay on: nothing"
+        f" back in {back.ready:.1f} s, propagating again in {back.propagating:.1f} s, then {AFTER_HEAL_SECONDS} s"
+        f" watched, storage fence and member relay on: nothing"
         f" moved, the one copy on {first} never suspended or deleted, no fence record ({watch.samples} samples)",
     )
 

@@ -50,7 +50,8 @@ Partitions and outages
     on. ``partition_agent`` / ``heal_agent``: the same for a Pull member's agent and karmada-apiserver.
     ``stop_member(name)`` / ``start_member(name)``: stop that member's kube-apiserver by PID (its data stays in etcd)
     and start it again on the same port (``member_pid(name)``); ``stop_control_plane()`` / ``start_control_plane()``:
-    the same for karmada-apiserver, while every other component keeps running and reconnects.
+    the same for karmada-apiserver, while every other component keeps running and reconnects; the start returns once
+    Karmada's controllers propagate a new object again (``propagation_probe.py``).
 
 Workloads
     ``tests/karmada/workloads.py`` (``FlinkJob``, ``stateful_policy``) drives a FlinkDeployment through Karmada and

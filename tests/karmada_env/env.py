@@ -30,6 +30,7 @@ from tests.karmada_env.members import DEFAULT_MEMBERS, PushMembers
 from tests.karmada_env.partitions import Links, link
 from tests.karmada_env.pki import Authority, write_pki
 from tests.karmada_env.processes import Components
+from tests.karmada_env.propagation_probe import wait_propagating
 from tests.karmada_env.pull_members import PULL_MEMBER, PullMembers, agent_link
 from tests.karmada_env.relay import RELAY, RELAY_PORT, Relay
 from tests.karmada_env.relay_config import RELAY_NAMESPACE, RELAY_USER
@@ -48,7 +49,18 @@ STOP_ORDER = (
     "karmada-aggregated-apiserver",
 )
 
+# client-go's reflector backoff tops out at 30 s with as much jitter again; a resync round on a busy machine on top.
+PROPAGATING_AGAIN_TIMEOUT_SECONDS = 180.0
+
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ControlPlaneBack:
+    """Seconds from starting karmada-apiserver again until it answered ``/readyz`` and until Karmada propagated."""
+
+    ready: float
+    propagating: float
 
 
 @dataclass(frozen=True)
@@ -337,9 +349,12 @@ class KarmadaEnv:
         """Stop karmada-apiserver (by PID, SIGTERM then SIGKILL); its data stays in etcd."""
         self._parts.apiservers.stop(KARMADA)
 
-    def start_control_plane(self) -> float:
-        """Start karmada-apiserver on its port again; return the seconds until ``/readyz``."""
-        return self._parts.apiservers.start_again(KARMADA)
+    def start_control_plane(self) -> ControlPlaneBack:
+        """Start karmada-apiserver on its port again and wait until Karmada's controllers propagate a new object again
+        (``propagation_probe.py``: ``/readyz`` comes first, their watches up to a minute later)."""
+        ready = self._parts.apiservers.start_again(KARMADA)
+        propagating = wait_propagating(self.api, self.members[0], self.wait_until, PROPAGATING_AGAIN_TIMEOUT_SECONDS)
+        return ControlPlaneBack(ready, ready + propagating)
 
     def partition_member(self, member: str) -> None:
         """Cut the control plane off from the member: SIGSTOP its TCP relay (by PID)."""
