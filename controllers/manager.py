@@ -282,8 +282,9 @@ class ReconcileLoop:
             elif settings.decisions.fences:
                 log.warning(
                     "fenced_by_time_only",
-                    reason="fence.storage is off: a partitioned member's copy runs beside the new one from the fence"
-                    ' until the partition heals (docs/operations.md, "The storage fence")',
+                    reason="the storage fence is off (fence.storage false, or no savepoint.checkpointRoot): a"
+                    " partitioned member's copy runs beside the new one from the fence until the partition heals"
+                    ' (docs/operations.md, "The storage fence")',
                 )
             await asyncio.gather(*tasks)
         finally:

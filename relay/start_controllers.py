@@ -41,7 +41,7 @@ def loop_settings(settings: ControllerSettings) -> LoopSettings:
 def cluster_loop_settings(api_client: Any, settings: ControllerSettings, fence: Settings | None = None) -> LoopSettings:
     """`loop_settings`, with the purge-mode spelling the installed CRD accepts: never legacy on Karmada v1.19; with
     `fence` (the whole settings) and a checkpoint root, the storage read for a moved copy's first checkpoint, and with
-    `fence.storage` on, the storage fence's store below that root."""
+    the storage fence on (`Settings.storage_fence_on`), the storage fence's store below that root."""
     looped = loop_settings(settings)
     spelling = installed_spelling(api_client, looped.decisions.purge_mode_spelling)  # karmada#7792
     looped = replace(looped, decisions=replace(looped.decisions, purge_mode_spelling=spelling))
@@ -54,7 +54,7 @@ def cluster_loop_settings(api_client: Any, settings: ControllerSettings, fence: 
     looped = replace(
         looped, restore_watch=RestoreWatch(setup.profiles[FLINK_DEPLOYMENT], (setup.store, *setup.allowed_roots))
     )
-    if not fence.fence.storage:
+    if not fence.storage_fence_on():
         return looped
     store = FenceStore(setup.store)
     log.info("storage_fence", checkpoint_root=store.store.url_root, poll_seconds=fence.fence.poll_seconds)

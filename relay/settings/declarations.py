@@ -167,15 +167,20 @@ class ControllerSettings:
 class FenceSettings:
     """The storage fence (docs/design.md, "The storage fence"): the control plane writes a fence record to the
     checkpoint storage before it releases an old copy on an unreachable cluster; the member relay of that cluster
-    suspends the copy and acknowledges. Off on both sides by default."""
+    suspends the copy and acknowledges. The control plane's side is on wherever it can be (`storage_fence_on`), so
+    a member relay installed later fences at once; a member relay's side is on with `memberCluster`."""
 
-    storage: bool = setting(
+    # None: on when the control plane has a checkpoint root and fences (`storage_fence_on`); false turns it off, true
+    # insists (and start-up refuses a configuration where it cannot work). Where no member relay answers, a record
+    # costs one small file and the copy is fenced by `fenceAfterSeconds` as without it.
+    storage: bool | None = setting(
         "fence.storage",
-        False,
+        None,
         flag="--storage-fence",
         flag_value=True,
         help="control plane: write fence records to the checkpoint storage and release an old copy as soon as its "
-        "member relay acknowledges the suspension (off by default)",
+        "member relay acknowledges the suspension (default: on with a checkpoint root and fencing; fence.storage "
+        "false in the config file turns it off)",
     )
     member_cluster: str | None = setting(
         "fence.memberCluster",
@@ -315,6 +320,13 @@ class Settings:
     savepoint: SavepointSettings = field(default_factory=SavepointSettings)
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
     fence: FenceSettings = field(default_factory=FenceSettings)
+
+    def storage_fence_on(self) -> bool:
+        """Whether this control plane writes fence records: `fence.storage` as set, else whenever it can (a
+        checkpoint root, fencing on, and not a member relay)."""
+        if self.fence.storage is not None:
+            return self.fence.storage
+        return bool(self.savepoint.checkpoint_root) and not self.member and self.controllers.decisions.fences
 
     def drain(self) -> float:
         """The drain on shutdown: drainSeconds, or when unset the customary pause in a cluster and none outside."""

@@ -254,7 +254,7 @@ def check_settings(settings: Settings) -> None:
 def _check_fence(settings: Settings) -> None:
     """The storage fence's settings against the rest: each side needs the checkpoint storage, and only its own mode."""
     fence, root = settings.fence, settings.savepoint.checkpoint_root
-    if fence.storage:
+    if fence.storage:  # insisted on; by default it is on only where it works (Settings.storage_fence_on)
         if settings.member:
             raise SettingsError("fence.storage is the control plane's; a member relay takes fence.memberCluster")
         if not root:

@@ -64,6 +64,10 @@ SCHEDULING: dict[str, Any] = {
 }
 
 
+# A member relay without the storage fence's watcher (on by default; the fence test covers it).
+NO_WATCHER = {"fence": {"watch": False}}
+
+
 def _documents(path: Path) -> list[dict[str, Any]]:
     return [document for document in yaml.safe_load_all(path.read_text()) if document]
 
@@ -94,6 +98,20 @@ def _container(objects: list[dict[str, Any]]) -> dict[str, Any]:
     return container
 
 
+def _relay_settings(rendered: list[dict[str, Any]], tmp_path: Path) -> Settings:
+    """The settings the rendered relay starts with: its flags over its ConfigMap's config file, checked."""
+    args = _container(rendered)["args"]
+    config_maps = [o for o in rendered if o["kind"] == "ConfigMap"]
+    if config_maps:
+        config_file = tmp_path / "config.yaml"
+        config_file.write_text(_one(config_maps, "ConfigMap")["data"]["config.yaml"])
+        args = [f"--config={config_file}" if arg.startswith("--config=") else arg for arg in args]
+    parsed = build_parser().parse_args(args)
+    settings = apply(load_settings(parsed.config), flag_values(parsed))
+    check_settings(settings)
+    return settings
+
+
 def _webhook_names(objects: list[dict[str, Any]]) -> set[str]:
     return {w["name"] for o in objects if o["kind"].endswith("WebhookConfiguration") for w in o["webhooks"]}
 
@@ -111,7 +129,7 @@ def test_webhook_template_is_generated_from_the_registry() -> None:
     "values",
     [
         {},
-        {"mode": "member"},
+        {"mode": "member", **NO_WATCHER},
         {
             "certificates": {"mode": "certManager"},
             "networkPolicy": {"enabled": True, "apiserverCIDRs": ["10.0.0.0/28"]},
@@ -225,11 +243,11 @@ def test_namespace_is_kept_out_of_karmadas_propagation(helm_bin: Path) -> None:
 def test_the_release_namespace_is_left_to_helm_install_by_default(helm_bin: Path) -> None:
     """`helm install -n NS --create-namespace` refuses a chart that renders NS itself (docs/operations.md, "Helm")."""
     assert "Namespace" not in {o["kind"] for o in template(helm_bin)}
-    assert "Namespace" not in {o["kind"] for o in template(helm_bin, values={"mode": "member"})}
+    assert "Namespace" not in {o["kind"] for o in template(helm_bin, values={"mode": "member", **NO_WATCHER})}
 
 
 def test_member_mode_registers_the_flink_mutation_only(helm_bin: Path) -> None:
-    rendered = template(helm_bin, values={"mode": "member"})
+    rendered = template(helm_bin, values={"mode": "member", **NO_WATCHER})
     kustomize = _kustomize_install()
     options = WebhookOptions(service_endpoint("failover-relay", NAMESPACE), ca_bundle=None)
     member_webhooks = {
@@ -329,7 +347,7 @@ def test_values_reach_the_relay_as_flags_its_parser_accepts(helm_bin: Path, tmp_
     changed = template(helm_bin, values={**values, "config": {"savepoint": {"lateRestore": False}}})
     assert annotations != _one(changed, "Deployment")["spec"]["template"]["metadata"]["annotations"]
     # Member mode: the loop's settings have no flag there.
-    member = _container(template(helm_bin, values={**values, "mode": "member"}))["args"]
+    member = _container(template(helm_bin, values={**values, "mode": "member", **NO_WATCHER}))["args"]
     assert "--no-controllers" in member and "--failback" not in member
     assert not any(arg.startswith("--kubeconfig") for arg in member)
 
@@ -339,6 +357,7 @@ def test_a_member_with_cert_manager_runs_slim_without_rbac(helm_bin: Path) -> No
         "mode": "member",
         "certificates": {"mode": "certManager"},
         "savepoint": {"checkpointRoot": "s3://flink/checkpoints"},
+        **NO_WATCHER,
     }
     rendered = template(helm_bin, values=values)
     args = _container(rendered)["args"]
@@ -352,17 +371,22 @@ def test_a_member_with_cert_manager_runs_slim_without_rbac(helm_bin: Path) -> No
     assert CERT_MANAGER_INJECT_ANNOTATION in _one(rendered, "MutatingWebhookConfiguration")["metadata"]["annotations"]
 
 
-def test_the_storage_fence_reaches_both_relays_with_the_members_rbac(helm_bin: Path) -> None:
+def test_the_storage_fence_is_on_in_both_relays_unless_turned_off(helm_bin: Path, tmp_path: Path) -> None:
     root = {"savepoint": {"checkpointRoot": "s3://flink/checkpoints"}}
-    control = _container(template(helm_bin, values={**root, "fence": {"storage": True}}))["args"]
-    settings = apply(Settings(), flag_values(build_parser().parse_args(control)))
-    check_settings(settings)
-    assert settings.fence.storage
+    # The control plane: on by default wherever it has a checkpoint root; false turns it off, true insists.
+    assert _relay_settings(template(helm_bin, values=root), tmp_path).storage_fence_on()
+    off = {**root, "fence": {"storage": False}, "config": {"controllers": {"workers": 4}}}
+    settings = _relay_settings(template(helm_bin, values=off), tmp_path)
+    assert not settings.storage_fence_on() and settings.controllers.workers == 4
+    assert _relay_settings(template(helm_bin, values={**root, "fence": {"storage": True}}), tmp_path).fence.storage
 
-    member = {**root, "mode": "member", "certificates": {"mode": "certManager"}, "fence": {"memberCluster": "member1"}}
+    # A member: the watcher runs unless turned off, so a member install must name its cluster or say no.
+    member = {**root, "mode": "member", "certificates": {"mode": "certManager"}}
+    with pytest.raises(HelmError, match="mode member: set fence.memberCluster"):
+        template_text(helm_bin, values=member)
+    member["fence"] = {"memberCluster": "member1"}
     rendered = template(helm_bin, values=member)
-    settings = apply(Settings(), flag_values(build_parser().parse_args(_container(rendered)["args"])))
-    check_settings(settings)
+    settings = _relay_settings(rendered, tmp_path)
     assert settings.member and settings.fence.member_cluster == "member1"
     [role] = [o for o in rendered if o["kind"] == "ClusterRole"]
     assert role["rules"] == [
@@ -383,8 +407,10 @@ def test_the_storage_fence_reaches_both_relays_with_the_members_rbac(helm_bin: P
     fence_entry = "fence.savepoints.mutate.failover-relay.io"
     names = [w["name"] for w in _one(rendered, "MutatingWebhookConfiguration")["webhooks"]]
     assert fence_entry in names
-    plain = template(helm_bin, values={**member, "fence": {}})
+    plain = template(helm_bin, values={**member, **NO_WATCHER})
     assert fence_entry not in [w["name"] for w in _one(plain, "MutatingWebhookConfiguration")["webhooks"]]
+    assert "ClusterRole" not in {o["kind"] for o in plain}
+    assert _relay_settings(plain, tmp_path).fence.member_cluster is None
     # The --no-controllers member form has no fence watcher: said at render time.
     with pytest.raises(HelmError, match="fence.memberCluster needs the --member form"):
         template_text(helm_bin, values={**member, "certificates": {"mode": "selfManaged"}})

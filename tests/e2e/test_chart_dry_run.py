@@ -21,17 +21,23 @@ MODES = {
     "control-plane": ("failover-relay", {}),
     # The Namespace rendered with the release (namespace.create), for `helm template | kubectl apply -f -`.
     "with-namespace": ("relay-with-namespace", {"namespace": {"create": True}}),
+    # Without cert-manager a member relay runs --no-controllers, which has no storage fence watcher: turned off.
     "member": (
         "failover-relay",
-        {"mode": "member", "savepoint": {"checkpointRoot": "s3://flink/checkpoints", "storageSecret": "flink-s3"}},
+        {
+            "mode": "member",
+            "savepoint": {"checkpointRoot": "s3://flink/checkpoints", "storageSecret": "flink-s3"},
+            "fence": {"watch": False},
+        },
     ),
-    # With cert-manager a member relay runs --member: no RBAC at all.
+    # With cert-manager a member relay runs --member with the storage fence's watcher: its ClusterRole is the only RBAC.
     "member-cert-manager": (
         "failover-relay",
         {
             "mode": "member",
             "certificates": {"mode": "certManager"},
             "savepoint": {"checkpointRoot": "s3://flink/checkpoints"},
+            "fence": {"memberCluster": "member1"},
         },
     ),
     # Another namespace too: every place that names it must follow.
@@ -119,3 +125,5 @@ def test_chart_is_accepted_by_the_apiserver(
     assert ("Namespace" in kinds) is (mode == "with-namespace")
     if mode == "member":
         assert "ValidatingWebhookConfiguration" not in kinds and "Role" not in kinds
+    if mode == "member-cert-manager":
+        assert "ClusterRole" in kinds and "Role" not in kinds

@@ -123,7 +123,9 @@ def test_the_notes_say_what_to_do_next_in_each_mode(
 ) -> None:
     assert installed.returncode == 0, installed.stderr
     control_plane = administrator.notes({})
-    member = administrator.notes({"mode": "member", "savepoint": {"checkpointRoot": "s3://flink/checkpoints"}})
+    member = administrator.notes(
+        {"mode": "member", "savepoint": {"checkpointRoot": "s3://flink/checkpoints"}, "fence": {"watch": False}}
+    )
     by_url = administrator.notes({"webhooks": {"create": False}, "karmadaKubeconfigSecret": "failover-relay-karmada"})
 
     for notes in (control_plane, member, by_url):
@@ -134,5 +136,6 @@ def test_the_notes_say_what_to_do_next_in_each_mode(
     assert "--controllers=*,-applicationFailover,-gracefulEviction,-workloadRebalancer" in control_plane
     assert "--controllers" not in member and "get lease" not in member
     assert "savepoint injection is off" in control_plane and "savepoint injection is off" not in member
+    assert "watcher is off" in member and "watcher is off" not in control_plane
     assert "--set webhooks.url=https://failover-relay.failover-relay.svc:443" in by_url
     assert "webhooks.create=false" not in control_plane

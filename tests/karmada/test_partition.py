@@ -3,11 +3,11 @@ direct view of it keep running while the control plane cannot reach the member (
 `KarmadaEnv.partition_member`), or while karmada-apiserver itself is down (`KarmadaEnv.stop_control_plane`).
 
 Settings as tests/karmada/test_dead_cluster.py (docs/operations.md, "Cluster failover and a dead cluster"): the
-ClusterTaintPolicy tainting a not-Ready cluster NoExecute, the taint manager's Directly eviction, the relay's
-`fencing: notReady`; and the storage fence (docs/operations.md, "The storage fence"): the control plane relay with
-`fence.storage`, and a member relay for the partitioned member (`serve --member --fence-cluster`, by PID, reading the
-same checkpoint root and its own member's apiserver). Each test prints its timings; docs/operations.md, "Failure
-modes, measured" has them.
+ClusterTaintPolicy tainting a not-Ready cluster NoExecute, the taint manager's Directly eviction, the relay's `fencing:
+notReady`; and the storage fence (docs/operations.md, "The storage fence"): the control plane relay's, on by default
+with its checkpoint root, and a member relay for the partitioned member (`serve --member --fence-cluster`, by PID,
+reading the same checkpoint root and its own member's apiserver). Each test prints its timings; docs/operations.md,
+"Failure modes, measured" has them.
 """
 
 from __future__ import annotations
@@ -121,14 +121,7 @@ def member_relay(karmada_env: KarmadaEnv) -> Iterator[str]:
 
 @pytest.fixture
 def short_fence(karmada_env: KarmadaEnv, member_relay: str):
-    karmada_env.restart_relay({"controllers": {"fenceAfterSeconds": FENCE_AFTER_SECONDS}, "fence": {"storage": True}})
-    yield
-    karmada_env.restart_relay()
-
-
-@pytest.fixture
-def storage_fence(karmada_env: KarmadaEnv, member_relay: str):
-    karmada_env.restart_relay({"fence": {"storage": True}})
+    karmada_env.restart_relay({"controllers": {"fenceAfterSeconds": FENCE_AFTER_SECONDS}})
     yield
     karmada_env.restart_relay()
 
@@ -165,7 +158,7 @@ def test_a_control_plane_outage_longer_than_every_fence_timer_moves_and_suspends
 
 
 def test_partitions_move_only_what_does_not_tolerate_them_and_never_run_two_copies(
-    karmada_env: KarmadaEnv, namespace: str, storage_fence: None, request: pytest.FixtureRequest
+    karmada_env: KarmadaEnv, namespace: str, member_relay: str, request: pytest.FixtureRequest
 ) -> None:
     """Two partitions of one Push member, its jobs, its member relay and their member-side view running throughout.
 

@@ -319,6 +319,21 @@ ROOT = "savepoint:\n  checkpointRoot: s3://flink/checkpoints\n"
 
 
 @pytest.mark.parametrize(
+    ("content", "on"),
+    [
+        ("", False),  # no checkpoint root: nothing to write records to
+        (ROOT, True),  # the default wherever it can work, so a member relay installed later fences at once
+        (ROOT + "fence:\n  storage: false\n", False),
+        (ROOT + 'controllers:\n  fencing: "off"\n', False),  # nothing is ever fenced
+        (ROOT + "server:\n  member: true\n", False),  # a member relay writes none
+        (ROOT + "fence:\n  storage: true\n", True),
+    ],
+)
+def test_the_storage_fence_is_on_wherever_it_can_work_unless_turned_off(tmp_path: Path, content: str, on: bool) -> None:
+    assert load_settings(write(tmp_path, content)).storage_fence_on() is on
+
+
+@pytest.mark.parametrize(
     ("content", "message"),
     [
         ("fence:\n  storage: true\n", "fence.storage writes fence records below savepoint.checkpointRoot"),

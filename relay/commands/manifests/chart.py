@@ -13,7 +13,8 @@ template expressions:
 - member mode: only the webhooks of ``MEMBER_DECIDERS`` (a member cluster holds the Flink operator's objects, no
   Karmada API);
 - certificates.mode certManager: the CA injector's annotation naming the chart's Certificate;
-- the storage fence's entries (``manifests webhook --fence``): only in member mode with ``fence.memberCluster``.
+- the storage fence's entries (``manifests webhook --fence``): only where a member relay runs the storage fence's
+  watcher (``failover-relay.memberWatcher``).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def render_chart_webhooks() -> str:
             service_endpoint(CONFIGURATION_NAME, DEFAULT_NAMESPACE),
             ca_bundle=None,
             savepoint_failure_policy=str(policy),
-            fence=True,  # its entries are kept to a member relay with fence.memberCluster (`_entry`)
+            fence=True,  # its entries are kept to a member relay running the watcher (`_entry`)
         )
         for policy in FailurePolicy
     }
@@ -198,7 +199,7 @@ def _entry(webhook: Webhook, entry: dict[str, Any], fail_entry: dict[str, Any]) 
     lines = text.rstrip("\n").split("\n")
     if str(entry["name"]).startswith(FENCE_ENTRY_PREFIX):
         # webhooks.py `--fence`: only where the member relay runs the storage fence's watcher.
-        condition = '{{- if and $.Values.fence.memberCluster (not (include "failover-relay.controlPlane" $)) }}'
+        condition = '{{- if include "failover-relay.memberWatcher" $ }}'
         return [condition, *lines, "{{- end }}"]
     if webhook.decider in MEMBER_DECIDERS:
         return lines
