@@ -19,6 +19,12 @@ GVK = {
 }
 
 
+def plural(kind: str) -> str:
+    """The resource name the apiserver puts in a review: propagationpolicies, flinkdeployments, deployments."""
+    lower = kind.lower()
+    return lower[:-1] + "ies" if lower.endswith("y") else lower + "s"
+
+
 def admission_review(
     obj: Mapping[str, Any],
     operation: str = "CREATE",
@@ -33,7 +39,7 @@ def admission_review(
     request: dict[str, Any] = {
         "uid": uid or str(uuid.uuid4()),
         "kind": {"group": group, "version": version, "kind": kind},
-        "resource": {"group": group, "version": version, "resource": kind.lower() + "s"},
+        "resource": {"group": group, "version": version, "resource": plural(kind)},
         "name": metadata.get("name", ""),
         "operation": operation,
         "userInfo": {"username": "test"},
