@@ -23,7 +23,7 @@ from webhook.handlers import AdmissionHandlers, Mutator
 from webhook.health import Readiness
 from webhook.listener import CappedListener, CappedTLSSite, ConnectionLimits
 from webhook.metrics import AdmissionMetrics
-from webhook.mutators import lookup_pool, savepoint_mutators
+from webhook.mutators import injection_off_mutators, lookup_pool, savepoint_mutators
 from webhook.server import AdmissionServer, connection_options
 
 # How often the certificate files are re-checked: renewal happens days before expiry, and files mounted from a
@@ -98,7 +98,14 @@ class RelayServer:
         """Savepoint injection, when a checkpoint root is configured (`--checkpoint-root` or the config file)."""
         savepoint = self.settings.savepoint
         if not savepoint.checkpoint_root:
-            return {}
+            profiles = savepoint.injection_profiles()
+            log.warning(
+                "savepoint_injection_off",
+                reason="no savepoint.checkpointRoot (--checkpoint-root): a moved copy carrying the failover job id is "
+                "admitted unchanged, with a warning, and starts without its state",
+                kinds=sorted(map(str, profiles)),
+            )
+            return injection_off_mutators(profiles)
         profiles, store, allowed_roots = open_injection(savepoint)
         self.lookup_pool = lookup_pool()
         log.info(

@@ -28,6 +28,7 @@ from failover.state.savepoint import (
     DEFAULT_FAILURE_MODE,
     LOOKUP_CACHE_TTL_SECONDS,
     LOOKUP_DEADLINE_SECONDS,
+    injection_off_verdict,
     injection_verdict,
     plan_lookup,
 )
@@ -227,3 +228,17 @@ def _namespace_of(obj: Mapping[str, Any]) -> str:
 def lookup_pool() -> BlockingPool:
     """The pool the savepoint lookups share."""
     return BlockingPool(LOOKUP_THREADS, "checkpoint-lookup")
+
+
+def injection_off_mutators(profiles: Mapping[GroupKind, InjectionProfile]) -> dict[GroupKind, Mutator]:
+    """`/mutate` without a checkpoint root: nothing to inject, and a moved copy is told so (`injection_off_verdict`)."""
+
+    def mutator(profile: InjectionProfile) -> Mutator:
+        async def mutate(request: AdmissionRequest) -> Verdict:
+            if request.object is None or request.version != profile.version:
+                return ALLOWED
+            return injection_off_verdict(profile, request.object)
+
+        return mutate
+
+    return {kind: mutator(profile) for kind, profile in profiles.items()}

@@ -36,7 +36,7 @@ from typing import Any
 
 from failover.core.fields import is_int, object_name
 from failover.core.labels import escape_json_pointer
-from failover.core.verdict import Finding, Verdict, clip
+from failover.core.verdict import ALLOWED, Finding, Verdict, clip
 from failover.state.checkpoints import LookupResult, Outcome
 from failover.state.empty_start import PARKED_MARKER, START_WITHOUT_STATE_ANNOTATION
 from failover.state.flink_config import (
@@ -221,6 +221,20 @@ def _flink_assignments(
         else:
             notes.append(clip("late restore path: the operator ignores it on a deployed job (see lateRestore)"))
     return result, notes
+
+
+def injection_off_verdict(profile: InjectionProfile, obj: Mapping[str, Any]) -> Verdict:
+    """With no checkpoint root there is nothing to inject: an object that carries the failover job id (a moved copy)
+    is admitted unchanged, and says so, since it starts without the state its job id names."""
+    job_id = _first_label_value(profile, obj)
+    if not job_id:
+        return ALLOWED
+    return Verdict(
+        warnings=(
+            clip(f"no savepoint set: injection is off (no savepoint.checkpointRoot); job {job_id} starts empty"),
+        ),
+        audit={AUDIT_OUTCOME: "injection-off"},
+    )
 
 
 def failure_verdict(

@@ -19,6 +19,7 @@ from failover.state.savepoint import (
     PREVIOUS_JOB_IDS_ANNOTATION,
     UPGRADE_SAVEPOINT_PATH_ANNOTATION,
     claim_mode,
+    injection_off_verdict,
     injection_verdict,
     patch_fields,
     plan_lookup,
@@ -519,3 +520,14 @@ def test_a_configuration_that_claims_the_restored_snapshot_is_warned_and_the_sen
     assert plan_lookup(PROFILE, sentinel, "CREATE").query.upgrade_savepoint_path is None
     sentinel["status"]["jobStatus"]["upgradeSavepointPath"] = "s3://flink/savepoints/savepoint-1"
     assert plan_lookup(PROFILE, sentinel, "CREATE").query.upgrade_savepoint_path == "s3://flink/savepoints/savepoint-1"
+
+
+def test_without_a_checkpoint_root_a_moved_copy_is_admitted_unchanged_and_told_it_starts_empty():
+    verdict = injection_off_verdict(PROFILE, flink_deployment())
+    assert verdict.allowed and verdict.patch == ()
+    [warning] = verdict.warnings
+    assert "no savepoint.checkpointRoot" in warning and JOB in warning and len(warning) <= 120
+    assert verdict.audit == {AUDIT_OUTCOME: "injection-off"}
+    # A copy that is not a moved one (no job id) has nothing to be told.
+    assert injection_off_verdict(PROFILE, flink_deployment(job_id=None)) == injection_off_verdict(PROFILE, {})
+    assert injection_off_verdict(PROFILE, flink_deployment(job_id=None)).warnings == ()
