@@ -12,5 +12,6 @@
 - `logs`: structlog set-up: one JSON object per line (or console on a terminal), short snake_case events;
 - `kube_requests`: one request to an apiserver with a client's credentials, for what the typed client does not do;
 - `connection_errors`: one readable line for a server that could not be reached;
+- `yaml_keys`: a key given twice in a YAML mapping, which the config file and `check` refuse as kubectl does;
 - `commands`: the command line, one module per command, and what the offline commands do.
 """

@@ -19,6 +19,8 @@ from typing import Any, BinaryIO
 
 import yaml
 
+from relay.yaml_keys import duplicate_key
+
 # etcd stores objects of at most 1.5 MiB; a manifest file holds a handful of them.
 MAX_FILE_BYTES = 16 * 1024 * 1024
 # As webhook.review.MAX_NESTING_DEPTH: the objects we check nest a few dozen levels.
@@ -161,6 +163,11 @@ def located_documents_in(text: str, where: str) -> Iterator[Located | Unreadable
         try:
             while loader.check_node():
                 node = loader.get_node()
+                duplicate = duplicate_key(node)
+                if duplicate is not None:
+                    key, line, first = duplicate
+                    yield Unreadable(f"{where}:{line}", f"mapping key {key!r} already defined at line {first}")
+                    continue
                 document = loader.construct_document(node)
                 if document is None:
                     continue

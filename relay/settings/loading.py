@@ -91,8 +91,16 @@ def load_settings(path: Path | None) -> Settings:
     # Imported here: only a config file needs PyYAML (~0.9 MiB of RSS), and a member relay runs without one.
     import yaml
 
+    from relay.yaml_keys import duplicate_key
+
     try:
-        document = yaml.safe_load(data.decode("utf-8")) or {}
+        text = data.decode("utf-8")
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        duplicate = None if node is None else duplicate_key(node)
+        if duplicate is not None:
+            key, line, first = duplicate
+            raise SettingsError(f"config file {path}:{line}: key {key!r} already given at line {first}")
+        document = yaml.safe_load(text) or {}
     except UnicodeDecodeError as error:
         raise SettingsError(f"config file {path} is not UTF-8 (byte {error.start})") from None
     except yaml.YAMLError as error:

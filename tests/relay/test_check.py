@@ -112,6 +112,17 @@ def test_malformed_yaml_exits_2_with_file_line_and_column(tmp_path: Path) -> Non
     assert out[1] == "2 files, 1 object: 0 denied, 0 warnings, 0 skipped, 1 error"
 
 
+def test_a_key_given_twice_is_refused_as_kubectl_refuses_it(tmp_path: Path) -> None:
+    # PyYAML keeps the last `metadata`; kubectl says "mapping key "metadata" already defined at line 3".
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\nmetadata:\n  name: b\n")
+    good = write_yaml(tmp_path / "good.yaml", flink_policy())
+    code, out, err = check(twice, good)
+    assert code == EXIT_UNREADABLE
+    assert err == [f"{twice}:5: error: mapping key 'metadata' already defined at line 3"]
+    assert out[0] == f"{good}:1: PropagationPolicy/flink-pp: allowed"
+
+
 @pytest.mark.parametrize("content", [b"\xff\xfe not utf-8", b"- just\n- a list\n", b"42\n"])
 def test_unusable_documents_exit_2(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "odd.yaml"

@@ -352,3 +352,14 @@ def test_inconsistent_storage_fence_settings_are_refused_in_one_line(
     with pytest.raises(SettingsError, match=message) as raised:
         load_settings(path)
     assert "\n" not in str(raised.value)
+
+
+def test_a_config_key_given_twice_is_refused_with_both_lines(tmp_path: Path) -> None:
+    # The last one would win silently: the port here would be 8443 although the first section says 9443.
+    path = write(tmp_path, "server:\n  port: 9443\nlogging:\n  level: info\nserver:\n  port: 8443\n")
+    with pytest.raises(SettingsError) as raised:
+        load_settings(path)
+    assert str(raised.value) == f"config file {path}:5: key 'server' already given at line 1"
+    nested = write(tmp_path, "server:\n  port: 9443\n  port: 8443\n")
+    with pytest.raises(SettingsError, match=":3: key 'port' already given at line 2"):
+        load_settings(nested)
