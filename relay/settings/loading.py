@@ -183,7 +183,7 @@ def _convert(entry: Declared, value: Any) -> Any:
     # bool is an int in Python; it is accepted only where a bool is expected.
     if (isinstance(value, bool) and kind is not bool) or not _parsed_as(value, kind):
         hint = " (quote it: YAML reads on/off/yes/no as booleans)" if isinstance(value, bool) else ""
-        raise SettingsError(f"{key}: wrong type {type(value).__name__}{hint}")
+        raise SettingsError(f"{key}: wrong type {type(value).__name__}, expected {_expected(entry)}{hint}")
     if isinstance(value, dict):  # fsspec takes the options as keyword arguments; their values may nest
         name = next((name for name in value if not isinstance(name, str)), None)
         if name is not None:
@@ -203,6 +203,19 @@ def _convert(entry: Declared, value: Any) -> Any:
             raise SettingsError(f"{key} {value!r}: use {_choices(entry)}")
         return kind(value)
     return value
+
+
+# What YAML must give for a setting, in the words of an error message.
+_TYPE_WORDS = {bool: "true or false", int: "a whole number", str: "a string", list: "a list", dict: "a mapping"}
+
+
+def _expected(entry: Declared) -> str:
+    """The value a setting takes, for "wrong type" messages: its choices, or the YAML type."""
+    kind = entry.kind
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        return _choices(entry)
+    wanted = yaml_type(kind)
+    return _TYPE_WORDS.get(wanted, wanted.__name__) if isinstance(wanted, type) else "a number"
 
 
 def _choices(entry: Declared) -> str:
