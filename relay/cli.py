@@ -19,7 +19,7 @@ from relay.commands import (
     serve_command,
     status_command,
 )
-from relay.commands.conventions import refuse
+from relay.commands.conventions import Parser, Subcommands, refuse
 from relay.settings import SettingsError
 
 # In the order `failover-relay --help` lists them (check_command adds `check` and `test`).
@@ -43,7 +43,7 @@ def package_version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="failover-relay",
         description="Admission webhook and reconcile loop for Karmada application failover of stateful workloads.",
     )
@@ -55,11 +55,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # told by the command's own parser, with its usage, not the command list's
+        command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.run(args)
     except SettingsError as error:
         return refuse(error)
+
+
+def command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The sub-parser of `command`."""
+    [commands] = [action for action in parser._actions if isinstance(action, Subcommands)]
+    chosen: argparse.ArgumentParser = commands.choices[command]
+    return chosen
 
 
 if __name__ == "__main__":

@@ -70,3 +70,33 @@ def test_the_read_only_commands_do_not_describe_their_flags_as_the_servers(words
     text = commands(build_parser())[words].format_help()
     for served in ("reconcile loop", "enables savepoint injection", "in-cluster config", "admit unchanged"):
         assert served not in " ".join(text.split()), f"{words} --help: {served!r} is what serve does"
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "error", "suggested"),
+    [
+        (["servee"], "usage: failover-relay [-h]", "invalid choice: 'servee' (choose from ", "serve"),
+        (["serve", "--prot", "1"], "usage: failover-relay serve ", "unrecognized arguments: --prot 1", "--port"),
+        (
+            ["check", "--rules-onlyy", "x.yaml"],
+            "usage: failover-relay check ",
+            "arguments: --rules-onlyy",
+            "--rules-only",
+        ),
+    ],
+)
+def test_a_mistyped_command_or_flag_gets_its_command_s_usage_and_a_suggestion(
+    capsys: pytest.CaptureFixture[str], argv: list[str], usage: str, error: str, suggested: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage) and error in err
+    assert err.rstrip().endswith(f"(did you mean {suggested}?)")
+
+
+def test_no_suggestion_when_nothing_is_close(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--xyz"])
+    assert capsys.readouterr().err.rstrip().endswith("unrecognized arguments: --xyz")
