@@ -339,3 +339,15 @@ def test_a_flink_deployment_no_stateful_policy_selects_is_skipped_and_said_why(t
     code, out, _ = check(path)
     assert code == EXIT_OK
     assert out[1].endswith("no stateful failover policy among the files selects it"), out
+
+
+def test_the_documented_examples_directory_checks_with_no_error_and_findings_in_line_order() -> None:
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
+    code, out, err = check(examples)
+    assert code == EXIT_DENIED and err == []  # the examples deny on purpose; nothing is unreadable
+    # The project's own `failover-relay test` file is not a manifest: skipped, and said why.
+    assert any("failover-relay-test.yaml:2: test file/documented examples: skipped: " in line for line in out)
+    assert out[-1].endswith("0 errors")
+    # One object's findings in the file's order.
+    typo = [int(line.split(":")[1]) for line in out if "PropagationPolicy/job-id-typo" in line]
+    assert len(typo) == 2 and typo == sorted(typo)

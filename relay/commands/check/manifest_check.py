@@ -121,6 +121,10 @@ def check_object(
     api_version = api_version if isinstance(api_version, str) else ""
     label = (kind or "?", object_name(obj))
     missing = [field for field, value in (("apiVersion", api_version), ("kind", kind)) if not value]
+    if len(missing) == 2 and {"resources", "results"} <= obj.keys():  # relay/commands/check/testcases.py's format
+        name = obj.get("name")
+        name = name if isinstance(name, str) else ""
+        return Result("skipped", "test file", name, reason="a `failover-relay test` file: run it with that command")
     if missing:  # kubectl: "error validating data: [apiVersion not set, kind not set]"
         return Result("unknown", *label, reason=f"{' and '.join(missing)} not set: not a Kubernetes object")
     group_kind = group_kind_of(api_version, kind)
@@ -327,18 +331,20 @@ def _read(paths: list[Path], stdin: BinaryIO) -> tuple[int, list[Located], list[
 def finding_lines(located: Located, result: Result) -> Iterator[tuple[str, str]]:
     """(severity, `FILE:LINE: KIND/NAME: SEVERITY[: FIELD]: MESSAGE`), one per finding; one for an object without
     findings (allowed, skipped, or error when it is unusable)."""
-    label = f"{result.kind}/{_name(located.obj) or '<unnamed>'}"
+    label = f"{result.kind}/{_name(located.obj) or result.name or '<unnamed>'}"
 
     def at(line: int) -> str:
         return f"{located.where}:{line}: {label}"
 
-    for denial in result.denials:
-        yield "denied", f"{at(located.line_of(denial.path))}: denied: {denial}"
+    found = [(located.line_of(denial.path), "denied", str(denial)) for denial in result.denials]
     for warning in result.warnings:
         field, _, _ = warning.partition(": ")
         line = located.line_of(field) if field.split(".")[0].split("[")[0] in located.obj else located.line
-        yield "warning", f"{at(line)}: warning: {warning}"
-    if result.denials or result.warnings:
+        found.append((line, "warning", warning))
+    # In the file's order, as a compiler lists its errors (a denial before a warning on the same line).
+    for line, severity, message in sorted(found, key=lambda item: item[0]):
+        yield severity, f"{at(line)}: {severity}: {message}"
+    if found:
         return
     where = at(located.line)
     if result.status == "unknown":

@@ -158,8 +158,8 @@ def failures(obj: Mapping[str, Any], expected: Expectation, check: Checker) -> l
 
 
 def run_test_dirs(directories: list[Path], check: Checker, out: TextIO, err: TextIO) -> int:
-    failed = unusable = False
-    passed = total = 0
+    failed = False
+    unusable = passed = total = 0
     for directory in directories:
         test_file = directory / TEST_FILE if directory.is_dir() else directory
         try:
@@ -167,7 +167,7 @@ def run_test_dirs(directories: list[Path], check: Checker, out: TextIO, err: Tex
             objects = _objects(paths)
         except TestFileError as error:
             print(error, file=err)
-            unusable = True
+            unusable += 1
             continue
         for expected in expectations:
             total += 1
@@ -183,7 +183,8 @@ def run_test_dirs(directories: list[Path], check: Checker, out: TextIO, err: Tex
             else:
                 passed += 1
                 print(f"PASS {expected.label}: {expected.verdict}", file=out)
-    print(f"{passed}/{total} passed", file=out)
+    unread = f", {unusable} test file{'s' if unusable > 1 else ''} unreadable" if unusable else ""
+    print(f"{passed}/{total} passed{unread}", file=out)
     if unusable:
         return EXIT_UNUSABLE
     return EXIT_FAILED if failed else EXIT_OK
