@@ -8,7 +8,8 @@ One module per job:
   bounds and the checks across settings;
 - `flags`: the command-line flags derived from the declarations, and the settings a command runs with;
 - `masking`: credentials kept out of messages: a cause in one line with secrets masked, credentials in URLs;
-- `storage`: the checkpoint storage the savepoint settings name, opened for a lookup.
+- `storage`: the checkpoint storage the savepoint settings name, opened for a lookup;
+- `json_schema`: the config file as a JSON Schema, which the chart's `config` value is checked against.
 
 A value is refused the same way whichever way it came in, the file or a flag: exit 2 with one line naming the key.
 Code outside this package imports these names from `relay.settings`; the modules import each other.

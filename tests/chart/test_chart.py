@@ -38,6 +38,7 @@ from relay.settings import (
     flag_values,
     load_settings,
 )
+from relay.settings.json_schema import compact_json, with_config_schema
 from tests.helm import CHART, HelmError, helm, template, template_text, without_helm_labels
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -503,6 +504,12 @@ def _undescribed(schema: dict[str, Any], node: dict[str, Any], values: dict[str,
     return missing
 
 
+def test_the_config_schema_is_the_relays_declarations_written_out() -> None:
+    assert SCHEMA.read_text() == compact_json(with_config_schema(json.loads(SCHEMA.read_text()))) + "\n", (
+        "values.schema.json is stale: python -m relay.settings.json_schema chart/failover-relay/values.schema.json"
+    )
+
+
 def test_the_schema_describes_every_value_and_the_relays_choices() -> None:
     schema = json.loads(SCHEMA.read_text())
     values = yaml.safe_load((CHART / "values.yaml").read_text())
@@ -538,6 +545,11 @@ def test_the_schema_describes_every_value_and_the_relays_choices() -> None:
         ({"savepoint": {"checkpointRoot": 3}}, "at '/savepoint/checkpointRoot': got number, want string"),
         ({"monitoring": {"serviceMonitor": {"enabled": 1}}}, "at '/monitoring/serviceMonitor/enabled'"),
         ({"imagePullSecrets": ["regcred"]}, "at '/imagePullSecrets/0': got string, want object"),
+        # The relay's config file, checked against its own declarations (relay/settings/json_schema.py).
+        ({"config": {"server": {"prot": 1}}}, "at '/config/server': additional properties 'prot' not allowed"),
+        ({"config": {"controllers": {"mode": True}}}, "at '/config/controllers/mode'"),
+        ({"config": {"controllers": {"workers": 0}}}, "at '/config/controllers/workers'"),
+        ({"config": {"webhooks": {}}}, "at '/config': additional properties 'webhooks' not allowed"),
     ],
 )
 def test_a_bad_value_fails_the_render_naming_it(helm_bin: Path, values: dict[str, Any], named: str) -> None:

@@ -11,11 +11,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import jsonschema
 import pytest
 import yaml
 
 from relay.cli import build_parser
 from relay.settings import SECTIONS, Declared, Settings, declared, open_injection, settings_of
+from relay.settings.json_schema import config_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -127,6 +129,8 @@ def test_every_documented_config_file_loads(tmp_path: Path, example: Example) ->
     document = yaml.safe_load(path.read_text())
     if "storageOptions" in (document.get("savepoint") or {}):
         assert dict(settings.savepoint.storage_options) == document["savepoint"]["storageOptions"]
+    # The chart's `config` value takes the same file (relay/settings/json_schema.py, what helm checks it against).
+    jsonschema.validate(document, config_schema())
 
 
 # Settings whose values are checked beyond their type get a value that passes those checks; every other one gets a
