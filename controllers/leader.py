@@ -39,6 +39,8 @@ log = structlog.get_logger("failover_relay.leader")
 LEASE_DURATION = timedelta(seconds=15)
 RENEW_DEADLINE = timedelta(seconds=10)
 RETRY_PERIOD = timedelta(seconds=2)
+# A failing Lease call is logged at the first failure and then once a minute with the count, not every retry period.
+FAILURE_LOG_SECONDS = 60.0
 # Attempts of a release that meets a conflict (our own last renewal landing after its read).
 RELEASE_ATTEMPTS = 5
 
@@ -99,6 +101,8 @@ class LeaderElector:
         # steps down. One at a time is all the Lease needs; each call ends within `request_timeout`.
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="lease")
         self.is_leader = False
+        # The Lease's unbroken run of failed calls: when it began, how many, when last logged (`_failed`).
+        self._failing: tuple[float, int, float] | None = None
 
     async def run(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Campaign forever; while leader, run `lead()` and cancel it when leadership is lost. Cancel to stop."""
@@ -157,10 +161,26 @@ class LeaderElector:
         try:
             acquired = await self._call(self._try_acquire_or_renew)
         except (ApiException, HTTPError, OSError) as error:
-            log.warning("lease_update_failed", error=getattr(error, "reason", None) or type(error).__name__)
+            self._failed(getattr(error, "reason", None) or type(error).__name__)
             acquired = False
+        else:
+            if self._failing is not None:
+                began, failures, _ = self._failing
+                log.info("lease_update_recovered", failures=failures, seconds=round(self._clock() - began, 1))
+                self._failing = None
         self.is_leader = acquired
         return acquired
+
+    def _failed(self, error: object) -> None:
+        """A failed Lease call, logged at its first and then once per FAILURE_LOG_SECONDS with the count: with the
+        apiserver down a call fails every retry period, for as long as the outage lasts."""
+        now = self._clock()
+        began, failures, logged = self._failing or (now, 0, now - FAILURE_LOG_SECONDS)
+        failures += 1
+        if now - logged >= FAILURE_LOG_SECONDS:
+            log.warning("lease_update_failed", error=error, failures=failures, seconds=round(now - began, 1))
+            logged = now
+        self._failing = (began, failures, logged)
 
     async def _call(self, function: Callable[[], T]) -> T:
         """`function()` on the Lease's thread, in a copy of the caller's context (as `asyncio.to_thread`)."""

@@ -110,3 +110,7 @@ def configure_logging(log_format: str = "auto", level: str = "info", stream: Tex
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(max(_LEVELS[level], logging.WARNING))
+    # urllib3 logs every retry of the Kubernetes client ("Retrying (Retry(total=2, ...)) after connection broken"),
+    # three lines per failed call while an apiserver is down; the caller's own line (lease_update_failed,
+    # watch_failed) says what failed and is rate-limited where it repeats.
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
 from kubernetes import client
+from structlog.testing import capture_logs
 
 from controllers.leader import LeaderElector, request_timeout
 
@@ -24,7 +25,9 @@ def black_hole() -> Iterator[str]:
     listener.close()
 
 
-def elector_for(url: str, renew_deadline: timedelta = timedelta(seconds=2)) -> LeaderElector:
+def elector_for(
+    url: str, renew_deadline: timedelta = timedelta(seconds=2), clock: Callable[[], float] | None = None
+) -> LeaderElector:
     configuration = client.Configuration()
     configuration.host = url
     configuration.retries = 0
@@ -34,6 +37,7 @@ def elector_for(url: str, renew_deadline: timedelta = timedelta(seconds=2)) -> L
         "default",
         "failover-relay",
         "replica-a",
+        clock=clock,
         renew_deadline=renew_deadline,
         retry_period=timedelta(milliseconds=200),
     )
@@ -66,3 +70,17 @@ async def test_a_stop_while_campaigning_against_a_hung_apiserver_is_bounded(blac
         await asyncio.gather(campaign, return_exceptions=True)
     assert time.monotonic() - started < elector.request_timeout + 2
     assert not elector.is_leader
+
+
+async def test_an_apiserver_that_refuses_is_logged_once_a_minute_with_the_count() -> None:
+    closed = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    closed.close()  # connections to it are refused at once
+    now = [1000.0]
+    elector = elector_for(url, clock=lambda: now[0])
+    with capture_logs() as logs:
+        for _ in range(40):  # 80 s of retry periods of 2 s
+            assert await elector.try_acquire_or_renew() is False
+            now[0] += 2.0
+    failed = [line for line in logs if line["event"] == "lease_update_failed"]
+    assert [(line["failures"], line["seconds"]) for line in failed] == [(1, 0.0), (31, 60.0)]
