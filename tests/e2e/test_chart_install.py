@@ -137,5 +137,8 @@ def test_the_notes_say_what_to_do_next_in_each_mode(
     assert "--controllers" not in member and "get lease" not in member
     assert "savepoint injection is off" in control_plane and "savepoint injection is off" not in member
     assert "watcher is off" in member and "watcher is off" not in control_plane
+    # The default image names no registry; one with a registry is not warned about.
+    assert "names no registry" in control_plane
+    assert "names no registry" not in administrator.notes({"image": {"repository": "registry.example/failover-relay"}})
     assert "--set webhooks.url=https://failover-relay.failover-relay.svc:443" in by_url
     assert "webhooks.create=false" not in control_plane
