@@ -249,3 +249,22 @@ def test_every_setting_round_trips_from_yaml_with_its_declared_type(tmp_path: Pa
     assert loaded != entry.default
     origin = typing.get_origin(entry.kind) or entry.kind
     assert isinstance(loaded, origin)
+
+
+def test_the_configuration_file_section_names_every_setting() -> None:
+    """docs/operations.md "Configuration file" shows every setting, set or commented out, under its section."""
+    text = (ROOT / "docs" / "operations.md").read_text()
+    section = text[text.index("\n## Configuration file\n") :]
+    example = section[section.index("```yaml\n") + 8 : section.index("\n```", section.index("```yaml\n"))]
+    shown: set[str] = set()
+    current = ""
+    for line in example.splitlines():
+        top = re.match(r"^(\w+):", line)
+        if top:
+            current = top.group(1)
+            continue
+        key = re.match(r"^  (?:# )?(\w+):", line)
+        if key:
+            shown.add(f"{current}.{key.group(1)}")
+    missing = sorted(set(declared()) - shown)
+    assert missing == [], f"not in docs/operations.md's configuration example: {missing}"
