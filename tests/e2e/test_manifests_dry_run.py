@@ -11,13 +11,14 @@ import pytest
 import yaml
 
 from controllers.cabundle import DEFAULT_CONFIGURATION_NAME
+from relay.cli import build_parser
 from relay.commands.manifests.webhooks import (
     CONFIGURATION_NAME,
     WebhookOptions,
     render_webhook_configurations,
     service_endpoint,
 )
-from relay.settings import ControllerSettings
+from relay.settings import ControllerSettings, settings_of
 from tests.e2e.objects import RELAY_NAMESPACE, applied_names
 from tests.envtest import REPO_ROOT, ControlPlane
 
@@ -134,6 +135,51 @@ def test_whole_kustomization_is_accepted_by_the_apiserver(
     assert accepted == expected
     # The namespace warns on anything below the "restricted" Pod Security Standard: the Deployment must not.
     assert "Warning" not in result.stderr, result.stderr
+
+
+def test_the_karmada_host_overlay_carries_the_quick_start_s_configuration() -> None:
+    page = (REPO_ROOT / "docs" / "quickstart.md").read_text()
+    marker = page.index("<!-- quickstart-test: relay-config")
+    block = page[page.index("```yaml\n", marker) + 8 : page.index("\n```", page.index("```yaml\n", marker))]
+    assert (MANIFESTS / "karmada-host" / "relay.yaml").read_text() == block + "\n"
+
+
+@pytest.mark.envtest
+def test_the_karmada_host_overlay_is_accepted_and_starts_the_relay_as_the_quick_start_says(
+    control_plane: ControlPlane, relay_namespace: str, tmp_path: Path
+) -> None:
+    """manifests/karmada-host/ (quick start step 3, kubectl path): the host-cluster install without the webhooks,
+    with the karmada-apiserver's kubeconfig and the quick start's relay.yaml; its relay's flags and config file are
+    what `serve` accepts, and the ConfigMap holds the page's configuration."""
+    overlay = MANIFESTS / "karmada-host"
+    rendered = [d for d in yaml.safe_load_all(control_plane.kubectl("kustomize", str(overlay)).stdout) if d]
+    kinds = {d["kind"] for d in rendered}
+    assert not kinds & {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
+    result = control_plane.kubectl(
+        "apply", "--server-side", "--field-manager=failover-relay-install", "--dry-run=server", "-o", "name",
+        "-k", str(overlay), check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert applied_names(result.stdout) == {f"{d['kind'].lower()}/{d['metadata']['name']}" for d in rendered}
+    assert "Warning" not in result.stderr, result.stderr
+
+    [deployment] = [d for d in rendered if d["kind"] == "Deployment"]
+    [config_map] = [d for d in rendered if d["kind"] == "ConfigMap"]
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["config"]["configMap"]["name"] == config_map["metadata"]["name"]
+    assert volumes["karmada"]["secret"]["secretName"] == "failover-relay-karmada"
+    config_file = tmp_path / "relay.yaml"
+    config_file.write_text(config_map["data"]["relay.yaml"])
+    args = [
+        f"--config={config_file}" if arg == f"--config={mounts['config']}/relay.yaml" else arg
+        for arg in container["args"]
+    ]
+    settings = settings_of(build_parser().parse_args(args))
+    assert settings.controllers.kubeconfig == f"{mounts['karmada']}/kubeconfig"
+    assert settings.savepoint.work_savepoints and settings.storage_fence_on()
 
 
 # (verb, resource, namespace or None) the relay calls: controllers/binding_writes.py, old_copies.py,
