@@ -7,6 +7,7 @@ a flag, a check at start-up) ends it with one line and exit 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
@@ -21,6 +22,9 @@ from relay.commands import (
 )
 from relay.commands.conventions import Parser, Subcommands, refuse
 from relay.settings import SettingsError
+
+# What Python itself exits with on EPIPE (docs "Note on SIGPIPE").
+EXIT_BROKEN_PIPE = 1
 
 # In the order `failover-relay --help` lists them (check_command adds `check` and `test`).
 COMMANDS = (
@@ -63,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except SettingsError as error:
         return refuse(error)
+    except BrokenPipeError:
+        # The reader went away (`check ... | head`): stop quietly, as Python's docs advise, not with a traceback;
+        # stdout goes to /dev/null so that the interpreter's own flush at exit does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 def command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:

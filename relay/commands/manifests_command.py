@@ -24,8 +24,8 @@ def add_parser(commands: Subcommands) -> None:
     webhook.add_argument(
         "-n",
         "--namespace",
-        help="the relay's namespace (required with --service; default "
-        "failover-relay); excluded from admission with kube-system",
+        help="the relay's namespace, excluded from admission with kube-system: with --service, required (the "
+        "Service's); with --url, failover-relay unless given",
     )
     webhook.add_argument("--service-port", type=int, default=443, help="port of that Service (default 443)")
     ca = webhook.add_mutually_exclusive_group()

@@ -338,7 +338,7 @@ def test_a_flink_deployment_no_stateful_policy_selects_is_skipped_and_said_why(t
     path = write_yaml(tmp_path / "app.yaml", flink_policy(), flink_deployment(name="other"))
     code, out, _ = check(path)
     assert code == EXIT_OK
-    assert out[1].endswith("no stateful failover policy among the files selects it"), out
+    assert out[1].endswith("none among the files does (check them together)"), out
 
 
 def test_the_documented_examples_directory_checks_with_no_error_and_findings_in_line_order() -> None:

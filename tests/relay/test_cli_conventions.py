@@ -4,6 +4,8 @@ format and `-n` always a namespace, and a description of its own in each command
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -100,3 +102,21 @@ def test_no_suggestion_when_nothing_is_close(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit):
         main(["serve", "--xyz"])
     assert capsys.readouterr().err.rstrip().endswith("unrecognized arguments: --xyz")
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    """`failover-relay check ... | head -1`: no BrokenPipeError traceback, Python's own exit code for EPIPE."""
+    manifest = tmp_path / "many.yaml"
+    manifest.write_text("---\n".join([(REPO / "docs" / "examples" / "policies.yaml").read_text()] * 200))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "relay.cli", "check", str(manifest)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.readline()
+    process.stdout.close()  # as `head -1` does once it has its line
+    error = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 1
+    assert "Traceback" not in error and "BrokenPipeError" not in error, error

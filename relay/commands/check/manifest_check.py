@@ -385,7 +385,12 @@ def _with_stateless_restart(
     policies = [p.obj for p in stateful if _selects(p.obj, flink, namespace)]
     if not policies:
         if result.status == "skipped":
-            return replace(result, reason=f"{result.reason}: no stateful failover policy among the files selects it")
+            # Checked only beside the policy that selects it: say that, not "not a kind failover-relay checks".
+            return replace(
+                result,
+                reason="a FlinkDeployment is checked beside the stateful failover policy that selects it; none among "
+                "the files does (check them together)",
+            )
         return result
     spec = flink.get("spec")
     configuration = spec.get("flinkConfiguration") if isinstance(spec, dict) else None
