@@ -43,13 +43,29 @@ def load_api_client(kubeconfig: Path | None = None) -> client.ApiClient:
     )
     path = next((candidate for candidate in candidates if candidate.is_file()), None)
     if path is None:
+        directories = [candidate for candidate in candidates if candidate.is_dir()]
+        if directories:
+            raise NoClusterConfig(f"kubeconfig {directories[0]} is a directory, not a kubeconfig file")
         raise NoClusterConfig(f"no kubeconfig at {', '.join(map(str, candidates))}")
     try:
         return config.new_client_from_config(config_file=str(path))
     except (ConfigException, OSError, ValueError, yaml.YAMLError, TypeError, AttributeError) as error:
         # Not YAML, or YAML of the wrong shape: the kubernetes client raises whatever its parser met.
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise NoClusterConfig(f"kubeconfig {path} unusable: {reason}") from None
+        raise NoClusterConfig(f"kubeconfig {path}{_position(error)} unusable: {_reason(error)}") from None
+
+
+def _position(error: Exception) -> str:
+    """ ":LINE:COLUMN" of a YAML error, 1-based as editors count; "" for any other error."""
+    mark = getattr(error, "problem_mark", None)
+    return f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+
+
+def _reason(error: Exception) -> str:
+    """What went wrong, in one line: a YAML error's problem ("expected ',' or ']'"), else the error's first line."""
+    problem = getattr(error, "problem", None)
+    if isinstance(error, yaml.YAMLError) and problem:
+        return f"invalid YAML: {problem}"
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 # Every call has a deadline, so a hung apiserver fails a reconcile (retried with backoff) instead of holding a worker

@@ -1,0 +1,34 @@
+"""A kubeconfig the relay cannot use is named in one line, with where and why (controllers/kube.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controllers.kube import NoClusterConfig, load_api_client
+
+
+def refusal(kubeconfig: Path) -> str:
+    with pytest.raises(NoClusterConfig) as raised:
+        load_api_client(kubeconfig)
+    message = str(raised.value)
+    assert "\n" not in message
+    return message
+
+
+def test_a_directory_is_named_as_one(tmp_path: Path) -> None:
+    assert refusal(tmp_path) == f"kubeconfig {tmp_path} is a directory, not a kubeconfig file"
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    assert refusal(tmp_path / "nope") == f"no kubeconfig at {tmp_path / 'nope'}"
+
+
+def test_broken_yaml_gives_line_and_column(tmp_path: Path) -> None:
+    broken = tmp_path / "config"
+    broken.write_text("apiVersion: v1\nclusters: [\n  {name: a\n")
+    message = refusal(broken)
+    assert message.startswith(f"kubeconfig {broken}:") and "unusable: invalid YAML: " in message
+    line = int(message.split(":")[1])
+    assert 2 <= line <= 4
