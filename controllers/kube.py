@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -17,6 +18,7 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
+from urllib3.exceptions import InsecureRequestWarning
 
 from failover.core.api import Resource
 from failover.core.names import split_key
@@ -48,10 +50,15 @@ def load_api_client(kubeconfig: Path | None = None) -> client.ApiClient:
             raise NoClusterConfig(f"kubeconfig {directories[0]} is a directory, not a kubeconfig file")
         raise NoClusterConfig(f"no kubeconfig at {', '.join(map(str, candidates))}")
     try:
-        return config.new_client_from_config(config_file=str(path))
+        api_client = config.new_client_from_config(config_file=str(path))
     except (ConfigException, OSError, ValueError, yaml.YAMLError, TypeError, AttributeError) as error:
         # Not YAML, or YAML of the wrong shape: the kubernetes client raises whatever its parser met.
         raise NoClusterConfig(f"kubeconfig {path}{_position(error)} unusable: {_reason(error)}") from None
+    if not api_client.configuration.verify_ssl:
+        # insecure-skip-tls-verify is the kubeconfig's own choice, which kubectl honours without a word; urllib3
+        # would print an InsecureRequestWarning on every request (`status --watch` printed them between its tables).
+        warnings.filterwarnings("ignore", category=InsecureRequestWarning)
+    return api_client
 
 
 def _position(error: Exception) -> str:

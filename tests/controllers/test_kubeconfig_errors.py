@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
+from urllib3.exceptions import InsecureRequestWarning
 
 from controllers.kube import NoClusterConfig, load_api_client
 
@@ -32,3 +34,17 @@ def test_broken_yaml_gives_line_and_column(tmp_path: Path) -> None:
     assert message.startswith(f"kubeconfig {broken}:") and "unusable: invalid YAML: " in message
     line = int(message.split(":")[1])
     assert 2 <= line <= 4
+
+
+def test_a_kubeconfig_without_tls_verification_gets_no_warning_on_every_request(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_api_client(kubeconfig)
+        warnings.warn("Unverified HTTPS request", InsecureRequestWarning, stacklevel=1)
+    assert caught == []  # as kubectl, which honours insecure-skip-tls-verify without a word
