@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from tests.crd_sources import flink_deployment_crd
+from tests.karmada.outages import TAINT_POLICY_FILE
 from tests.karmada.workloads import POLICIES, FlinkJob, new_job_id
 from tests.karmada_env import (
     KARMADA,
@@ -104,6 +105,10 @@ def test_the_quick_start_runs_as_written(karmada_env: KarmadaEnv, request: pytes
     running = process_args(env.pids()["karmada-controller-manager"])
     named = flags.text.split()
     assert sorted(named) == sorted(arg for arg in running if arg.split("=")[0] in {f.split("=")[0] for f in named})
+    # And karmada-webhook's.
+    [webhook_flags] = [block for block in page if block.language == "text" and "taint-policy" in block.text]
+    running = process_args(env.pids()["karmada-webhook"])
+    assert set(webhook_flags.text.split()) <= set(running)
 
     # The relay runs with the page's configuration file: every key of it, and no other but the tier's own.
     running = yaml.safe_load(env.relay_config_file.read_text())
@@ -133,6 +138,10 @@ def test_the_quick_start_runs_as_written(karmada_env: KarmadaEnv, request: pytes
         if karmada.get(resource_path("flink.apache.org/v1beta1", "flinkdeployments", NAME, NAMESPACE)):
             job.delete()
         karmada.delete(resource_path(POLICIES, "propagationpolicies", NAME, NAMESPACE))
+        # The page's ClusterTaintPolicy, which the tests that stop a member apply themselves (every member is Ready
+        # here, so deleting it leaves no taint behind: tests/karmada/outages.py `taint_not_ready_clusters`).
+        taint_policy = yaml.safe_load(TAINT_POLICY_FILE.read_text())["metadata"]["name"]
+        karmada.delete(resource_path(POLICIES, "clustertaintpolicies", taint_policy))
     assert len(outputs) == 2, "the page runs failover-relay status once"
     assert restored_path.endswith("/chk-7"), "the new copy restores the newest completed checkpoint"
     report(
