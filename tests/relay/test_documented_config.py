@@ -268,3 +268,31 @@ def test_the_configuration_file_section_names_every_setting() -> None:
             shown.add(f"{current}.{key.group(1)}")
     missing = sorted(set(declared()) - shown)
     assert missing == [], f"not in docs/operations.md's configuration example: {missing}"
+
+
+# Set in the example as a relay in a cluster runs (manifests/deploy/deployment.yaml), not to their defaults.
+IN_CLUSTER_VALUES = {
+    "server.host",
+    "server.certDir",
+    "server.serviceName",
+    "server.namespace",
+    "server.drainSeconds",
+    "logging.format",
+    "savepoint.checkpointRoot",
+}
+
+
+def test_the_configuration_file_section_gives_each_default_as_declared() -> None:
+    text = (ROOT / "docs" / "operations.md").read_text()
+    section = text[text.index("\n## Configuration file\n") :]
+    example = yaml.safe_load(section[section.index("```yaml\n") + 8 : section.index("\n```", section.index("```yaml"))])
+    drifted = []
+    for name, values in example.items():
+        for key, value in (values or {}).items():
+            entry = declared()[f"{name}.{key}"]
+            default = entry.default
+            default = default.total_seconds() if isinstance(default, timedelta) else default
+            default = list(default) if isinstance(default, tuple) else default
+            if f"{name}.{key}" not in IN_CLUSTER_VALUES and value != default:
+                drifted.append(f"{name}.{key}: {value!r}, declared {default!r}")
+    assert drifted == []
