@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -22,7 +23,7 @@ from failover.state.flink_config import NO_CLAIM
 from failover.state.jobid import job_id_problem
 from failover.state.restore import OTHER_LABEL, PREVIOUS_JOB_ID, UPGRADE_SAVEPOINT_PATH
 from failover.state.savepoint import claim_mode
-from relay.commands.documents import Unreadable, documents_in, read_text
+from relay.commands.documents import STDIN, STDIN_NAME, Unreadable, documents_in, read_stream, read_text
 from relay.settings import SavepointSettings, SettingsError, open_injection
 from webhook.mutators import SavepointMutator, lookup_pool
 from webhook.review import AdmissionRequest
@@ -154,14 +155,16 @@ def _report(obj: dict[str, Any], verdict: Verdict, show_patch: bool, out: TextIO
 def _read_object(path: Path, err: TextIO) -> dict[str, Any] | None:
     # relay/commands/documents.py bounds the file (size, UTF-8, depth, alias expansion) as `check` does: one line,
     # exit 2.
-    text = read_text(path)
-    found = [text] if isinstance(text, Unreadable) else list(documents_in(text, str(path)))
+    # `-` is the standard input, as for `check` and kubectl's `-f -`.
+    text = read_stream(sys.stdin.buffer, STDIN_NAME) if path == STDIN else read_text(path)
+    where = STDIN_NAME if path == STDIN else str(path)
+    found = [text] if isinstance(text, Unreadable) else list(documents_in(text, where))
     problem = next((item for item in found if isinstance(item, Unreadable)), None)
     if problem is not None:
         print(f"failover-relay: {problem}", file=err)
         return None
     objects = [item for item in found if not isinstance(item, Unreadable)]  # all of them, as nothing was unreadable
     if len(objects) != 1:
-        print(f"failover-relay: {path} must hold exactly one object", file=err)
+        print(f"failover-relay: {where} must hold exactly one object", file=err)
         return None
     return dict(objects[0])

@@ -24,7 +24,12 @@ def add_parser(commands: Subcommands) -> None:
     inject = add_command(
         commands, "inject", help="show what savepoint injection does to one object: the mutated object, or why not"
     )
-    inject.add_argument("file", type=Path, metavar="FILE", help="YAML file holding one object (a FlinkDeployment)")
+    inject.add_argument(
+        "file",
+        type=Path,
+        metavar="FILE",
+        help="YAML file holding one object (a FlinkDeployment); - for the standard input",
+    )
     inject.add_argument("--job-id", help="Flink JobID to inject as the job-id label (default: the object's label)")
     inject.add_argument("--config", type=Path, help="YAML config file (its savepoint section)")
     inject.add_argument("-n", "--namespace", help="namespace the object is created in (default: its own, or default)")

@@ -3,6 +3,7 @@
 import io
 import json
 import os
+from pathlib import Path
 
 import pytest
 import yaml
@@ -49,6 +50,14 @@ def test_prints_the_mutated_object(tree):
     assert code == 0
     job = yaml.safe_load(out)["spec"]["job"]
     assert job == {"jarURI": "local:///x.jar", "upgradeMode": "stateless", "initialSavepointPath": f"{directory}/chk-3"}
+
+
+def test_reads_the_object_from_the_standard_input_for_a_dash(tree, monkeypatch):
+    root, manifest, directory = tree
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(manifest.read_bytes())))
+    code, out, _ = inject(Path("-"), root)
+    assert code == 0
+    assert yaml.safe_load(out)["spec"]["job"]["initialSavepointPath"] == f"{directory}/chk-3"
 
 
 def test_prints_the_patch(tree):
