@@ -81,7 +81,7 @@ def run_test(args: argparse.Namespace) -> int:
 
 def _with_checker(args: argparse.Namespace, go: Callable[[Checker], int]) -> int:
     """Pick the schema source, then `go` with the checker; a source or a server that cannot be used is exit 2."""
-    from relay.commands.check.manifest_check import RULES_ONLY_NOTE, local_checker, server_checker
+    from relay.commands.check.manifest_check import local_checker, rules_only_note, server_checker
     from relay.commands.check.schemas import SchemaSourceError, bundled, from_directory
     from relay.commands.check.server_check import ServerCheckError
     from relay.kube_requests import Unreachable
@@ -90,7 +90,7 @@ def _with_checker(args: argparse.Namespace, go: Callable[[Checker], int]) -> int
         if args.server:
             check = server_checker(args.kubeconfig, args.namespace)
         elif args.rules_only:
-            print(RULES_ONLY_NOTE, file=sys.stderr)
+            print(rules_only_note(args.command), file=sys.stderr)
             check = local_checker(None, args.namespace)
         else:
             check = local_checker(from_directory(args.crds) if args.crds else bundled(), args.namespace)

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from relay.commands.check.manifest_check import EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE, RULES_ONLY_NOTE, run_check
+from relay.cli import main
+from relay.commands.check.manifest_check import EXIT_DENIED, EXIT_OK, EXIT_UNREADABLE, rules_only_note, run_check
 from tests.policies import flink_policy
 
 REBALANCER = """\
@@ -58,7 +59,7 @@ def test_a_denied_object_exits_1_and_says_why(tmp_path: Path) -> None:
     # The failover rules alone: a legacy name is a warning (Karmada v1.15-v1.18 accept it).
     path = write_yaml(tmp_path / "p.yaml", flink_policy(purgeMode="Gracefully"), flink_policy(purgeMode="Immediately"))
     code, out, err = check(path, schemas=None)
-    assert err == [RULES_ONLY_NOTE]
+    assert err == [rules_only_note()]
     assert code == EXIT_DENIED
     # Each finding on the line of its field: the first document's statePreservation, the second's purgeMode.
     lines = path.read_text().splitlines()
@@ -351,3 +352,11 @@ def test_the_documented_examples_directory_checks_with_no_error_and_findings_in_
     # One object's findings in the file's order.
     typo = [int(line.split(":")[1]) for line in out if "PropagationPolicy/job-id-typo" in line]
     assert len(typo) == 2 and typo == sorted(typo)
+
+
+def test_rules_only_is_said_by_the_command_that_ran(capsys: pytest.CaptureFixture[str]) -> None:
+    examples = str(Path(__file__).resolve().parents[2] / "docs" / "examples")
+    main(["test", "--rules-only", examples])
+    assert capsys.readouterr().err.splitlines()[0] == rules_only_note("test")
+    main(["check", "--rules-only", "-q", examples])
+    assert capsys.readouterr().err.splitlines()[0] == rules_only_note("check")

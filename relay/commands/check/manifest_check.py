@@ -63,10 +63,16 @@ from relay.commands.documents import (
 
 EXIT_OK, EXIT_DENIED, EXIT_UNREADABLE = 0, 1, 2
 DEFAULT_NAMESPACE = "default"
-RULES_ONLY_NOTE = (
-    "failover-relay check: checked the failover rules only (--rules-only): not Karmada's CRD schemas "
-    "nor its webhook, so an object allowed here may still be refused by kubectl apply"
-)
+
+
+def rules_only_note(command: str = "check") -> str:
+    """What `--rules-only` leaves out, said on stderr by the command that ran (`check` or `test`)."""
+    return (
+        f"failover-relay {command}: checked the failover rules only (--rules-only): not Karmada's CRD schemas "
+        "nor its webhook, so an object allowed here may still be refused by kubectl apply"
+    )
+
+
 POLICY_KINDS = (PROPAGATION_POLICY, CLUSTER_PROPAGATION_POLICY)
 # Karmada API groups served by its aggregated apiservers, not by CRDs: real, though the schemas do not hold them.
 KARMADA_AGGREGATED_GROUPS = frozenset({"cluster.karmada.io", "search.karmada.io"})
@@ -266,7 +272,7 @@ def run_check(
     if schemas == "bundled":
         schemas = bundled()
     if schemas is None:
-        print(RULES_ONLY_NOTE, file=err)
+        print(rules_only_note(), file=err)
     return run_objects(paths, local_checker(schemas, namespace), out, err, quiet, stdin, namespace)
 
 
