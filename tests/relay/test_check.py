@@ -360,3 +360,11 @@ def test_rules_only_is_said_by_the_command_that_ran(capsys: pytest.CaptureFixtur
     assert capsys.readouterr().err.splitlines()[0] == rules_only_note("test")
     main(["check", "--rules-only", "-q", examples])
     assert capsys.readouterr().err.splitlines()[0] == rules_only_note("check")
+
+
+def test_a_misspelt_kind_gets_the_closest_kind_of_its_group(tmp_path: Path) -> None:
+    policy = flink_policy()
+    policy["kind"] = "PropagationPolicyy"
+    code, out, _ = check(write_yaml(tmp_path / "kind.yaml", policy))
+    assert code == EXIT_UNREADABLE
+    assert out[0].endswith("have no kind PropagationPolicyy in policy.karmada.io; did you mean PropagationPolicy?")

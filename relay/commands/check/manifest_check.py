@@ -201,6 +201,10 @@ def _not_served(schemas: SchemaSet, group: str, api_version: str, kind: str) -> 
         )
     elsewhere = schemas.groups_of(kind)
     hint = f"; {kind} is {' or '.join(elsewhere)}" if elsewhere else ""
+    if not elsewhere:
+        in_group = sorted({k for g, _, k in schemas.kinds if g == group})
+        close = difflib.get_close_matches(kind, in_group, n=1, cutoff=MISSPELLING_CUTOFF)
+        hint = f"; did you mean {close[0]}?" if close else ""
     return f"{api_version} {kind}: {schemas.source} have no kind {kind} in {group}{hint}"
 
 
