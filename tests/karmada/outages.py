@@ -148,6 +148,12 @@ class CopyWatch(Background):
         self.suspended: dict[str, float] = {}  # member -> first seen suspended, monotonic
         super().__init__()
 
+    def wait_seen(self, member: str, timeout: float = 10) -> tuple[float, float]:
+        """When the watch first and last saw a copy in `member`, once it has: a test that found the copy by its own
+        read is ahead of the watch's next sample (three apiserver reads on a busy machine can take most of a second),
+        and reading `seen` at once raced it."""
+        return self.job.env.wait_until(lambda: self.seen.get(member), timeout, f"the watch sampling {member}'s copy")
+
     def _run(self) -> None:
         while not self._stop.is_set():
             present, running, jobmanagers = [], [], []

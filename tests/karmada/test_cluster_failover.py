@@ -41,6 +41,7 @@ def test_cluster_failover_carries_the_job_without_the_gate_and_the_new_copy_foll
         try:
             second, copy = job.wait_restored_outside(first, timeout=60)
             seconds = time.monotonic() - tainted_at
+            watch.wait_seen(second)
             time.sleep(0.5)
         finally:
             karmada.patch(cluster_path, {"spec": {"taints": taints}})

@@ -39,7 +39,8 @@ def test_the_new_copy_follows_the_old_at_once_and_keeps_its_state_after_the_task
         second, _ = job.wait_restored_outside(first, timeout=TOLERATION_SECONDS + 50)
         seconds = time.monotonic() - unhealthy_at
         env.wait_until(lambda: job.copy_in(first) is None, 30, f"the copy in {first} deleted")
-    gap = watch.seen[second][0] - watch.seen[first][1]
+        new_seen, _ = watch.wait_seen(second)
+    gap = new_seen - watch.seen[first][1]
     assert watch.overlaps == [], f"two copies at once: {watch.overlaps[:3]}"
     assert gap < NEW_COPY_AFTER_OLD_GONE_SECONDS, f"new copy {gap:.2f} s after the old one was gone"
 
