@@ -214,6 +214,7 @@ def test_a_partitioned_pull_members_copy_is_suspended_through_the_storage_fence_
                 not_ready_at = time.monotonic()
                 second, copy = job.wait_restored_outside(home, timeout=180)
                 back = time.monotonic() - not_ready_at
+                watch.wait_seen(second)
                 assert copy["metadata"]["labels"][CLUSTER_JOB_ID_LABEL] == job_id
                 # The suspension's savepoint, newer than the last checkpoint.
                 assert restore_path(copy) == operator.savepoint(home)
@@ -258,7 +259,8 @@ def test_a_partitioned_pull_members_copy_is_suspended_through_the_storage_fence_
         f" savepoint) {created:.1f} s after NotReady (restored copy seen {back:.1f} s after), margin {margin:.1f} s;"
         f" running side by side: {len(watch.running_overlaps)} samples of {watch.samples}; the JobManager the"
         f" operator left up (FLINK-41262) gone {jobmanager_gone:.1f} s after the suspension, JobManagers running in"
-        f" two members: {len(watch.jobmanager_overlaps)} samples; the suspended copy"
+        f" two members: {len(watch.jobmanager_overlaps)} samples ({watch.jobmanager_misses} pod lists failed);"
+        f" the suspended copy"
         f" deleted by the agent {stale:.1f} s after the heal; the new copy untouched",
     )
     assert watch.running_overlaps == [], f"two running copies: {watch.running_overlaps[:3]}"
