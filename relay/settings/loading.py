@@ -94,13 +94,18 @@ def load_settings(path: Path | None) -> Settings:
     from relay.yaml_keys import duplicate_key
 
     try:
-        text = data.decode("utf-8")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        duplicate = None if node is None else duplicate_key(node)
-        if duplicate is not None:
-            key, line, first = duplicate
-            raise SettingsError(f"config file {path}:{line}: key {key!r} already given at line {first}")
-        document = yaml.safe_load(text) or {}
+        # Composed once: the nodes are checked for a key given twice, then constructed (yaml.safe_load would parse
+        # the text again).
+        loader = yaml.SafeLoader(data.decode("utf-8"))
+        try:
+            node = loader.get_single_node()
+            duplicate = None if node is None else duplicate_key(node)
+            if duplicate is not None:
+                key, line, first = duplicate
+                raise SettingsError(f"config file {path}:{line}: key {key!r} already given at line {first}")
+            document = (None if node is None else loader.construct_document(node)) or {}
+        finally:
+            loader.dispose()
     except UnicodeDecodeError as error:
         raise SettingsError(f"config file {path} is not UTF-8 (byte {error.start})") from None
     except yaml.YAMLError as error:

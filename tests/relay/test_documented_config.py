@@ -251,11 +251,17 @@ def test_every_setting_round_trips_from_yaml_with_its_declared_type(tmp_path: Pa
     assert isinstance(loaded, origin)
 
 
-def test_the_configuration_file_section_names_every_setting() -> None:
-    """docs/operations.md "Configuration file" shows every setting, set or commented out, under its section."""
+def configuration_example() -> str:
+    """The YAML of docs/operations.md "Configuration file", as the page shows it."""
     text = (ROOT / "docs" / "operations.md").read_text()
     section = text[text.index("\n## Configuration file\n") :]
-    example = section[section.index("```yaml\n") + 8 : section.index("\n```", section.index("```yaml\n"))]
+    start = section.index("```yaml\n") + len("```yaml\n")
+    return section[start : section.index("\n```", start)]
+
+
+def test_the_configuration_file_section_names_every_setting() -> None:
+    """docs/operations.md "Configuration file" shows every setting, set or commented out, under its section."""
+    example = configuration_example()
     shown: set[str] = set()
     current = ""
     for line in example.splitlines():
@@ -283,9 +289,7 @@ IN_CLUSTER_VALUES = {
 
 
 def test_the_configuration_file_section_gives_each_default_as_declared() -> None:
-    text = (ROOT / "docs" / "operations.md").read_text()
-    section = text[text.index("\n## Configuration file\n") :]
-    example = yaml.safe_load(section[section.index("```yaml\n") + 8 : section.index("\n```", section.index("```yaml"))])
+    example = yaml.safe_load(configuration_example())
     drifted = []
     for name, values in example.items():
         for key, value in (values or {}).items():
