@@ -65,18 +65,30 @@ def validate_policy(policy: Mapping[str, Any]) -> Verdict:
 
 
 def default_policy(policy: Mapping[str, Any], legacy_purge_modes: bool = False) -> tuple[dict[str, Any], ...]:
-    """JSONPatch operations that fill Karmada's defaults into `spec.failover.application`; none when nothing is missing.
+    """JSONPatch operations that fill Karmada's defaults into `spec.failover`; none when nothing is missing.
 
-    tolerationSeconds 300 and purgeMode Gracefully are Karmada's CRD defaults, gracePeriodSeconds 600 comes from its
-    mutating webhook (`SetDefaultGracePeriodSeconds`). With `legacy_purge_modes` the purge mode is written as
-    Graciously, the only spelling the v1.12-v1.14 CRD enum accepts. Fields of the wrong type are left alone for
-    validation to refuse.
+    tolerationSeconds 300 and both purgeModes Gracefully are Karmada's CRD defaults, the application's
+    gracePeriodSeconds 600 comes from its mutating webhook (`SetDefaultGracePeriodSeconds`; the cluster section has
+    no grace period). A kube-apiserver fills the CRD defaults before any webhook runs; filling them here too keeps
+    `/mutate` of a bare review and `check --rules-only` equal to the stored object. With `legacy_purge_modes` a purge
+    mode is written as Graciously, the only spelling the v1.12-v1.14 CRD enum accepts. Fields of the wrong type are
+    left alone for validation to refuse.
     """
     spec = policy.get("spec") if isinstance(policy, dict) else None
     failover = spec.get("failover") if isinstance(spec, dict) else None
-    application = failover.get("application") if isinstance(failover, dict) else None
-    if not isinstance(application, dict):
+    if not isinstance(failover, dict):
         return ()
+    default_purge_mode = (DEFAULT_PURGE_MODE.legacy if legacy_purge_modes else DEFAULT_PURGE_MODE).value
+    ops = _application_defaults(failover.get("application"), default_purge_mode)
+    cluster = failover.get("cluster")
+    if isinstance(cluster, dict) and cluster.get("purgeMode") is None:
+        ops.append({"op": "add", "path": "/spec/failover/cluster/purgeMode", "value": default_purge_mode})
+    return tuple(ops)
+
+
+def _application_defaults(application: Any, default_purge_mode: str) -> list[dict[str, Any]]:
+    if not isinstance(application, dict):
+        return []
     base = "/spec/failover/application"
     ops: list[dict[str, Any]] = []
     conditions = application.get("decisionConditions")
@@ -94,14 +106,14 @@ def default_policy(policy: Mapping[str, Any], legacy_purge_modes: bool = False) 
         )
     purge_mode = application.get("purgeMode")
     if purge_mode is None:
-        purge_mode = (DEFAULT_PURGE_MODE.legacy if legacy_purge_modes else DEFAULT_PURGE_MODE).value
+        purge_mode = default_purge_mode
         ops.append({"op": "add", "path": f"{base}/purgeMode", "value": purge_mode})
     if (
         _parse_purge_mode(purge_mode) in (PurgeMode.GRACEFULLY, PurgeMode.GRACIOUSLY)
         and application.get("gracePeriodSeconds") is None
     ):
         ops.append({"op": "add", "path": f"{base}/gracePeriodSeconds", "value": DEFAULT_GRACE_PERIOD_SECONDS})
-    return tuple(ops)
+    return ops
 
 
 def mutate_policy(policy: Mapping[str, Any], legacy_purge_modes: bool = False) -> Verdict:

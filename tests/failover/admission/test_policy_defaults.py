@@ -188,10 +188,22 @@ def test_nothing_to_default(policy: Any) -> None:
     assert default_policy(policy) == ()
 
 
-def test_cluster_section_is_left_to_the_crd_defaults() -> None:
+def test_cluster_section_gets_the_crd_default_purge_mode_as_the_apiserver_stores_it() -> None:
     policy = with_changes(working_flink_policy(), {"spec.failover.cluster": {}})
 
-    assert default_policy(policy) == ()
+    ops = default_policy(policy)
+
+    assert [op for op in ops if op["path"].startswith("/spec/failover/cluster")] == [
+        {"op": "add", "path": "/spec/failover/cluster/purgeMode", "value": "Gracefully"}
+    ]
+    assert default_policy(apply(policy, ops)) == ()
+
+
+@pytest.mark.parametrize("purge_mode", ["Directly", "Gracefully", "Soon", 3])
+def test_a_cluster_purge_mode_given_is_left_for_validation(purge_mode: Any) -> None:
+    policy = with_changes(working_flink_policy(), {"spec.failover.cluster": {"purgeMode": purge_mode}})
+
+    assert [op for op in default_policy(policy) if op["path"].startswith("/spec/failover/cluster")] == []
 
 
 # Sections that exercise every default and every wrong type; shared by the idempotence and verdict checks.
