@@ -316,8 +316,8 @@ def complete(request: AdmissionRequest, verdict: Verdict | None) -> AdmissionRes
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(_PATCH_ENCODER.encode(list(verdict.patch)).encode()).decode()
     if verdict.warnings:
-        # Clipped here too, not only by the rules: every warning on the wire stays within the advised length.
-        response["warnings"] = [clip(warning) for warning in verdict.warnings]
+        # Rules write warnings whole (check and inject print them so); on the wire they keep the advised length.
+        response["warnings"] = list(dict.fromkeys(clip(warning) for warning in verdict.warnings))
     if verdict.audit:
         response["auditAnnotations"] = dict(verdict.audit)
     return response

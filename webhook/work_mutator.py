@@ -19,7 +19,7 @@ import structlog
 
 from failover.core import binding as b
 from failover.core.api import WORKS, GroupKind
-from failover.core.verdict import ALLOWED, Verdict, clip
+from failover.core.verdict import ALLOWED, Verdict
 from failover.core.work import manifests
 from failover.state.preserved_state import (
     AUDIT_OUTCOME,
@@ -182,7 +182,7 @@ class WorkMutator:
 def _fail_open(request: AdmissionRequest, reason: str) -> Verdict:
     log.warning("preserved_state_unknown", object=request.display_name, operation=request.operation, reason=reason)
     return Verdict(
-        warnings=(clip(f"preserved labels not set: {reason}"),),
+        warnings=(f"preserved labels not set: {reason}",),
         audit={AUDIT_OUTCOME: "unknown", AUDIT_REASON: reason[:MAX_AUDIT_VALUE]},
     )
 

@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# Kubernetes advises admission warnings of at most 120 characters (longer ones may be truncated by clients).
+# Kubernetes advises admission warnings of at most 120 characters (longer ones may be truncated by clients). Rules
+# write them whole, with the reason first; only the AdmissionReview response clips them (webhook.review.complete),
+# so that `check` and `inject` print them in full.
 MAX_WARNING_LENGTH = 120
 
 
@@ -77,9 +79,8 @@ class Findings:
         self._denials.append(Finding(path, message))
 
     def warn(self, message: str) -> None:
-        warning = clip(message)
-        if warning not in self._warnings:
-            self._warnings.append(warning)
+        if message not in self._warnings:
+            self._warnings.append(message)
 
     @property
     def denied(self) -> bool:

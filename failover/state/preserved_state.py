@@ -42,7 +42,7 @@ from failover.core.api import (
 )
 from failover.core.labels import escape_json_pointer, label_key_problems, label_value_problems
 from failover.core.names import is_dns_label, is_dns_subdomain
-from failover.core.verdict import Verdict, clip
+from failover.core.verdict import Verdict
 from failover.core.work import manifests
 from failover.state.history import restore_hints
 from failover.state.last_state import APPLICATION, CLUSTER, preservation_rules, recorded_state, recorded_states
@@ -264,7 +264,7 @@ def plan_work_labels(
         manifest_ops, problem = metadata_ops(pointer, manifest, labels)
         ops.extend(manifest_ops)
         if problem:
-            warnings += (clip(f"preserved labels not set on manifest {index}: {problem}"),)
+            warnings += (f"preserved labels not set on manifest {index}: {problem}",)
         elif hints:
             ops.extend(metadata_ops(pointer, with_labels(manifest, labels), hints, "annotations")[0])
     return LabelPlan(labels=labels, patch=tuple(ops), annotations=hints, warnings=warnings, source=task["fromCluster"])
@@ -281,11 +281,11 @@ def valid_labels(state: Mapping[Any, Any], source: str) -> tuple[dict[str, str],
     for key, value in sorted(state.items(), key=lambda item: str(item[0])):
         problems = label_key_problems(key) if isinstance(key, str) else ["must be a string"]
         if problems:
-            warnings.append(clip(f"preserved label key {str(key)[:40]!r} from {source} skipped: {problems[0]}"))
+            warnings.append(f"preserved label key {str(key)[:40]!r} from {source} skipped: {problems[0]}")
             continue
         problems = label_value_problems(value)
         if problems:
-            warnings.append(clip(f"preserved label {key} from {source} skipped: value {problems[0]}"))
+            warnings.append(f"preserved label {key} from {source} skipped: value {problems[0]}")
             continue
         labels[key] = value
     return labels, tuple(warnings)

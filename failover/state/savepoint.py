@@ -36,7 +36,7 @@ from typing import Any
 
 from failover.core.fields import is_int, object_name
 from failover.core.labels import escape_json_pointer
-from failover.core.verdict import ALLOWED, Finding, Verdict, clip
+from failover.core.verdict import ALLOWED, Finding, Verdict
 from failover.state.checkpoints import LookupResult, Outcome
 from failover.state.empty_start import PARKED_MARKER, START_WITHOUT_STATE_ANNOTATION
 from failover.state.flink_config import (
@@ -124,8 +124,8 @@ def plan_lookup(
     # One read of flinkConfiguration serves the warnings and the query.
     state = read_state_config(_get(obj, profile.flink.configuration)) if profile.flink else None
     reasons = stateless_restart_reasons(state) if state else ()
-    warnings = tuple(clip(f"restart will be stateless: {reason}") for reason in reasons)
-    warnings += tuple(clip(f"restore is unsafe: {hazard}") for hazard in (claim_mode_hazards(state) if state else ()))
+    warnings = tuple(f"restart will be stateless: {reason}" for reason in reasons)
+    warnings += tuple(f"restore is unsafe: {hazard}" for hazard in (claim_mode_hazards(state) if state else ()))
     if not job_ids:
         return LookupPlan(result=LookupResult(Outcome.INVALID_JOB_ID, reason=problems[0]), warnings=warnings)
     query = RestoreQuery(
@@ -177,7 +177,7 @@ def injection_verdict(
     audit = {AUDIT_OUTCOME: Outcome.FOUND.value if ops else "already-set", AUDIT_PATH: result.path[:MAX_AUDIT_VALUE]}
     if result.fallback:
         audit[AUDIT_FALLBACK] = result.fallback
-        notes.append(clip(f"restored via fallback {result.fallback}: the preserved job id had no state"))
+        notes.append(f"restored via fallback {result.fallback}: the preserved job id had no state")
     if result.job_id:
         audit[AUDIT_JOB_ID] = result.job_id
     return Verdict(patch=tuple(ops), audit=audit, warnings=tuple(notes))
@@ -217,9 +217,9 @@ def _flink_assignments(
             new_job = {**job, "initialSavepointPath": path, REDEPLOY_NONCE: next_nonce}
             if validate_redeploy(new_job, job) is None:
                 result.append(((*shape.job, REDEPLOY_NONCE), next_nonce, frozenset()))
-                notes.append(clip("late restore: redeploying statelessly from the found state"))
+                notes.append("late restore: redeploying statelessly from the found state")
         else:
-            notes.append(clip("late restore path: the operator ignores it on a deployed job (see lateRestore)"))
+            notes.append("late restore path: the operator ignores it on a deployed job (see lateRestore)")
     return result, notes
 
 
@@ -231,7 +231,7 @@ def injection_off_verdict(profile: InjectionProfile, obj: Mapping[str, Any]) -> 
         return ALLOWED
     return Verdict(
         warnings=(
-            clip(f"no savepoint set: injection is off (no savepoint.checkpointRoot); job {job_id} starts empty"),
+            f"no savepoint set: injection is off (no savepoint.checkpointRoot); job {job_id} starts empty",
         ),
         audit={AUDIT_OUTCOME: "injection-off"},
     )
@@ -247,9 +247,9 @@ def failure_verdict(
     audit = {AUDIT_OUTCOME: result.outcome.value, AUDIT_REASON: reason[:MAX_AUDIT_VALUE]}
     name = object_name(obj) or profile.kind
     if failure_mode == FAIL_CLOSED and _path_of(profile, obj):
-        return Verdict(warnings=(clip(f"restoring from the object's own path: {reason}"),), audit=audit)
+        return Verdict(warnings=(f"restoring from the object's own path: {reason}",), audit=audit)
     if failure_mode == FAIL_CLOSED and _first_label_value(profile, obj) in _accepted_losses(obj):
-        accepted = clip(f"starting without state, as {START_WITHOUT_STATE_ANNOTATION} accepts")
+        accepted = f"starting without state, as {START_WITHOUT_STATE_ANNOTATION} accepts"
         return Verdict(warnings=(accepted,), audit=audit)
     if failure_mode == FAIL_CLOSED:
         where = profile.path_targets[0].field
@@ -259,7 +259,7 @@ def failure_verdict(
             where = ".".join(profile.flink.configuration)
         return Verdict(denials=(Finding(where, f"{PARKED_MARKER} {name}: {reason}"),), audit=audit)
     # Short prefix: kubectl already names the object, and the reason must survive the 120-character clip.
-    return Verdict(warnings=(clip(f"no savepoint set: {reason}"),), audit=audit)
+    return Verdict(warnings=(f"no savepoint set: {reason}",), audit=audit)
 
 
 def patch_fields(

@@ -86,6 +86,12 @@ def test_long_warnings_are_clipped_to_the_advised_length():
     assert second == "short"
 
 
+def test_warnings_equal_once_clipped_are_sent_once():
+    response = complete(REQUEST, Verdict(warnings=("y" * 500, "y" * 400, "short")))
+
+    assert response["warnings"] == ["y" * (MAX_WARNING_LENGTH - 1) + "…", "short"]
+
+
 def test_warnings_of_a_denial_and_a_patch_are_clipped_too():
     long = "x" * 121
     denial = Verdict(denials=(Finding("spec", "no"),), warnings=(long,))
