@@ -11,6 +11,7 @@ hold up a shutdown.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -162,15 +163,40 @@ class SavepointMutator:
         except TimeoutError:
             return LookupResult(Outcome.TIMEOUT, reason=f"checkpoint lookup timed out after {self.deadline:g}s"), False
 
+    async def overrun(self) -> list[LookupResult]:
+        """The results of lookups still running past their deadline, once they end: what a "timed out" was (a
+        refused endpoint is retried by botocore and s3fs for about 10 s before it says so). Bound it with
+        `asyncio.timeout`; the lookups that end within the bound are those reported."""
+        running = list(self._in_flight.values())
+        ended: list[LookupResult] = []
+        for future in running:
+            with contextlib.suppress(Exception):
+                ended.append(await asyncio.shield(future))
+        return ended
+
     def _start(self, key: tuple[RestoreQuery, str | None]) -> asyncio.Future[LookupResult]:
         # The lookup's lines carry the uid of the review that started it; reviews sharing it name the same job.
         future = self.executor.submit(self._find, *key)
         self._in_flight[key] = future
+        started = time.perf_counter()
 
         def finished(done: asyncio.Future[LookupResult]) -> None:
             self._in_flight.pop(key, None)
-            if not done.cancelled() and done.exception() is None:
-                self.cache.put(key, done.result(), self.clock())
+            if done.cancelled() or done.exception() is not None:
+                return
+            result = done.result()
+            self.cache.put(key, result, self.clock())
+            seconds = time.perf_counter() - started
+            if seconds > self.deadline:  # its reviews were answered "timed out" (a warning each): this says why
+                log.info(
+                    "savepoint_lookup_overran",
+                    job_id=key[0].job_ids[0].value,
+                    seconds=round(seconds, 3),
+                    deadline_seconds=self.deadline,
+                    outcome=result.outcome.value,
+                    path=result.path,
+                    reason=result.reason or None,
+                )
 
         future.add_done_callback(finished)
         return future

@@ -18,15 +18,19 @@ import yaml
 
 from failover.admission.registry import group_kind_of
 from failover.core.verdict import ALLOWED, Verdict
-from failover.state.checkpoints import LookupResult
+from failover.state.checkpoints import LookupResult, Outcome
 from failover.state.flink_config import NO_CLAIM
 from failover.state.jobid import job_id_problem
 from failover.state.restore import OTHER_LABEL, PREVIOUS_JOB_ID, UPGRADE_SAVEPOINT_PATH
 from failover.state.savepoint import claim_mode
 from relay.commands.documents import STDIN, STDIN_NAME, Unreadable, documents_in, read_stream, read_text
 from relay.settings import SavepointSettings, SettingsError, open_injection
-from webhook.mutators import SavepointMutator, lookup_pool
+from webhook.mutators import Injection, SavepointMutator, lookup_pool
 from webhook.review import AdmissionRequest
+
+# How long `inject` follows a lookup past its deadline. botocore and s3fs retry a refused or unresolved endpoint for
+# about 10 s before they raise.
+OVERRUN_SECONDS = 30.0
 
 
 def run_inject(
@@ -96,13 +100,30 @@ def run_inject(
         return _report(obj, ALLOWED, show_patch, out, err)
     try:
         # `decide` is what the mutator's __call__ runs, returning the lookup's result too: what it compared and why.
-        decided = asyncio.run(mutator.decide(obj, request.operation, None, request.namespace))
+        decided, overrun = asyncio.run(_decide(mutator, request))
     finally:
         pool.shutdown()
     if decided is None:  # not for injection (no job-id label): admitted unchanged
         return _report(obj, ALLOWED, show_patch, out, err)
     _explain(decided.result, claim_mode(profile, obj), err)
-    return _report(obj, decided.verdict, show_patch, out, err)
+    code = _report(obj, decided.verdict, show_patch, out, err)
+    for late in overrun:
+        print(f"after the deadline the lookup ended {late.outcome.value}: {late.reason or late.path}", file=err)
+    return code
+
+
+async def _decide(mutator: SavepointMutator, request: AdmissionRequest) -> tuple[Injection | None, list[LookupResult]]:
+    """The webhook's decision, and on a timeout what the lookup ended with (within OVERRUN_SECONDS more): the
+    webhook answers at the deadline, but the operator running `inject` wants the cause."""
+    assert request.object is not None
+    decided = await mutator.decide(request.object, request.operation, None, request.namespace)
+    if decided is None or decided.result.outcome is not Outcome.TIMEOUT:
+        return decided, []
+    try:
+        async with asyncio.timeout(OVERRUN_SECONDS):
+            return decided, await mutator.overrun()
+    except TimeoutError:
+        return decided, []
 
 
 def _explain(result: LookupResult, mode: str | None, err: TextIO) -> None:

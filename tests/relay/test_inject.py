@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,26 @@ def test_says_which_claim_mode_the_new_job_restores_in(tree, tmp_path):
     _, _, err = inject(claiming, root)
     assert "restored in claim mode CLAIM (flinkConfiguration; Flink's default is NO_CLAIM)" in err
     assert "warning: restore is unsafe: claim mode CLAIM: the new job owns and deletes" in err
+
+
+def test_a_lookup_past_its_deadline_is_followed_to_its_cause(tree, monkeypatch):
+    """The webhook answers "timed out" at the deadline; inject says what the lookup then ended with. A refused S3
+    endpoint (real s3fs and botocore against a closed port) is retried for seconds before botocore says so."""
+    _, manifest, _ = tree
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    code, out, err = inject(
+        manifest,
+        "s3://flink-state/checkpoints",
+        lookup_deadline_seconds=0.2,
+        # Fewer retries than the defaults only to keep the test short; the lookup still overruns the deadline.
+        storage_options={"endpoint_url": f"http://127.0.0.1:{port}", "config_kwargs": {"retries": {"max_attempts": 1}}},
+    )
+    assert code == 0 and "initialSavepointPath" not in out
+    lines = err.splitlines()
+    assert "warning: no savepoint set: checkpoint lookup timed out after 0.2s" in lines
+    assert lines[-1].startswith("after the deadline the lookup ended storage-error: storage error: ")
+    assert f"127.0.0.1:{port}" in lines[-1]

@@ -183,6 +183,23 @@ async def test_hanging_storage_is_answered_within_the_deadline(pool, mode):
     assert lookups(metrics, "timeout") == 5
 
 
+async def test_a_lookup_that_overruns_its_deadline_says_afterwards_what_it_ended_with(pool):
+    fs = HangingFileSystem()
+    mutator = SavepointMutator(
+        PROFILES[FLINK_DEPLOYMENT], CheckpointStore(fs, "ckpt", "s3://ckpt"), executor=pool, deadline=0.2
+    )
+    with structlog.testing.capture_logs() as logs:
+        decided = await mutator.decide(flink_deployment(), "CREATE", None, "flink")
+        assert decided.outcome == "timeout"
+        fs.release.set()
+        async with asyncio.timeout(5):
+            [ended] = await mutator.overrun()
+    assert ended.outcome.value == "storage-error"  # HangingFileSystem raises FileNotFoundError from ls
+    [overran] = [log for log in logs if log["event"] == "savepoint_lookup_overran"]
+    assert overran["job_id"] == JOB and overran["outcome"] == "storage-error" and overran["seconds"] > 0.2
+    assert await mutator.overrun() == [], "nothing left running"
+
+
 class CountingFileSystem:
     def __init__(self, fs):
         self.fs = fs
