@@ -8,7 +8,7 @@
 # passed to the build as the secret "ca", used by pip only and never stored in a layer.
 #
 # Usage: bash hack/build-image.sh [TAG]   (default: failover-relay:<version of pyproject.toml>)
-# Exit status: 0 built (the tool and the image name are the last line of stdout: "podman localhost/failover-relay:0.1.0");
+# Exit status: 0 built (the tool and the image name are the last line of stdout: "podman localhost/failover-relay:0.3.0");
 # 5 no container tool can build here (no docker daemon, no podman); anything else a failed build.
 {
 set -euo pipefail

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from importlib.metadata import PackageNotFoundError, version
 
 from relay.commands import (
     check_command,
@@ -22,6 +21,7 @@ from relay.commands import (
 )
 from relay.commands.conventions import Parser, Subcommands, refuse
 from relay.settings import SettingsError
+from relay.version import package_version
 
 # What Python itself exits with on EPIPE (docs "Note on SIGPIPE").
 EXIT_BROKEN_PIPE = 1
@@ -36,14 +36,6 @@ COMMANDS = (
     status_command,
     manifests_command,
 )
-
-
-def package_version() -> str:
-    """The installed package's version (its metadata, from pyproject.toml)."""
-    try:
-        return version("failover-relay")
-    except PackageNotFoundError:  # run from a checkout that was never installed
-        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,6 +16,7 @@ from certs.serving import ensure_certificates
 from failover.admission.registry import defaulters_for
 from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS, GroupKind
 from relay.settings import Settings, SettingsError, open_injection
+from relay.version import package_version, python_version
 from webhook.blocking import BlockingPool
 from webhook.drain import Connection, sweep
 from webhook.fence_mutator import FencedCopies, keeping_suspended
@@ -50,6 +51,7 @@ class RelayServer:
         self.drain_seconds = settings.drain()
         self.grace_seconds = settings.grace_seconds
         self.metrics = AdmissionMetrics()
+        self.metrics.build_info.labels(package_version(), python_version()).set(1)
         self.files = ensure_certificates(settings.cert_dir, settings.service_name, settings.namespace, now_utc())
         self._report_repairs()
         self.tls = ReloadingSSLContext(self.files.cert_file, self.files.key_file, settings.client_ca_file)
@@ -163,6 +165,7 @@ class RelayServer:
         log.info(
             "serving",
             url=self.url,
+            version=package_version(),
             event_loop=type(asyncio.get_running_loop()).__module__.partition(".")[0],
             cert_dir=str(self.settings.cert_dir),
             ca_file=str(self.files.ca_file),

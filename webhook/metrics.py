@@ -37,6 +37,12 @@ class AdmissionMetrics:
             "failover_relay_admission_requests_in_flight", "Requests being served now.", registry=self.registry
         )
         self.in_flight.set_function(lambda: self.requests_in_flight)
+        self.build_info = Gauge(
+            "failover_relay_build_info",
+            "1, labelled with the relay's version and the Python it runs on: which replica runs what, in a rollout.",
+            ("version", "python"),
+            registry=self.registry,
+        )
         self._answered: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
         self.errors = Counter(
             "failover_relay_admission_errors_total",

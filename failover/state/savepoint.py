@@ -230,9 +230,7 @@ def injection_off_verdict(profile: InjectionProfile, obj: Mapping[str, Any]) -> 
     if not job_id:
         return ALLOWED
     return Verdict(
-        warnings=(
-            f"no savepoint set: injection is off (no savepoint.checkpointRoot); job {job_id} starts empty",
-        ),
+        warnings=(f"no savepoint set: injection is off (no savepoint.checkpointRoot); job {job_id} starts empty",),
         audit={AUDIT_OUTCOME: "injection-off"},
     )
 

@@ -207,8 +207,7 @@ def test_a_lookup_past_its_deadline_is_followed_to_its_cause(tree, monkeypatch):
         manifest,
         "s3://flink-state/checkpoints",
         lookup_deadline_seconds=0.2,
-        # Fewer retries than the defaults only to keep the test short; the lookup still overruns the deadline.
-        storage_options={"endpoint_url": f"http://127.0.0.1:{port}", "config_kwargs": {"retries": {"max_attempts": 1}}},
+        storage_options={"endpoint_url": f"http://127.0.0.1:{port}"},
     )
     assert code == 0 and "initialSavepointPath" not in out
     lines = err.splitlines()

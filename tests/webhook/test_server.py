@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import platform
 import ssl
+import tomllib
 import warnings
 from collections.abc import AsyncIterator
 from datetime import UTC
@@ -26,6 +28,8 @@ from tests.policies import flink_policy
 from tests.tls_clients import client_tls
 
 SMALL_BODY_LIMIT = 64 * 1024
+
+VERSION = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]["version"]
 
 
 @pytest.fixture
@@ -233,6 +237,8 @@ async def test_health_readiness_and_metrics(client: aiohttp.ClientSession, relay
     ) in exposition
     assert "failover_relay_admission_latency_seconds_bucket" in exposition
     assert "failover_relay_admission_requests_in_flight" in exposition
+    build = f'failover_relay_build_info{{python="{platform.python_version()}",version="{VERSION}"}} 1.0'
+    assert build in exposition
     relay.readiness.shutting_down = True
     async with client.get("/readyz") as response:
         assert response.status == 503
