@@ -20,4 +20,5 @@ client). In the order `--help` lists them:
 What the commands share: `conventions` (their --help, and a refusal in one line with exit 2), `documents` (objects
 from YAML files, read as kubectl reads them, within bounds a hostile file cannot pass; `check`, `test`, `inject`) and
 `karmada_reads` (that a server is Karmada's, and every stored object of a kind; `status`, `legacy-purge-modes`).
+`reference` renders them all as docs/cli.md.
 """

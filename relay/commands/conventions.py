@@ -45,6 +45,18 @@ def add_command(commands: Subcommands, name: str, *, help: str, **options: Any) 
     return commands.add_parser(name, help=help, **options)
 
 
+def command_parsers(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Every command and nested command (`manifests webhook`) by its words, in the order `--help` lists them."""
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, Subcommands):
+            for name, sub in action.choices.items():
+                words = f"{prefix} {name}".strip()
+                found[words] = sub
+                found.update(command_parsers(sub, words))
+    return found
+
+
 def refuse(problem: object) -> int:
     """Say why the command cannot go on, in one line on stderr; the exit code of bad input."""
     print(f"failover-relay: {problem}", file=sys.stderr)

@@ -12,20 +12,9 @@ from pathlib import Path
 import pytest
 
 from relay.cli import build_parser, main
+from relay.commands.conventions import command_parsers as commands
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def commands(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
-    """Every command and nested command (`manifests webhook`) by its words."""
-    found = {}
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                words = f"{prefix} {name}".strip()
-                found[words] = sub
-                found.update(commands(sub, words))
-    return found
 
 
 def visible_options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
