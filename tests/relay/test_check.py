@@ -371,3 +371,13 @@ def test_a_misspelt_kind_gets_the_closest_kind_of_its_group(tmp_path: Path) -> N
     code, out, _ = check(write_yaml(tmp_path / "kind.yaml", policy))
     assert code == EXIT_UNREADABLE
     assert out[0].endswith("have no kind PropagationPolicyy in policy.karmada.io; did you mean PropagationPolicy?")
+
+
+def test_a_test_directory_that_does_not_exist_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nope"
+    assert main(["test", "--rules-only", str(missing)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines()[-1] == f"{missing}: error: no such file or directory"

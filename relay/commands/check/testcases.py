@@ -162,6 +162,10 @@ def run_test_dirs(directories: list[Path], check: Checker, out: TextIO, err: Tex
     unusable = passed = total = 0
     for directory in directories:
         test_file = directory / TEST_FILE if directory.is_dir() else directory
+        if not directory.exists():
+            print(f"{directory}: error: no such file or directory", file=err)
+            unusable += 1
+            continue
         try:
             paths, expectations = load_expectations(test_file)
             objects = _objects(paths)
@@ -183,8 +187,9 @@ def run_test_dirs(directories: list[Path], check: Checker, out: TextIO, err: Tex
             else:
                 passed += 1
                 print(f"PASS {expected.label}: {expected.verdict}", file=out)
-    unread = f", {unusable} test file{'s' if unusable > 1 else ''} unreadable" if unusable else ""
-    print(f"{passed}/{total} passed{unread}", file=out)
+    if total:  # nothing ran: the lines above say why, a "0/0 passed" would only confuse
+        unread = f", {unusable} test file{'s' if unusable > 1 else ''} unreadable" if unusable else ""
+        print(f"{passed}/{total} passed{unread}", file=out)
     if unusable:
         return EXIT_UNUSABLE
     return EXIT_FAILED if failed else EXIT_OK
