@@ -42,7 +42,8 @@ test: $(VENV)/.installed-test envtest-binaries karmada-binaries helm-binary flin
 
 ## A Karmada control plane with two members, the relay and a stateful Flink job whose operator it plays, on this
 ## machine, as the real-Karmada tier starts them (tests/karmada/playground.py); prints how to make the job fail over
-## and watch it. Ctrl-C or `make playground-stop` stops it. Needs Go (Karmada's binaries are built once) and kubectl.
+## and watch it; ARGS=--flink runs a real Flink job behind each copy. Ctrl-C or `make playground-stop` stops it.
+## Needs Go (Karmada's binaries are built once) and kubectl; --flink, Java (and Maven once).
 playground: $(VENV)/.installed-test envtest-binaries karmada-binaries
 	$(BIN)/python -m tests.karmada.playground $(ARGS)
 

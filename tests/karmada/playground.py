@@ -7,7 +7,9 @@ make it fail over and watch it. Ctrl-C, or `make playground-stop` from another t
 
 The operator is played as the tier plays it (tests/karmada/workloads.py `FlinkJob`): a copy that appears in a member
 is reported RUNNING under a new job id, and a completed checkpoint is written in Flink's layout every
-CHECKPOINT_SECONDS; no JVM runs. Two ways to break it:
+CHECKPOINT_SECONDS. With `--flink`, a real Flink job runs behind each copy instead, as in the tier's records tests
+(`FlinkJob.run_flink`: the probe of hack/build-flink-probe.sh in a MiniCluster, started from the copy's own spec and
+the restore path the relay gave it, checkpointing every 2 s), and its restore is Flink's own. Two ways to break it:
 
 - application failover: annotate the template with FAIL_ANNOTATION naming the member; its copy there is then
   reported failing (RECONCILING with the JobManager's error), Karmada turns it Unhealthy and the relay evicts it after
@@ -30,7 +32,9 @@ import yaml
 
 from tests.crd_sources import karmada_tree
 from tests.envtest import ensure_binaries
+from tests.flink_job import FlinkUnavailable, Probe, ProbeFailed, RunningJob, build_probes
 from tests.karmada.outages import TAINT_POLICY_FILE, grant_fencing_in_members, stateful_cluster_policy
+from tests.karmada.records import FLINK_CONFIGURATION, FLINK_VERSION, KEYS, RATE
 from tests.karmada.workloads import FLINK, FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 
@@ -46,10 +50,15 @@ PID_FILE = Path(os.environ.get("XDG_RUNTIME_DIR") or "/tmp") / f"failover-relay-
 class OperatorPlayer(threading.Thread):
     """The Flink operator of the playground's job, in every member: run new copies, checkpoint, fail on request."""
 
-    def __init__(self, job: FlinkJob, checkpoint_seconds: float = CHECKPOINT_SECONDS) -> None:
+    def __init__(
+        self, job: FlinkJob, checkpoint_seconds: float = CHECKPOINT_SECONDS, probe: Probe | None = None
+    ) -> None:
         super().__init__(name="operator-player", daemon=True)
         self.job = job
         self.checkpoint_seconds = checkpoint_seconds
+        self.probe = probe  # a real Flink job behind each copy; None: checkpoints written by the player
+        self.flink: dict[str, RunningJob] = {}  # member -> its copy's job, with --flink
+        self.started = 0
         self.stopped = threading.Event()
         self.runs: dict[str, str] = {}  # member -> the job id its copy runs under
         self.checkpoints: dict[str, int] = {}  # job id -> its newest completed checkpoint
@@ -63,7 +72,7 @@ class OperatorPlayer(threading.Thread):
                     self._play(member)
                 except Exception as error:  # noqa: BLE001  a member's apiserver stopped by hand: again next second
                     say(f"{member}: not played this second ({error.__class__.__name__}: {error})")
-            if time.monotonic() >= next_checkpoint:
+            if self.probe is None and time.monotonic() >= next_checkpoint:
                 next_checkpoint += self.checkpoint_seconds
                 for member, job_id in self.runs.items():
                     if member not in self.failing:
@@ -76,18 +85,26 @@ class OperatorPlayer(threading.Thread):
         if copy is None:
             if self.runs.pop(member, None):
                 self.failing.discard(member)
+                self._stop_flink(member)
                 say(f"{member}: copy deleted")
             return
         if member not in self.runs:
-            job_id = self.runs[member] = new_job_id()
-            self.job.report_healthy(member, job_id)
             start = restore_path(copy)
+            if self.probe is None:
+                job_id = self.runs[member] = new_job_id()
+                self.job.report_healthy(member, job_id)
+            else:  # the operator starts the job from the copy's spec: Flink restores the path, or starts empty
+                self.started += 1
+                run_dir = self.job.env.checkpoint_root.parent / "playground-flink" / f"{self.started}-{member}"
+                running = self.flink[member] = self.job.run_flink(member, self.probe, run_dir, KEYS, RATE)
+                job_id = self.runs[member] = running.job_id
             say(f"{member}: copy running as job {job_id}, from {start or 'empty state'}")
             return
         annotations = (copy.get("metadata") or {}).get("annotations") or {}
         suspended = ((copy.get("spec") or {}).get("job") or {}).get("state") == "suspended"
         if (annotations.get(FAIL_ANNOTATION) == member or suspended) and member not in self.failing:
             self.failing.add(member)
+            self._stop_flink(member)  # its JobManager dies (OutOfMemoryError), or the suspension stops the job
             if suspended:  # the storage fence suspended it: its job stops, checkpoints no more
                 self.job.report(member, "FINISHED", self.runs[member], lifecycle="SUSPENDED")
                 say(f"{member}: copy suspended by the storage fence")
@@ -95,6 +112,17 @@ class OperatorPlayer(threading.Thread):
                 self.job.report_unhealthy(member, self.runs[member])
                 self._consume_fail_request()
                 say(f"{member}: copy failing (JobManager error reported); Karmada turns it Unhealthy")
+
+    def _stop_flink(self, member: str) -> None:
+        running = self.flink.pop(member, None)
+        if running is not None:
+            running.kill()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(10)
+        for member in list(self.flink):
+            self._stop_flink(member)
 
     def _consume_fail_request(self) -> None:
         """Take the annotation off the template, so that the copy Karmada makes next does not inherit it."""
@@ -108,7 +136,7 @@ def say(line: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)
 
 
-def start(members: tuple[str, ...], member_relays: bool) -> tuple[KarmadaEnv, FlinkJob]:
+def start(members: tuple[str, ...], member_relays: bool, flink: bool) -> tuple[KarmadaEnv, FlinkJob]:
     env = KarmadaEnv(karmada_tree(source_only=False), ensure_binaries(), members=members)
     env.start()
     try:
@@ -122,7 +150,10 @@ def start(members: tuple[str, ...], member_relays: bool) -> tuple[KarmadaEnv, Fl
         )
         job = FlinkJob(env, NAMESPACE, NAME)
         # Application and cluster failover, each with the job id (the tier's partition tests' policy).
-        job.create(stateful_cluster_policy(NAME, NAMESPACE, NAME, members, toleration_seconds=TOLERATION_SECONDS))
+        job.create(
+            stateful_cluster_policy(NAME, NAMESPACE, NAME, members, toleration_seconds=TOLERATION_SECONDS),
+            flink_configuration=FLINK_CONFIGURATION if flink else None,
+        )
         job.wait_placed()
     except BaseException:
         env.stop(keep=True)
@@ -131,7 +162,11 @@ def start(members: tuple[str, ...], member_relays: bool) -> tuple[KarmadaEnv, Fl
 
 
 def instructions(
-    env: KarmadaEnv, job: FlinkJob, member_relays: bool, toleration_seconds: int = TOLERATION_SECONDS
+    env: KarmadaEnv,
+    job: FlinkJob,
+    member_relays: bool,
+    toleration_seconds: int = TOLERATION_SECONDS,
+    flink: bool = False,
 ) -> str:
     placed = job.placed_on()[0]
     relay = yaml.safe_load(env.relay_config_file.read_text())
@@ -143,6 +178,11 @@ def instructions(
     links = "\n".join(
         f"    kill -STOP {env.link_pid(member)}   # {member}; kill -CONT heals it" for member in env.members
     )
+    operator = (
+        f"runs a real Flink {FLINK_VERSION} job behind each copy (a checkpoint every 2 s)"
+        if flink
+        else f"plays its Flink operator (a checkpoint every {CHECKPOINT_SECONDS} s)"
+    )
     exports = "\n".join(
         f"    export {cluster.upper()}_KUBECONFIG={env.kubeconfig(cluster)}" for cluster in (KARMADA, *env.members)
     )
@@ -152,8 +192,8 @@ Karmada {env.tree.version}, {", ".join(env.members)} and failover-relay ready in
 
 {exports}
 
-{job.namespace}/{job.name} runs on {placed}; the playground plays its Flink operator (a checkpoint every
-{CHECKPOINT_SECONDS} s). Watch where it stands, in another terminal:
+{job.namespace}/{job.name} runs on {placed}; the playground {operator}.
+Watch where it stands, in another terminal:
 
     failover-relay status {job.namespace}/{job.name} --kubeconfig "$KARMADA_KUBECONFIG" \\
         --config {env.relay_config_file} --watch
@@ -188,6 +228,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="make playground", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stop", action="store_true", help="stop the playground running in another terminal")
     parser.add_argument("--no-member-relays", action="store_true", help="fence a partitioned member by time only")
+    parser.add_argument(
+        "--flink", action="store_true", help=f"a real Flink {FLINK_VERSION} job behind each copy (Java, Maven once)"
+    )
     args = parser.parse_args(argv)
     if args.stop:
         return stop_running()
@@ -203,17 +246,25 @@ def main(argv: list[str]) -> int:
     player: OperatorPlayer | None = None
     try:
         say(f"starting Karmada with {', '.join(MEMBERS)} and failover-relay (about 2 minutes)")
-        env, job = start(MEMBERS, not args.no_member_relays)
-        player = OperatorPlayer(job)
+        probe = None
+        if args.flink:
+            say("building the Flink probe if it is not yet (hack/build-flink-probe.sh; Maven, once)")
+            try:
+                probe = Probe.of(build_probes(), FLINK_VERSION)
+            except (FlinkUnavailable, ProbeFailed) as error:
+                print(f"failover-relay playground: --flink: {error}", file=sys.stderr)
+                return 2
+        env, job = start(MEMBERS, not args.no_member_relays, args.flink)
+        player = OperatorPlayer(job, probe=probe)
         player.start()
-        print(instructions(env, job, not args.no_member_relays), flush=True)
+        print(instructions(env, job, not args.no_member_relays, flink=args.flink), flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
         return 0
     finally:
         if player is not None:
-            player.stopped.set()
+            player.stop()
         if env is not None:
             say("stopping")
             for member in env.members:  # a SIGSTOPped link would not stop

@@ -60,6 +60,5 @@ def test_the_playground_fails_its_job_over_as_it_says(
         shown = subprocess.run(["bash", "-c", status], env=shell, check=True, capture_output=True, text=True).stdout
         assert f"placed on: {second}" in shown and "HISTORY AT" in shown and f"chk-{newest}" in shown
     finally:
-        player.stopped.set()
-        player.join(10)
+        player.stop()
     report(request, "karmada", f"playground: {first} -> {second}, restored {first_run[:8]}/chk-{newest}")
