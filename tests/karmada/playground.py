@@ -63,6 +63,7 @@ class OperatorPlayer(threading.Thread):
         self.runs: dict[str, str] = {}  # member -> the job id its copy runs under
         self.checkpoints: dict[str, int] = {}  # job id -> its newest completed checkpoint
         self.failing: set[str] = set()
+        self.problems: dict[str, str] = {}  # member -> why it could not be played, said once
 
     def run(self) -> None:
         next_checkpoint = time.monotonic() + self.checkpoint_seconds
@@ -70,8 +71,12 @@ class OperatorPlayer(threading.Thread):
             for member in self.job.env.members:
                 try:
                     self._play(member)
+                    self.problems.pop(member, None)
                 except Exception as error:  # noqa: BLE001  a member's apiserver stopped by hand: again next second
-                    say(f"{member}: not played this second ({error.__class__.__name__}: {error})")
+                    problem = f"{error.__class__.__name__}: {error}"
+                    if self.problems.get(member) != problem:  # once, not every second
+                        self.problems[member] = problem
+                        say(f"{member}: not played until it answers ({problem})")
             if self.probe is None and time.monotonic() >= next_checkpoint:
                 next_checkpoint += self.checkpoint_seconds
                 for member, job_id in self.runs.items():
