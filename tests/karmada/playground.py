@@ -28,8 +28,6 @@ import threading
 import time
 from pathlib import Path
 
-import yaml
-
 from tests.crd_sources import karmada_tree
 from tests.envtest import ensure_binaries
 from tests.flink_job import FlinkUnavailable, Probe, ProbeFailed, RunningJob, build_probes
@@ -174,7 +172,6 @@ def instructions(
     flink: bool = False,
 ) -> str:
     placed = job.placed_on()[0]
-    relay = yaml.safe_load(env.relay_config_file.read_text())
     fence = (
         "each member runs a member relay: a partitioned member's copy is suspended before its replacement starts"
         if member_relays
@@ -193,7 +190,7 @@ def instructions(
     )
     return f"""
 Karmada {env.tree.version}, {", ".join(env.members)} and failover-relay ready in {env.startup_seconds:.0f} s
-(relay {env.relay_url}, checkpoints below {relay["savepoint"]["checkpointRoot"]}; {fence}).
+(relay {env.relay_url}, checkpoints below {env.checkpoint_root}; {fence}).
 
 {exports}
 

@@ -34,7 +34,9 @@ def test_the_playground_fails_its_job_over_as_it_says(
 ) -> None:
     env = karmada_env
     job = FlinkJob(env, namespace, "wordcount")
-    job.create(stateful_cluster_policy("wordcount", namespace, job.name, env.members, toleration_seconds=5))
+    job.create(
+        stateful_cluster_policy("wordcount", namespace, job.name, env.members, toleration_seconds=TOLERATION_SECONDS)
+    )
     first = job.wait_placed()
     player = OperatorPlayer(job, checkpoint_seconds=1)
     player.start()
