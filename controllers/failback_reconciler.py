@@ -1,10 +1,12 @@
 """Failback: one Cluster, and when it has recovered and settled, its workloads moved back (the decision:
-failover/reconcile/failback.py)."""
+failover/reconcile/failback.py), each single-cluster one by savepoint handoff where a member relay watches the cluster
+it leaves (failover/reconcile/handoff.py; the records through controllers/storage_fence.py)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+import structlog
 from kubernetes.client.exceptions import ApiException
 
 from controllers.binding_writes import conditional
@@ -12,8 +14,13 @@ from controllers.cache import with_identity
 from controllers.kube import conflict
 from controllers.loop_parts import LoopParts
 from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS
+from failover.core.decision import earliest
 from failover.core.names import ObjectRef
-from failover.reconcile.failback import decide_failback
+from failover.fence.control_plane import StoredFence
+from failover.reconcile.failback import FailbackDecision, decide_failback, decide_handoffs, handoffs_toward
+from failover.reconcile.handoff import STOPPING
+
+log = structlog.get_logger("failover_relay.failback")
 
 
 class FailbackReconciler:
@@ -22,13 +29,28 @@ class FailbackReconciler:
     def __init__(self, parts: LoopParts) -> None:
         self.client, self.cache, self.recorder = parts.client, parts.cache, parts.recorder
         self.settings, self.metrics, self.clock = parts.settings, parts.metrics, parts.clock
+        self.fence = parts.storage_fence
 
     async def __call__(self, key: str) -> timedelta | None:
         cluster = self.cache.get(CLUSTERS.kind, key)
         if cluster is None:
             return None
+        now = self.clock()
+        clusters = self.cache.clusters()
+        watched = await self.fence.watched(clusters, now) if self.fence is not None else None
+        handoffs = decide_handoffs(
+            key, self.cache.bindings(), self.cache.works_of, await self._stored(key), self.settings, now, watched
+        )
+        await self._write(handoffs)
         decision = decide_failback(
-            cluster, self.cache.bindings(), self.cache.policies(), self.settings, self.clock(), self.cache.clusters()
+            cluster,
+            self.cache.bindings(),
+            self.cache.policies(),
+            self.settings,
+            now,
+            clusters,
+            works_of=self.cache.works_of,
+            watched=watched,
         )
         if decision.rebalancer is not None:
             try:
@@ -37,8 +59,7 @@ class FailbackReconciler:
             except ApiException as error:
                 if not conflict(error):  # AlreadyExists: created by an earlier attempt for this recovery
                     raise
-        for binding_patch in decision.binding_patches:
-            await self.client.patch(binding_patch.binding, binding_patch.patch)
+        await self._write(decision)
         if decision.cluster_patch:
             cluster = with_identity(
                 await self.client.patch(
@@ -46,5 +67,46 @@ class FailbackReconciler:
                 ),
                 CLUSTERS,
             )
-        await self.recorder.record(cluster, decision.events)
-        return decision.requeue_after
+        await self.recorder.record(cluster, (*handoffs.events, *decision.events))
+        return earliest(handoffs.requeue_after, decision.requeue_after)
+
+    async def _stored(self, key: str) -> dict[tuple[str, str], StoredFence | None]:
+        """What the storage holds for the record of every failback to `key` that is stopping its old copy."""
+        stopping = [h for _, h in handoffs_toward(key, self.cache.bindings()) if h.phase == STOPPING]
+        if self.fence is None:
+            return {}
+        found: dict[tuple[str, str], StoredFence | None] = {}
+        for source in sorted({handoff.source for handoff in stopping}):
+            stored = await self.fence.stored(source)
+            for handoff in stopping:
+                if handoff.source == source:
+                    held = None if stored is None else stored.get(handoff.fence_id, StoredFence(False))
+                    found[(source, handoff.fence_id)] = held
+        return found
+
+    async def _write(self, decision: FailbackDecision) -> None:
+        """Write `decision`'s fence records and binding patches, count its moves, forget the records of copies
+        gone."""
+        if self.fence is not None:
+            for record in decision.records:
+                await self.fence.write_record(record)
+        for binding_patch in decision.binding_patches:
+            await self.client.patch(binding_patch.binding, binding_patch.patch)
+        for move in decision.moves:
+            self.metrics.planned_moves.labels(move.source, move.reason, move.way).inc()
+            log.info(
+                "planned_move_evicted",
+                member_cluster=move.source,
+                target_cluster=move.target,
+                reason=move.reason,
+                handoff=move.way,
+                why=move.why,
+                savepoint=move.savepoint,
+                stopping_seconds=_seconds(move.started_at, move.stopped_at),
+            )
+        if self.fence is not None and decision.forget:
+            await self.fence.forget(decision.forget)
+
+
+def _seconds(start: datetime, end: datetime | None) -> float | None:
+    return None if end is None else round((end - start).total_seconds(), 3)

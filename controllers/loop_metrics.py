@@ -87,6 +87,13 @@ class LoopMetrics:
             "WorkloadRebalancers created to fail back to a recovered cluster.",
             registry=registry,
         )
+        self.planned_moves = Counter(
+            "failover_relay_planned_moves_total",
+            "Planned moves (failback) whose eviction was written, by the cluster left and how the new copy restores:"
+            " handoff=savepoint (the old copy stopped with a savepoint) or checkpoint-fallback.",
+            ["member_cluster", "reason", "handoff"],
+            registry=registry,
+        )
         self.state_fills = Counter(
             "failover_relay_preserved_state_fills_total",
             "Taint manager eviction tasks given their preserved state.",

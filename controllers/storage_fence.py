@@ -149,6 +149,29 @@ class StorageFence:
                 copies=[f"{c.namespace}/{c.name}" for c in record.copies],
             )
 
+    async def stored(self, cluster: str) -> dict[str, StoredFence] | None:
+        """What the storage holds for `cluster`, by fence id; None when it cannot be read now."""
+        found = await self._read(cluster)
+        if found is None:
+            return None
+        return {
+            fence_id: StoredFence(fence_id in found.present, found.acks.get(fence_id))
+            for fence_id in found.present | set(found.acks)
+        }
+
+    async def write_record(self, record: FenceRecord) -> None:
+        """Write `record` unless it is stored (a handoff's, whose binding the apiserver annotated first)."""
+        await self._write(record)
+
+    async def watched(self, clusters: Iterable[str], now: datetime) -> frozenset[str] | None:
+        """The clusters a member relay watches now (a fresh heartbeat); None when the storage cannot be read."""
+        try:
+            heartbeats = await on_storage(self.fences.read_heartbeats)
+        except FenceStorageError:
+            return None
+        clusters = tuple(clusters)
+        return frozenset(clusters) - set(without_relay(clusters, heartbeats, now))
+
     async def report_relays(self, clusters: Iterable[str], now: datetime) -> None:
         """Say which members no member relay watches, once each time that set changes: their copies are fenced by
         time only, and a partitioned member's runs on beside the new one from the fence until the partition heals."""

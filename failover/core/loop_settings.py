@@ -54,6 +54,11 @@ class DecisionSettings:
     # Failback evictions under way at once, over every workload: each one restarts a job, and a recovered cluster
     # should not take every workload back in the same second.
     failback_max_in_flight: int = setting("controllers.failbackMaxInFlight", 5, ge=1)
+    # A planned move (failback) first stops the old copy with a savepoint (failover/reconcile/handoff.py); without the
+    # member relay's acknowledgement within this long it goes on from the newest completed checkpoint. A savepoint
+    # takes about as long as a checkpoint; five minutes covers a large state's while bounding a planned move that
+    # cannot hand off (its copy keeps running meanwhile).
+    handoff_timeout: timedelta = setting("controllers.handoffTimeoutSeconds", timedelta(minutes=5), gt=0)
     # No ping-pong (failover/reconcile/failover_budget.py, karmada#4480, #6233): at most failover_budget application
     # failovers of one workload per window; each failover in the window doubles the least time to the next, from
     # failover_backoff (0: none).

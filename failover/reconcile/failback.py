@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -66,12 +66,25 @@ from failover.core.api import (
     WORKLOAD_REBALANCERS,
     PurgeMode,
 )
-from failover.core.decision import NORMAL, WARNING, BindingPatch, Event, clip_message
+from failover.core.decision import NORMAL, WARNING, BindingPatch, Event, clip_message, earliest
 from failover.core.labels import label_value_problems
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import ObjectRef, is_dns_label
 from failover.core.placement import clusters_by_name_only, placement_is_single_cluster
+from failover.fence.control_plane import DEFAULT_POLL, StoredFence
+from failover.fence.fence_files import FenceRecord
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
+from failover.reconcile.handoff import (
+    CHECKPOINT_FALLBACK,
+    DONE,
+    HANDOFF_ANNOTATION,
+    RESTORING,
+    Handoff,
+    advance_handoff,
+    handoff_in_flight,
+    read_handoff,
+    start_handoff,
+)
 from failover.state.last_state import recorded_state
 from failover.state.restoration import lineage
 
@@ -81,6 +94,7 @@ IN_FLIGHT_RETRY = timedelta(seconds=10)
 RECOVERY_ANNOTATION = "failover-relay.io/recovery"
 FAILBACK_CLUSTER_LABEL = "failover-relay.io/failback-cluster"
 EVENT_FAILBACK = "FailbackTriggered"
+EVENT_HANDOFF = "PlannedMoveHandoff"
 
 
 @dataclass(frozen=True)
@@ -97,6 +111,11 @@ class FailbackDecision:
     cluster_patch: Mapping[str, Any] | None = None
     events: tuple[Event, ...] = ()
     requeue_after: timedelta | None = None
+    # The savepoint handoffs (failover/reconcile/handoff.py): fence records to write, (cluster, Work) pairs whose
+    # records can go, and the moves whose eviction the binding patches write (for the metrics).
+    records: tuple[FenceRecord, ...] = ()
+    forget: tuple[tuple[str, str], ...] = ()
+    moves: tuple[Handoff, ...] = ()
 
 
 def decide_failback(
@@ -106,10 +125,14 @@ def decide_failback(
     settings: DecisionSettings,
     now: datetime,
     clusters: Mapping[str, Mapping[str, Any]] | None = None,
+    works_of: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]] | None = None,
+    watched: frozenset[str] | None = None,
 ) -> FailbackDecision:
     """Decide failback for `cluster` (a cluster.karmada.io/v1alpha1 Cluster) over all ResourceBindings and
     ClusterResourceBindings, with the PropagationPolicies and ClusterPropagationPolicies that made them, and every
-    Cluster by name (to predict the scheduler's choice; None: every cluster is schedulable)."""
+    Cluster by name (to predict the scheduler's choice; None: every cluster is schedulable). `works_of`: a binding's
+    Works; `watched`: the clusters a member relay watches with the storage fence on, from which a workload is moved
+    by savepoint handoff (without `works_of`, none is)."""
     if not isinstance(cluster, dict):
         return FailbackDecision()
     name = b.metadata(cluster).get("name")
@@ -145,11 +168,14 @@ def decide_failback(
         if clusters is None
         else {cluster_name for cluster_name, obj in clusters.items() if _schedulable(obj)} | {name}
     )
-    room = settings.failback_max_in_flight - sum(1 for binding in bindings if _failback_in_flight(binding))
+    room = settings.failback_max_in_flight - sum(
+        1 for binding in bindings if _failback_in_flight(binding) or handoff_in_flight(binding)
+    )
     rebalanced: list[tuple[Mapping[str, Any], dict[str, str]]] = []
     binding_patches: list[BindingPatch] = []
     events: list[Event] = []
-    held_back = 0
+    moves: list[Handoff] = []
+    held_back = handed_off = 0
     for binding, workload in affected:
         route, detail = failback_route(binding, name, schedulable)
         if route == REBALANCE:
@@ -162,18 +188,27 @@ def decide_failback(
         if route == EVICT:
             room -= 1
             patch["metadata"]["resourceVersion"] = b.metadata(binding).get("resourceVersion")
-            patch["spec"] = _failback_eviction(binding, detail, settings, now)
-            events.append(
-                Event(
-                    NORMAL,
-                    EVENT_FAILBACK,
-                    clip_message(
-                        f"cluster {name} recovered at {format_time(recovered)}; evicted the workload from {detail} so"
-                        f" that it moves back to {name} with its state"
-                    ),
-                    b.object_ref(binding),
+            works = works_of(binding) if works_of is not None else ()
+            is_watched = None if watched is None else detail in watched
+            started = start_handoff(binding, works, detail, name, REASON_FAILBACK, is_watched, now)
+            if isinstance(started, Handoff):
+                patch["metadata"]["annotations"][HANDOFF_ANNOTATION] = started.annotation()
+                handed_off += 1
+                message = (
+                    f"cluster {name} recovered at {format_time(recovered)}; stopping the copy on {detail} with a"
+                    f" savepoint, then it moves back to {name} and restores from it"
                 )
-            )
+            else:
+                fallback = Handoff(REASON_FAILBACK, detail, name, "", "", now, RESTORING, CHECKPOINT_FALLBACK, started)
+                fallback = replace(fallback, evicted_at=now)
+                moves.append(fallback)
+                patch["metadata"]["annotations"][HANDOFF_ANNOTATION] = fallback.annotation()
+                patch["spec"] = _failback_eviction(binding, detail, settings, now)
+                message = (
+                    f"cluster {name} recovered at {format_time(recovered)}; evicted the workload from {detail} so"
+                    f" that it moves back to {name} with its newest completed checkpoint, not a savepoint: {started}"
+                )
+            events.append(Event(NORMAL, EVENT_FAILBACK, clip_message(message), b.object_ref(binding)))
         else:
             events.append(
                 Event(
@@ -212,7 +247,83 @@ def decide_failback(
         binding_patches=tuple(binding_patches),
         cluster_patch=_record_patch(record, new_record),
         events=tuple(events),
-        requeue_after=IN_FLIGHT_RETRY if held_back else None,
+        # A handoff just begun goes on from the next pass (handoffs_toward): its fence record, its acknowledgement.
+        requeue_after=earliest(IN_FLIGHT_RETRY if held_back else None, DEFAULT_POLL if handed_off else None),
+        moves=tuple(moves),
+    )
+
+
+def handoffs_toward(cluster: str, bindings: Iterable[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Handoff]]:
+    """The bindings whose failback to `cluster` is handing off (stopping or restoring), with their handoffs."""
+    found = []
+    for binding in bindings:
+        handoff = read_handoff(binding) if isinstance(binding, dict) else None
+        if handoff is not None and handoff.target == cluster and handoff.phase != DONE:
+            found.append((binding, handoff))
+    return found
+
+
+def decide_handoffs(
+    cluster: str,
+    bindings: Iterable[Mapping[str, Any]],
+    works_of: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]],
+    stored: Mapping[tuple[str, str], StoredFence | None],
+    settings: DecisionSettings,
+    now: datetime,
+    watched: frozenset[str] | None = None,
+) -> FailbackDecision:
+    """The next step of every failback to `cluster` that hands off (failover/reconcile/handoff.py), whatever the
+    cluster's state now: once its old copy is stopping, a move always completes. `stored`: what the storage holds for
+    each stopping handoff's record, by (source cluster, fence id); a key absent or None: it could not be read.
+    `watched`: the clusters a member relay watches (None: unknown)."""
+    patches, records, forget, moves, events = [], [], [], [], []
+    delays: list[timedelta] = []
+    for binding, handoff in handoffs_toward(cluster, bindings):
+        step = advance_handoff(
+            binding,
+            handoff,
+            works_of(binding),
+            stored.get((handoff.source, handoff.fence_id)),
+            settings,
+            now,
+            None if watched is None else handoff.source in watched,
+        )
+        if step.requeue_after is not None:
+            delays.append(step.requeue_after)
+        if step.record is not None:
+            records.append(step.record)
+        if step.forget and handoff.fence_id:
+            forget.append((handoff.source, handoff.work))
+        if step.handoff is None:
+            continue
+        patch: dict[str, Any] = {"metadata": {"annotations": {HANDOFF_ANNOTATION: step.handoff.annotation()}}}
+        if step.evict:
+            patch["metadata"]["resourceVersion"] = b.metadata(binding).get("resourceVersion")
+            patch["spec"] = _failback_eviction(binding, handoff.source, settings, now)
+            moves.append(step.handoff)
+            events.append(Event(NORMAL, EVENT_HANDOFF, handoff_message(step.handoff), b.object_ref(binding)))
+        patches.append(BindingPatch(b.object_ref(binding), patch))
+    return FailbackDecision(
+        binding_patches=tuple(patches),
+        events=tuple(events),
+        requeue_after=min(delays, default=None),
+        records=tuple(records),
+        forget=tuple(forget),
+        moves=tuple(moves),
+    )
+
+
+def handoff_message(handoff: Handoff) -> str:
+    """The Event of a handoff's eviction: which way the move went, and why."""
+    if handoff.way == CHECKPOINT_FALLBACK:
+        return clip_message(
+            f"moving from {handoff.source} to {handoff.target} from the newest completed checkpoint, not a"
+            f" savepoint: {handoff.why}"
+        )
+    waited = (handoff.stopped_at - handoff.started_at).total_seconds() if handoff.stopped_at else 0.0
+    return clip_message(
+        f"the copy on {handoff.source} stopped with savepoint {handoff.savepoint} ({waited:.0f} s after the stop"
+        f" began); moving to {handoff.target}, which restores from it"
     )
 
 

@@ -209,6 +209,8 @@ def storm(loop: ReconcileLoop) -> None:
     loop.metrics.storm.observe(key, binding, ("member2",), now)
     # Its new job's first checkpoint, 41 s after the move, as the binding pipeline's restoration step counts it.
     loop.metrics.restores.labels("member2").observe(41.0)
+    # A failback that handed its job over by savepoint, as the failback reconciler counts the move it wrote.
+    loop.metrics.planned_moves.labels("member2", "Failback", "savepoint").inc()
 
 
 async def post(session: aiohttp.ClientSession, path: str, body: bytes) -> None:

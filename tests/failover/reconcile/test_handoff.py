@@ -1,0 +1,239 @@
+"""A planned move by savepoint handoff (failover/reconcile/handoff.py), driven as the failback reconciler drives it:
+`decide_failback` begins it, `decide_handoffs` carries it on from what the storage holds, with an injected clock."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from failover.core.loop_settings import DecisionSettings
+from failover.core.work import PERMANENT_ID_LABEL, MemberCopy
+from failover.fence.control_plane import StoredFence
+from failover.fence.fence_files import SUSPENDED, AckedCopy, FenceAck
+from failover.reconcile.failback import decide_failback, decide_handoffs
+from failover.reconcile.handoff import (
+    CHECKPOINT_FALLBACK,
+    DONE,
+    HANDOFF_ANNOTATION,
+    NO_SAVEPOINT,
+    RESTORING,
+    SAVEPOINT,
+    STOPPING,
+    read_handoff,
+)
+from tests.failover.binding_builders import at
+from tests.failover.reconcile.test_failback import FLAT, flink_on, member1, policy
+from tests.failover.work_builders import deployment_manifest, work
+from tests.patches import merge_patch
+
+ON = DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300))
+FENCE_ID = "0b7e3f5c-3c1e-4c55-9d2b-6a4c1e2f9a10"
+WORK = work(
+    deployment_manifest("nginx"), cluster="member2", name="nginx-687f7fb96f", labels={PERMANENT_ID_LABEL: FENCE_ID}
+)
+COPY = MemberCopy("member2", "flink.apache.org/v1beta1", "FlinkDeployment", "default", "nginx", "nginx-687f7fb96f")
+SAVEPOINT_PATH = "s3://state/default/savepoints/savepoint-9a27d3-0123456789ab"
+WATCHED = frozenset({"member2"})
+
+
+def works_of(_binding):
+    return [WORK]
+
+
+def begun(now=400):
+    """The binding on member2 once the failback to member1 began its handoff, and that decision."""
+    binding = flink_on("member2", FLAT)
+    decision = decide_failback(member1(), [binding], [policy()], ON, at(now), works_of=works_of, watched=WATCHED)
+    [patch] = decision.binding_patches
+    return merge_patch(binding, patch.patch), decision
+
+
+def ack(savepoint=SAVEPOINT_PATH, seconds=406):
+    return FenceAck(FENCE_ID, "member2", (AckedCopy(COPY, SUSPENDED, "uid"),), at(seconds), savepoint)
+
+
+def carry_on(binding, stored, now, settings=ON, watched=WATCHED):
+    return decide_handoffs("member1", [binding], works_of, {("member2", FENCE_ID): stored}, settings, at(now), watched)
+
+
+def test_a_failback_from_a_watched_cluster_first_stops_the_copy_and_evicts_nothing():
+    binding, decision = begun()
+    assert "gracefulEvictionTasks" not in binding["spec"] and binding["spec"]["clusters"][0]["name"] == "member2"
+    handoff = read_handoff(binding)
+    assert handoff is not None and handoff.phase == STOPPING
+    assert (handoff.source, handoff.target, handoff.work, handoff.fence_id) == (
+        "member2",
+        "member1",
+        "nginx-687f7fb96f",
+        FENCE_ID,
+    )
+    assert decision.moves == () and decision.requeue_after == timedelta(seconds=2)
+    assert "savepoint" in decision.events[0].message
+    # The recovery is handled: the next pass begins nothing again.
+    assert (
+        decide_failback(
+            member1(), [binding], [policy()], ON, at(402), works_of=works_of, watched=WATCHED
+        ).binding_patches
+        == ()
+    )
+
+
+def test_the_fence_record_names_the_old_copy_and_the_move_waits_for_its_acknowledgement():
+    binding, _ = begun()
+    step = carry_on(binding, StoredFence(False), 402)
+    [record] = step.records
+    assert (record.fence_id, record.cluster, record.work, record.copies) == (
+        FENCE_ID,
+        "member2",
+        "nginx-687f7fb96f",
+        (COPY,),
+    )
+    assert step.binding_patches == () and step.requeue_after == timedelta(seconds=2)
+    waiting = carry_on(binding, StoredFence(True), 404)
+    assert waiting.records == () and waiting.binding_patches == () and waiting.requeue_after == timedelta(seconds=2)
+
+
+def test_the_acknowledged_savepoint_lets_the_move_go_on_by_the_failback_eviction():
+    binding, _ = begun()
+    step = carry_on(binding, StoredFence(True, ack()), 408)
+    [patch] = step.binding_patches
+    assert patch.patch["metadata"]["resourceVersion"] == "42"
+    moved = merge_patch(binding, patch.patch)
+    [task] = moved["spec"]["gracefulEvictionTasks"]
+    assert task["fromCluster"] == "member2" and task["purgeMode"] == "Directly" and task["reason"] == "Failback"
+    assert task["preservedLabelState"] == {"application.karmada.io/failover-jobid": "9a27d37ad0e5486283a527060f190710"}
+    handoff = read_handoff(moved)
+    assert (handoff.phase, handoff.way, handoff.savepoint, handoff.stopped_at) == (
+        RESTORING,
+        SAVEPOINT,
+        SAVEPOINT_PATH,
+        at(406),
+    )
+    assert [move.way for move in step.moves] == [SAVEPOINT]
+    assert SAVEPOINT_PATH in step.events[0].message and step.events[0].reason == "PlannedMoveHandoff"
+
+
+def test_a_copy_stopped_without_a_savepoint_moves_from_the_newest_checkpoint_and_says_why():
+    binding, _ = begun()
+    moved = merge_patch(
+        binding, carry_on(binding, StoredFence(True, ack(savepoint=None)), 408).binding_patches[0].patch
+    )
+    handoff = read_handoff(moved)
+    assert (handoff.way, handoff.why) == (CHECKPOINT_FALLBACK, NO_SAVEPOINT)
+    assert moved["spec"]["gracefulEvictionTasks"][0]["fromCluster"] == "member2"
+
+
+def test_no_acknowledgement_within_the_timeout_falls_back_to_the_checkpoint_move():
+    binding, _ = begun()
+    settings = DecisionSettings(failback_enabled=True, handoff_timeout=timedelta(seconds=30))
+    assert carry_on(binding, StoredFence(True), 429, settings).requeue_after == timedelta(seconds=1)
+    late = carry_on(binding, StoredFence(True), 430, settings)
+    handoff = read_handoff(merge_patch(binding, late.binding_patches[0].patch))
+    assert (handoff.way, handoff.why) == (CHECKPOINT_FALLBACK, "no savepoint within 30 s")
+    unreadable = carry_on(binding, None, 430, settings)
+    assert "could not be read" in read_handoff(merge_patch(binding, unreadable.binding_patches[0].patch)).why
+    # An unreadable storage writes no record meanwhile.
+    assert carry_on(binding, None, 410, settings).records == ()
+
+
+def test_the_move_is_done_once_karmada_took_the_workload_off_the_old_cluster_and_its_record_goes():
+    binding, _ = begun()
+    moved = merge_patch(binding, carry_on(binding, StoredFence(True, ack()), 408).binding_patches[0].patch)
+    assert carry_on(moved, None, 410).binding_patches == ()  # the task is still there
+    placed = json.loads(json.dumps(moved))
+    placed["spec"]["gracefulEvictionTasks"] = []
+    placed["spec"]["clusters"] = [{"name": "member1", "replicas": 2}]
+    step = carry_on(placed, None, 420)
+    assert step.forget == (("member2", "nginx-687f7fb96f"),)
+    done = read_handoff(merge_patch(placed, step.binding_patches[0].patch))
+    assert (done.phase, done.way, done.done_at) == (DONE, SAVEPOINT, at(420))
+    assert carry_on(merge_patch(placed, step.binding_patches[0].patch), None, 430) == decide_handoffs(
+        "member1", [], works_of, {}, ON, at(430)
+    )
+
+
+def test_a_workload_moved_otherwise_while_stopping_ends_the_handoff_without_an_eviction():
+    binding, _ = begun()
+    elsewhere = json.loads(json.dumps(binding))
+    elsewhere["spec"]["clusters"] = [{"name": "member3", "replicas": 2}]
+    step = carry_on(elsewhere, StoredFence(True), 404)
+    assert "spec" not in step.binding_patches[0].patch and step.forget == (("member2", "nginx-687f7fb96f"),)
+    assert read_handoff(merge_patch(elsewhere, step.binding_patches[0].patch)).phase == DONE
+
+
+def test_without_a_member_relay_the_failback_moves_at_once_from_the_checkpoint_and_says_why():
+    binding = flink_on("member2", FLAT)
+    decision = decide_failback(member1(), [binding], [policy()], ON, at(400), works_of=works_of, watched=frozenset())
+    moved = merge_patch(binding, decision.binding_patches[0].patch)
+    assert moved["spec"]["gracefulEvictionTasks"][0]["fromCluster"] == "member2"
+    handoff = read_handoff(moved)
+    assert (handoff.phase, handoff.way) == (RESTORING, CHECKPOINT_FALLBACK)
+    assert "no member relay watches member2" in handoff.why and handoff.why in decision.events[0].message
+    assert [move.way for move in decision.moves] == [CHECKPOINT_FALLBACK]
+
+
+def test_a_workload_that_is_not_a_flink_job_is_not_handed_off():
+    binding = flink_on("member2", FLAT)
+    deployment = work(
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "nginx", "namespace": "default"}},
+        cluster="member2",
+        labels={PERMANENT_ID_LABEL: FENCE_ID},
+    )
+    decision = decide_failback(
+        member1(), [binding], [policy()], ON, at(400), works_of=lambda _: [deployment], watched=WATCHED
+    )
+    handoff = read_handoff(merge_patch(binding, decision.binding_patches[0].patch))
+    assert handoff.way == CHECKPOINT_FALLBACK and "not a Flink job" in handoff.why
+
+
+def test_stopping_handoffs_count_against_the_failbacks_in_flight():
+    bindings = []
+    for index in range(2):
+        binding, _ = begun()
+        binding["metadata"]["name"] = f"job{index}"
+        bindings.append(binding)
+    waiting = flink_on("member2", FLAT)
+    waiting["metadata"]["name"] = "job2"
+    settings = DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300), failback_max_in_flight=2)
+    decision = decide_failback(
+        member1(), [*bindings, waiting], [policy()], settings, at(404), works_of=works_of, watched=WATCHED
+    )
+    assert decision.binding_patches == () and decision.requeue_after == timedelta(seconds=10)
+
+
+def test_a_handoff_annotation_that_does_not_read_is_not_acted_on():
+    binding, _ = begun()
+    for hostile in (
+        "not json",
+        "[]",
+        json.dumps({"phase": STOPPING}),
+        json.dumps({**json.loads(binding["metadata"]["annotations"][HANDOFF_ANNOTATION]), "fenceId": "../../etc"}),
+    ):
+        broken = json.loads(json.dumps(binding))
+        broken["metadata"]["annotations"][HANDOFF_ANNOTATION] = hostile
+        assert read_handoff(broken) is None
+        assert carry_on(broken, StoredFence(True, ack()), 408).binding_patches == ()
+
+
+def test_a_member_relay_gone_while_stopping_ends_the_wait_at_once_but_an_unreadable_storage_does_not():
+    binding, _ = begun()
+    gone = carry_on(binding, StoredFence(True), 404, watched=frozenset())
+    handoff = read_handoff(merge_patch(binding, gone.binding_patches[0].patch))
+    assert handoff.way == CHECKPOINT_FALLBACK and "member relay of member2 stopped answering" in handoff.why
+    assert carry_on(binding, StoredFence(True), 404, watched=None).binding_patches == ()
+    # An acknowledgement written before the relay went still counts.
+    assert (
+        read_handoff(
+            merge_patch(
+                binding, carry_on(binding, StoredFence(True, ack()), 408, watched=frozenset()).binding_patches[0].patch
+            )
+        ).way
+        == SAVEPOINT
+    )
+
+
+def test_with_the_storage_fence_off_the_failback_says_so():
+    binding = flink_on("member2", FLAT)
+    decision = decide_failback(member1(), [binding], [policy()], ON, at(400), works_of=works_of)
+    handoff = read_handoff(merge_patch(binding, decision.binding_patches[0].patch))
+    assert handoff.way == CHECKPOINT_FALLBACK and handoff.why.startswith("the storage fence is off")
