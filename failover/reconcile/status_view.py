@@ -28,6 +28,7 @@ from failover.fence.fence_files import FenceAck, FenceRecord, Heartbeat
 from failover.fence.fenced_copies import fenced_copies
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration_seconds
 from failover.reconcile.failover_budget import restoring_until
+from failover.reconcile.handoff import handoff_view
 from failover.reconcile.last_cluster import why_not_takers
 from failover.state import restoration
 from failover.state.checkpoints import LookupResult
@@ -184,6 +185,8 @@ def workload_view(
         "targets": targets,
         "evictions": evictions,
         "fences": fences,
+        # The last planned move (failback) and its savepoint handoff (failover/reconcile/handoff.py).
+        "plannedMove": handoff_view(binding),
         "restore": _restore(subject, restore, storage, restore_problem),
         "history": list(reversed(moves)),
         "at": format_time(now),

@@ -110,6 +110,9 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
                     f"  fence: {fence['cluster']} not Ready since {_or(fence['since'])}{asked}; the old copy is fenced"
                     f" at {_or(fence['fenceAt'])} unless the cluster answers first{unwatched}"
                 )
+        move = view.get("plannedMove")
+        if move:
+            lines.append(f"  {planned_move_line(move)}")
         restore = view["restore"]
         if restore.get("path"):
             fallback = f", fallback {restore['fallback']}" if restore.get("fallback") else ""
@@ -138,6 +141,18 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
             lines.append("  no failover recorded")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
+
+
+def planned_move_line(move: Mapping[str, Any]) -> str:
+    """One line for a planned move: where, its phase, which way and why."""
+    line = f"planned move ({move['reason']}) {move['from']} -> {move['to']}: {move['phaseText']}"
+    if move["phase"] == "stopping":
+        return f"{line} since {move['startedAt']}"
+    if move.get("handoff") == "savepoint":
+        line += f"; by savepoint {move['savepoint']}"
+    else:
+        line += f"; from the newest completed checkpoint: {move.get('why')}"
+    return line + (f"; done at {move['doneAt']}" if move.get("doneAt") else "")
 
 
 def render_cluster_table(cluster: str, rows: list[dict[str, Any]], now: datetime) -> str:

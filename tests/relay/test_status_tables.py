@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from failover.core.loop_settings import DecisionSettings
+from failover.fence.control_plane import StoredFence
 from failover.fence.fence_files import Heartbeat
 from failover.reconcile.status_view import workload_view
 from failover.state.empty_start import decide_state_losses
 from relay.commands.status_tables import render_cluster_table, render_table
 from tests.failover.binding_builders import JOB_ID, at, set_health
+from tests.failover.reconcile.test_handoff import ack, begun, carry_on
 from tests.failover.restoration_builders import deployed_status, moved_without_checkpoint
 from tests.failover.view_builders import (
     CLUSTERS,
@@ -128,3 +130,19 @@ def test_a_member_no_relay_watches_is_said_to_be_fenced_by_time_only() -> None:
     assert watched["fences"][0]["memberRelay"] is True and "fenced by time only" not in render_table([watched])
     # Where the storage was not read, nothing is said either way.
     assert "memberRelay" not in workload_view(evicted(), members, at(10))["fences"][0]
+
+
+def test_a_planned_move_reads_as_its_phase_and_which_way_it_went() -> None:
+    stopping, _ = begun()
+    assert "planned move (Failback) member2 -> member1: stopping with savepoint since 2025-03-01T12:06:40Z" in (
+        render_table([workload_view(stopping, CLUSTERS, at(402))])
+    )
+    moved = merge_patch(stopping, carry_on(stopping, StoredFence(True, ack()), 408).binding_patches[0].patch)
+    assert (
+        "planned move (Failback) member2 -> member1: savepoint taken, new copy restoring; by savepoint"
+        " s3://state/default/savepoints/savepoint-9a27d3-0123456789ab"
+    ) in render_table([workload_view(moved, CLUSTERS, at(410))])
+    late = carry_on(stopping, StoredFence(True), 1000).binding_patches[0].patch
+    assert "new copy restoring; from the newest completed checkpoint: no savepoint within 300 s" in render_table(
+        [workload_view(merge_patch(stopping, late), CLUSTERS, at(1000))]
+    )
