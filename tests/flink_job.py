@@ -253,6 +253,14 @@ class RunningJob:
         lines = (self.run_dir / "records").read_text().splitlines(keepends=True)
         return [int(line) for line in lines if line.endswith("\n")]
 
+    def stop_with_savepoint(self, timeout: float = 120) -> str:
+        """Stop the job with a savepoint, as the operator does for a savepoint suspend: its path, once the JVM
+        ended."""
+        (self.run_dir / "stop-with-savepoint").touch()
+        _, event = self.wait_event("stopped-with-savepoint", timeout)
+        self.process.wait(timeout)
+        return str(event["path"])
+
     def kill(self) -> None:
         """kill -9 the JVM (nothing is flushed, nothing is cancelled: as a node dies)."""
         if self.process.poll() is None:

@@ -17,7 +17,8 @@ What it plays, every 0.2 s in each member:
   and pods (kube-controller-manager's garbage collector, by owner).
 
 What it does not play: the job itself (tests/karmada/records.py stands a real Flink job behind a copy where the
-records matter), HA, and the operator's own retries.
+records matter; given that job, the savepoint suspend stops it with a real savepoint), HA, and the operator's own
+retries.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
+from tests.flink_job import RunningJob
 from tests.flink_jobmanager import jobmanager_deployment, jobmanager_pod, jobmanager_pods_path
 from tests.karmada.outages import Background
 from tests.karmada.workloads import FLINK, FlinkJob
@@ -55,9 +58,11 @@ def pod_path(job: FlinkJob, pod: str) -> str:
 
 class FlinkOperator(Background):
     """Operator 1.16 for `job`'s copies in `members` (see the module's docstring). `savepoint(member)` is where the
-    suspension of the copy in `member` put its savepoint; `suspended_at`, `jobmanagers_gone` and `resubmitted` record,
-    by member, when the operator reported the suspension, when the copy's last JobManager pod went, and when a
-    JobManager left up resubmitted the job (monotonic)."""
+    suspension of the copy in `member` put its savepoint; `stopping_at`, `suspended_at`, `jobmanagers_gone` and
+    `resubmitted` record, by member, when the operator began the suspension's savepoint, when it reported the
+    suspension, when the copy's last JobManager pod went, and when a JobManager left up resubmitted the job
+    (monotonic). `flink`: the real job behind the copy in a member, by member, which a savepoint suspend stops with a
+    real savepoint."""
 
     def __init__(
         self,
@@ -65,8 +70,13 @@ class FlinkOperator(Background):
         members: Iterable[str],
         restart_after: float = JOBMANAGER_RESTART_SECONDS,
         interval: float = 0.2,
+        flink: Mapping[str, RunningJob] | None = None,
     ) -> None:
         self.job, self.members, self.restart_after, self.interval = job, tuple(members), restart_after, interval
+        # The real Flink job behind the copy in a member, where there is one (FlinkJob.run_flink): a savepoint suspend
+        # stops it with a savepoint, and the status reports Flink's path.
+        self.flink = flink if flink is not None else {}
+        self.stopping_at: dict[str, float] = {}
         self.suspended_at: dict[str, float] = {}
         self.jobmanagers_gone: dict[str, float] = {}
         self.resubmitted: dict[str, float] = {}
@@ -155,10 +165,15 @@ class FlinkOperator(Background):
 
     def _suspend_with_savepoint(self, member: str) -> None:
         """Stop the job with a savepoint and report it as operator 1.16 does, leaving the JobManager up."""
+        self.stopping_at.setdefault(member, time.monotonic())
         job_id = (((self.job.copy_in(member) or {}).get("status") or {}).get("jobStatus") or {}).get("jobId")
-        savepoint = self.job.state_dir / "savepoints" / f"savepoint-{str(job_id)[:6]}-{os.urandom(6).hex()}"
-        savepoint.mkdir(parents=True)
-        (savepoint / "_metadata").write_bytes(b"flink savepoint metadata")
+        running = self.flink.get(member)
+        if running is not None and running.process.poll() is None:
+            savepoint = Path(urlparse(running.stop_with_savepoint()).path)
+        else:
+            savepoint = self.job.state_dir / "savepoints" / f"savepoint-{str(job_id)[:6]}-{os.urandom(6).hex()}"
+            savepoint.mkdir(parents=True)
+            (savepoint / "_metadata").write_bytes(b"flink savepoint metadata")
         self._savepoints[member] = savepoint
         self.job.env.api(member).patch(
             resource_path(FLINK, "flinkdeployments", self.job.name, self.job.namespace, "status"),

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
+from failover.reconcile.handoff import CHECKPOINT_FALLBACK, read_handoff
 from tests.karmada.outages import CopyWatch, cluster_ready, events_of, recorded_state
 from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, stateful_policy
 from tests.karmada_env import KarmadaEnv
@@ -77,6 +78,10 @@ def test_failback_moves_the_job_back_with_its_newest_state_and_never_two_copies(
     assert copy["spec"]["job"]["upgradeMode"] == "savepoint"
     assert watch.overlaps == [], f"two copies at once: {watch.overlaps[:3]}"
     assert events_of(env, namespace, "FailbackTriggered")
+    # No member relay watches the cluster it left: the move went from the newest completed checkpoint, and says why.
+    handoff = read_handoff(job.binding() or {})
+    assert handoff is not None and handoff.way == CHECKPOINT_FALLBACK, handoff
+    assert f"no member relay watches {away}" in str(handoff.why)
     report(
         request,
         "karmada",

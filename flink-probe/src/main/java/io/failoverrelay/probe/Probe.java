@@ -36,7 +36,8 @@ import java.util.stream.Stream;
  *   Runs the keyed-counter job in a MiniCluster configured with exactly the properties in CONFIG (a
  *   FlinkDeployment's flinkConfiguration, plus what the operator adds: the job id, the restore path). Steps, in
  *   order: chk:N (wait for N more completed checkpoints), savepoint, stop-with-savepoint, cancel, crash-in-checkpoint
- *   (hold the next checkpoint's barrier and wait to be killed), hold (run until killed; fails if the job ends),
+ *   (hold the next checkpoint's barrier and wait to be killed), hold (run until killed, or until a file
+ *   RUN_DIR/stop-with-savepoint appears: then stop with a savepoint and print its path; fails if the job ends),
  *   filled (wait until every key has been seen in this run). One JSON object per line on stdout per event;
  *   "running" once the job is RUNNING; "checkpoints" lists every checkpoint this run completed so far (also those
  *   before the step) with the seconds its barrier reached the counter and its completion was notified. With a file RUN_DIR/records present at the start, every
@@ -148,7 +149,15 @@ public final class Probe {
                 waitFor(null, () -> ended(client), "the job to cancel");
                 event("cancelled", "");
             } else if (step.equals("hold")) {
+                Path stopRequest = runDir.resolve("stop-with-savepoint");
                 while (true) {
+                    if (Files.exists(stopRequest)) {
+                        // What the Flink operator does for a savepoint suspend: stop with a savepoint (no drain)
+                        // into the job's state.savepoints.dir.
+                        String path = client.stopWithSavepoint(false, null, SavepointFormatType.CANONICAL).get();
+                        event("stopped-with-savepoint", "\"path\":" + quote(path));
+                        return;
+                    }
                     JobStatus status = client.getJobStatus().get();
                     if (status.isGloballyTerminalState()) {
                         client.getJobExecutionResult().get();  // throws the job's failure
