@@ -8,7 +8,7 @@ of `failover/` and write the result back with a precondition. Nothing here decid
   client, on the loop's threads), `members` (member objects through Karmada's cluster proxy), `events` (Events).
 - The reconcilers, each built from `loop_parts`: `binding_reconciler` (one binding's pipeline of steps),
   `binding_writes` (a write with a precondition, decided again on a fresh read), `old_copies` (a Work released or handed
-  over, a member copy deleted), `rebalancer_reconciler`, `failback_reconciler`.
+  over, a member copy deleted), `rebalancer_reconciler`, `planned_moves_reconciler`.
 - The storage fence's adapters: `storage_fence` (the control plane's), `member_fence` (a member relay's watcher),
   `fence_store` (the records in the checkpoint storage, for both).
 - `cabundle`: the webhook configurations' caBundle, kept on every replica.

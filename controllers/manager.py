@@ -30,13 +30,13 @@ from controllers.cache import (
 from controllers.client import Calls, KarmadaClient
 from controllers.controller import Controller, Reconcile
 from controllers.events import EVENT_WRITERS, EventRecorder
-from controllers.failback_reconciler import FailbackReconciler
 from controllers.fence_store import FenceStore
 from controllers.informer import RESYNC_SECONDS, ChangeHandler, Informer
 from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
 from controllers.loop_metrics import LoopMetrics, StorageFenceMetrics
 from controllers.loop_parts import LoopParts
+from controllers.planned_moves_reconciler import PlannedMovesReconciler
 from controllers.queue import WorkQueue
 from controllers.rebalancer_reconciler import RebalancerReconciler
 from controllers.restore_watch import RestoreWatch
@@ -145,7 +145,7 @@ CONTROLLERS = (
         watches=(Watch(CLUSTER_RESOURCE_BINDINGS), Watch(CLUSTERS, bindings_on_cluster), Watch(WORKS, binding_of_work)),
     ),
     ControllerSpec(WORKLOAD_REBALANCERS, RebalancerReconciler, watches=(Watch(WORKLOAD_REBALANCERS),), workers=1),
-    ControllerSpec(CLUSTERS, FailbackReconciler, watches=(Watch(CLUSTERS),), workers=1),
+    ControllerSpec(CLUSTERS, PlannedMovesReconciler, watches=(Watch(CLUSTERS),), workers=1),
 )
 # Read by the reconcilers (the policies a binding follows), never reconciled: their events queue nothing.
 CACHED_ONLY = POLICY_RESOURCES

@@ -13,6 +13,7 @@ import sys
 from relay.commands import (
     check_command,
     controllers_command,
+    drain_command,
     inject_command,
     legacy_purge_modes_command,
     manifests_command,
@@ -34,6 +35,7 @@ COMMANDS = (
     check_command,
     legacy_purge_modes_command,
     status_command,
+    drain_command,
     manifests_command,
 )
 

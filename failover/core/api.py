@@ -190,6 +190,11 @@ PRODUCER_TAINT_MANAGER = "TaintManager"  # EvictionProducerTaintManager
 REASON_FAILBACK = "Failback"
 PRODUCER_FAILBACK = "failover-relay-failback"
 FAILBACK_ANNOTATION = "failover-relay.io/failback"
+# A drain (docs/design.md, "Planned moves"): the Cluster taint `failover-relay drain` writes (NoSchedule, as
+# `karmadactl cordon` writes cluster.karmada.io/unschedulable: nothing new is placed there), and its eviction tasks.
+DRAIN_TAINT_KEY = "failover-relay.io/drain"
+REASON_DRAIN = "Drain"
+PRODUCER_DRAIN = "failover-relay-drain"
 
 # Annotations Karmada puts on bindings naming the policy that made them (policy.karmada.io/v1alpha1 constants).
 PROPAGATION_POLICY_NAME_ANNOTATION = "propagationpolicy.karmada.io/name"

@@ -13,10 +13,12 @@ from typing import Any
 
 from failover.core.api import (
     PRODUCER_CRB_APPLICATION_FAILOVER,
+    PRODUCER_DRAIN,
     PRODUCER_FAILBACK,
     PRODUCER_RB_APPLICATION_FAILOVER,
     PRODUCER_TAINT_MANAGER,
     REASON_APPLICATION_FAILURE,
+    REASON_DRAIN,
     REASON_FAILBACK,
     REASON_TAINT_UNTOLERATED,
     PurgeMode,
@@ -136,11 +138,17 @@ def is_cluster_failover_task(task: Mapping[str, Any]) -> bool:
 
 
 # The producers and reasons of the failovers Karmada and the relay write tasks for (v1.19's
-# pkg/apis/work/v1alpha2/well_known_constants.go, and our failback).
+# pkg/apis/work/v1alpha2/well_known_constants.go, and our failback and drain).
 FAILOVER_PRODUCERS = frozenset(
-    (PRODUCER_TAINT_MANAGER, PRODUCER_RB_APPLICATION_FAILOVER, PRODUCER_CRB_APPLICATION_FAILOVER, PRODUCER_FAILBACK)
+    (
+        PRODUCER_TAINT_MANAGER,
+        PRODUCER_RB_APPLICATION_FAILOVER,
+        PRODUCER_CRB_APPLICATION_FAILOVER,
+        PRODUCER_FAILBACK,
+        PRODUCER_DRAIN,
+    )
 )
-FAILOVER_REASONS = frozenset((REASON_TAINT_UNTOLERATED, REASON_APPLICATION_FAILURE, REASON_FAILBACK))
+FAILOVER_REASONS = frozenset((REASON_TAINT_UNTOLERATED, REASON_APPLICATION_FAILURE, REASON_FAILBACK, REASON_DRAIN))
 
 
 def is_failover_task(task: Mapping[str, Any]) -> bool:

@@ -51,8 +51,8 @@ class DecisionSettings:
     # A recovered cluster must stay Ready and free of NoExecute taints this long before workloads move back;
     # 5 minutes is Karmada's default toleration, so a cluster that flaps within it is not trusted yet.
     failback_settle: timedelta = setting("controllers.failbackSettleSeconds", timedelta(minutes=5), ge=0)
-    # Failback evictions under way at once, over every workload: each one restarts a job, and a recovered cluster
-    # should not take every workload back in the same second.
+    # Planned moves (failbacks and drains) under way at once, over every workload: each one restarts a job, and neither
+    # a recovered cluster nor a drained one should move every workload in the same second.
     failback_max_in_flight: int = setting("controllers.failbackMaxInFlight", 5, ge=1)
     # A planned move (failback) first stops the old copy with a savepoint (failover/reconcile/handoff.py); without the
     # member relay's acknowledgement within this long it goes on from the newest completed checkpoint. A savepoint

@@ -57,36 +57,30 @@ from failover.core.api import (
     CLUSTER_PROPAGATION_POLICY,
     CLUSTER_PROPAGATION_POLICY_NAME_ANNOTATION,
     FAILBACK_ANNOTATION,
-    PRODUCER_FAILBACK,
     PROPAGATION_POLICY,
     PROPAGATION_POLICY_NAME_ANNOTATION,
     PROPAGATION_POLICY_NAMESPACE_ANNOTATION,
     REASON_FAILBACK,
     WORKLOAD_REBALANCER,
     WORKLOAD_REBALANCERS,
-    PurgeMode,
 )
 from failover.core.decision import NORMAL, WARNING, BindingPatch, Event, clip_message, earliest
 from failover.core.labels import label_value_problems
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import ObjectRef, is_dns_label
 from failover.core.placement import clusters_by_name_only, placement_is_single_cluster
-from failover.fence.control_plane import DEFAULT_POLL, StoredFence
-from failover.fence.fence_files import FenceRecord
+from failover.fence.control_plane import DEFAULT_POLL
+from failover.reconcile.cluster_drain import is_drained
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
 from failover.reconcile.handoff import (
     CHECKPOINT_FALLBACK,
-    DONE,
     HANDOFF_ANNOTATION,
     RESTORING,
     Handoff,
-    advance_handoff,
-    handoff_in_flight,
-    read_handoff,
+    move_eviction,
+    planned_move_in_flight,
     start_handoff,
 )
-from failover.state.last_state import recorded_state
-from failover.state.restoration import lineage
 
 EVENT_FAILBACK_NOT_POSSIBLE = "FailbackNotPossible"
 # How often to look again when failback evictions were held back by failback_max_in_flight.
@@ -94,7 +88,6 @@ IN_FLIGHT_RETRY = timedelta(seconds=10)
 RECOVERY_ANNOTATION = "failover-relay.io/recovery"
 FAILBACK_CLUSTER_LABEL = "failover-relay.io/failback-cluster"
 EVENT_FAILBACK = "FailbackTriggered"
-EVENT_HANDOFF = "PlannedMoveHandoff"
 
 
 @dataclass(frozen=True)
@@ -111,10 +104,7 @@ class FailbackDecision:
     cluster_patch: Mapping[str, Any] | None = None
     events: tuple[Event, ...] = ()
     requeue_after: timedelta | None = None
-    # The savepoint handoffs (failover/reconcile/handoff.py): fence records to write, (cluster, Work) pairs whose
-    # records can go, and the moves whose eviction the binding patches write (for the metrics).
-    records: tuple[FenceRecord, ...] = ()
-    forget: tuple[tuple[str, str], ...] = ()
+    # The moves whose eviction the binding patches write at once, without a handoff (for the metrics).
     moves: tuple[Handoff, ...] = ()
 
 
@@ -140,7 +130,9 @@ def decide_failback(
         return FailbackDecision()
     record = _read_record(b.annotations(cluster).get(RECOVERY_ANNOTATION))
     ready_since = _ready_since(cluster)
-    if ready_since is None or c.has_taint(cluster):
+    # A drained cluster (failover/reconcile/cluster_drain.py) is down for failback: its workloads come home when
+    # undrained.
+    if ready_since is None or c.has_taint(cluster) or is_drained(cluster):
         down = {"downSeenAt": record.get("downSeenAt") or format_time(now)}
         return FailbackDecision(cluster_patch=_record_patch(record, down))
 
@@ -168,9 +160,7 @@ def decide_failback(
         if clusters is None
         else {cluster_name for cluster_name, obj in clusters.items() if _schedulable(obj)} | {name}
     )
-    room = settings.failback_max_in_flight - sum(
-        1 for binding in bindings if _failback_in_flight(binding) or handoff_in_flight(binding)
-    )
+    room = settings.failback_max_in_flight - sum(1 for binding in bindings if planned_move_in_flight(binding))
     rebalanced: list[tuple[Mapping[str, Any], dict[str, str]]] = []
     binding_patches: list[BindingPatch] = []
     events: list[Event] = []
@@ -203,7 +193,7 @@ def decide_failback(
                 fallback = replace(fallback, evicted_at=now)
                 moves.append(fallback)
                 patch["metadata"]["annotations"][HANDOFF_ANNOTATION] = fallback.annotation()
-                patch["spec"] = _failback_eviction(binding, detail, settings, now)
+                patch["spec"] = move_eviction(binding, detail, REASON_FAILBACK, settings, now)
                 message = (
                     f"cluster {name} recovered at {format_time(recovered)}; evicted the workload from {detail} so"
                     f" that it moves back to {name} with its newest completed checkpoint, not a savepoint: {started}"
@@ -250,80 +240,6 @@ def decide_failback(
         # A handoff just begun goes on from the next pass (handoffs_toward): its fence record, its acknowledgement.
         requeue_after=earliest(IN_FLIGHT_RETRY if held_back else None, DEFAULT_POLL if handed_off else None),
         moves=tuple(moves),
-    )
-
-
-def handoffs_toward(cluster: str, bindings: Iterable[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Handoff]]:
-    """The bindings whose failback to `cluster` is handing off (stopping or restoring), with their handoffs."""
-    found = []
-    for binding in bindings:
-        handoff = read_handoff(binding) if isinstance(binding, dict) else None
-        if handoff is not None and handoff.target == cluster and handoff.phase != DONE:
-            found.append((binding, handoff))
-    return found
-
-
-def decide_handoffs(
-    cluster: str,
-    bindings: Iterable[Mapping[str, Any]],
-    works_of: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]],
-    stored: Mapping[tuple[str, str], StoredFence | None],
-    settings: DecisionSettings,
-    now: datetime,
-    watched: frozenset[str] | None = None,
-) -> FailbackDecision:
-    """The next step of every failback to `cluster` that hands off (failover/reconcile/handoff.py), whatever the
-    cluster's state now: once its old copy is stopping, a move always completes. `stored`: what the storage holds for
-    each stopping handoff's record, by (source cluster, fence id); a key absent or None: it could not be read.
-    `watched`: the clusters a member relay watches (None: unknown)."""
-    patches, records, forget, moves, events = [], [], [], [], []
-    delays: list[timedelta] = []
-    for binding, handoff in handoffs_toward(cluster, bindings):
-        step = advance_handoff(
-            binding,
-            handoff,
-            works_of(binding),
-            stored.get((handoff.source, handoff.fence_id)),
-            settings,
-            now,
-            None if watched is None else handoff.source in watched,
-        )
-        if step.requeue_after is not None:
-            delays.append(step.requeue_after)
-        if step.record is not None:
-            records.append(step.record)
-        if step.forget and handoff.fence_id:
-            forget.append((handoff.source, handoff.work))
-        if step.handoff is None:
-            continue
-        patch: dict[str, Any] = {"metadata": {"annotations": {HANDOFF_ANNOTATION: step.handoff.annotation()}}}
-        if step.evict:
-            patch["metadata"]["resourceVersion"] = b.metadata(binding).get("resourceVersion")
-            patch["spec"] = _failback_eviction(binding, handoff.source, settings, now)
-            moves.append(step.handoff)
-            events.append(Event(NORMAL, EVENT_HANDOFF, handoff_message(step.handoff), b.object_ref(binding)))
-        patches.append(BindingPatch(b.object_ref(binding), patch))
-    return FailbackDecision(
-        binding_patches=tuple(patches),
-        events=tuple(events),
-        requeue_after=min(delays, default=None),
-        records=tuple(records),
-        forget=tuple(forget),
-        moves=tuple(moves),
-    )
-
-
-def handoff_message(handoff: Handoff) -> str:
-    """The Event of a handoff's eviction: which way the move went, and why."""
-    if handoff.way == CHECKPOINT_FALLBACK:
-        return clip_message(
-            f"moving from {handoff.source} to {handoff.target} from the newest completed checkpoint, not a"
-            f" savepoint: {handoff.why}"
-        )
-    waited = (handoff.stopped_at - handoff.started_at).total_seconds() if handoff.stopped_at else 0.0
-    return clip_message(
-        f"the copy on {handoff.source} stopped with savepoint {handoff.savepoint} ({waited:.0f} s after the stop"
-        f" began); moving to {handoff.target}, which restores from it"
     )
 
 
@@ -383,45 +299,6 @@ def failback_route(binding: Mapping[str, Any], recovered: str, schedulable: set[
 
 def _schedulable(cluster: Mapping[str, Any]) -> bool:
     return c.is_ready(cluster) and not c.has_taint(cluster, c.SCHEDULING_EFFECTS)
-
-
-def _failback_in_flight(binding: Mapping[str, Any]) -> bool:
-    return any(task.get("reason") == REASON_FAILBACK for task in b.eviction_tasks(binding))
-
-
-def _failback_eviction(
-    binding: Mapping[str, Any], current: str, settings: DecisionSettings, now: datetime
-) -> dict[str, Any]:
-    """spec of the eviction that moves the workload off `current`, carrying its state as a failover does."""
-    spec = b.spec(binding)
-    clusters, tasks = spec.get("clusters"), spec.get("gracefulEvictionTasks")
-    clusters = clusters if isinstance(clusters, list) else []
-    tasks = tasks if isinstance(tasks, list) else []
-    replicas = next((target.replicas for target in b.target_clusters(binding) if target.name == current), 0)
-    task: dict[str, Any] = {
-        "fromCluster": current,
-        "purgeMode": settings.spell(PurgeMode.DIRECTLY),
-        "reason": REASON_FAILBACK,
-        "message": f"failback: the workload moves back to a recovered cluster; purged from {current} first",
-        "producer": PRODUCER_FAILBACK,
-        "clustersBeforeFailover": [current],
-        "creationTimestamp": format_time(now),
-    }
-    if replicas > 0:
-        task["replicas"] = replicas
-    # A copy still restoring has no state of its own yet: the move that brought it carries on.
-    carried = lineage(binding, current)
-    state = carried[1] if carried is not None else recorded_state(binding, current)
-    if state:
-        task["preservedLabelState"] = state
-    result: dict[str, Any] = {
-        "clusters": [entry for entry in clusters if not (isinstance(entry, dict) and entry.get("name") == current)],
-        "gracefulEvictionTasks": [*tasks, task],
-    }
-    placement = spec.get("placement")
-    if isinstance(placement, dict) and placement.get("clusterAffinities"):
-        result["rescheduleTriggeredAt"] = format_time(now)
-    return result
 
 
 def _forget_eviction(binding: Mapping[str, Any], cluster: str) -> dict[str, Any]:

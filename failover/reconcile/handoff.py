@@ -1,7 +1,7 @@
 """A planned move by savepoint handoff: before the relay moves a workload off a cluster that is reachable, for a reason
-that is not the copy's failure (a failback), it stops the old copy with a savepoint, and only once the member relay
-says the copy stopped (no JobManager runs) writes the Directly eviction that lets Karmada create the new copy, which
-restores from that savepoint: nothing lost, nothing processed twice (docs/design.md, "Planned moves").
+that is not the copy's failure (a failback, a drain), it stops the old copy with a savepoint, and only once the member
+relay says the copy stopped (no JobManager runs) writes the Directly eviction that lets Karmada create the new copy,
+which restores from that savepoint: nothing lost, nothing processed twice (docs/design.md, "Planned moves").
 
 The stop goes through the storage fence (failover/fence/): the leader writes a fence record for the old copy's Work,
 the member relay suspends the copy (the Flink operator stops it with a savepoint where its upgradeMode takes one),
@@ -25,7 +25,7 @@ trusted to take a savepoint.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,11 +33,15 @@ from typing import Any
 from failover.core import binding as b
 from failover.core import work as w
 from failover.core.annotations import format_time, parse_time, read_json_annotation
+from failover.core.api import PRODUCER_DRAIN, PRODUCER_FAILBACK, REASON_DRAIN, REASON_FAILBACK, PurgeMode
+from failover.core.decision import NORMAL, BindingPatch, Event, clip_message
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import is_dns_label, object_key
 from failover.fence.control_plane import DEFAULT_POLL, StoredFence
 from failover.fence.fence_files import FenceRecord, is_fence_id
 from failover.fence.member_relay import suspendable
+from failover.state.last_state import recorded_state
+from failover.state.restoration import lineage
 
 HANDOFF_ANNOTATION = "failover-relay.io/handoff"
 STOPPING, RESTORING, DONE = "stopping", "restoring", "done"
@@ -45,6 +49,7 @@ SAVEPOINT, CHECKPOINT_FALLBACK = "savepoint", "checkpoint-fallback"
 # How often a move being restored looks whether Karmada has taken the workload off the old cluster: the binding's own
 # changes wake it too, so this only bounds a missed event.
 RESTORING_POLL = timedelta(seconds=5)
+EVENT_HANDOFF = "PlannedMoveHandoff"
 NO_SAVEPOINT = "the copy stopped without a savepoint (its upgradeMode takes none)"
 
 
@@ -54,7 +59,7 @@ class Handoff:
 
     reason: str  # what moves it: failback
     source: str  # the cluster it leaves
-    target: str  # the cluster it is meant to reach
+    target: str  # the cluster it is meant to reach; "" for a drain (the scheduler picks it)
     work: str  # the old copy's Work (its name; namespace karmada-es-<source>); "" for a move that never handed off
     fence_id: str  # that Work's permanent id: the fence record's name; "" likewise
     started_at: datetime
@@ -93,9 +98,12 @@ def read_handoff(binding: Mapping[str, Any]) -> Handoff | None:
     does not read is not acted on)."""
     data = read_json_annotation(b.annotations(binding).get(HANDOFF_ANNOTATION))
     started = parse_time(data.get("startedAt"))
-    text = {key: data.get(key) for key in ("reason", "from", "to", "phase")}
-    work, fence_id = data.get("work"), data.get("fenceId")
+    text = {key: data.get(key) for key in ("reason", "from", "phase")}
+    work, fence_id, target = data.get("work"), data.get("fenceId"), data.get("to")
     if started is None or not all(isinstance(value, str) and value for value in text.values()):
+        return None
+    # A drain names no target: the scheduler picks it.
+    if not isinstance(target, str) or not (target or text["reason"] == REASON_DRAIN):
         return None
     if text["phase"] not in (STOPPING, RESTORING, DONE) or not is_dns_label(text["from"]):
         return None
@@ -108,7 +116,7 @@ def read_handoff(binding: Mapping[str, Any]) -> Handoff | None:
     return Handoff(
         reason=str(text["reason"]),
         source=str(text["from"]),
-        target=str(text["to"]),
+        target=target,
         work=work,
         fence_id=fence_id,
         started_at=started,
@@ -241,6 +249,14 @@ def handoff_in_flight(binding: Mapping[str, Any]) -> bool:
     return handoff is not None and handoff.phase != DONE
 
 
+def planned_move_in_flight(binding: Mapping[str, Any]) -> bool:
+    """A planned move (failback or drain) of this binding is under way: stopping its old copy, or its eviction task
+    not over. `failbackMaxInFlight` counts these, over every binding."""
+    return handoff_in_flight(binding) or any(
+        task.get("reason") in (REASON_FAILBACK, REASON_DRAIN) for task in b.eviction_tasks(binding)
+    )
+
+
 def handoff_view(binding: Mapping[str, Any]) -> dict[str, Any] | None:
     """The binding's planned move as `status` shows it: where it goes, its phase in words, which way it went."""
     handoff = read_handoff(binding)
@@ -266,3 +282,145 @@ def handoff_view(binding: Mapping[str, Any]) -> dict[str, Any] | None:
         "evictedAt": handoff.evicted_at and format_time(handoff.evicted_at),
         "doneAt": handoff.done_at and format_time(handoff.done_at),
     }
+
+
+@dataclass(frozen=True)
+class HandoffsDecision:
+    """What the handoffs (or the moves that begin them) of one Cluster's pass write: fence records, binding patches
+    (the handoff annotation; with an eviction, conditional on the binding's resourceVersion), the records to remove
+    ((cluster, Work) of old copies gone), the moves whose eviction is written (for the metrics), Events."""
+
+    binding_patches: tuple[BindingPatch, ...] = ()
+    events: tuple[Event, ...] = ()
+    requeue_after: timedelta | None = None
+    records: tuple[FenceRecord, ...] = ()
+    forget: tuple[tuple[str, str], ...] = ()
+    moves: tuple[Handoff, ...] = ()
+
+
+def handoffs_of(cluster: str, bindings: Iterable[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Handoff]]:
+    """The handoffs a pass of `cluster` carries on (stopping or restoring): the failbacks to it, the drains from it."""
+    found = []
+    for binding in bindings:
+        handoff = read_handoff(binding) if isinstance(binding, dict) else None
+        if handoff is None or handoff.phase == DONE:
+            continue
+        if (handoff.reason == REASON_FAILBACK and handoff.target == cluster) or (
+            handoff.reason == REASON_DRAIN and handoff.source == cluster
+        ):
+            found.append((binding, handoff))
+    return found
+
+
+def decide_handoffs(
+    cluster: str,
+    bindings: Iterable[Mapping[str, Any]],
+    works_of: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]],
+    stored: Mapping[tuple[str, str], StoredFence | None],
+    settings: DecisionSettings,
+    now: datetime,
+    watched: frozenset[str] | None = None,
+) -> HandoffsDecision:
+    """The next step of every handoff of `cluster` (`handoffs_of`), whatever the cluster's state now: once an old copy
+    is stopping, its move always completes. `stored`: what the storage holds for each stopping handoff's record, by
+    (source cluster, fence id); a key absent or None: it could not be read. `watched`: the clusters a member relay
+    watches (None: unknown)."""
+    patches, records, forget, moves, events = [], [], [], [], []
+    delays: list[timedelta] = []
+    for binding, handoff in handoffs_of(cluster, bindings):
+        step = advance_handoff(
+            binding,
+            handoff,
+            works_of(binding),
+            stored.get((handoff.source, handoff.fence_id)),
+            settings,
+            now,
+            None if watched is None else handoff.source in watched,
+        )
+        if step.requeue_after is not None:
+            delays.append(step.requeue_after)
+        if step.record is not None:
+            records.append(step.record)
+        if step.forget and handoff.fence_id:
+            forget.append((handoff.source, handoff.work))
+        if step.handoff is None:
+            continue
+        patch: dict[str, Any] = {"metadata": {"annotations": {HANDOFF_ANNOTATION: step.handoff.annotation()}}}
+        if step.evict:
+            patch["metadata"]["resourceVersion"] = b.metadata(binding).get("resourceVersion")
+            patch["spec"] = move_eviction(binding, handoff.source, handoff.reason, settings, now)
+            moves.append(step.handoff)
+            events.append(Event(NORMAL, EVENT_HANDOFF, handoff_message(step.handoff), b.object_ref(binding)))
+        patches.append(BindingPatch(b.object_ref(binding), patch))
+    return HandoffsDecision(
+        binding_patches=tuple(patches),
+        events=tuple(events),
+        requeue_after=min(delays, default=None),
+        records=tuple(records),
+        forget=tuple(forget),
+        moves=tuple(moves),
+    )
+
+
+def handoff_message(handoff: Handoff) -> str:
+    """The Event of a handoff's eviction: which way the move went, and why."""
+    where = handoff.target or "the cluster the scheduler picks"
+    if handoff.way == CHECKPOINT_FALLBACK:
+        return clip_message(
+            f"{handoff.reason.lower()}: moving from {handoff.source} to {where} from the newest completed checkpoint,"
+            f" not a savepoint: {handoff.why}"
+        )
+    waited = (handoff.stopped_at - handoff.started_at).total_seconds() if handoff.stopped_at else 0.0
+    return clip_message(
+        f"{handoff.reason.lower()}: the copy on {handoff.source} stopped with savepoint {handoff.savepoint}"
+        f" ({waited:.0f} s after the stop began); moving to {where}, which restores from it"
+    )
+
+
+# What each planned move's eviction task says: its message, and its producer.
+_EVICTIONS = {
+    REASON_FAILBACK: (
+        "failback: the workload moves back to a recovered cluster; purged from {} first",
+        PRODUCER_FAILBACK,
+    ),
+    REASON_DRAIN: ("drain: the workload moves off a drained cluster; purged from {} first", PRODUCER_DRAIN),
+}
+
+
+def move_eviction(
+    binding: Mapping[str, Any], current: str, reason: str, settings: DecisionSettings, now: datetime
+) -> dict[str, Any]:
+    """spec of the Directly eviction that moves the workload off `current` for a planned move (`reason`: failback or
+    drain), carrying its state as a failover does: the old copy is deleted before the new one is created."""
+    spec = b.spec(binding)
+    clusters, tasks = spec.get("clusters"), spec.get("gracefulEvictionTasks")
+    clusters = clusters if isinstance(clusters, list) else []
+    tasks = tasks if isinstance(tasks, list) else []
+    replicas = next((target.replicas for target in b.target_clusters(binding) if target.name == current), 0)
+    message, producer = _EVICTIONS.get(reason, _EVICTIONS[REASON_FAILBACK])
+    task: dict[str, Any] = {
+        "fromCluster": current,
+        "purgeMode": settings.spell(PurgeMode.DIRECTLY),
+        "reason": reason,
+        "message": message.format(current),
+        "producer": producer,
+        "clustersBeforeFailover": [current],
+        "creationTimestamp": format_time(now),
+    }
+    if replicas > 0:
+        task["replicas"] = replicas
+    # A copy still restoring has no state of its own yet: the move that brought it carries on.
+    carried = lineage(binding, current)
+    state = carried[1] if carried is not None else recorded_state(binding, current)
+    if state:
+        task["preservedLabelState"] = state
+    result: dict[str, Any] = {
+        "clusters": [entry for entry in clusters if not (isinstance(entry, dict) and entry.get("name") == current)],
+        "gracefulEvictionTasks": [*tasks, task],
+    }
+    # A failback with ordered affinities restarts the scheduler from the first term (docs/design.md, "Failback"); a
+    # drain leaves it to go on to the next term, as after the taint manager's eviction.
+    placement = spec.get("placement")
+    if reason == REASON_FAILBACK and isinstance(placement, dict) and placement.get("clusterAffinities"):
+        result["rescheduleTriggeredAt"] = format_time(now)
+    return result

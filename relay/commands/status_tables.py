@@ -145,7 +145,8 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
 
 def planned_move_line(move: Mapping[str, Any]) -> str:
     """One line for a planned move: where, its phase, which way and why."""
-    line = f"planned move ({move['reason']}) {move['from']} -> {move['to']}: {move['phaseText']}"
+    target = move["to"] or "the scheduler's choice"
+    line = f"planned move ({move['reason']}) {move['from']} -> {target}: {move['phaseText']}"
     if move["phase"] == "stopping":
         return f"{line} since {move['startedAt']}"
     if move.get("handoff") == "savepoint":

@@ -183,7 +183,7 @@ def test_the_karmada_host_overlay_is_accepted_and_starts_the_relay_as_the_quick_
 
 
 # (verb, resource, namespace or None) the relay calls: controllers/binding_writes.py, old_copies.py,
-# rebalancer_reconciler.py, failback_reconciler.py, informer.py, leader.py, events.py and cabundle.py.
+# rebalancer_reconciler.py, planned_moves_reconciler.py, informer.py, leader.py, events.py and cabundle.py.
 ALLOWED = [
     *(
         (verb, resource, None)

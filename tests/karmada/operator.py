@@ -165,7 +165,7 @@ class FlinkOperator(Background):
 
     def _suspend_with_savepoint(self, member: str) -> None:
         """Stop the job with a savepoint and report it as operator 1.16 does, leaving the JobManager up."""
-        self.stopping_at.setdefault(member, time.monotonic())
+        self.stopping_at[member] = time.monotonic()
         job_id = (((self.job.copy_in(member) or {}).get("status") or {}).get("jobStatus") or {}).get("jobId")
         running = self.flink.get(member)
         if running is not None and running.process.poll() is None:

@@ -1,20 +1,23 @@
-"""A planned move measured in records, against real Karmada and a real Flink job: today's move (a NoExecute taint, the
-taint manager's Directly eviction, the new copy from the newest completed checkpoint) beside the relay's failback by
-savepoint handoff (docs/design.md, "Planned moves"), in the same run.
+"""Planned moves measured in records, against real Karmada and a real Flink job: today's move (a NoExecute taint, the
+taint manager's Directly eviction, the new copy from the newest completed checkpoint) beside the relay's savepoint
+handoffs (docs/design.md, "Planned moves") — a failback, a drain and the failback after the undrain — in one run.
 
 The job runs on `home` (ordered clusterAffinities: home first). A NoExecute taint on home moves it to `away` as Karmada
 does today: the old copy is deleted (its real job killed as the operator cancels it) and the new one restores the
-newest completed checkpoint, so what the old job counted after it is counted twice. The taint comes off, home has
-settled, and the relay fails the job back: it writes a fence record for the copy on away, the member relay of away
-suspends it, the operator (played by `FlinkOperator`, stopping the real job with a real savepoint, leaving its
-JobManager up as 1.16 does) reports the savepoint, the member relay stops the JobManager and acknowledges, and only
-then the relay writes the failback eviction; Karmada deletes the stopped copy and creates the new one on home, which
-Flink restores from exactly that savepoint: nothing lost, nothing counted twice.
+newest completed checkpoint, so what the old job counted after it is counted twice. Then every move is a handoff: the
+relay writes a fence record for the copy it moves, the member relay suspends it, the operator (`FlinkOperator`, which
+stops the real job with Flink's stop-with-savepoint and leaves its JobManager up as 1.16 does) reports the savepoint,
+the member relay stops the JobManager and acknowledges, and only then the relay writes the eviction; Karmada deletes
+the stopped copy and creates the new one, which Flink restores from exactly that savepoint: nothing lost, nothing
+counted twice. The taint comes off and home settles: failback to home. `failover-relay drain home` (as an operator
+runs it): the job moves to away. `failover-relay undrain home`: failback to home again.
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -34,26 +37,29 @@ from tests.karmada.outages import (
     stateful_cluster_policy,
 )
 from tests.karmada.records import FLINK_CONFIGURATION, FLINK_VERSION, KEYS, RATE, check_records
-from tests.karmada.workloads import FlinkJob, restore_path
-from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
+from tests.karmada.workloads import FlinkJob, relay_command, restore_path
+from tests.karmada_env import KARMADA, REPO_ROOT, KarmadaEnv, resource_path
 from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
 
 SETTLE_SECONDS = 5
-TAINT = {"key": "failover.example.io/drain", "value": "true", "effect": "NoExecute"}
+TAINT = {"key": "failover.example.io/outage", "value": "true", "effect": "NoExecute"}
+MOVE_SECONDS = 60  # a handoff here takes seconds; the bound leaves room for a loaded machine
 
 
 @pytest.fixture
-def failback_with_member_relay(karmada_env: KarmadaEnv):
-    """Failback after 5 s of settling, and the member relay of the second member (where the job is moved away to)."""
-    away = karmada_env.members[1]
+def member_relays(karmada_env: KarmadaEnv):
+    """Failback after 5 s of settling, and the member relays of the two members the job moves between."""
+    members = karmada_env.members[:2]
     grant_fencing_in_members(karmada_env)
-    karmada_env.start_member_relay(away)
+    for member in members:
+        karmada_env.start_member_relay(member)
     karmada_env.restart_relay({"controllers": {"failbackSettleSeconds": SETTLE_SECONDS}})
     yield
     karmada_env.restart_relay()
-    karmada_env.stop_member_relay(away)
+    for member in members:
+        karmada_env.stop_member_relay(member)
 
 
 def local(path: str | Path | None) -> Path | None:
@@ -61,10 +67,76 @@ def local(path: str | Path | None) -> Path | None:
     return None if path is None else Path(urlparse(str(path)).path)
 
 
-def test_a_failback_hands_the_job_over_by_savepoint_with_nothing_lost_or_counted_twice(
+@dataclass
+class Handoff:
+    """One planned move by savepoint, as the test saw it: the jobs, the savepoint, and when each part ended."""
+
+    old: RunningJob
+    new: RunningJob
+    savepoint: Path
+    stop_began: float  # the operator began the suspension's savepoint (monotonic)
+    stopped: float  # the old job ended with its savepoint
+    new_copy: float  # the new copy, with its restore path, first seen
+    running: float  # the new job RUNNING
+
+    def line(self, what: str) -> str:
+        return (
+            f"{what}: 0 records lost, 0 counted twice (restored {self.savepoint.name}); downtime"
+            f" {self.running - self.stopped:.1f} s from the old job stopped to the new job RUNNING: savepoint"
+            f" {self.stopped - self.stop_began:.1f} s, Karmada {self.new_copy - self.stopped:.1f} s (the"
+            f" acknowledgement, the eviction, the old copy deleted, the new one created), Flink start"
+            f" {self.running - self.new_copy:.1f} s"
+        )
+
+
+def handed_over(
+    job: FlinkJob,
+    operator: FlinkOperator,
+    running: dict[str, RunningJob],
+    source: str,
+    target: str,
+    probe: Probe,
+    run_dir: Path,
+    flink_jobs: list[RunningJob],
+) -> Handoff:
+    """Wait for the handoff of the job from `source` to `target`, start the new copy's job, and check the records:
+    Flink restored the savepoint's counts, and the new job goes on from the old job's last record + 1."""
+    old = running[source]
+    copy = job.env.wait_until(
+        lambda: (c := job.copy_in(target)) is not None and restore_path(c) is not None and c,
+        MOVE_SECONDS,
+        f"the copy on {target} with a restore path",
+    )
+    new_copy = time.monotonic()
+    flink_jobs.append(new := job.run_flink(target, probe, run_dir, KEYS, RATE))
+    running[target] = new
+    job.env.wait_until(lambda: job.copy_in(source) is None, 30, f"the copy on {source} deleted")
+    stopped, event = old.arrived["stopped-with-savepoint"]
+    savepoint = local(event["path"])
+    assert savepoint is not None
+    # The new copy restores exactly the savepoint the stopped job took, which the member relay acknowledged.
+    assert local(str(restore_path(copy))) == savepoint == local(operator.savepoint(source))
+    handoff = job.env.wait_until(
+        lambda: (h := read_handoff(job.binding() or {})) is not None and h.phase == DONE and h, 30, "the handoff done"
+    )
+    assert handoff.way == SAVEPOINT and local(handoff.savepoint) == savepoint
+    # Flink's own reading of the savepoint: the snapshot whose counts the new job must have restored.
+    [loaded] = probe.metadata({}, str(savepoint)).values()
+    first_record, counts = new.restored()
+    assert counts == expected_counts(old.expected_dir, loaded["checkpointId"])
+    before, after = old.records(), new.records()
+    assert before == list(range(before[0], before[0] + len(before)))  # the old job counted without a gap
+    assert after == list(range(first_record, first_record + len(after)))
+    # The new job goes on right after the old job's last record: nothing lost, nothing counted twice.
+    assert first_record == before[-1] + 1, f"the old job counted up to {before[-1]}, the new one from {first_record}"
+    assert fence_files(job.env, source) == [], "the handoff's fence record left behind"
+    return Handoff(old, new, savepoint, operator.stopping_at[source], stopped, new_copy, new.arrived["running"][0])
+
+
+def test_planned_moves_hand_the_job_over_by_savepoint_with_nothing_lost_or_counted_twice(
     karmada_env: KarmadaEnv,
     namespace: str,
-    failback_with_member_relay: None,
+    member_relays: None,
     request: pytest.FixtureRequest,
     flink_probes: Path,
     flink_jobs: list[RunningJob],
@@ -93,7 +165,6 @@ def test_a_failback_hands_the_job_over_by_savepoint_with_nothing_lost_or_counted
         cluster_path = resource_path(CLUSTERS, "clusters", home)
         taints = list((karmada.get(cluster_path) or {}).get("spec", {}).get("taints") or [])
         karmada.patch(cluster_path, {"spec": {"taints": [*taints, TAINT]}})
-        tainted_at = time.monotonic()
         env.wait_until(lambda: job.copy_in(home) is None, 60, f"the copy in {home} deleted")
         cancelled_at, cancelled = time.time(), time.monotonic()
         first.kill()
@@ -102,65 +173,55 @@ def test_a_failback_hands_the_job_over_by_savepoint_with_nothing_lost_or_counted
         restored_checkpoint = restore_path(copy)
         flink_jobs.append(second := job.run_flink(away, probe, tmp_path / "second", KEYS, RATE))
         running[away] = second
-        taint_move, taint_downtime = second.arrived["running"][0] - tainted_at, second.arrived["running"][0] - cancelled
+        today_downtime = second.arrived["running"][0] - cancelled
         env.wait_until(lambda: len(second.completed()) >= 2, 60, "two checkpoints of the second job")
 
-        # The planned move back: the taint comes off, home settles, the relay hands the job over by savepoint.
+        # Failback: the taint comes off, home settles, the relay hands the job over by savepoint.
         karmada.patch(cluster_path, {"spec": {"taints": taints}})
-        untainted_at = time.monotonic()
-        env.wait_until(lambda: away in operator.suspended_at, SETTLE_SECONDS + 60, f"the copy on {away} suspended")
-        stop_began = operator.stopping_at[away]
-        third_member = env.wait_until(
-            lambda: home if job.copy_in(home) and restore_path(job.copy_in(home)) else None,
-            60,
-            f"the copy back on {home} with a restore path",
+        failback = handed_over(job, operator, running, away, home, probe, tmp_path / "third", flink_jobs)
+        env.wait_until(lambda: len(failback.new.completed()) >= 2, 60, "two checkpoints of the third job")
+
+        # Drain, as an operator runs it: first what it would do, then the drain, followed to its end.
+        dry_run = subprocess.run(
+            relay_command(env, "drain", home, "--dry-run"), capture_output=True, text=True, timeout=60, cwd=REPO_ROOT
         )
-        back_seen = time.monotonic()
-        third_copy = job.copy_in(third_member)
-        flink_jobs.append(third := job.run_flink(home, probe, tmp_path / "third", KEYS, RATE))
-        env.wait_until(lambda: job.copy_in(away) is None, 30, f"the copy on {away} deleted")
-        done = env.wait_until(
-            lambda: (h := read_handoff(job.binding() or {})) is not None and h.phase == DONE and h,
-            30,
-            "the handoff done",
+        assert dry_run.returncode == 0, dry_run.stderr
+        assert f"{namespace}/{job.binding_name}: savepoint handoff" in dry_run.stdout, dry_run.stdout
+        drain = subprocess.Popen(
+            relay_command(env, "drain", home, "--timeout", "120", "--interval", "1"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO_ROOT,
         )
+        drained = handed_over(job, operator, running, home, away, probe, tmp_path / "fourth", flink_jobs)
+        drain_out, drain_err = drain.communicate(timeout=60)
+        assert drain.returncode == 0, drain_out + drain_err
+        assert f"cluster {home} drained: 1 moved, 0 stay" in drain_out, drain_out
+        assert "stopping with savepoint" in drain_out and "moved, by savepoint" in drain_out, drain_out
+        env.wait_until(lambda: len(drained.new.completed()) >= 2, 60, "two checkpoints of the fourth job")
+
+        # Undrain: failback brings the job home, by savepoint again.
+        undrain = subprocess.run(
+            relay_command(env, "undrain", home), capture_output=True, text=True, timeout=60, cwd=REPO_ROOT
+        )
+        assert undrain.returncode == 0, undrain.stderr
+        home_again = handed_over(job, operator, running, away, home, probe, tmp_path / "fifth", flink_jobs)
 
     # Today's move: from the newest completed checkpoint, what the first job counted after it counted twice.
     today = check_records(first, second, restored_checkpoint, cancelled_at)
-    # The handoff: the new copy restores exactly the savepoint the stopped job took.
-    savepoint = local(second.arrived["stopped-with-savepoint"][1]["path"])
-    assert local(str(restore_path(third_copy))) == savepoint == local(operator.savepoint(away))
-    assert done.way == SAVEPOINT and local(done.savepoint) == savepoint
-    # Flink's own reading of the savepoint: the snapshot whose counts the new job must have restored.
-    [loaded] = probe.metadata({}, str(savepoint)).values()
-    first_record, counts = third.restored()
-    assert counts == expected_counts(second.expected_dir, loaded["checkpointId"])
-    before, after = second.records(), third.records()
-    assert before == list(range(before[0], before[0] + len(before)))  # the second job counted without a gap
-    assert after == list(range(first_record, first_record + len(after)))
-    # The third job goes on right after the second job's last record: nothing lost, nothing counted twice.
-    assert first_record == before[-1] + 1, f"the second job counted up to {before[-1]}, the third from {first_record}"
+    assert today.twice > 0
     assert watch.overlaps == [], f"two copies at once: {watch.overlaps[:3]}"
-    assert fence_files(env, away) == [], "the handoff's fence record left behind"
-    assert events_of(env, namespace, "PlannedMoveHandoff")
-
-    stopped = second.arrived["stopped-with-savepoint"][0]
-    new_running = third.arrived["running"][0]
+    assert len(events_of(env, namespace, "PlannedMoveHandoff")) >= 3
+    assert events_of(env, namespace, "DrainMove")
     report(
         request,
         "karmada",
         f"planned move today ({home} -> {away}, NoExecute taint, real Flink {FLINK_VERSION}, checkpoint every 2 s):"
         f" 0 records lost, {today.twice} counted twice (restored chk-{today.checkpoint},"
-        f" {today.state_age:.2f} s older than the cancel); downtime {taint_downtime:.1f} s from the old job cancelled"
-        f" to the new job RUNNING ({taint_move:.1f} s from the taint)",
+        f" {today.state_age:.2f} s older than the cancel); downtime {today_downtime:.1f} s from the old job cancelled"
+        f" to the new job RUNNING",
     )
-    report(
-        request,
-        "karmada",
-        f"failback by savepoint handoff ({away} -> {home}): 0 records lost, 0 counted twice (restored"
-        f" {savepoint.name}); stop began {stop_began - untainted_at:.1f} s after the taint came off"
-        f" (failbackSettleSeconds {SETTLE_SECONDS}); downtime {new_running - stopped:.1f} s from the old job stopped"
-        f" to the new job RUNNING: savepoint {stopped - stop_began:.1f} s (suspend to stopped), Karmada"
-        f" {back_seen - stopped:.1f} s (stopped to the new copy on {home}), Flink start"
-        f" {new_running - back_seen:.1f} s",
-    )
+    report(request, "karmada", failback.line(f"failback by savepoint handoff ({away} -> {home})"))
+    report(request, "karmada", drained.line(f"failover-relay drain {home} ({home} -> {away})"))
+    report(request, "karmada", home_again.line(f"failover-relay undrain {home}, failback ({away} -> {home})"))

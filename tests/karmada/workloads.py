@@ -43,19 +43,24 @@ def restore_path(deployment: dict[str, Any]) -> Path | None:
     return Path(raw.removeprefix("file://"))
 
 
-def status_command(env: KarmadaEnv, *args: str) -> list[str]:
-    """`failover-relay status` as an operator runs it: the admin kubeconfig and the relay's own config file."""
+def relay_command(env: KarmadaEnv, command: str, *args: str) -> list[str]:
+    """A `failover-relay` command as an operator runs it: the admin kubeconfig and the relay's own config file."""
     return [
         sys.executable,
         "-m",
         "relay.cli",
-        "status",
+        command,
         "--kubeconfig",
         str(env.kubeconfig(KARMADA)),
         "--config",
         str(env.relay_config_file),
         *args,
     ]
+
+
+def status_command(env: KarmadaEnv, *args: str) -> list[str]:
+    """`failover-relay status` as an operator runs it."""
+    return relay_command(env, "status", *args)
 
 
 def relay_status(env: KarmadaEnv, *args: str) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ from failover.core.loop_settings import DecisionSettings
 from failover.core.work import PERMANENT_ID_LABEL, MemberCopy
 from failover.fence.control_plane import StoredFence
 from failover.fence.fence_files import SUSPENDED, AckedCopy, FenceAck
-from failover.reconcile.failback import decide_failback, decide_handoffs
+from failover.reconcile.failback import decide_failback
 from failover.reconcile.handoff import (
     CHECKPOINT_FALLBACK,
     DONE,
@@ -19,6 +19,7 @@ from failover.reconcile.handoff import (
     RESTORING,
     SAVEPOINT,
     STOPPING,
+    decide_handoffs,
     read_handoff,
 )
 from tests.failover.binding_builders import at

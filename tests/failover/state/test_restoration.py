@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from failover.core.api import REASON_FAILBACK
 from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.application_failover import decide_application_failover
 from failover.reconcile.cluster_failover import decide_cluster_failover_state
-from failover.reconcile.failback import _failback_eviction
 from failover.reconcile.failover_budget import restoring_until
 from failover.reconcile.graceful_eviction import decide_graceful_eviction
+from failover.reconcile.handoff import move_eviction
 from failover.state.last_state import LAST_STATE_ANNOTATION, decide_last_state
 from failover.state.restoration import (
     RESTORING_ANNOTATION,
@@ -134,6 +135,6 @@ def test_a_hostile_record_is_left_out() -> None:
 
 def test_a_failback_of_a_restoring_copy_carries_the_moves_state() -> None:
     binding = moved_without_checkpoint()
-    assert _failback_eviction(binding, "member2", SETTINGS, at(60))["gracefulEvictionTasks"][-1][
+    assert move_eviction(binding, "member2", REASON_FAILBACK, SETTINGS, at(60))["gracefulEvictionTasks"][-1][
         "preservedLabelState"
     ] == {LABEL: JOB_ID}

@@ -1,10 +1,12 @@
-"""Failback: one Cluster, and when it has recovered and settled, its workloads moved back (the decision:
-failover/reconcile/failback.py), each single-cluster one by savepoint handoff where a member relay watches the cluster
-it leaves (failover/reconcile/handoff.py; the records through controllers/storage_fence.py)."""
+"""One Cluster's planned moves: when it has recovered and settled, its workloads moved back (failback,
+failover/reconcile/failback.py); while it is drained, its stateful workloads moved off
+(failover/reconcile/cluster_drain.py); and each single-cluster move handed over by savepoint where a member relay
+watches the cluster it leaves (failover/reconcile/handoff.py; the records through controllers/storage_fence.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 import structlog
 from kubernetes.client.exceptions import ApiException
@@ -17,14 +19,16 @@ from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS
 from failover.core.decision import earliest
 from failover.core.names import ObjectRef
 from failover.fence.control_plane import StoredFence
-from failover.reconcile.failback import FailbackDecision, decide_failback, decide_handoffs, handoffs_toward
-from failover.reconcile.handoff import STOPPING
+from failover.reconcile.cluster_drain import decide_drain
+from failover.reconcile.failback import FailbackDecision, decide_failback
+from failover.reconcile.handoff import STOPPING, Handoff, HandoffsDecision, decide_handoffs, handoffs_of
 
-log = structlog.get_logger("failover_relay.failback")
+log = structlog.get_logger("failover_relay.planned_moves")
 
 
-class FailbackReconciler:
-    """One Cluster: when it has recovered and settled, move its workloads back (failover/reconcile/failback.py)."""
+class PlannedMovesReconciler:
+    """One Cluster: carry its handoffs on, then fail back to it once it has recovered, or drain it while it is
+    drained."""
 
     def __init__(self, parts: LoopParts) -> None:
         self.client, self.cache, self.recorder = parts.client, parts.cache, parts.recorder
@@ -42,6 +46,8 @@ class FailbackReconciler:
             key, self.cache.bindings(), self.cache.works_of, await self._stored(key), self.settings, now, watched
         )
         await self._write(handoffs)
+        drain = decide_drain(cluster, self.cache.bindings(), self.cache.works_of, watched, self.settings, now)
+        await self._write(drain)
         decision = decide_failback(
             cluster,
             self.cache.bindings(),
@@ -67,12 +73,12 @@ class FailbackReconciler:
                 ),
                 CLUSTERS,
             )
-        await self.recorder.record(cluster, (*handoffs.events, *decision.events))
-        return earliest(handoffs.requeue_after, decision.requeue_after)
+        await self.recorder.record(cluster, (*handoffs.events, *drain.events, *decision.events))
+        return earliest(handoffs.requeue_after, drain.requeue_after, decision.requeue_after)
 
     async def _stored(self, key: str) -> dict[tuple[str, str], StoredFence | None]:
-        """What the storage holds for the record of every failback to `key` that is stopping its old copy."""
-        stopping = [h for _, h in handoffs_toward(key, self.cache.bindings()) if h.phase == STOPPING]
+        """What the storage holds for the record of every handoff of `key` that is stopping its old copy."""
+        stopping = [h for _, h in handoffs_of(key, self.cache.bindings()) if h.phase == STOPPING]
         if self.fence is None:
             return {}
         found: dict[tuple[str, str], StoredFence | None] = {}
@@ -84,28 +90,32 @@ class FailbackReconciler:
                     found[(source, handoff.fence_id)] = held
         return found
 
-    async def _write(self, decision: FailbackDecision) -> None:
+    async def _write(self, decision: HandoffsDecision | FailbackDecision) -> None:
         """Write `decision`'s fence records and binding patches, count its moves, forget the records of copies
         gone."""
-        if self.fence is not None:
+        if isinstance(decision, HandoffsDecision) and self.fence is not None:
             for record in decision.records:
                 await self.fence.write_record(record)
         for binding_patch in decision.binding_patches:
             await self.client.patch(binding_patch.binding, binding_patch.patch)
         for move in decision.moves:
-            self.metrics.planned_moves.labels(move.source, move.reason, move.way).inc()
-            log.info(
-                "planned_move_evicted",
-                member_cluster=move.source,
-                target_cluster=move.target,
-                reason=move.reason,
-                handoff=move.way,
-                why=move.why,
-                savepoint=move.savepoint,
-                stopping_seconds=_seconds(move.started_at, move.stopped_at),
-            )
-        if self.fence is not None and decision.forget:
+            self._count(move)
+        if isinstance(decision, HandoffsDecision) and self.fence is not None and decision.forget:
             await self.fence.forget(decision.forget)
+
+    def _count(self, move: Handoff) -> None:
+        self.metrics.planned_moves.labels(move.source, move.reason, move.way).inc()
+        fields: dict[str, Any] = {"target_cluster": move.target} if move.target else {}
+        log.info(
+            "planned_move_evicted",
+            member_cluster=move.source,
+            reason=move.reason,
+            handoff=move.way,
+            why=move.why,
+            savepoint=move.savepoint,
+            stopping_seconds=_seconds(move.started_at, move.stopped_at),
+            **fields,
+        )
 
 
 def _seconds(start: datetime, end: datetime | None) -> float | None:

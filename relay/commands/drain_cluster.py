@@ -1,0 +1,257 @@
+"""`failover-relay drain CLUSTER` and `undrain CLUSTER`: put on (or take off) the Cluster taint the relay's loop drains
+a cluster by (failover/reconcile/cluster_drain.py), and follow the moves it makes until none of the cluster's stateful
+workloads is left there. The command writes only the taint, on the resourceVersion it read: the leader does every move,
+so a relay restarted mid-drain goes on, and the command can be stopped and run again at any time. `--dry-run` lists
+what would move and how, and changes nothing. Exit 0 when drained (or undrained), 1 when `--timeout` ran out first,
+2 with one line for bad input.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO, cast
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from controllers.fence_store import FenceStore
+from controllers.kube import NoClusterConfig, load_api_client
+from failover.core import binding as b
+from failover.core import work as w
+from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKS
+from failover.core.names import is_dns_label
+from failover.fence.control_plane import without_relay
+from failover.reconcile.cluster_drain import (
+    CHECKPOINT,
+    IN_FLIGHT,
+    STAYS,
+    DrainItem,
+    drain_plan,
+    drain_taint,
+    is_drained,
+    without_drain_taint,
+)
+from failover.reconcile.handoff import handoff_view
+from failover.state.preserved_state import owning_binding
+from relay.commands.karmada_reads import NotKarmada, require_karmada, stored_objects
+from relay.commands.status import StatusError, open_storage
+from relay.connection_errors import connection_problem
+from relay.kube_requests import Unreachable
+from relay.settings import SavepointSettings
+
+EXIT_OK, EXIT_TIMED_OUT, EXIT_BAD_INPUT = 0, 1, 2
+REQUEST_TIMEOUT_SECONDS = 10
+
+
+class DrainError(Exception):
+    """Bad input or an unreachable server: the one line the command prints before exiting 2."""
+
+
+def run_drain(
+    kubeconfig: Path | None,
+    settings: SavepointSettings,
+    cluster: str,
+    undo: bool,
+    dry_run: bool,
+    wait: bool,
+    timeout: float,
+    interval: float,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings; the failure is said in one line
+    try:
+        if not is_dns_label(cluster):
+            raise DrainError(f"cluster name {cluster!r} is not a DNS label")
+        storage = open_storage(settings)
+        api_client = load_api_client(kubeconfig)
+        require_karmada(api_client, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS, WORKS)
+        target = _cluster(api_client, cluster)
+        fences = FenceStore(storage.roots[0]) if storage is not None else None
+        if dry_run:
+            _print_plan(api_client, fences, cluster, undo, out)
+            return EXIT_OK
+        _taint(api_client, target, undo, out)
+        if undo or not wait:
+            return EXIT_OK
+        return _follow(api_client, fences, cluster, timeout, interval, out)
+    except (DrainError, StatusError, NoClusterConfig, NotKarmada, Unreachable) as error:
+        print(f"failover-relay: {error}", file=err)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def _taint(api_client: client.ApiClient, cluster: Mapping[str, Any], undo: bool, out: TextIO) -> None:
+    name = str(b.metadata(cluster)["name"])
+    if undo:
+        if not is_drained(cluster):
+            print(f"cluster {name} is not drained", file=out)
+            return
+        taints = without_drain_taint(cluster)
+    else:
+        if is_drained(cluster):
+            print(f"cluster {name} is drained already; following its moves", file=out)
+            return
+        taints = [*(dict(t) for t in (b.spec(cluster).get("taints") or [])), drain_taint(datetime.now(UTC))]
+    patch = {"metadata": {"resourceVersion": b.metadata(cluster).get("resourceVersion")}, "spec": {"taints": taints}}
+    try:
+        client.CustomObjectsApi(api_client).patch_cluster_custom_object(
+            CLUSTERS.group, CLUSTERS.version, CLUSTERS.plural, name, patch, _request_timeout=REQUEST_TIMEOUT_SECONDS
+        )
+    except ApiException as error:
+        if error.status == 409:
+            raise DrainError(f"cluster {name} changed while the taint was written: run the command again") from None
+        raise DrainError(f"cannot patch cluster {name}: HTTP {error.status} {error.reason}") from None
+    except (HTTPError, OSError) as error:
+        raise DrainError(f"cannot reach {api_client.configuration.host}: {connection_problem(error)}") from None
+    if undo:
+        print(
+            f"cluster {name} undrained: Karmada may place workloads there again; those whose policy opts in to"
+            " failback move back after failbackSettleSeconds, by savepoint handoff",
+            file=out,
+        )
+    else:
+        print(
+            f"cluster {name} drained (taint failover-relay.io/drain:NoSchedule); the relay moves its workloads",
+            file=out,
+        )
+
+
+def _print_plan(api_client: client.ApiClient, fences: FenceStore | None, cluster: str, undo: bool, out: TextIO) -> None:
+    if undo:
+        print(f"would take the drain taint off cluster {cluster}; nothing else changes", file=out)
+        return
+    items = _plan(api_client, fences, cluster)
+    print(f"would drain cluster {cluster}: {len(items)} stateful workload(s) there", file=out)
+    for item in items:
+        why = f": {item.why}" if item.why else ""
+        if item.how == CHECKPOINT and fences is None:
+            why = ": unless a member relay watches it (give --checkpoint-root or --config to tell)"
+        print(f"  {item.name}: {item.how}{why}", file=out)
+
+
+def _follow(
+    api_client: client.ApiClient, fences: FenceStore | None, cluster: str, timeout: float, interval: float, out: TextIO
+) -> int:
+    """Print each workload's move as it changes, until no stateful workload of the cluster is left there."""
+    deadline = time.monotonic() + timeout
+    said: dict[str, str] = {}
+    watched_moves: set[str] = set()
+    while True:
+        bindings = _bindings(api_client)
+        items = drain_plan(cluster, bindings, lambda _: (), frozenset(), datetime.now(UTC))
+        for item in items:
+            watched_moves.add(item.name)
+        lines = {}
+        for binding in bindings:
+            name = DrainItem(binding, "").name
+            view = handoff_view(binding)
+            if name in watched_moves and view is not None and view["from"] == cluster:
+                lines[name] = _progress(view)
+        for item in items:
+            if item.how == STAYS:
+                lines[item.name] = f"stays: {item.why}"
+            elif item.name not in lines:
+                lines[item.name] = "waiting for its turn" if item.how != IN_FLIGHT else "moving"
+        for name, line in sorted(lines.items()):
+            if said.get(name) != line:
+                print(f"  {name}: {line}", file=out, flush=True)
+                said[name] = line
+        moving = [item for item in items if item.how != STAYS]
+        if not moving and not any(line.startswith(IN_PROGRESS) for line in lines.values()):
+            stays = sum(1 for item in items if item.how == STAYS)
+            print(f"cluster {cluster} drained: {len(watched_moves) - stays} moved, {stays} stay", file=out)
+            return EXIT_OK
+        if time.monotonic() > deadline:
+            print(
+                f"cluster {cluster}: still moving after {timeout:.0f} s: {', '.join(i.name for i in moving)}", file=out
+            )
+            return EXIT_TIMED_OUT
+        time.sleep(interval)
+
+
+# The progress lines of a move not over yet (`_progress`).
+IN_PROGRESS = ("stopping", "savepoint taken", "new copy")
+
+
+def _progress(view: Mapping[str, Any]) -> str:
+    """One workload's move as the drain follows it: its phase, then which way it went."""
+    if view["phase"] == "stopping":
+        return "stopping with savepoint"
+    if view.get("handoff") == "savepoint":
+        how = f"by savepoint {view['savepoint']}"
+    else:
+        how = f"from the newest checkpoint ({view.get('why')})"
+    return f"{'moved' if view['phase'] == 'done' else view['phaseText']}, {how}"
+
+
+def _plan(api_client: client.ApiClient, fences: FenceStore | None, cluster: str) -> list[DrainItem]:
+    works = _works(api_client, cluster)
+    watched = None
+    if fences is not None:
+        try:
+            heartbeats = fences.read_heartbeats()
+            watched = frozenset({cluster}) - set(without_relay([cluster], heartbeats, datetime.now(UTC)))
+        except Exception:  # noqa: BLE001  the dry run reads only: an unreadable storage leaves "unknown"
+            watched = None
+    by_binding: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for work in works:
+        ref = owning_binding(work)[0]
+        if ref is not None:
+            by_binding.setdefault((ref.kind.kind, ref.namespace, ref.name), []).append(work)
+
+    def works_of(binding: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        ref = b.object_ref(binding)
+        return by_binding.get((ref.kind, ref.namespace, ref.name), [])
+
+    return drain_plan(cluster, _bindings(api_client), works_of, watched, datetime.now(UTC))
+
+
+def _bindings(api_client: client.ApiClient) -> list[Mapping[str, Any]]:
+    try:
+        return [
+            binding
+            for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
+            for binding in stored_objects(api_client, resource)
+        ]
+    except ApiException as error:
+        raise DrainError(f"cannot list bindings: HTTP {error.status} {error.reason}") from None
+    except (HTTPError, OSError) as error:
+        raise DrainError(f"cannot reach {api_client.configuration.host}: {connection_problem(error)}") from None
+
+
+def _works(api_client: client.ApiClient, cluster: str) -> list[Mapping[str, Any]]:
+    api = client.CustomObjectsApi(api_client)
+    try:
+        listing = api.list_namespaced_custom_object(
+            WORKS.group,
+            WORKS.version,
+            w.execution_namespace(cluster),
+            WORKS.plural,
+            _request_timeout=REQUEST_TIMEOUT_SECONDS,
+        )
+    except ApiException as error:
+        raise DrainError(f"cannot list the Works of {cluster}: HTTP {error.status} {error.reason}") from None
+    except (HTTPError, OSError) as error:
+        raise DrainError(f"cannot reach {api_client.configuration.host}: {connection_problem(error)}") from None
+    return list(cast(Mapping[str, Any], listing).get("items") or ())
+
+
+def _cluster(api_client: client.ApiClient, name: str) -> Mapping[str, Any]:
+    try:
+        found = client.CustomObjectsApi(api_client).get_cluster_custom_object(
+            CLUSTERS.group, CLUSTERS.version, CLUSTERS.plural, name, _request_timeout=REQUEST_TIMEOUT_SECONDS
+        )
+    except ApiException as error:
+        if error.status == 404:
+            raise DrainError(f"no cluster {name} in Karmada") from None
+        raise DrainError(f"cannot read cluster {name}: HTTP {error.status} {error.reason}") from None
+    except (HTTPError, OSError) as error:
+        raise DrainError(f"cannot reach {api_client.configuration.host}: {connection_problem(error)}") from None
+    return cast(Mapping[str, Any], found)
