@@ -76,6 +76,10 @@ class FlinkOperator(Background):
         # The real Flink job behind the copy in a member, where there is one (FlinkJob.run_flink): a savepoint suspend
         # stops it with a savepoint, and the status reports Flink's path.
         self.flink = flink if flink is not None else {}
+        # Members where the suspension's savepoint fails: the operator keeps the job running and says so in the
+        # status's error, and never reports SUSPENDED (it retries), as operator 1.16 does when the savepoint fails.
+        self.refuse_savepoint: set[str] = set()
+        self.savepoint_failed_at: dict[str, float] = {}
         self.stopping_at: dict[str, float] = {}
         self.suspended_at: dict[str, float] = {}
         self.jobmanagers_gone: dict[str, float] = {}
@@ -117,6 +121,8 @@ class FlinkOperator(Background):
                 self._deploy(member, copy)
             else:  # the garbage collector: a deleted Deployment's pods go with it
                 self._collect(member, pods)
+        elif not to_run and lifecycle_state(copy) != OPERATOR_SUSPENDED and member in self.refuse_savepoint:
+            self._savepoint_failed(member, copy)
         elif not to_run and lifecycle_state(copy) != OPERATOR_SUSPENDED:
             self._suspend_with_savepoint(member)
         elif not to_run and member not in self.resubmitted:
@@ -162,6 +168,16 @@ class FlinkOperator(Background):
             jobmanager_pod(self.job.name, f"p{self._suffix:04d}"),
         )
         api.patch(pod_path(self.job, pod["metadata"]["name"]) + "/status", {"status": {"phase": "Running"}})
+
+    def _savepoint_failed(self, member: str, copy: dict[str, Any]) -> None:
+        """The suspension's savepoint failed: the job runs on, the status says why, once per copy."""
+        if (copy.get("status") or {}).get("error"):
+            return
+        self.savepoint_failed_at[member] = time.monotonic()
+        self.job.env.api(member).patch(
+            resource_path(FLINK, "flinkdeployments", self.job.name, self.job.namespace, "status"),
+            {"status": {"error": "Savepoint failed: the checkpoint coordinator declined it (task not ready)"}},
+        )
 
     def _suspend_with_savepoint(self, member: str) -> None:
         """Stop the job with a savepoint and report it as operator 1.16 does, leaving the JobManager up."""

@@ -10,7 +10,9 @@ stops the real job with Flink's stop-with-savepoint and leaves its JobManager up
 the member relay stops the JobManager and acknowledges, and only then the relay writes the eviction; Karmada deletes
 the stopped copy and creates the new one, which Flink restores from exactly that savepoint: nothing lost, nothing
 counted twice. The taint comes off and home settles: failback to home. `failover-relay drain home` (as an operator
-runs it): the job moves to away. `failover-relay undrain home`: failback to home again.
+runs it), with the relay restarted while the copy stops: the job moves to away. `failover-relay undrain home`:
+failback to home again. A last drain whose savepoint fails (the operator keeps the job running) falls back after
+`handoffTimeoutSeconds` to the move from the newest completed checkpoint, and says why.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from failover.reconcile.handoff import DONE, SAVEPOINT, read_handoff
+from failover.reconcile.handoff import CHECKPOINT_FALLBACK, DONE, SAVEPOINT, read_handoff
 from tests.flink_job import Probe, RunningJob, expected_counts
 from tests.karmada.operator import FlinkOperator
 from tests.karmada.outages import (
@@ -46,6 +48,11 @@ pytestmark = pytest.mark.karmada
 SETTLE_SECONDS = 5
 TAINT = {"key": "failover.example.io/outage", "value": "true", "effect": "NoExecute"}
 MOVE_SECONDS = 60  # a handoff here takes seconds; the bound leaves room for a loaded machine
+# A handoff here is acknowledged within seconds; a savepoint that fails is given up on after this.
+HANDOFF_TIMEOUT_SECONDS = 20
+RELAY_CONFIG = {
+    "controllers": {"failbackSettleSeconds": SETTLE_SECONDS, "handoffTimeoutSeconds": HANDOFF_TIMEOUT_SECONDS}
+}
 
 
 @pytest.fixture
@@ -55,7 +62,7 @@ def member_relays(karmada_env: KarmadaEnv):
     grant_fencing_in_members(karmada_env)
     for member in members:
         karmada_env.start_member_relay(member)
-    karmada_env.restart_relay({"controllers": {"failbackSettleSeconds": SETTLE_SECONDS}})
+    karmada_env.restart_relay(RELAY_CONFIG)
     yield
     karmada_env.restart_relay()
     for member in members:
@@ -194,6 +201,10 @@ def test_planned_moves_hand_the_job_over_by_savepoint_with_nothing_lost_or_count
             text=True,
             cwd=REPO_ROOT,
         )
+        # The relay restarts while the copy is stopping: the next leader reads the handoff from the binding and
+        # carries it on.
+        env.wait_until(lambda: home in operator.stopping_at, MOVE_SECONDS, f"the copy on {home} stopping")
+        env.restart_relay(RELAY_CONFIG)
         drained = handed_over(job, operator, running, home, away, probe, tmp_path / "fourth", flink_jobs)
         drain_out, drain_err = drain.communicate(timeout=60)
         assert drain.returncode == 0, drain_out + drain_err
@@ -207,10 +218,51 @@ def test_planned_moves_hand_the_job_over_by_savepoint_with_nothing_lost_or_count
         )
         assert undrain.returncode == 0, undrain.stderr
         home_again = handed_over(job, operator, running, away, home, probe, tmp_path / "fifth", flink_jobs)
+        env.wait_until(lambda: len(home_again.new.completed()) >= 2, 60, "two checkpoints of the fifth job")
+
+        # A savepoint that fails: the operator keeps the job running, nothing acknowledges, and after
+        # handoffTimeoutSeconds the drain moves the job from the newest completed checkpoint, and says why.
+        operator.refuse_savepoint.add(home)
+        refused = subprocess.Popen(
+            relay_command(env, "drain", home, "--timeout", "120", "--interval", "1"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO_ROOT,
+        )
+        fifth = running[home]
+        env.wait_until(lambda: home in operator.savepoint_failed_at, MOVE_SECONDS, "the savepoint failing")
+        env.wait_until(lambda: job.copy_in(home) is None, HANDOFF_TIMEOUT_SECONDS + MOVE_SECONDS, "the fallback")
+        fallback_killed_at = time.time()
+        fifth.kill()  # the operator cancels the job of the deleted copy
+        waited = time.monotonic() - operator.savepoint_failed_at[home]
+        _, fallback_copy = job.wait_restored_outside(home, timeout=MOVE_SECONDS)
+        fallback_restored = restore_path(fallback_copy)
+        flink_jobs.append(sixth := job.run_flink(away, probe, tmp_path / "sixth", KEYS, RATE))
+        refused_out, refused_err = refused.communicate(timeout=60)
+        assert refused.returncode == 0, refused_out + refused_err
+        fallback = read_handoff(job.binding() or {})
+        assert fallback is not None and fallback.way == CHECKPOINT_FALLBACK, fallback
+        assert fallback.why == f"no savepoint within {HANDOFF_TIMEOUT_SECONDS} s", fallback.why
+        assert f"from the newest checkpoint (no savepoint within {HANDOFF_TIMEOUT_SECONDS} s)" in refused_out
+        subprocess.run(relay_command(env, "undrain", home), capture_output=True, timeout=60, cwd=REPO_ROOT)
 
     # Today's move: from the newest completed checkpoint, what the first job counted after it counted twice.
     today = check_records(first, second, restored_checkpoint, cancelled_at)
     assert today.twice > 0
+    # The move that fell back: the fifth job (itself restored from a savepoint) counted on after the newest
+    # checkpoint until its copy was deleted; the sixth restored that checkpoint: nothing lost, that much twice.
+    assert fallback_restored is not None and fallback_restored.name.startswith("chk-")
+    first_record, counts = sixth.restored()
+    assert counts == expected_counts(fifth.expected_dir, int(fallback_restored.name.removeprefix("chk-")))
+    before, after = fifth.records(), sixth.records()
+    assert before == list(range(before[0], before[0] + len(before)))
+    assert after == list(range(first_record, first_record + len(after)))
+    assert before[0] <= first_record <= before[-1] + 1, "records lost"
+    refused_twice = before[-1] + 1 - first_record
+    refused_age = (
+        fallback_killed_at - (fifth.expected_dir / fallback_restored.name.removeprefix("chk-")).stat().st_mtime
+    )
     assert watch.overlaps == [], f"two copies at once: {watch.overlaps[:3]}"
     assert len(events_of(env, namespace, "PlannedMoveHandoff")) >= 3
     assert events_of(env, namespace, "DrainMove")
@@ -225,3 +277,11 @@ def test_planned_moves_hand_the_job_over_by_savepoint_with_nothing_lost_or_count
     report(request, "karmada", failback.line(f"failback by savepoint handoff ({away} -> {home})"))
     report(request, "karmada", drained.line(f"failover-relay drain {home} ({home} -> {away})"))
     report(request, "karmada", home_again.line(f"failover-relay undrain {home}, failback ({away} -> {home})"))
+    report(
+        request,
+        "karmada",
+        f"failover-relay drain {home} with the savepoint failing: the copy ran on, the move went from the newest"
+        f" checkpoint {waited:.1f} s after the failure (handoffTimeoutSeconds {HANDOFF_TIMEOUT_SECONDS}): 0 records"
+        f" lost, {refused_twice} counted twice (restored {fallback_restored.name}, {refused_age:.2f} s older than the"
+        f" cancel)",
+    )
