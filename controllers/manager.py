@@ -52,6 +52,7 @@ from failover.core.api import (
 )
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import DEFAULT_POLL
+from failover.reconcile.handoff import planned_move_cluster
 
 log = structlog.get_logger("failover_relay.controllers")
 
@@ -101,6 +102,14 @@ def binding_of_work(cache: Cache, _: str, work: str) -> Iterable[BindingKey]:
     return () if owner is None else (owner,)
 
 
+def cluster_of_planned_move(cache: Cache, kind: str, key: str) -> Iterable[BindingKey]:
+    """The Cluster whose controller carries on the binding's handoff in flight (failover/reconcile/handoff.py): a
+    change of the binding (its annotation written, its task ended) moves the handoff on at once."""
+    binding = cache.get(kind, key)
+    cluster = planned_move_cluster(binding) if binding is not None else None
+    return () if cluster is None else ((CLUSTERS.kind, cluster),)
+
+
 @dataclass(frozen=True)
 class Watch:
     """Events of `resource` queue the keys `keys` maps them to; a controller takes those of its own kind."""
@@ -145,7 +154,16 @@ CONTROLLERS = (
         watches=(Watch(CLUSTER_RESOURCE_BINDINGS), Watch(CLUSTERS, bindings_on_cluster), Watch(WORKS, binding_of_work)),
     ),
     ControllerSpec(WORKLOAD_REBALANCERS, RebalancerReconciler, watches=(Watch(WORKLOAD_REBALANCERS),), workers=1),
-    ControllerSpec(CLUSTERS, PlannedMovesReconciler, watches=(Watch(CLUSTERS),), workers=1),
+    ControllerSpec(
+        CLUSTERS,
+        PlannedMovesReconciler,
+        watches=(
+            Watch(CLUSTERS),
+            Watch(RESOURCE_BINDINGS, cluster_of_planned_move),
+            Watch(CLUSTER_RESOURCE_BINDINGS, cluster_of_planned_move),
+        ),
+        workers=1,
+    ),
 )
 # Read by the reconcilers (the policies a binding follows), never reconciled: their events queue nothing.
 CACHED_ONLY = POLICY_RESOURCES

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
+from functools import partial
 from typing import Any, Literal
 
 import structlog
@@ -27,6 +28,7 @@ class RebalancerReconciler:
     def __init__(self, parts: LoopParts) -> None:
         self.client, self.cache, self.recorder = parts.client, parts.cache, parts.recorder
         self.settings, self.metrics, self.clock = parts.settings, parts.metrics, parts.clock
+        self.fence = parts.storage_fence  # which members a member relay watches: a move by savepoint handoff
 
     async def __call__(self, key: str) -> timedelta | None:
         if self.cache.get(WORKLOAD_REBALANCERS.kind, key) is None:
@@ -42,7 +44,18 @@ class RebalancerReconciler:
         bindings = {
             ref: binding for ref in referenced_bindings(rebalancer) if (binding := await self._read(ref)) is not False
         }
-        decision = decide_rebalance(rebalancer, bindings, self.settings, now)
+        clusters = self.cache.clusters()
+        watched = await self.fence.watched(clusters, now) if self.fence is not None else None
+        decide = partial(
+            decide_rebalance,
+            rebalancer,
+            settings=self.settings,
+            now=now,
+            clusters=clusters,
+            works_of=self.cache.works_of,
+            watched=watched,
+        )
+        decision = decide(bindings)
         for _ in range(len(decision.stamps) + 1):
             vanished = await self._stamp_all(decision)
             if vanished is None:
@@ -50,7 +63,7 @@ class RebalancerReconciler:
             if not vanished:
                 break
             bindings.update(dict.fromkeys(vanished))
-            decision = decide_rebalance(rebalancer, bindings, self.settings, now)
+            decision = decide(bindings)
         if decision.status_patch:
             rebalancer = with_identity(
                 await self.client.patch_status(ref, conditional(decision.status_patch, rebalancer)),

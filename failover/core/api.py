@@ -195,6 +195,9 @@ FAILBACK_ANNOTATION = "failover-relay.io/failback"
 DRAIN_TAINT_KEY = "failover-relay.io/drain"
 REASON_DRAIN = "Drain"
 PRODUCER_DRAIN = "failover-relay-drain"
+# A WorkloadRebalancer's move of a single-cluster stateful workload, handed over by savepoint.
+REASON_REBALANCE = "Rebalance"
+PRODUCER_REBALANCE = "failover-relay-rebalance"
 
 # Annotations Karmada puts on bindings naming the policy that made them (policy.karmada.io/v1alpha1 constants).
 PROPAGATION_POLICY_NAME_ANNOTATION = "propagationpolicy.karmada.io/name"

@@ -16,10 +16,12 @@ from failover.core.api import (
     PRODUCER_DRAIN,
     PRODUCER_FAILBACK,
     PRODUCER_RB_APPLICATION_FAILOVER,
+    PRODUCER_REBALANCE,
     PRODUCER_TAINT_MANAGER,
     REASON_APPLICATION_FAILURE,
     REASON_DRAIN,
     REASON_FAILBACK,
+    REASON_REBALANCE,
     REASON_TAINT_UNTOLERATED,
     PurgeMode,
 )
@@ -138,7 +140,7 @@ def is_cluster_failover_task(task: Mapping[str, Any]) -> bool:
 
 
 # The producers and reasons of the failovers Karmada and the relay write tasks for (v1.19's
-# pkg/apis/work/v1alpha2/well_known_constants.go, and our failback and drain).
+# pkg/apis/work/v1alpha2/well_known_constants.go, and our planned moves: failback, drain, rebalance).
 FAILOVER_PRODUCERS = frozenset(
     (
         PRODUCER_TAINT_MANAGER,
@@ -146,9 +148,12 @@ FAILOVER_PRODUCERS = frozenset(
         PRODUCER_CRB_APPLICATION_FAILOVER,
         PRODUCER_FAILBACK,
         PRODUCER_DRAIN,
+        PRODUCER_REBALANCE,
     )
 )
-FAILOVER_REASONS = frozenset((REASON_TAINT_UNTOLERATED, REASON_APPLICATION_FAILURE, REASON_FAILBACK, REASON_DRAIN))
+FAILOVER_REASONS = frozenset(
+    (REASON_TAINT_UNTOLERATED, REASON_APPLICATION_FAILURE, REASON_FAILBACK, REASON_DRAIN, REASON_REBALANCE)
+)
 
 
 def is_failover_task(task: Mapping[str, Any]) -> bool:

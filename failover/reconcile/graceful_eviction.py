@@ -34,6 +34,7 @@ from typing import Any
 
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time, read_time_annotation, write_time_annotation
+from failover.core.api import REASON_REBALANCE
 from failover.core.decision import NORMAL, Event, earliest
 from failover.core.fields import is_int
 from failover.core.loop_settings import DecisionSettings
@@ -53,6 +54,7 @@ class EndedTask:
     why: str  # ENDED_CONFIRMED, ENDED_TIMEOUT or ENDED_HEALTHY
     started: datetime  # the task's creationTimestamp
     failover: bool = True  # False: a pass-through task of another producer (b.is_failover_task)
+    reason: str | None = None  # the task's reason
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSetti
             kept.append(task)
             delays.append(delay)
         else:
-            ended.append(EndedTask(task["fromCluster"], why, created, failover))
+            ended.append(EndedTask(task["fromCluster"], why, created, failover, task.get("reason")))
             changed = True
     if not changed:
         return EvictionDecision(requeue_after=earliest(*delays))
@@ -113,7 +115,8 @@ def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSetti
         for task in ended
     )
     patch: dict[str, Any] = {"spec": {"gracefulEvictionTasks": kept}}
-    remembered = [task for task in ended if task.failover]
+    # A rebalance moved the workload where its user asked: failback never takes it back there.
+    remembered = [task for task in ended if task.failover and task.reason != REASON_REBALANCE]
     annotations: dict[str, Any] = {}
     if remembered:
         record = evicted_from(binding)

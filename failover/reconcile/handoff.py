@@ -33,7 +33,15 @@ from typing import Any
 from failover.core import binding as b
 from failover.core import work as w
 from failover.core.annotations import format_time, parse_time, read_json_annotation
-from failover.core.api import PRODUCER_DRAIN, PRODUCER_FAILBACK, REASON_DRAIN, REASON_FAILBACK, PurgeMode
+from failover.core.api import (
+    PRODUCER_DRAIN,
+    PRODUCER_FAILBACK,
+    PRODUCER_REBALANCE,
+    REASON_DRAIN,
+    REASON_FAILBACK,
+    REASON_REBALANCE,
+    PurgeMode,
+)
 from failover.core.decision import NORMAL, BindingPatch, Event, clip_message
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import is_dns_label, object_key
@@ -250,10 +258,10 @@ def handoff_in_flight(binding: Mapping[str, Any]) -> bool:
 
 
 def planned_move_in_flight(binding: Mapping[str, Any]) -> bool:
-    """A planned move (failback or drain) of this binding is under way: stopping its old copy, or its eviction task
-    not over. `failbackMaxInFlight` counts these, over every binding."""
+    """A planned move (failback, drain, rebalance) of this binding is under way: stopping its old copy, or its
+    eviction task not over. `failbackMaxInFlight` counts these, over every binding."""
     return handoff_in_flight(binding) or any(
-        task.get("reason") in (REASON_FAILBACK, REASON_DRAIN) for task in b.eviction_tasks(binding)
+        task.get("reason") in (REASON_FAILBACK, REASON_DRAIN, REASON_REBALANCE) for task in b.eviction_tasks(binding)
     )
 
 
@@ -299,17 +307,28 @@ class HandoffsDecision:
 
 
 def handoffs_of(cluster: str, bindings: Iterable[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Handoff]]:
-    """The handoffs a pass of `cluster` carries on (stopping or restoring): the failbacks to it, the drains from it."""
+    """The handoffs a pass of `cluster` carries on (stopping or restoring): the failbacks and rebalances to it, the
+    drains from it."""
     found = []
     for binding in bindings:
         handoff = read_handoff(binding) if isinstance(binding, dict) else None
         if handoff is None or handoff.phase == DONE:
             continue
-        if (handoff.reason == REASON_FAILBACK and handoff.target == cluster) or (
-            handoff.reason == REASON_DRAIN and handoff.source == cluster
-        ):
+        if carried_by(handoff) == cluster:
             found.append((binding, handoff))
     return found
+
+
+def carried_by(handoff: Handoff) -> str:
+    """The Cluster whose controller carries the handoff on: a drain's is the drained cluster, a failback's or a
+    rebalance's the cluster the workload goes to."""
+    return handoff.source if handoff.reason == REASON_DRAIN else handoff.target
+
+
+def planned_move_cluster(binding: Mapping[str, Any]) -> str | None:
+    """The Cluster whose controller carries on the binding's handoff in flight (a change of the binding wakes it)."""
+    handoff = read_handoff(binding)
+    return carried_by(handoff) if handoff is not None and handoff.phase != DONE else None
 
 
 def decide_handoffs(
@@ -384,6 +403,10 @@ _EVICTIONS = {
         PRODUCER_FAILBACK,
     ),
     REASON_DRAIN: ("drain: the workload moves off a drained cluster; purged from {} first", PRODUCER_DRAIN),
+    REASON_REBALANCE: (
+        "rebalance: the scheduler places the workload afresh, off {}; purged from there first",
+        PRODUCER_REBALANCE,
+    ),
 }
 
 
@@ -418,9 +441,10 @@ def move_eviction(
         "clusters": [entry for entry in clusters if not (isinstance(entry, dict) and entry.get("name") == current)],
         "gracefulEvictionTasks": [*tasks, task],
     }
-    # A failback with ordered affinities restarts the scheduler from the first term (docs/design.md, "Failback"); a
-    # drain leaves it to go on to the next term, as after the taint manager's eviction.
+    # A failback or a rebalance with ordered affinities restarts the scheduler from the first term (docs/design.md,
+    # "Failback"); a drain leaves it to go on to the next term, as after the taint manager's eviction.
     placement = spec.get("placement")
-    if reason == REASON_FAILBACK and isinstance(placement, dict) and placement.get("clusterAffinities"):
+    restart = reason in (REASON_FAILBACK, REASON_REBALANCE)
+    if restart and isinstance(placement, dict) and placement.get("clusterAffinities"):
         result["rescheduleTriggeredAt"] = format_time(now)
     return result

@@ -20,24 +20,29 @@ writes back what the decision returns. See `decide_rebalance` for the order of t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from failover.core import binding as b
+from failover.core import cluster as c
 from failover.core.annotations import format_time, parse_time
 from failover.core.api import (
     CLUSTER_RESOURCE_BINDING,
+    REASON_REBALANCE,
     REBALANCE_FAILED,
     REBALANCE_REFERENCED_BINDING_NOT_FOUND,
     REBALANCE_SUCCESSFUL,
     RESOURCE_BINDING,
 )
-from failover.core.decision import NORMAL, WARNING, BindingPatch, Event, earliest
+from failover.core.decision import NORMAL, WARNING, BindingPatch, Event, clip_message, earliest
 from failover.core.fields import is_int
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import ObjectRef
+from failover.core.placement import clusters_by_name_only, placement_is_single_cluster
+from failover.reconcile.handoff import HANDOFF_ANNOTATION, Handoff, handoff_in_flight, start_handoff
+from failover.state.last_state import preservation_rules
 
 WORKLOAD_FIELDS = ("apiVersion", "kind", "namespace", "name")
 
@@ -93,8 +98,16 @@ def decide_rebalance(
     bindings: Mapping[ObjectRef, Mapping[str, Any] | None],
     settings: DecisionSettings,
     now: datetime,
+    clusters: Mapping[str, Mapping[str, Any]] | None = None,
+    works_of: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]] | None = None,
+    watched: frozenset[str] | None = None,
 ) -> RebalanceDecision:
     """Stamp the referenced bindings, record the results, finish and expire the rebalancer.
+
+    A stateful single-cluster workload that the fresh reschedule would move (`rebalance_move`, from `clusters`) is
+    handed over by savepoint instead of stamped, where a member relay watches its cluster (`watched`; its Works from
+    `works_of`): its binding gets the handoff annotation (failover/reconcile/handoff.py), whose eviction later stamps
+    it. Without `works_of` every binding is stamped, as Karmada does.
 
     `bindings` maps each ref of `referenced_bindings(rebalancer)` to the binding as read, or to None when the read
     answered NotFound; a ref left out could not be read and is retried. The caller then: applies `stamps` (a stamp
@@ -137,17 +150,24 @@ def decide_rebalance(
         if ref not in bindings:
             pending.append(ref)
             continue
-        triggered = parse_time(b.spec(bindings[ref]).get("rescheduleTriggeredAt"))
-        if triggered is None or created > triggered:
-            stamps.append(BindingPatch(ref, {"spec": {"rescheduleTriggeredAt": created_raw}}))
-            events.append(
-                Event(
-                    NORMAL,
-                    EVENT_RESCHEDULE_TRIGGERED,
-                    f"WorkloadRebalancer {name} asked the scheduler to place the workload afresh",
-                    regarding=ref,
+        binding = bindings[ref] or {}  # read: a binding that was not found is Failed above
+        triggered = parse_time(b.spec(binding).get("rescheduleTriggeredAt"))
+        if (triggered is None or created > triggered) and not handoff_in_flight(binding):
+            handoff = _handoff(binding, clusters, works_of, watched, now)
+            if isinstance(handoff, Handoff):
+                annotations = {HANDOFF_ANNOTATION: handoff.annotation()}
+                rv = b.metadata(binding).get("resourceVersion")
+                stamps.append(BindingPatch(ref, {"metadata": {"resourceVersion": rv, "annotations": annotations}}))
+                message = (
+                    f"WorkloadRebalancer {name} moves the workload from {handoff.source} to {handoff.target}: its copy"
+                    " stops with a savepoint first, and the new one restores from it"
                 )
-            )
+            else:
+                stamps.append(BindingPatch(ref, {"spec": {"rescheduleTriggeredAt": created_raw}}))
+                message = f"WorkloadRebalancer {name} asked the scheduler to place the workload afresh" + (
+                    f" (a move, not by savepoint: {handoff})" if handoff else ""
+                )
+            events.append(Event(NORMAL, EVENT_RESCHEDULE_TRIGGERED, clip_message(message), regarding=ref))
         entry["result"] = REBALANCE_SUCCESSFUL
 
     old_status = b.status(rebalancer)
@@ -236,3 +256,47 @@ def _describe(workload: Mapping[str, str]) -> str:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def rebalance_move(binding: Mapping[str, Any], clusters: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The cluster a fresh reschedule moves the binding's single-cluster workload to, or None when it stays (or the
+    scheduler's choice cannot be told). Only ordered `clusterAffinities` move: the scheduler starts again from the
+    first term (`scheduler.go` `scheduleResourceBindingWithClusterAffinities`) and takes the first that has a
+    schedulable cluster; within it the current cluster wins (`ClusterLocality`), else ties go by name
+    (`spreadconstraint/util.go` `sortClusters`). A flat `clusterAffinity` keeps the current cluster."""
+    placement = b.spec(binding).get("placement")
+    targets = b.target_clusters(binding)
+    if not placement_is_single_cluster(placement) or len(targets) != 1 or not isinstance(placement, dict):
+        return None
+    current = targets[0].name
+    affinities = placement.get("clusterAffinities")
+    for term in affinities if isinstance(affinities, list) else ():
+        names = clusters_by_name_only(term)
+        if names is None:
+            return None
+        feasible = sorted(
+            n for n in names if c.is_ready(clusters.get(n)) and not c.has_taint(clusters.get(n), c.SCHEDULING_EFFECTS)
+        )
+        if current in feasible:
+            return None
+        if feasible:
+            return feasible[0]
+    return None
+
+
+def _handoff(
+    binding: Mapping[str, Any],
+    clusters: Mapping[str, Mapping[str, Any]] | None,
+    works_of: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]] | None,
+    watched: frozenset[str] | None,
+    now: datetime,
+) -> Handoff | str:
+    """The handoff of a stateful workload the rebalance moves; why not (a move without one); "" when nothing moves."""
+    if works_of is None or clusters is None or not preservation_rules(binding):
+        return ""
+    target = rebalance_move(binding, clusters)
+    if target is None:
+        return ""
+    source = b.target_clusters(binding)[0].name
+    is_watched = None if watched is None else source in watched
+    return start_handoff(binding, works_of(binding), source, target, REASON_REBALANCE, is_watched, now)

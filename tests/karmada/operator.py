@@ -183,8 +183,9 @@ class FlinkOperator(Background):
         """Stop the job with a savepoint and report it as operator 1.16 does, leaving the JobManager up."""
         self.stopping_at[member] = time.monotonic()
         job_id = (((self.job.copy_in(member) or {}).get("status") or {}).get("jobStatus") or {}).get("jobId")
-        running = self.flink.get(member)
-        if running is not None and running.process.poll() is None:
+        if self.flink:  # real jobs behind the copies: this member's must be running, or the test lost track of it
+            running = self.flink[member]
+            assert running.process.poll() is None, f"the real job of the copy on {member} is not running"
             savepoint = Path(urlparse(running.stop_with_savepoint()).path)
         else:
             savepoint = self.job.state_dir / "savepoints" / f"savepoint-{str(job_id)[:6]}-{os.urandom(6).hex()}"

@@ -12,7 +12,9 @@ the stopped copy and creates the new one, which Flink restores from exactly that
 counted twice. The taint comes off and home settles: failback to home. `failover-relay drain home` (as an operator
 runs it), with the relay restarted while the copy stops: the job moves to away. `failover-relay undrain home`:
 failback to home again. A last drain whose savepoint fails (the operator keeps the job running) falls back after
-`handoffTimeoutSeconds` to the move from the newest completed checkpoint, and says why.
+`handoffTimeoutSeconds` to the move from the newest completed checkpoint, and says why. Last, with failback turned
+off and home undrained, a WorkloadRebalancer: the scheduler would place the job on home afresh, so the rebalance
+hands it over by savepoint too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from failover.reconcile.cluster_drain import is_drained
 from failover.reconcile.handoff import CHECKPOINT_FALLBACK, DONE, SAVEPOINT, read_handoff
 from tests.flink_job import Probe, RunningJob, expected_counts
 from tests.karmada.operator import FlinkOperator
@@ -39,7 +42,7 @@ from tests.karmada.outages import (
     stateful_cluster_policy,
 )
 from tests.karmada.records import FLINK_CONFIGURATION, FLINK_VERSION, KEYS, RATE, check_records
-from tests.karmada.workloads import FlinkJob, relay_command, restore_path
+from tests.karmada.workloads import FLINK, POLICIES, REBALANCERS, FlinkJob, relay_command, restore_path
 from tests.karmada_env import KARMADA, REPO_ROOT, KarmadaEnv, resource_path
 from tests.reporting import report
 
@@ -239,13 +242,42 @@ def test_planned_moves_hand_the_job_over_by_savepoint_with_nothing_lost_or_count
         _, fallback_copy = job.wait_restored_outside(home, timeout=MOVE_SECONDS)
         fallback_restored = restore_path(fallback_copy)
         flink_jobs.append(sixth := job.run_flink(away, probe, tmp_path / "sixth", KEYS, RATE))
+        running[away] = sixth
         refused_out, refused_err = refused.communicate(timeout=60)
         assert refused.returncode == 0, refused_out + refused_err
         fallback = read_handoff(job.binding() or {})
         assert fallback is not None and fallback.way == CHECKPOINT_FALLBACK, fallback
         assert fallback.why == f"no savepoint within {HANDOFF_TIMEOUT_SECONDS} s", fallback.why
         assert f"from the newest checkpoint (no savepoint within {HANDOFF_TIMEOUT_SECONDS} s)" in refused_out
-        subprocess.run(relay_command(env, "undrain", home), capture_output=True, timeout=60, cwd=REPO_ROOT)
+        env.wait_until(lambda: len(sixth.completed()) >= 2, 60, "two checkpoints of the sixth job")
+
+        # A WorkloadRebalancer: with failback turned off for the policy and home undrained, the scheduler would place
+        # the job on home afresh (its first affinity term), so the rebalance hands it over by savepoint.
+        karmada.patch(
+            resource_path(POLICIES, "propagationpolicies", "flink", namespace),
+            {"metadata": {"annotations": {"failover-relay.io/failback": "false"}}},
+        )
+        undrained = subprocess.run(
+            relay_command(env, "undrain", home), capture_output=True, text=True, timeout=60, cwd=REPO_ROOT
+        )
+        assert undrained.returncode == 0, undrained.stderr
+        env.wait_until(lambda: not is_drained(karmada.get(cluster_path)), 30, f"{home} undrained")
+        karmada.create(
+            resource_path(REBALANCERS, "workloadrebalancers"),
+            {
+                "apiVersion": REBALANCERS,
+                "kind": "WorkloadRebalancer",
+                "metadata": {"name": f"{namespace}-home"},
+                "spec": {
+                    "workloads": [
+                        {"apiVersion": FLINK, "kind": "FlinkDeployment", "name": job.name, "namespace": namespace}
+                    ]
+                },
+            },
+        )
+        rebalanced = handed_over(job, operator, running, away, home, probe, tmp_path / "seventh", flink_jobs)
+        rebalancer = karmada.get(resource_path(REBALANCERS, "workloadrebalancers", f"{namespace}-home")) or {}
+        assert [w.get("result") for w in rebalancer.get("status", {}).get("observedWorkloads") or []] == ["Successful"]
 
     # Today's move: from the newest completed checkpoint, what the first job counted after it counted twice.
     today = check_records(first, second, restored_checkpoint, cancelled_at)
@@ -277,6 +309,7 @@ def test_planned_moves_hand_the_job_over_by_savepoint_with_nothing_lost_or_count
     report(request, "karmada", failback.line(f"failback by savepoint handoff ({away} -> {home})"))
     report(request, "karmada", drained.line(f"failover-relay drain {home} ({home} -> {away})"))
     report(request, "karmada", home_again.line(f"failover-relay undrain {home}, failback ({away} -> {home})"))
+    report(request, "karmada", rebalanced.line(f"WorkloadRebalancer ({away} -> {home})"))
     report(
         request,
         "karmada",

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from failover.core import binding as b
 from failover.core.loop_settings import DecisionSettings
 from failover.core.work import PERMANENT_ID_LABEL, MemberCopy
 from failover.fence.control_plane import StoredFence
 from failover.fence.fence_files import SUSPENDED, AckedCopy, FenceAck
 from failover.reconcile.failback import decide_failback
+from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, decide_graceful_eviction
 from failover.reconcile.handoff import (
     CHECKPOINT_FALLBACK,
     DONE,
@@ -22,9 +24,10 @@ from failover.reconcile.handoff import (
     decide_handoffs,
     read_handoff,
 )
-from tests.failover.binding_builders import at
+from failover.reconcile.rebalancer import decide_rebalance, rebalance_move
+from tests.failover.binding_builders import at, stamp
 from tests.failover.reconcile.test_failback import FLAT, flink_on, member1, policy
-from tests.failover.work_builders import deployment_manifest, work
+from tests.failover.work_builders import cluster, deployment_manifest, work
 from tests.patches import merge_patch
 
 ON = DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300))
@@ -238,3 +241,102 @@ def test_with_the_storage_fence_off_the_failback_says_so():
     decision = decide_failback(member1(), [binding], [policy()], ON, at(400), works_of=works_of)
     handoff = read_handoff(merge_patch(binding, decision.binding_patches[0].patch))
     assert handoff.way == CHECKPOINT_FALLBACK and handoff.why.startswith("the storage fence is off")
+
+
+# --- a WorkloadRebalancer's move of a stateful single-cluster workload (failover/reconcile/rebalancer.py)
+
+ORDERED_HOME_FIRST = {
+    "clusterAffinities": [
+        {"affinityName": "home", "clusterNames": ["member1"]},
+        {"affinityName": "away", "clusterNames": ["member2", "member3"]},
+    ],
+    "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}],
+}
+CLUSTERS = {name: cluster(name, since=0) for name in ("member1", "member2", "member3")}
+NGINX = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx", "namespace": "default"}
+RULES = {"rules": [{"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}]}
+
+
+def rebalanced_job(placement=ORDERED_HOME_FIRST):
+    """A stateful workload on member2 whose placement prefers member1, and the rebalancer over it."""
+    binding = flink_on("member2", placement)
+    binding["spec"]["failover"]["application"]["statePreservation"] = RULES
+    rebalancer = {
+        "metadata": {"name": "demo", "creationTimestamp": stamp(350), "generation": 1},
+        "spec": {"workloads": [NGINX]},
+    }
+    return binding, rebalancer
+
+
+def test_the_scheduler_s_choice_on_a_fresh_reschedule_is_told_beforehand():
+    binding, _ = rebalanced_job()
+    assert rebalance_move(binding, CLUSTERS) == "member1"
+    down = {**CLUSTERS, "member1": cluster("member1", ready=False, since=0)}
+    assert rebalance_move(binding, down) is None  # member2 is in the first term that fits: it stays
+    assert rebalance_move(flink_on("member2", FLAT), CLUSTERS) is None  # ClusterLocality keeps the current cluster
+    labelled = {**ORDERED_HOME_FIRST, "clusterAffinities": [{"labelSelector": {"matchLabels": {"a": "b"}}}]}
+    assert rebalance_move(flink_on("member2", labelled), CLUSTERS) is None
+
+
+def test_a_rebalance_that_moves_a_stateful_job_hands_it_over_instead_of_stamping():
+    binding, rebalancer = rebalanced_job()
+    ref = b.object_ref(binding)
+    decision = decide_rebalance(rebalancer, {ref: binding}, ON, at(400), CLUSTERS, works_of=works_of, watched=WATCHED)
+    [patch] = decision.stamps
+    moving = merge_patch(binding, patch.patch)
+    assert "rescheduleTriggeredAt" not in moving["spec"] and patch.patch["metadata"]["resourceVersion"] == "42"
+    handoff = read_handoff(moving)
+    assert (handoff.reason, handoff.source, handoff.target, handoff.phase) == (
+        "Rebalance",
+        "member2",
+        "member1",
+        STOPPING,
+    )
+    assert decision.status_patch["status"]["observedWorkloads"][0]["result"] == "Successful"
+    # Decided again on the annotated binding: nothing more; the Cluster controller of member1 carries it on.
+    assert (
+        decide_rebalance(rebalancer, {ref: moving}, ON, at(402), CLUSTERS, works_of=works_of, watched=WATCHED).stamps
+        == ()
+    )
+    step = decide_handoffs(
+        "member1", [moving], works_of, {("member2", FENCE_ID): StoredFence(True, ack())}, ON, at(408), WATCHED
+    )
+    moved = merge_patch(moving, step.binding_patches[0].patch)
+    [task] = moved["spec"]["gracefulEvictionTasks"]
+    assert (task["reason"], task["producer"], task["fromCluster"]) == (
+        "Rebalance",
+        "failover-relay-rebalance",
+        "member2",
+    )
+    assert moved["spec"]["rescheduleTriggeredAt"] == stamp(408)  # the scheduler starts again from the first term
+
+
+def test_without_a_member_relay_the_rebalance_stamps_as_karmada_does_and_says_why_not_by_savepoint():
+    binding, rebalancer = rebalanced_job()
+    ref = b.object_ref(binding)
+    decision = decide_rebalance(
+        rebalancer, {ref: binding}, ON, at(400), CLUSTERS, works_of=works_of, watched=frozenset()
+    )
+    assert [s.patch for s in decision.stamps] == [{"spec": {"rescheduleTriggeredAt": stamp(350)}}]
+    assert "not by savepoint: no member relay watches member2" in decision.events[0].message
+
+
+def test_a_rebalance_task_is_not_remembered_for_failback():
+    binding, _ = rebalanced_job()
+    binding["spec"]["clusters"] = [{"name": "member1", "replicas": 2}]
+    binding["spec"]["gracefulEvictionTasks"] = [
+        {
+            "fromCluster": "member2",
+            "reason": "Rebalance",
+            "producer": "failover-relay-rebalance",
+            "purgeMode": "Directly",
+            "creationTimestamp": stamp(400),
+            "clustersBeforeFailover": ["member2"],
+        }
+    ]
+    binding["status"]["aggregatedStatus"] = [{"clusterName": "member1", "applied": True, "health": "Healthy"}]
+    binding["metadata"]["annotations"].pop(EVICTED_FROM_ANNOTATION)
+    ended = decide_graceful_eviction(binding, ON, at(420))
+    annotations = (ended.patch or {}).get("metadata", {}).get("annotations", {})
+    assert ended.patch["spec"]["gracefulEvictionTasks"] == []
+    assert "member2" not in json.loads(annotations.get(EVICTED_FROM_ANNOTATION, "{}"))
