@@ -89,7 +89,8 @@ class LoopMetrics:
         )
         self.planned_moves = Counter(
             "failover_relay_planned_moves_total",
-            "Planned moves (failback) whose eviction was written, by the cluster left and how the new copy restores:"
+            "Planned moves (failback, drain, rebalance) whose eviction was written, by the cluster left and how the"
+            " new copy restores:"
             " handoff=savepoint (the old copy stopped with a savepoint) or checkpoint-fallback.",
             ["member_cluster", "reason", "handoff"],
             registry=registry,

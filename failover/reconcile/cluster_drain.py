@@ -34,13 +34,12 @@ from failover.core.names import object_key
 from failover.core.placement import placement_is_single_cluster
 from failover.fence.control_plane import DEFAULT_POLL
 from failover.reconcile.handoff import (
-    CHECKPOINT_FALLBACK,
     HANDOFF_ANNOTATION,
-    RESTORING,
     Handoff,
     HandoffsDecision,
     handoff_in_flight,
     move_eviction,
+    moved_without_handoff,
     planned_move_in_flight,
     start_handoff,
 )
@@ -152,9 +151,7 @@ def decide_drain(
             message = f"cluster {name} is drained: stopping the copy there with a savepoint, then it moves"
             begun += 1
         else:
-            fallback = Handoff(
-                REASON_DRAIN, name, "", "", "", now, RESTORING, CHECKPOINT_FALLBACK, item.why, evicted_at=now
-            )
+            fallback = moved_without_handoff(REASON_DRAIN, name, "", item.why, now)
             moves.append(fallback)
             patch["metadata"]["annotations"] = {HANDOFF_ANNOTATION: fallback.annotation()}
             patch["spec"] = move_eviction(binding, name, REASON_DRAIN, settings, now)

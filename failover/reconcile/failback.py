@@ -22,10 +22,11 @@ writes no eviction task, so nothing preserves the job id) nor moves a single-clu
 `pkg/scheduler/framework/plugins/clusterlocality/cluster_locality.go`):
 
 - a single-cluster placement (spread `maxGroups: 1`, or every affinity naming one cluster) is moved by an eviction of
-  its current cluster, exactly as a failover: `purgeMode: Directly` (the old copy is deleted before the new one is
-  created, never two copies), `preservedLabelState` from the current copy's last healthy report
-  (`failover.state.last_state`), `clustersBeforeFailover: [current]`. The scheduler then never picks the evicted cluster
-  (its ClusterEviction filter) and scores every other cluster 0 for locality, so ties go by name
+  its current cluster, exactly as a failover, written once its copy stopped with a savepoint where a member relay
+  watches that cluster (a planned move, failover/reconcile/handoff.py): `purgeMode: Directly` (the old copy is
+  deleted before the new one is created, never two copies), `preservedLabelState` from the current copy's last
+  healthy report (`failover.state.last_state`), `clustersBeforeFailover: [current]`. The scheduler then never picks
+  the evicted cluster (its ClusterEviction filter) and scores every other cluster 0 for locality, so ties go by name
   (`pkg/scheduler/core/spreadconstraint/util.go` `sortClusters`). With ordered `clusterAffinities` the binding is
   also stamped `rescheduleTriggeredAt`, so the scheduler starts again from the first affinity term
   (`scheduler.go` `scheduleResourceBindingWithClusterAffinities`). The eviction is written only when that choice is
@@ -46,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -73,11 +74,10 @@ from failover.fence.control_plane import DEFAULT_POLL
 from failover.reconcile.cluster_drain import is_drained
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
 from failover.reconcile.handoff import (
-    CHECKPOINT_FALLBACK,
     HANDOFF_ANNOTATION,
-    RESTORING,
     Handoff,
     move_eviction,
+    moved_without_handoff,
     planned_move_in_flight,
     start_handoff,
 )
@@ -189,8 +189,7 @@ def decide_failback(
                     f" savepoint, then it moves back to {name} and restores from it"
                 )
             else:
-                fallback = Handoff(REASON_FAILBACK, detail, name, "", "", now, RESTORING, CHECKPOINT_FALLBACK, started)
-                fallback = replace(fallback, evicted_at=now)
+                fallback = moved_without_handoff(REASON_FAILBACK, detail, name, started, now)
                 moves.append(fallback)
                 patch["metadata"]["annotations"][HANDOFF_ANNOTATION] = fallback.annotation()
                 patch["spec"] = move_eviction(binding, detail, REASON_FAILBACK, settings, now)
@@ -237,7 +236,7 @@ def decide_failback(
         binding_patches=tuple(binding_patches),
         cluster_patch=_record_patch(record, new_record),
         events=tuple(events),
-        # A handoff just begun goes on from the next pass (handoffs_toward): its fence record, its acknowledgement.
+        # A handoff just begun goes on from the next pass (decide_handoffs): its fence record, its acknowledgement.
         requeue_after=earliest(IN_FLIGHT_RETRY if held_back else None, DEFAULT_POLL if handed_off else None),
         moves=tuple(moves),
     )

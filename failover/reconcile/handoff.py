@@ -101,6 +101,11 @@ class Handoff:
         return json.dumps(fields, sort_keys=True, separators=(",", ":"))
 
 
+def moved_without_handoff(reason: str, source: str, target: str, why: str, now: datetime) -> Handoff:
+    """A planned move whose eviction is written at once, from the newest completed checkpoint, and why."""
+    return Handoff(reason, source, target, "", "", now, RESTORING, CHECKPOINT_FALLBACK, why, evicted_at=now)
+
+
 def read_handoff(binding: Mapping[str, Any]) -> Handoff | None:
     """The binding's handoff, or None when it has none or the annotation does not read (anyone can edit it; one that
     does not read is not acted on)."""
