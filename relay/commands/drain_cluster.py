@@ -79,7 +79,7 @@ def run_drain(
         _taint(api_client, target, undo, out)
         if undo or not wait:
             return EXIT_OK
-        return _follow(api_client, fences, cluster, timeout, interval, out)
+        return _follow(api_client, cluster, timeout, interval, out)
     except (DrainError, StatusError, NoClusterConfig, NotKarmada, Unreachable) as error:
         print(f"failover-relay: {error}", file=err)
         return EXIT_BAD_INPUT
@@ -136,9 +136,7 @@ def _print_plan(api_client: client.ApiClient, fences: FenceStore | None, cluster
         print(f"  {item.name}: {item.how}{why}", file=out)
 
 
-def _follow(
-    api_client: client.ApiClient, fences: FenceStore | None, cluster: str, timeout: float, interval: float, out: TextIO
-) -> int:
+def _follow(api_client: client.ApiClient, cluster: str, timeout: float, interval: float, out: TextIO) -> int:
     """Print each workload's move as it changes, until no stateful workload of the cluster is left there."""
     deadline = time.monotonic() + timeout
     said: dict[str, str] = {}
