@@ -26,7 +26,7 @@ from typing import Any
 
 from failover.core import binding as b
 from failover.core import cluster as c
-from failover.core.annotations import format_time
+from failover.core.annotations import format_time, parse_time
 from failover.core.api import DRAIN_TAINT_KEY, REASON_DRAIN
 from failover.core.decision import NORMAL, BindingPatch, Event, clip_message
 from failover.core.loop_settings import DecisionSettings
@@ -65,6 +65,14 @@ def is_drained(cluster: Mapping[str, Any] | None) -> bool:
 
 def _is_drain_taint(taint: Mapping[str, Any]) -> bool:
     return taint.get("key") == DRAIN_TAINT_KEY and taint.get("effect") == NO_SCHEDULE
+
+
+def drained_since(cluster: Mapping[str, Any] | None) -> datetime | None:
+    """When the drain taint was added (its `timeAdded`); None when the cluster is not drained or the time is unknown."""
+    for taint in c.taints(cluster):
+        if _is_drain_taint(taint):
+            return parse_time(taint.get("timeAdded"))
+    return None
 
 
 def without_drain_taint(cluster: Mapping[str, Any]) -> list[dict[str, Any]]:

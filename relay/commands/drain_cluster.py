@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO, cast
 
@@ -23,6 +23,7 @@ from controllers.fence_store import FenceStore
 from controllers.kube import NoClusterConfig, load_api_client
 from failover.core import binding as b
 from failover.core import work as w
+from failover.core.annotations import parse_time
 from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKS
 from failover.core.names import is_dns_label
 from failover.fence.control_plane import without_relay
@@ -33,6 +34,7 @@ from failover.reconcile.cluster_drain import (
     DrainItem,
     drain_plan,
     drain_taint,
+    drained_since,
     is_drained,
     without_drain_taint,
 )
@@ -79,7 +81,8 @@ def run_drain(
         _taint(api_client, target, undo, out)
         if undo or not wait:
             return EXIT_OK
-        return _follow(api_client, cluster, timeout, interval, out)
+        since = drained_since(_cluster(api_client, cluster))
+        return _follow(api_client, cluster, since, timeout, interval, out)
     except (DrainError, StatusError, NoClusterConfig, NotKarmada, Unreachable) as error:
         print(f"failover-relay: {error}", file=err)
         return EXIT_BAD_INPUT
@@ -136,8 +139,11 @@ def _print_plan(api_client: client.ApiClient, fences: FenceStore | None, cluster
         print(f"  {item.name}: {item.how}{why}", file=out)
 
 
-def _follow(api_client: client.ApiClient, cluster: str, timeout: float, interval: float, out: TextIO) -> int:
-    """Print each workload's move as it changes, until no stateful workload of the cluster is left there."""
+def _follow(
+    api_client: client.ApiClient, cluster: str, since: datetime | None, timeout: float, interval: float, out: TextIO
+) -> int:
+    """Print each workload's move as it changes, until no stateful workload of the cluster is left there. Moves
+    begun before the drain (`since`, the taint's timeAdded) are an earlier drain's, and not this one's."""
     deadline = time.monotonic() + timeout
     said: dict[str, str] = {}
     watched_moves: set[str] = set()
@@ -150,7 +156,7 @@ def _follow(api_client: client.ApiClient, cluster: str, timeout: float, interval
         for binding in bindings:
             name = DrainItem(binding, "").name
             view = handoff_view(binding)
-            if name in watched_moves and view is not None and view["from"] == cluster:
+            if name in watched_moves and view is not None and view["from"] == cluster and _since(view, since):
                 lines[name] = _progress(view)
         for item in items:
             if item.how == STAYS:
@@ -172,6 +178,15 @@ def _follow(api_client: client.ApiClient, cluster: str, timeout: float, interval
             )
             return EXIT_TIMED_OUT
         time.sleep(interval)
+
+
+# The taint's time is this machine's clock, a move's the relay's: a minute of skew between them is allowed for.
+CLOCK_SKEW = timedelta(minutes=1)
+
+
+def _since(view: Mapping[str, Any], since: datetime | None) -> bool:
+    started = parse_time(view.get("startedAt"))
+    return since is None or (started is not None and started >= since - CLOCK_SKEW)
 
 
 # The progress lines of a move not over yet (`_progress`).

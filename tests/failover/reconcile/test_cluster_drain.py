@@ -17,6 +17,8 @@ from failover.reconcile.cluster_drain import (
     decide_drain,
     drain_plan,
     drain_taint,
+    drained_since,
+    without_drain_taint,
 )
 from failover.reconcile.failback import RECOVERY_ANNOTATION, decide_failback
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
@@ -145,3 +147,12 @@ def test_a_drain_task_is_remembered_for_failback_and_undrain_brings_the_workload
     back = decide_failback(undrained, [home], [policy()], SETTINGS, at(800), works_of=lambda _: [], watched=frozenset())
     [patch] = back.binding_patches
     assert merge_patch(home, patch.patch)["spec"]["gracefulEvictionTasks"][0]["fromCluster"] == "member1"
+
+
+def test_drained_since_is_the_taint_s_time_and_undrain_keeps_every_other_taint():
+    drained = member2()
+    other = {"key": "example.io/maintenance", "effect": "NoSchedule"}
+    drained["spec"]["taints"].append(other)
+    assert drained_since(drained) == at(300)
+    assert drained_since(member2(drained=False)) is None
+    assert without_drain_taint(drained) == [other]
