@@ -1,20 +1,22 @@
 """A planned move by savepoint handoff: before the relay moves a workload off a cluster that is reachable, for a reason
-that is not the copy's failure (a failback, a drain), it stops the old copy with a savepoint, and only once the member
-relay says the copy stopped (no JobManager runs) writes the Directly eviction that lets Karmada create the new copy,
-which restores from that savepoint: nothing lost, nothing processed twice (docs/design.md, "Planned moves").
+that is not the copy's failure (a failback, a drain, a rebalance), it stops the old copy with a savepoint, and only
+once the member relay says the copy stopped (no JobManager runs) writes the Directly eviction that lets Karmada create
+the new copy, which restores from that savepoint: nothing lost, nothing processed twice (docs/design.md, "Planned
+moves").
 
 The stop goes through the storage fence (failover/fence/): the leader writes a fence record for the old copy's Work,
 the member relay suspends the copy (the Flink operator stops it with a savepoint where its upgradeMode takes one),
 stops the JobManager the operator leaves, and acknowledges with the savepoint's path. The savepoint is the newest
 restorable state of the job, so the restore lookup gives it to the new copy.
 
-The handoff is kept on the binding in `HANDOFF_ANNOTATION` (one JSON object), so a restarted relay carries it on:
+The handoff is kept on the binding in `HANDOFF_ANNOTATION` (one JSON object), so a restarted relay carries it on; the
+Cluster controller of `carried_by` does (the cluster a failback or rebalance goes to, the cluster a drain empties):
 
 - `stopping`: the record is written (again, if the storage lost it) and the acknowledgement awaited;
 - `restoring`: the eviction is written, with `way` SAVEPOINT (the acknowledgement named a savepoint) or
-  CHECKPOINT_FALLBACK and `why` (the copy stopped without one, or no acknowledgement came within
-  `DecisionSettings.handoff_timeout`: the move then goes on as a failover would, from the newest completed
-  checkpoint);
+  CHECKPOINT_FALLBACK and `why` (the copy stopped without one, the member relay stopped answering, or no
+  acknowledgement came within `DecisionSettings.handoff_timeout`: the move then goes on as a failover would, from the
+  newest completed checkpoint);
 - `done`: Karmada has taken the workload off the old cluster; the record is removed.
 
 Once stopping has begun the move always completes: a copy left suspended on a cluster the workload stays on would be a
