@@ -145,7 +145,7 @@ def decide_drain(
     room = settings.failback_max_in_flight - sum(1 for binding in bindings if planned_move_in_flight(binding))
     patches, events, moves = [], [], []
     held_back = begun = 0
-    for item in drain_plan(name, bindings, works_of, None if watched is None else watched, now):
+    for item in drain_plan(name, bindings, works_of, watched, now):
         if item.how not in (HANDOFF, CHECKPOINT):
             continue
         if room <= 0:

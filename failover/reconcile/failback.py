@@ -76,6 +76,7 @@ from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, evicte
 from failover.reconcile.handoff import (
     HANDOFF_ANNOTATION,
     Handoff,
+    handoff_in_flight,
     move_eviction,
     moved_without_handoff,
     planned_move_in_flight,
@@ -167,6 +168,9 @@ def decide_failback(
     moves: list[Handoff] = []
     held_back = handed_off = 0
     for binding, workload in affected:
+        if handoff_in_flight(binding):
+            held_back += 1  # another planned move of it (a drain) is under way: one move at a time
+            continue
         route, detail = failback_route(binding, name, schedulable)
         if route == REBALANCE:
             rebalanced.append((binding, workload))

@@ -156,3 +156,13 @@ def test_drained_since_is_the_taint_s_time_and_undrain_keeps_every_other_taint()
     assert drained_since(drained) == at(300)
     assert drained_since(member2(drained=False)) is None
     assert without_drain_taint(drained) == [other]
+
+
+def test_a_failback_waits_while_a_drain_hands_the_same_workload_over():
+    # The workload came to member2 from member1 and is being drained off member2 when member1 recovers.
+    moving = merge_patch(
+        job(), decide_drain(member2(), [job()], works_of, WATCHED, SETTINGS, at(400)).binding_patches[0].patch
+    )
+    assert EVICTED_FROM_ANNOTATION in moving["metadata"]["annotations"]
+    decision = decide_failback(member1(), [moving], [policy()], SETTINGS, at(402), works_of=works_of, watched=WATCHED)
+    assert decision.binding_patches == () and decision.requeue_after == timedelta(seconds=10)
