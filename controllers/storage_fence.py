@@ -33,6 +33,8 @@ from failover.fence.control_plane import (
 from failover.fence.fence_files import FenceRecord
 
 log = structlog.get_logger("failover_relay.storage_fence")
+# How long the member relays' heartbeats, once read, answer `watched` (seconds).
+HEARTBEAT_READ = 10.0
 
 
 class StorageFence:
@@ -52,6 +54,7 @@ class StorageFence:
         self._read_at: dict[str, tuple[float, ClusterFences]] = {}
         self._outages: dict[str, Outage] = {}  # the storage as each cluster's directory is read, said once per outage
         self._unwatched: tuple[str, ...] | None = None  # the members last reported without a relay
+        self._heartbeats: tuple[float, Mapping[str, Any]] | None = None  # when read (monotonic), and what
 
     async def check(
         self,
@@ -164,13 +167,17 @@ class StorageFence:
         await self._write(record)
 
     async def watched(self, clusters: Iterable[str], now: datetime) -> frozenset[str] | None:
-        """The clusters a member relay watches now (a fresh heartbeat); None when the storage cannot be read."""
-        try:
-            heartbeats = await on_storage(self.fences.read_heartbeats)
-        except FenceStorageError:
-            return None
+        """The clusters a member relay watches now (a fresh heartbeat); None when the storage cannot be read. The
+        heartbeats are read at most every HEARTBEAT_READ seconds: every Cluster's pass asks, and a heartbeat is
+        written only every 30 s and missed after 90."""
+        at = time.monotonic()
+        if self._heartbeats is None or at - self._heartbeats[0] >= HEARTBEAT_READ:
+            try:
+                self._heartbeats = (at, await on_storage(self.fences.read_heartbeats))
+            except FenceStorageError:
+                return None
         clusters = tuple(clusters)
-        return frozenset(clusters) - set(without_relay(clusters, heartbeats, now))
+        return frozenset(clusters) - set(without_relay(clusters, self._heartbeats[1], now))
 
     async def report_relays(self, clusters: Iterable[str], now: datetime) -> None:
         """Say which members no member relay watches, once each time that set changes: their copies are fenced by

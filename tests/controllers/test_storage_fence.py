@@ -15,8 +15,8 @@ from controllers.fence_store import FenceStore
 from controllers.loop_metrics import StorageFenceMetrics
 from controllers.storage_fence import StorageFence
 from failover.core.loop_settings import DecisionSettings
-from failover.fence.control_plane import ACK_MARGIN
-from failover.fence.fence_files import FenceAck, Heartbeat
+from failover.fence.control_plane import ACK_MARGIN, StoredFence
+from failover.fence.fence_files import FenceAck, FenceRecord, Heartbeat
 from failover.state.checkpoints import open_store
 from tests.failover.binding_builders import at
 from tests.failover.work_builders import PERMANENT_ID, clusters, evicted, old_work
@@ -79,3 +79,35 @@ def test_the_members_no_relay_watches_are_said_once_each_time_they_change(tmp_pa
     fences.write_heartbeat(Heartbeat("member1", at(20), 2.0))
     assert report(30) == [("members_all_watched", None)]
     assert report(140) == [("members_without_relay", ["member1", "member2"])]  # three heartbeats missed
+
+
+def test_a_handoff_reads_its_record_and_acknowledgement_and_which_members_a_relay_watches(tmp_path: Path) -> None:
+    """What the planned moves' Cluster controller asks of the storage (failover/reconcile/handoff.py): a record
+    written once by name, what is stored for a cluster by fence id, and the members with a fresh heartbeat (read at
+    most every HEARTBEAT_READ seconds however many passes ask; an unreadable storage says None, not "none")."""
+    fences = FenceStore(open_store(str(tmp_path)))
+    fence = StorageFence(fences, DecisionSettings(), StorageFenceMetrics(CollectorRegistry()))
+    assert asyncio.run(fence.stored("member1")) == {}
+    record = FenceRecord(PERMANENT_ID, "member1", "foo-5d8f", "ResourceBinding default/foo", (), at(0))
+    asyncio.run(fence.write_record(record))
+    asyncio.run(fence.write_record(record))  # written once: a restarted relay writes the same name
+    fence._read_at.clear()
+    assert asyncio.run(fence.stored("member1")) == {PERMANENT_ID: StoredFence(True, None)}
+    fences.write_ack(FenceAck(PERMANENT_ID, "member1", (), at(4), "file:///sp/savepoint-1"))
+    fence._read_at.clear()
+    assert asyncio.run(fence.stored("member1"))[PERMANENT_ID].ack.savepoint == "file:///sp/savepoint-1"
+
+    fences.write_heartbeat(Heartbeat("member1", at(0), 2.0))
+    assert asyncio.run(fence.watched(["member1", "member2"], at(10))) == frozenset({"member1"})
+    fences.write_heartbeat(Heartbeat("member2", at(10), 2.0))
+    assert asyncio.run(fence.watched(["member1", "member2"], at(11))) == frozenset({"member1"})  # read 1 s ago
+    fence._heartbeats = None  # past HEARTBEAT_READ
+    assert asyncio.run(fence.watched(["member1", "member2"], at(12))) == frozenset({"member1", "member2"})
+    assert asyncio.run(fence.watched(["member1", "member2"], at(200))) == frozenset()  # three heartbeats missed
+    broken = StorageFence(
+        FenceStore(open_store(str(tmp_path / "file-not-dir"))),
+        DecisionSettings(),
+        StorageFenceMetrics(CollectorRegistry()),
+    )
+    (tmp_path / "file-not-dir").write_text("not a directory")
+    assert asyncio.run(broken.watched(["member1"], at(12))) is None
