@@ -14,6 +14,10 @@ Reference behaviour: Karmada's `pkg/controllers/workloadrebalancer/workloadrebal
 - when the status changes and nothing is left to retry, `finishTime` is set to now;
 - with `ttlSecondsAfterFinished` the rebalancer is deleted that many seconds after `finishTime`.
 
+Where we differ (docs/design.md, "Planned moves"): a stateful single-cluster workload that the fresh reschedule would
+move (`rebalance_move`) is handed over by savepoint instead of stamped, where a member relay watches its cluster; the
+handoff's eviction stamps it later, and it counts as Successful at once.
+
 The decision is pure: the caller reads the bindings it is told about (`referenced_bindings`), passes them in, and
 writes back what the decision returns. See `decide_rebalance` for the order of the writes.
 """
