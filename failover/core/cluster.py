@@ -54,6 +54,11 @@ def has_taint(cluster: Mapping[str, Any] | None, effects: tuple[str, ...] = (NO_
     return any(taint.get("effect") in effects for taint in taints(cluster))
 
 
+def is_schedulable(cluster: Mapping[str, Any] | None) -> bool:
+    """The scheduler may place a workload there: Ready, and no taint it keeps an untolerating workload off for."""
+    return is_ready(cluster) and not has_taint(cluster, SCHEDULING_EFFECTS)
+
+
 def reachability(cluster: Mapping[str, Any] | None) -> Reachability:
     condition = ready_condition(cluster)
     since = parse_time(condition.get("lastTransitionTime")) if condition is not None else None

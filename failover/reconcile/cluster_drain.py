@@ -45,7 +45,6 @@ from failover.reconcile.handoff import (
 )
 from failover.state.last_state import preservation_rules
 
-NO_SCHEDULE = "NoSchedule"
 EVENT_DRAIN = "DrainMove"
 # How often a drain held back by the moves in flight looks again.
 DRAIN_RETRY = timedelta(seconds=10)
@@ -55,7 +54,7 @@ HANDOFF, CHECKPOINT, IN_FLIGHT, STAYS = "savepoint handoff", "from the newest ch
 
 def drain_taint(now: datetime) -> dict[str, str]:
     """The taint `failover-relay drain` adds to the Cluster."""
-    return {"key": DRAIN_TAINT_KEY, "effect": NO_SCHEDULE, "timeAdded": format_time(now)}
+    return {"key": DRAIN_TAINT_KEY, "effect": c.NO_SCHEDULE, "timeAdded": format_time(now)}
 
 
 def is_drained(cluster: Mapping[str, Any] | None) -> bool:
@@ -64,7 +63,7 @@ def is_drained(cluster: Mapping[str, Any] | None) -> bool:
 
 
 def _is_drain_taint(taint: Mapping[str, Any]) -> bool:
-    return taint.get("key") == DRAIN_TAINT_KEY and taint.get("effect") == NO_SCHEDULE
+    return taint.get("key") == DRAIN_TAINT_KEY and taint.get("effect") == c.NO_SCHEDULE
 
 
 def drained_since(cluster: Mapping[str, Any] | None) -> datetime | None:

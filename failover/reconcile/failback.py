@@ -159,7 +159,7 @@ def decide_failback(
     schedulable = (
         None
         if clusters is None
-        else {cluster_name for cluster_name, obj in clusters.items() if _schedulable(obj)} | {name}
+        else {cluster_name for cluster_name, obj in clusters.items() if c.is_schedulable(obj)} | {name}
     )
     room = settings.failback_max_in_flight - sum(1 for binding in bindings if planned_move_in_flight(binding))
     rebalanced: list[tuple[Mapping[str, Any], dict[str, str]]] = []
@@ -298,10 +298,6 @@ def failback_route(binding: Mapping[str, Any], recovered: str, schedulable: set[
             f" ordered clusterAffinities with {recovered} in the first term"
         )
     return EVICT, current
-
-
-def _schedulable(cluster: Mapping[str, Any]) -> bool:
-    return c.is_ready(cluster) and not c.has_taint(cluster, c.SCHEDULING_EFFECTS)
 
 
 def _forget_eviction(binding: Mapping[str, Any], cluster: str) -> dict[str, Any]:

@@ -278,9 +278,7 @@ def rebalance_move(binding: Mapping[str, Any], clusters: Mapping[str, Mapping[st
         names = clusters_by_name_only(term)
         if names is None:
             return None
-        feasible = sorted(
-            n for n in names if c.is_ready(clusters.get(n)) and not c.has_taint(clusters.get(n), c.SCHEDULING_EFFECTS)
-        )
+        feasible = sorted(n for n in names if c.is_schedulable(clusters.get(n)))
         if current in feasible:
             return None
         if feasible:
