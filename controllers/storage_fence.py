@@ -28,6 +28,7 @@ from failover.fence.control_plane import (
     decide_storage_fence,
     records_done,
     wanted_records,
+    watched_by_relay,
     without_relay,
 )
 from failover.fence.fence_files import FenceRecord
@@ -176,8 +177,7 @@ class StorageFence:
                 self._heartbeats = (at, await on_storage(self.fences.read_heartbeats))
             except FenceStorageError:
                 return None
-        clusters = tuple(clusters)
-        return frozenset(clusters) - set(without_relay(clusters, self._heartbeats[1], now))
+        return watched_by_relay(clusters, self._heartbeats[1], now)
 
     async def report_relays(self, clusters: Iterable[str], now: datetime) -> None:
         """Say which members no member relay watches, once each time that set changes: their copies are fenced by

@@ -137,6 +137,12 @@ def without_relay(clusters: Iterable[str], heartbeats: Mapping[str, Any], now: d
     return tuple(missing)
 
 
+def watched_by_relay(clusters: Iterable[str], heartbeats: Mapping[str, Any], now: datetime) -> frozenset[str]:
+    """The clusters a member relay watches now (`without_relay`'s others): where a planned move can hand over."""
+    clusters = tuple(clusters)
+    return frozenset(clusters) - set(without_relay(clusters, heartbeats, now))
+
+
 def records_done(
     cluster_records: Mapping[str, tuple[str, str]], released_or_cleaned: Iterable[tuple[str, str]]
 ) -> tuple[str, ...]:

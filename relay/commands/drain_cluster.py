@@ -19,14 +19,13 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from controllers.fence_store import FenceStore
 from controllers.kube import NoClusterConfig, load_api_client
 from failover.core import binding as b
 from failover.core import work as w
 from failover.core.annotations import parse_time
 from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKS
 from failover.core.names import is_dns_label
-from failover.fence.control_plane import without_relay
+from failover.fence.control_plane import watched_by_relay
 from failover.reconcile.cluster_drain import (
     CHECKPOINT,
     IN_FLIGHT,
@@ -40,8 +39,8 @@ from failover.reconcile.cluster_drain import (
 )
 from failover.reconcile.handoff import handoff_view
 from failover.state.preserved_state import owning_binding
-from relay.commands.karmada_reads import NotKarmada, require_karmada, stored_objects
-from relay.commands.status import StatusError, open_storage
+from relay.commands.karmada_reads import NotKarmada, require_karmada
+from relay.commands.status import StatusError, Storage, listed, member_relays, open_storage
 from relay.connection_errors import connection_problem
 from relay.kube_requests import Unreachable
 from relay.settings import SavepointSettings
@@ -74,9 +73,8 @@ def run_drain(
         api_client = load_api_client(kubeconfig)
         require_karmada(api_client, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS, WORKS)
         target = _cluster(api_client, cluster)
-        fences = FenceStore(storage.roots[0]) if storage is not None else None
         if dry_run:
-            _print_plan(api_client, fences, cluster, undo, out)
+            _print_plan(api_client, storage, cluster, undo, out)
             return EXIT_OK
         _taint(api_client, target, undo, out)
         if undo or not wait:
@@ -126,15 +124,15 @@ def _taint(api_client: client.ApiClient, cluster: Mapping[str, Any], undo: bool,
         )
 
 
-def _print_plan(api_client: client.ApiClient, fences: FenceStore | None, cluster: str, undo: bool, out: TextIO) -> None:
+def _print_plan(api_client: client.ApiClient, storage: Storage | None, cluster: str, undo: bool, out: TextIO) -> None:
     if undo:
         print(f"would take the drain taint off cluster {cluster}; nothing else changes", file=out)
         return
-    items = _plan(api_client, fences, cluster)
+    items = _plan(api_client, storage, cluster)
     print(f"would drain cluster {cluster}: {len(items)} stateful workload(s) there", file=out)
     for item in items:
         why = f": {item.why}" if item.why else ""
-        if item.how == CHECKPOINT and fences is None:
+        if item.how == CHECKPOINT and storage is None:
             why = ": unless a member relay watches it (give --checkpoint-root or --config to tell)"
         print(f"  {item.name}: {item.how}{why}", file=out)
 
@@ -204,17 +202,12 @@ def _progress(view: Mapping[str, Any]) -> str:
     return f"{'moved' if view['phase'] == 'done' else view['phaseText']}, {how}"
 
 
-def _plan(api_client: client.ApiClient, fences: FenceStore | None, cluster: str) -> list[DrainItem]:
-    works = _works(api_client, cluster)
-    watched = None
-    if fences is not None:
-        try:
-            heartbeats = fences.read_heartbeats()
-            watched = frozenset({cluster}) - set(without_relay([cluster], heartbeats, datetime.now(UTC)))
-        except Exception:  # noqa: BLE001  the dry run reads only: an unreadable storage leaves "unknown"
-            watched = None
+def _plan(api_client: client.ApiClient, storage: Storage | None, cluster: str) -> list[DrainItem]:
+    now = datetime.now(UTC)
+    heartbeats = member_relays(storage)  # None: no storage given, or it cannot be read ("unknown")
+    watched = None if heartbeats is None else watched_by_relay([cluster], heartbeats, now)
     by_binding: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
-    for work in works:
+    for work in listed(api_client, WORKS, w.execution_namespace(cluster)):
         ref = owning_binding(work)[0]
         if ref is not None:
             by_binding.setdefault((ref.kind.kind, ref.namespace, ref.name), []).append(work)
@@ -223,37 +216,15 @@ def _plan(api_client: client.ApiClient, fences: FenceStore | None, cluster: str)
         ref = b.object_ref(binding)
         return by_binding.get((ref.kind, ref.namespace, ref.name), [])
 
-    return drain_plan(cluster, _bindings(api_client), works_of, watched, datetime.now(UTC))
+    return drain_plan(cluster, _bindings(api_client), works_of, watched, now)
 
 
 def _bindings(api_client: client.ApiClient) -> list[Mapping[str, Any]]:
-    try:
-        return [
-            binding
-            for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
-            for binding in stored_objects(api_client, resource)
-        ]
-    except ApiException as error:
-        raise DrainError(f"cannot list bindings: HTTP {error.status} {error.reason}") from None
-    except (HTTPError, OSError) as error:
-        raise DrainError(f"cannot reach {api_client.configuration.host}: {connection_problem(error)}") from None
-
-
-def _works(api_client: client.ApiClient, cluster: str) -> list[Mapping[str, Any]]:
-    api = client.CustomObjectsApi(api_client)
-    try:
-        listing = api.list_namespaced_custom_object(
-            WORKS.group,
-            WORKS.version,
-            w.execution_namespace(cluster),
-            WORKS.plural,
-            _request_timeout=REQUEST_TIMEOUT_SECONDS,
-        )
-    except ApiException as error:
-        raise DrainError(f"cannot list the Works of {cluster}: HTTP {error.status} {error.reason}") from None
-    except (HTTPError, OSError) as error:
-        raise DrainError(f"cannot reach {api_client.configuration.host}: {connection_problem(error)}") from None
-    return list(cast(Mapping[str, Any], listing).get("items") or ())
+    return [
+        binding
+        for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
+        for binding in listed(api_client, resource)
+    ]
 
 
 def _cluster(api_client: client.ApiClient, name: str) -> Mapping[str, Any]:

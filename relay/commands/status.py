@@ -110,7 +110,7 @@ def collect(
     bindings = [
         binding
         for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
-        for binding in _listed(api_client, resource)
+        for binding in listed(api_client, resource)
         if is_stateful(binding)
     ]
     if workload is not None:
@@ -120,9 +120,9 @@ def collect(
             raise StatusError(f"no workload {workload}{where} under a stateful failover policy")
     elif namespace:
         bindings = [binding for binding in bindings if b.metadata(binding).get("namespace") == namespace]
-    clusters = {str(b.metadata(cluster).get("name")): cluster for cluster in _listed(api_client, CLUSTERS)}
+    clusters = {str(b.metadata(cluster).get("name")): cluster for cluster in listed(api_client, CLUSTERS)}
     fences = _fence_records(storage, clusters)
-    relays = _member_relays(storage)
+    relays = member_relays(storage)
     views = []
     for binding in sorted(bindings, key=workload_name):
         views.append(_view(api_client, binding, clusters, storage, settings, now, decisions, fences, relays))
@@ -149,7 +149,7 @@ def _fence_records(
     return found
 
 
-def _member_relays(storage: Storage | None) -> dict[str, Heartbeat] | None:
+def member_relays(storage: Storage | None) -> dict[str, Heartbeat] | None:
     """The member relays' heartbeats, by cluster: which members a relay watches; None without a checkpoint root or
     when the storage cannot be read (nothing is said then)."""
     if storage is None:
@@ -165,17 +165,17 @@ def collect_cluster(api_client: client.ApiClient, cluster: str, namespace: str |
     bindings and one of the Works in the cluster's execution namespace)."""
     if not is_dns_label(cluster):
         raise StatusError(f"--cluster {cluster!r} is not a cluster name")
-    clusters = {str(b.metadata(found).get("name")) for found in _listed(api_client, CLUSTERS)}
+    clusters = {str(b.metadata(found).get("name")) for found in listed(api_client, CLUSTERS)}
     if cluster not in clusters:
         raise StatusError(f"no cluster {cluster} in Karmada (clusters: {', '.join(sorted(clusters)) or 'none'})")
     bindings = [
         {"apiVersion": resource.api_version, "kind": resource.kind, **binding}
         for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
-        for binding in _listed(api_client, resource)
+        for binding in listed(api_client, resource)
         if not namespace or b.metadata(binding).get("namespace") == namespace
     ]
     works: dict[tuple[str, str], set[str]] = {}
-    for work in _listed(api_client, WORKS, f"{EXECUTION_NAMESPACE_PREFIX}{cluster}"):
+    for work in listed(api_client, WORKS, f"{EXECUTION_NAMESPACE_PREFIX}{cluster}"):
         ref = owning_binding(work)[0]
         if ref is not None:
             works.setdefault((ref.kind.kind, object_key(ref.namespace, ref.name)), set()).add(cluster)
@@ -279,7 +279,7 @@ def _named(binding: Mapping[str, Any], workload: str, namespace: str | None) -> 
     )
 
 
-def _listed(api_client: client.ApiClient, resource: Resource, namespace: str = "") -> Iterable[Mapping[str, Any]]:
+def listed(api_client: client.ApiClient, resource: Resource, namespace: str = "") -> Iterable[Mapping[str, Any]]:
     try:
         if namespace:
             api = client.CustomObjectsApi(api_client)
