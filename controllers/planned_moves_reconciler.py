@@ -5,6 +5,7 @@ watches the cluster it leaves (failover/reconcile/handoff.py; the records throug
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -40,17 +41,19 @@ class PlannedMovesReconciler:
         if cluster is None:
             return None
         now = self.clock()
-        clusters = self.cache.clusters()
+        # One snapshot for the pass: each decision below writes with the resourceVersion it was decided on, and one
+        # move at a time per binding keeps a later decision from acting on a binding an earlier one just moved.
+        bindings, clusters = self.cache.bindings(), self.cache.clusters()
         watched = await self.fence.watched(clusters, now) if self.fence is not None else None
         handoffs = decide_handoffs(
-            key, self.cache.bindings(), self.cache.works_of, await self._stored(key), self.settings, now, watched
+            key, bindings, self.cache.works_of, await self._stored(key, bindings), self.settings, now, watched
         )
         await self._write(handoffs)
-        drain = decide_drain(cluster, self.cache.bindings(), self.cache.works_of, watched, self.settings, now)
+        drain = decide_drain(cluster, bindings, self.cache.works_of, watched, self.settings, now)
         await self._write(drain)
         decision = decide_failback(
             cluster,
-            self.cache.bindings(),
+            bindings,
             self.cache.policies(),
             self.settings,
             now,
@@ -76,9 +79,11 @@ class PlannedMovesReconciler:
         await self.recorder.record(cluster, (*handoffs.events, *drain.events, *decision.events))
         return earliest(handoffs.requeue_after, drain.requeue_after, decision.requeue_after)
 
-    async def _stored(self, key: str) -> dict[tuple[str, str], StoredFence | None]:
+    async def _stored(
+        self, key: str, bindings: Iterable[Mapping[str, Any]]
+    ) -> dict[tuple[str, str], StoredFence | None]:
         """What the storage holds for the record of every handoff of `key` that is stopping its old copy."""
-        stopping = [h for _, h in handoffs_of(key, self.cache.bindings()) if h.phase == STOPPING]
+        stopping = [h for _, h in handoffs_of(key, bindings) if h.phase == STOPPING]
         if self.fence is None:
             return {}
         found: dict[tuple[str, str], StoredFence | None] = {}
