@@ -1,6 +1,6 @@
 """The failover domain: every decision failover-relay makes, as plain functions of their inputs.
 
-Five rooms, each allowed to import only the rooms named here (a test, tests/test_layers.py, holds the code to it):
+Six rooms, each allowed to import only the rooms named here (a test, tests/test_layers.py, holds the code to it):
 
 - `core/`: the Karmada and Flink API catalogue, object names and typed field reads, labels, JSONPath, verdicts,
   annotation values, binding, Cluster and Work reads, the placement reader, what a reconcile decision returns and
@@ -14,6 +14,8 @@ Five rooms, each allowed to import only the rooms named here (a test, tests/test
 - `reconcile/`: the loop's decisions on bindings, clusters and rebalancers: application and cluster failover,
   graceful eviction, failback, the failover budget, the rebalancer, what `status` shows. Imports `core`, `state` and
   `fence`, never `admission`.
+- `readiness/`: the readiness check's judgement: would a workload survive a failover now, what each condition
+  docs/operations.md sets says, and the RPO and RTO it would get. Imports `core`, `state`, `fence` and `admission`.
 
 Everything here is a plain function of its inputs (objects, settings, the current time) and imports nothing of
 failover-relay outside this package, so every rule is tested without a server or a cluster. None of it talks to an

@@ -17,6 +17,7 @@ from relay.commands import (
     inject_command,
     legacy_purge_modes_command,
     manifests_command,
+    readiness_command,
     serve_command,
     status_command,
 )
@@ -35,6 +36,7 @@ COMMANDS = (
     check_command,
     legacy_purge_modes_command,
     status_command,
+    readiness_command,
     drain_command,
     manifests_command,
 )

@@ -24,6 +24,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "failover/admission": ("failover/core", "failover/state"),
     "failover/fence": ("failover/core", "failover/state"),
     "failover/reconcile": ("failover/core", "failover/state", "failover/fence"),
+    "failover/readiness": ("failover/core", "failover/state", "failover/fence", "failover/admission"),
     "webhook": ("failover", "certs"),
     "controllers": ("failover", "certs"),  # the caBundle sync reads our CA from the cert dir
     "certs": (),

@@ -24,6 +24,7 @@ POLICY_GROUP = "policy.karmada.io"
 WORK_GROUP = "work.karmada.io"
 APPS_GROUP = "apps.karmada.io"
 CLUSTER_GROUP = "cluster.karmada.io"
+CONFIG_GROUP = "config.karmada.io"
 FLINK_GROUP = "flink.apache.org"
 
 
@@ -71,6 +72,10 @@ RESOURCE_BINDINGS = Resource(WORK_GROUP, "v1alpha2", "ResourceBinding", "resourc
 CLUSTER_RESOURCE_BINDINGS = Resource(WORK_GROUP, "v1alpha2", "ClusterResourceBinding", "clusterresourcebindings", False)
 WORKS = Resource(WORK_GROUP, "v1alpha1", "Work", "works", True)
 CLUSTERS = Resource(CLUSTER_GROUP, "v1alpha1", "Cluster", "clusters", False)
+CLUSTER_TAINT_POLICIES = Resource(POLICY_GROUP, "v1alpha1", "ClusterTaintPolicy", "clustertaintpolicies", False)
+RESOURCE_INTERPRETER_CUSTOMIZATIONS = Resource(
+    CONFIG_GROUP, "v1alpha1", "ResourceInterpreterCustomization", "resourceinterpretercustomizations", False
+)
 FLINK_DEPLOYMENTS = Resource(FLINK_GROUP, "v1beta1", "FlinkDeployment", "flinkdeployments", True)
 FLINK_SESSION_JOBS = Resource(FLINK_GROUP, "v1beta1", "FlinkSessionJob", "flinksessionjobs", True)
 # Flink operator 1.14+ (FLINK-37515).

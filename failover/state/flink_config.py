@@ -19,6 +19,7 @@ which is always valid).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,19 @@ CREATE_SUBDIR_KEYS = ("execution.checkpointing.create-subdir", "state.checkpoint
 # (FlinkConfigBuilder.applyJobConfig) unless the user sets it.
 RETENTION_KEY = "execution.checkpointing.externalized-checkpoint-retention"
 DELETE_ON_CANCELLATION = "DELETE_ON_CANCELLATION"
+# CheckpointingOptions.CHECKPOINTING_INTERVAL (Flink 1.20+), deprecated key of Flink 1.x: no value, no checkpoints.
+CHECKPOINT_INTERVAL_KEYS = ("execution.checkpointing.interval",)
+# Flink's TimeUtils.parseDuration: a number and a unit, milliseconds without one.
+_DURATION_UNITS = {
+    **dict.fromkeys(("d", "day", "days"), 86400.0),
+    **dict.fromkeys(("h", "hour", "hours"), 3600.0),
+    **dict.fromkeys(("min", "m", "minute", "minutes"), 60.0),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
+    **dict.fromkeys(("", "ms", "milli", "millis", "millisecond", "milliseconds"), 0.001),
+    **dict.fromkeys(("us", "µs", "micro", "micros", "microsecond", "microseconds"), 0.000001),
+    **dict.fromkeys(("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 0.000000001),
+}
+_DURATION = re.compile(r"^\s*(\d+)\s*([a-zµ]*)\s*$")
 
 # The keys each operator generation's validator reads (the Flink `CheckpointingOptions` it is built against).
 OPERATOR_1_8 = "operator 1.8-1.9"
@@ -110,6 +124,16 @@ def read_state_config(flink_configuration: Any) -> StateConfig:
         retention=retention.upper() if retention else None,
         claim_mode=claim_mode.upper() if claim_mode else NO_CLAIM,  # Flink parses enums case-insensitively
     )
+
+
+def checkpoint_interval(flink_configuration: Any) -> float | None:
+    """Seconds between the job's checkpoints, as Flink parses `execution.checkpointing.interval`; None when it is
+    unset or unreadable (Flink then takes no periodic checkpoint, or refuses to start)."""
+    value = config_value(flatten_configuration(flink_configuration), CHECKPOINT_INTERVAL_KEYS)
+    parsed = _DURATION.match(value.lower()) if value else None
+    if parsed is None or parsed.group(2) not in _DURATION_UNITS:
+        return None
+    return int(parsed.group(1)) * _DURATION_UNITS[parsed.group(2)]
 
 
 def is_state_path(value: Any) -> bool:

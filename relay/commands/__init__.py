@@ -14,6 +14,8 @@ client). In the order `--help` lists them:
   `legacy_purge_modes`;
 - `status_command`: `status`, where each workload stands in its failover lifecycle; the work is `status`, which prints
   with `status_tables`;
+- `readiness_command`: `readiness`, whether each workload would survive a failover now; the work is
+  `readiness_check`;
 - `drain_command`: `drain` and `undrain`, the Cluster taint the loop drains a member cluster by, and the moves
   followed to their end; the work is `drain_cluster`;
 - `manifests_command`: `manifests webhook`, the webhook configurations; the work, with the chart's webhook template

@@ -41,7 +41,7 @@ from failover.core.cluster import is_ready
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import is_dns_label, object_key
 from failover.fence.fence_files import FenceAck, FenceRecord, Heartbeat
-from failover.reconcile.status_view import is_stateful, restore_subject, workload_name, workload_view
+from failover.reconcile.status_view import RestoreSubject, is_stateful, restore_subject, workload_name, workload_view
 from failover.reconcile.storm import workload_phase_rows
 from failover.state.checkpoints import CheckpointStore, LookupResult
 from failover.state.preserved_state import owning_binding
@@ -114,7 +114,7 @@ def collect(
         if is_stateful(binding)
     ]
     if workload is not None:
-        bindings = [binding for binding in bindings if _named(binding, workload, namespace)]
+        bindings = [binding for binding in bindings if named(binding, workload, namespace)]
         if not bindings:
             where = f" in namespace {namespace}" if namespace else ""
             raise StatusError(f"no workload {workload}{where} under a stateful failover policy")
@@ -246,23 +246,42 @@ def _view(
     view = partial(
         workload_view, binding, clusters, now, decisions=decisions, fence_records=fences, member_relays=relays
     )
+    lookup = restore_lookup(api_client, storage, binding)
+    if lookup.problem:
+        return view(restore_problem=lookup.problem)
+    return view(lookup.subject, lookup.result, lookup.storage)
+
+
+@dataclass(frozen=True)
+class RestoreLookup:
+    """The restore lookup a new copy of a binding's workload would get now: the template it was made from, the copy
+    as the relay would see it, the result and the storage root it lies in; or `problem`, why none was made."""
+
+    template: Mapping[str, Any] | None = None
+    subject: RestoreSubject | None = None
+    result: LookupResult | None = None
+    storage: str = ""
+    problem: str = ""
+
+
+def restore_lookup(api_client: client.ApiClient, storage: Storage | None, binding: Mapping[str, Any]) -> RestoreLookup:
     if storage is None:
-        return view(restore_problem="no checkpoint root configured (--checkpoint-root or savepoint in --config)")
+        return RestoreLookup(problem="no checkpoint root configured (--checkpoint-root or savepoint in --config)")
     resource = b.spec(binding).get("resource")
     resource = resource if isinstance(resource, dict) else {}
     group_kind = group_kind_of(str(resource.get("apiVersion") or ""), str(resource.get("kind") or ""))
     profile, template_resource = storage.profiles.get(group_kind), TEMPLATES.get(group_kind)
     if profile is None or template_resource is None:
-        return view(restore_problem=f"no injection profile for {group_kind}")
+        return RestoreLookup(problem=f"no injection profile for {group_kind}")
     template = _get(api_client, template_resource, str(resource.get("namespace") or ""), str(resource.get("name")))
     subject = restore_subject(binding, template, profile.label)
     if subject is None:
-        return view(restore_problem="no job id known: the workload has not reported one")
+        return RestoreLookup(template, problem="no job id known: the workload has not reported one")
     result, root = storage.look_up(profile, subject.obj, str(resource.get("namespace") or ""))
-    return view(subject, result, root)
+    return RestoreLookup(template, subject, result, root)
 
 
-def _named(binding: Mapping[str, Any], workload: str, namespace: str | None) -> bool:
+def named(binding: Mapping[str, Any], workload: str, namespace: str | None) -> bool:
     """`workload` is NAME, NAMESPACE/NAME or KIND/NAME of the resource template (or the binding's name)."""
     resource = b.spec(binding).get("resource")
     resource = resource if isinstance(resource, dict) else {}

@@ -377,11 +377,11 @@ class KarmadaEnv:
         """Stop the relay and start it again (same port, same certificates, so the webhook registration holds)."""
         return self._parts.relay.restart(config, args)
 
-    def start_member_relay(self, member: str) -> float:
+    def start_member_relay(self, member: str, checkpoint_root: str | None = None) -> float:
         """The member's own relay with the storage fence's watcher (`serve --member --fence-cluster NAME`), its
         `/mutate` registered in the member (`register_member_fence_webhook`); the seconds until both are done."""
         started = time.monotonic()
-        self._parts.member_relays.start(member)
+        self._parts.member_relays.start(member, checkpoint_root)
         return time.monotonic() - started
 
     def register_member_fence_webhook(self, member: str) -> None:

@@ -35,8 +35,9 @@ class MemberRelays:
         self.layout = layout
         self._fence_webhooks: set[str] = set()  # members where register_fence_webhook applied it
 
-    def start(self, member: str) -> None:
-        """Start the member's relay (by PID like the rest) and register its fence webhook in the member."""
+    def start(self, member: str, checkpoint_root: str | None = None) -> None:
+        """Start the member's relay (by PID like the rest) and register its fence webhook in the member;
+        ``checkpoint_root``: another storage than the control plane's (a member that does not reach the job's)."""
         name = member_relay(member)
         if name not in self.components.ports:  # started again, it keeps its port
             self.components.pick_ports(name)
@@ -51,7 +52,7 @@ class MemberRelays:
                 "--fence-kubeconfig",
                 str(self.clients.kubeconfig(member)),
                 "--checkpoint-root",
-                str(self.layout.checkpoint_root),
+                checkpoint_root or str(self.layout.checkpoint_root),
                 "--host",
                 LOOPBACK,
                 "--port",
