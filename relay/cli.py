@@ -14,6 +14,7 @@ from relay.commands import (
     check_command,
     controllers_command,
     drain_command,
+    drill_command,
     inject_command,
     legacy_purge_modes_command,
     manifests_command,
@@ -37,6 +38,7 @@ COMMANDS = (
     legacy_purge_modes_command,
     status_command,
     readiness_command,
+    drill_command,
     drain_command,
     manifests_command,
 )

@@ -203,6 +203,11 @@ PRODUCER_DRAIN = "failover-relay-drain"
 # A WorkloadRebalancer's move of a single-cluster stateful workload, handed over by savepoint.
 REASON_REBALANCE = "Rebalance"
 PRODUCER_REBALANCE = "failover-relay-rebalance"
+# `failover-relay drill`: one workload moved on purpose to the cluster the scheduler picks, and back.
+REASON_DRILL = "Drill"
+PRODUCER_DRILL = "failover-relay-drill"
+PLANNED_MOVE_REASONS = (REASON_FAILBACK, REASON_DRAIN, REASON_REBALANCE, REASON_DRILL)
+PLANNED_MOVE_PRODUCERS = (PRODUCER_FAILBACK, PRODUCER_DRAIN, PRODUCER_REBALANCE, PRODUCER_DRILL)
 
 # Annotations Karmada puts on bindings naming the policy that made them (policy.karmada.io/v1alpha1 constants).
 PROPAGATION_POLICY_NAME_ANNOTATION = "propagationpolicy.karmada.io/name"

@@ -12,16 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from failover.core.api import (
+    PLANNED_MOVE_PRODUCERS,
+    PLANNED_MOVE_REASONS,
     PRODUCER_CRB_APPLICATION_FAILOVER,
-    PRODUCER_DRAIN,
-    PRODUCER_FAILBACK,
     PRODUCER_RB_APPLICATION_FAILOVER,
-    PRODUCER_REBALANCE,
     PRODUCER_TAINT_MANAGER,
     REASON_APPLICATION_FAILURE,
-    REASON_DRAIN,
-    REASON_FAILBACK,
-    REASON_REBALANCE,
     REASON_TAINT_UNTOLERATED,
     PurgeMode,
 )
@@ -140,20 +136,16 @@ def is_cluster_failover_task(task: Mapping[str, Any]) -> bool:
 
 
 # The producers and reasons of the failovers Karmada and the relay write tasks for (v1.19's
-# pkg/apis/work/v1alpha2/well_known_constants.go, and our planned moves: failback, drain, rebalance).
+# pkg/apis/work/v1alpha2/well_known_constants.go, and our planned moves: failback, drain, rebalance, drill).
 FAILOVER_PRODUCERS = frozenset(
     (
         PRODUCER_TAINT_MANAGER,
         PRODUCER_RB_APPLICATION_FAILOVER,
         PRODUCER_CRB_APPLICATION_FAILOVER,
-        PRODUCER_FAILBACK,
-        PRODUCER_DRAIN,
-        PRODUCER_REBALANCE,
+        *PLANNED_MOVE_PRODUCERS,
     )
 )
-FAILOVER_REASONS = frozenset(
-    (REASON_TAINT_UNTOLERATED, REASON_APPLICATION_FAILURE, REASON_FAILBACK, REASON_DRAIN, REASON_REBALANCE)
-)
+FAILOVER_REASONS = frozenset((REASON_TAINT_UNTOLERATED, REASON_APPLICATION_FAILURE, *PLANNED_MOVE_REASONS))
 
 
 def is_failover_task(task: Mapping[str, Any]) -> bool:

@@ -34,7 +34,7 @@ from typing import Any
 
 from failover.core import binding as b
 from failover.core.annotations import format_time, parse_time, read_time_annotation, write_time_annotation
-from failover.core.api import REASON_REBALANCE
+from failover.core.api import REASON_DRILL, REASON_REBALANCE
 from failover.core.decision import NORMAL, Event, earliest
 from failover.core.fields import is_int
 from failover.core.loop_settings import DecisionSettings
@@ -115,8 +115,9 @@ def decide_graceful_eviction(binding: Mapping[str, Any], settings: DecisionSetti
         for task in ended
     )
     patch: dict[str, Any] = {"spec": {"gracefulEvictionTasks": kept}}
-    # A rebalance moved the workload where its user asked: failback never takes it back there.
-    remembered = [task for task in ended if task.failover and task.reason != REASON_REBALANCE]
+    # A rebalance moved the workload where its user asked, and a drill moves it back itself: failback never takes it
+    # back there.
+    remembered = [task for task in ended if task.failover and task.reason not in (REASON_REBALANCE, REASON_DRILL)]
     annotations: dict[str, Any] = {}
     if remembered:
         record = evicted_from(binding)

@@ -36,10 +36,13 @@ from failover.core import binding as b
 from failover.core import work as w
 from failover.core.annotations import format_time, parse_time, read_json_annotation
 from failover.core.api import (
+    PLANNED_MOVE_REASONS,
     PRODUCER_DRAIN,
+    PRODUCER_DRILL,
     PRODUCER_FAILBACK,
     PRODUCER_REBALANCE,
     REASON_DRAIN,
+    REASON_DRILL,
     REASON_FAILBACK,
     REASON_REBALANCE,
     PurgeMode,
@@ -54,6 +57,8 @@ from failover.state.last_state import recorded_state
 from failover.state.restoration import lineage
 
 HANDOFF_ANNOTATION = "failover-relay.io/handoff"
+# The moves whose target the scheduler picks: their handoff is carried on by the cluster they leave.
+SCHEDULER_PICKS = (REASON_DRAIN, REASON_DRILL)
 STOPPING, RESTORING, DONE = "stopping", "restoring", "done"
 SAVEPOINT, CHECKPOINT_FALLBACK = "savepoint", "checkpoint-fallback"
 # How often a move being restored looks whether Karmada has taken the workload off the old cluster: the binding's own
@@ -69,7 +74,7 @@ class Handoff:
 
     reason: str  # what moves it: failback
     source: str  # the cluster it leaves
-    target: str  # the cluster it is meant to reach; "" for a drain (the scheduler picks it)
+    target: str  # the cluster it is meant to reach; "" for a drain or a drill (the scheduler picks it)
     work: str  # the old copy's Work (its name; namespace karmada-es-<source>); "" for a move that never handed off
     fence_id: str  # that Work's permanent id: the fence record's name; "" likewise
     started_at: datetime
@@ -117,8 +122,8 @@ def read_handoff(binding: Mapping[str, Any]) -> Handoff | None:
     work, fence_id, target = data.get("work"), data.get("fenceId"), data.get("to")
     if started is None or not all(isinstance(value, str) and value for value in text.values()):
         return None
-    # A drain names no target: the scheduler picks it.
-    if not isinstance(target, str) or not (target or text["reason"] == REASON_DRAIN):
+    # A drain or a drill names no target: the scheduler picks it.
+    if not isinstance(target, str) or not (target or text["reason"] in SCHEDULER_PICKS):
         return None
     if text["phase"] not in (STOPPING, RESTORING, DONE) or not is_dns_label(text["from"]):
         return None
@@ -265,10 +270,10 @@ def handoff_in_flight(binding: Mapping[str, Any]) -> bool:
 
 
 def planned_move_in_flight(binding: Mapping[str, Any]) -> bool:
-    """A planned move (failback, drain, rebalance) of this binding is under way: stopping its old copy, or its
+    """A planned move (failback, drain, rebalance, drill) of this binding is under way: stopping its old copy, or its
     eviction task not over. `failbackMaxInFlight` counts these, over every binding."""
     return handoff_in_flight(binding) or any(
-        task.get("reason") in (REASON_FAILBACK, REASON_DRAIN, REASON_REBALANCE) for task in b.eviction_tasks(binding)
+        task.get("reason") in PLANNED_MOVE_REASONS for task in b.eviction_tasks(binding)
     )
 
 
@@ -327,9 +332,9 @@ def handoffs_of(cluster: str, bindings: Iterable[Mapping[str, Any]]) -> list[tup
 
 
 def carried_by(handoff: Handoff) -> str:
-    """The Cluster whose controller carries the handoff on: a drain's is the drained cluster, a failback's or a
-    rebalance's the cluster the workload goes to."""
-    return handoff.source if handoff.reason == REASON_DRAIN else handoff.target
+    """The Cluster whose controller carries the handoff on: a drain's is the drained cluster and a drill's the cluster
+    it leaves (the scheduler picks where they go), a failback's or a rebalance's the cluster the workload goes to."""
+    return handoff.source if handoff.reason in SCHEDULER_PICKS else handoff.target
 
 
 def planned_move_cluster(binding: Mapping[str, Any]) -> str | None:
@@ -414,6 +419,10 @@ _EVICTIONS = {
         "rebalance: the scheduler places the workload afresh, off {}; purged from there first",
         PRODUCER_REBALANCE,
     ),
+    REASON_DRILL: (
+        "drill: failover-relay drill moves the workload off {} on purpose, and back; purged from there first",
+        PRODUCER_DRILL,
+    ),
 }
 
 
@@ -448,10 +457,12 @@ def move_eviction(
         "clusters": [entry for entry in clusters if not (isinstance(entry, dict) and entry.get("name") == current)],
         "gracefulEvictionTasks": [*tasks, task],
     }
-    # A failback or a rebalance with ordered affinities restarts the scheduler from the first term (docs/design.md,
-    # "Failback"); a drain leaves it to go on to the next term, as after the taint manager's eviction.
+    # A failback, a rebalance or a drill with ordered affinities restarts the scheduler from the first term
+    # (docs/design.md, "Failback"): a drill's way out then goes where a failover would (the first term with a
+    # cluster the task does not keep it off), and its way back home. A drain leaves the scheduler to go on to the
+    # next term, as after the taint manager's eviction.
     placement = spec.get("placement")
-    restart = reason in (REASON_FAILBACK, REASON_REBALANCE)
+    restart = reason in (REASON_FAILBACK, REASON_REBALANCE, REASON_DRILL)
     if restart and isinstance(placement, dict) and placement.get("clusterAffinities"):
         result["rescheduleTriggeredAt"] = format_time(now)
     return result

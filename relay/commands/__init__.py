@@ -16,6 +16,7 @@ client). In the order `--help` lists them:
   with `status_tables`;
 - `readiness_command`: `readiness`, whether each workload would survive a failover now; the work is
   `readiness_check`;
+- `drill_command`: `drill`, one workload moved on purpose and back, reported; the work is `drill_run`;
 - `drain_command`: `drain` and `undrain`, the Cluster taint the loop drains a member cluster by, and the moves
   followed to their end; the work is `drain_cluster`;
 - `manifests_command`: `manifests webhook`, the webhook configurations; the work, with the chart's webhook template

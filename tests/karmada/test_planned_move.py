@@ -29,6 +29,7 @@ import pytest
 
 from failover.reconcile.cluster_drain import is_drained
 from failover.reconcile.handoff import CHECKPOINT_FALLBACK, DONE, SAVEPOINT, read_handoff
+from failover.state.restoration import restoring
 from tests.flink_job import Probe, RunningJob, expected_counts
 from tests.karmada.operator import FlinkOperator
 from tests.karmada.outages import (
@@ -40,6 +41,7 @@ from tests.karmada.outages import (
     grant_fencing_in_members,
     prefer_home,
     stateful_cluster_policy,
+    taint_not_ready_clusters,
 )
 from tests.karmada.records import FLINK_CONFIGURATION, FLINK_VERSION, KEYS, RATE, check_records
 from tests.karmada.workloads import FLINK, POLICIES, REBALANCERS, FlinkJob, relay_command, restore_path
@@ -97,6 +99,13 @@ class Handoff:
             f" acknowledgement, the eviction, the old copy deleted, the new one created), Flink start"
             f" {self.running - self.new_copy:.1f} s"
         )
+
+
+def settled(job: FlinkJob) -> bool:
+    """No move of the job under way (no eviction task) and its copy restored (checkpointed since its restore, so the
+    relay keeps no restoring record): a drill starts only then."""
+    binding = job.binding() or {}
+    return not (binding.get("spec") or {}).get("gracefulEvictionTasks") and not restoring(binding)
 
 
 def handed_over(
@@ -278,6 +287,41 @@ def test_planned_moves_hand_the_job_over_by_savepoint_with_nothing_lost_or_count
         rebalanced = handed_over(job, operator, running, away, home, probe, tmp_path / "seventh", flink_jobs)
         rebalancer = karmada.get(resource_path(REBALANCERS, "workloadrebalancers", f"{namespace}-home")) or {}
         assert [w.get("result") for w in rebalancer.get("status", {}).get("observedWorkloads") or []] == ["Successful"]
+        env.wait_until(lambda: settled(job), 60, "the rebalance's eviction task ended and the copy restored")
+
+        operator.refuse_savepoint.discard(home)  # the operator takes savepoints on home again
+        # A drill, as a team runs it: the readiness check first (with the ClusterTaintPolicy a dead cluster needs),
+        # then the job moved where a failover would put it and back, each way by savepoint.
+        with taint_not_ready_clusters(env):
+            dry = subprocess.run(
+                relay_command(env, "drill", f"{namespace}/{job.name}"),
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd=REPO_ROOT,
+            )
+            assert dry.returncode == 0 and f"would move {namespace}/{job.name} off {home}" in dry.stdout, (
+                dry.stdout + dry.stderr
+            )
+            drill = subprocess.Popen(
+                relay_command(env, "drill", f"{namespace}/{job.name}", "--yes", "--timeout", "120", "--interval", "1"),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=REPO_ROOT,
+            )
+            try:
+                drilled_out = handed_over(job, operator, running, home, away, probe, tmp_path / "eighth", flink_jobs)
+                drilled_back = handed_over(job, operator, running, away, home, probe, tmp_path / "ninth", flink_jobs)
+            except BaseException as error:
+                drill.kill()
+                raise AssertionError(f"the drill said: {''.join(drill.communicate())}") from error
+            drill_out, drill_err = drill.communicate(timeout=120)
+        assert drill.returncode == 0, drill_out + drill_err
+        assert f"drill {namespace}/{job.name}: {home} -> {away} -> {home}" in drill_out, drill_out
+        for leg in (drilled_out, drilled_back):
+            assert str(leg.savepoint) in drill_out, drill_out  # the report names the savepoint each way restored
+        assert drill_out.count("the new copy restored") == 2, drill_out
 
     # Today's move: from the newest completed checkpoint, what the first job counted after it counted twice.
     today = check_records(first, second, restored_checkpoint, cancelled_at)
@@ -310,6 +354,9 @@ def test_planned_moves_hand_the_job_over_by_savepoint_with_nothing_lost_or_count
     report(request, "karmada", drained.line(f"failover-relay drain {home} ({home} -> {away})"))
     report(request, "karmada", home_again.line(f"failover-relay undrain {home}, failback ({away} -> {home})"))
     report(request, "karmada", rebalanced.line(f"WorkloadRebalancer ({away} -> {home})"))
+    report(request, "karmada", drilled_out.line(f"failover-relay drill, out ({home} -> {away})"))
+    report(request, "karmada", drilled_back.line(f"failover-relay drill, back ({away} -> {home})"))
+    report(request, "karmada", "failover-relay drill's report: " + " | ".join(drill_out.strip().splitlines()[-8:]))
     report(
         request,
         "karmada",

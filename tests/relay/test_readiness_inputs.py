@@ -1,5 +1,6 @@
-"""`failover-relay readiness` on bad input: one line, exit 2, no traceback, nothing written (the judgement:
-tests/failover/readiness/; against real Karmada: tests/karmada/test_readiness.py)."""
+"""`failover-relay readiness` and `drill` on bad input: one line, exit 2, no traceback, nothing written (the judgement:
+tests/failover/readiness/; against real Karmada: tests/karmada/test_readiness.py and, for the drill,
+tests/karmada/test_planned_move.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ CASES = ["missing", "garbage", "unreachable", "bad-root", "bad-metrics-url"]
 
 @pytest.mark.parametrize(
     ("command", "case"),
-    [("readiness", case) for case in CASES] + [("readiness", "negative-threshold")],
+    [(command, case) for command in ("readiness", "drill") for case in CASES]
+    + [("readiness", "negative-threshold"), ("drill", "bad-timeout")],
 )
 def test_bad_input_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, case: str
