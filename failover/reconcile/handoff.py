@@ -53,7 +53,7 @@ from failover.core.names import is_dns_label, object_key
 from failover.fence.control_plane import DEFAULT_POLL, StoredFence
 from failover.fence.fence_files import FenceRecord, is_fence_id
 from failover.fence.member_relay import suspendable
-from failover.state.last_state import recorded_state
+from failover.state.last_state import recorded_state, reported_state
 from failover.state.restoration import lineage
 
 HANDOFF_ANNOTATION = "failover-relay.io/handoff"
@@ -379,7 +379,8 @@ def decide_handoffs(
         patch: dict[str, Any] = {"metadata": {"annotations": {HANDOFF_ANNOTATION: step.handoff.annotation()}}}
         if step.evict:
             patch["metadata"]["resourceVersion"] = b.metadata(binding).get("resourceVersion")
-            patch["spec"] = move_eviction(binding, handoff.source, handoff.reason, settings, now)
+            own = step.handoff.way == SAVEPOINT
+            patch["spec"] = move_eviction(binding, handoff.source, handoff.reason, settings, now, own_savepoint=own)
             moves.append(step.handoff)
             events.append(Event(NORMAL, EVENT_HANDOFF, handoff_message(step.handoff), b.object_ref(binding)))
         patches.append(BindingPatch(b.object_ref(binding), patch))
@@ -427,10 +428,16 @@ _EVICTIONS = {
 
 
 def move_eviction(
-    binding: Mapping[str, Any], current: str, reason: str, settings: DecisionSettings, now: datetime
+    binding: Mapping[str, Any],
+    current: str,
+    reason: str,
+    settings: DecisionSettings,
+    now: datetime,
+    own_savepoint: bool = False,
 ) -> dict[str, Any]:
     """spec of the Directly eviction that moves the workload off `current` for a planned move (`reason`: failback or
-    drain), carrying its state as a failover does: the old copy is deleted before the new one is created."""
+    drain), carrying its state as a failover does: the old copy is deleted before the new one is created.
+    `own_savepoint`: the copy stopped with a savepoint of its own job, which the new copy must restore."""
     spec = b.spec(binding)
     clusters, tasks = spec.get("clusters"), spec.get("gracefulEvictionTasks")
     clusters = clusters if isinstance(clusters, list) else []
@@ -448,9 +455,12 @@ def move_eviction(
     }
     if replicas > 0:
         task["replicas"] = replicas
-    # A copy still restoring has no state of its own yet: the move that brought it carries on.
+    # A copy still restoring has no state of its own yet: the move that brought it carries on. Unless it stopped
+    # with a savepoint: then its own job has the newest state, and the restore finds that savepoint by its job id,
+    # which only the copy's own report names (its last healthy record is not kept while it restores).
     carried = lineage(binding, current)
-    state = carried[1] if carried is not None else recorded_state(binding, current)
+    own = reported_state(binding, current) if own_savepoint else {}
+    state = own or (carried[1] if carried is not None else recorded_state(binding, current))
     if state:
         task["preservedLabelState"] = state
     result: dict[str, Any] = {

@@ -126,6 +126,19 @@ def recorded_state(binding: Mapping[str, Any], cluster: str, aliases: set[str] |
     return {k: v for k, v in state.labels.items() if aliases is None or k in aliases}
 
 
+def reported_state(binding: Mapping[str, Any], cluster: str, rules: list[Rule] | None = None) -> dict[str, str]:
+    """The labels the statePreservation rules render from the copy on `cluster` as it reports itself now (its
+    reflected status); {} unless every rule renders a valid value."""
+    rules = preservation_rules(binding) if rules is None else rules
+    if not rules:
+        return {}
+    item = b.aggregated_status(binding).get(cluster)
+    results = [evaluate_rule(rule, (item or {}).get("status")) for rule in rules]
+    if any(result.value is None for result in results):
+        return {}
+    return {result.rule.alias: result.value for result in results if result.value is not None}
+
+
 def decide_last_state(binding: Mapping[str, Any], now: datetime) -> Mapping[str, Any] | None:
     """The merge patch that brings LAST_STATE_ANNOTATION up to date, None when it already is.
 
@@ -144,13 +157,11 @@ def decide_last_state(binding: Mapping[str, Any], now: datetime) -> Mapping[str,
     targets = [target.name for target in b.target_clusters(binding)]
     moving_in = restoring(binding)
     for cluster in targets:
-        item = health.get(cluster)
-        if b.health_of(item) != b.HEALTHY or cluster in moving_in:
+        if b.health_of(health.get(cluster)) != b.HEALTHY or cluster in moving_in:
             continue  # a restoring copy's job has no state of its own yet: the one its move carried is the last good
-        results = [evaluate_rule(rule, (item or {}).get("status")) for rule in rules]
-        if any(result.value is None for result in results):
+        labels = reported_state(binding, cluster, rules)
+        if not labels:
             continue
-        labels = {result.rule.alias: result.value for result in results if result.value is not None}
         if cluster not in old or dict(old[cluster].labels) != labels:
             new[cluster] = RecordedState(labels, now)
     evicting = {task["fromCluster"] for task in b.eviction_tasks(binding)}

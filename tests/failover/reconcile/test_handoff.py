@@ -25,6 +25,7 @@ from failover.reconcile.handoff import (
     read_handoff,
 )
 from failover.reconcile.rebalancer import decide_rebalance, rebalance_move
+from failover.state.restoration import RESTORING_ANNOTATION
 from tests.failover.binding_builders import at, stamp
 from tests.failover.reconcile.test_failback import FLAT, flink_on, member1, policy
 from tests.failover.work_builders import cluster, deployment_manifest, work
@@ -340,3 +341,31 @@ def test_a_rebalance_task_is_not_remembered_for_failback():
     annotations = (ended.patch or {}).get("metadata", {}).get("annotations", {})
     assert ended.patch["spec"]["gracefulEvictionTasks"] == []
     assert "member2" not in json.loads(annotations.get(EVICTED_FROM_ANNOTATION, "{}"))
+
+
+def test_a_copy_still_restoring_that_stopped_with_a_savepoint_hands_over_its_own_job():
+    # The copy on member2 came by a move that carried the job before it, and has not checkpointed yet; its own job
+    # (reported in its status) took the savepoint, whose name carries that job's id: the move must carry that id.
+    own, carried = "c08ed3" + "0" * 26, "5e6fb2" + "0" * 26
+    binding, _ = begun()
+    binding["spec"]["failover"]["application"]["statePreservation"] = {
+        "rules": [{"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.jobId }"}]
+    }
+    for item in binding["status"]["aggregatedStatus"]:
+        item["status"] = {"jobStatus": {"jobId": own, "state": "FINISHED"}}
+    binding["metadata"]["annotations"][RESTORING_ANNOTATION] = json.dumps(
+        {
+            "member2": {
+                "since": stamp(390),
+                "from": "member1",
+                "carried": {"application.karmada.io/failover-jobid": carried},
+            }
+        }
+    )
+    [patch] = carry_on(binding, StoredFence(True, ack()), 408).binding_patches
+    [task] = b.eviction_tasks(merge_patch(binding, patch.patch))
+    assert task["preservedLabelState"] == {"application.karmada.io/failover-jobid": own}
+    # Stopped without a savepoint, the newest state is still the one the move brought.
+    [patch] = carry_on(binding, StoredFence(True, ack(savepoint=None)), 408).binding_patches
+    [task] = b.eviction_tasks(merge_patch(binding, patch.patch))
+    assert task["preservedLabelState"] == {"application.karmada.io/failover-jobid": carried}
