@@ -27,6 +27,8 @@ FLINK_STATE_DOC = ("docs/restore.md", "Where Flink writes state")
 NEVER_DOC = ("docs/troubleshooting.md", "Failover never happens")
 NO_STATE_DOC = ("docs/troubleshooting.md", "A job started without its state, or is parked")
 TWO_COPIES_DOC = ("docs/troubleshooting.md", "Two copies running")
+PLANNED_MOVES_DOC = ("docs/operations.md", "Planned moves")
+CLAIM_MODE_DOC = ("docs/restore.md", "The claim mode")
 FIX_DOCS = (
     CONTROLLERS_DOC,
     DEAD_CLUSTER_DOC,
@@ -40,6 +42,8 @@ FIX_DOCS = (
     NEVER_DOC,
     NO_STATE_DOC,
     TWO_COPIES_DOC,
+    PLANNED_MOVES_DOC,
+    CLAIM_MODE_DOC,
 )
 
 

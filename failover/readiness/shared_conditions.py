@@ -7,14 +7,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from failover.core import binding as b
 from failover.core.annotations import parse_time
 from failover.core.api import PurgeMode
 from failover.core.cluster import NO_EXECUTE, READY
-from failover.fence.control_plane import HEARTBEAT_MISSED, HEARTBEAT_SECONDS
+from failover.core.names import is_dns_label
+from failover.fence.control_plane import HEARTBEAT_SECONDS, without_relay
+from failover.fence.fence_files import heartbeat_name
 from failover.readiness.findings import (
     CERTIFICATES_DOC,
     CONTROL_PLANE_DOC,
@@ -107,7 +109,7 @@ def relay_leader_finding(lease: Mapping[str, Any] | None, where: str, now: datet
     spec = b.spec(lease)
     holder, renewed = spec.get("holderIdentity"), parse_time(spec.get("renewTime"))
     duration = spec.get("leaseDurationSeconds")
-    duration = duration if isinstance(duration, int) and duration > 0 else 15
+    duration = duration if isinstance(duration, int) and duration > 0 else 15  # client-go's default leaseDuration
     if not holder or renewed is None:
         return problem(check, f"the Lease {where} is held by no one: no relay leads", CONTROL_PLANE_DOC)
     age = (now - renewed).total_seconds()
@@ -129,10 +131,12 @@ def _evicts_not_ready(policy: Mapping[str, Any]) -> bool:
     ):
         return False
     covered: set[str] = set()
-    for condition in spec.get("addOnConditions") or ():
+    conditions = spec.get("addOnConditions")
+    for condition in conditions if isinstance(conditions, list) else ():
         if not isinstance(condition, dict) or condition.get("conditionType") != READY:
             continue
-        values = {str(value) for value in condition.get("statusValues") or ()}
+        listed = condition.get("statusValues")
+        values = {str(value) for value in listed} if isinstance(listed, list) else set()
         if condition.get("operator") == "In":
             covered |= values & set(UNHEALTHY_READY)
         elif condition.get("operator") == "NotIn":
@@ -150,7 +154,8 @@ def _targets(policy: Mapping[str, Any], clusters: Iterable[str]) -> frozenset[st
         return clusters
     names = target.get("clusterNames")
     chosen = clusters & {str(name) for name in names} if isinstance(names, list) and names else clusters
-    return chosen - {str(name) for name in target.get("exclude") or ()}
+    excluded = target.get("exclude")
+    return chosen - ({str(name) for name in excluded} if isinstance(excluded, list) else set())
 
 
 def taint_policy_finding(policies: Iterable[Mapping[str, Any]], clusters: Iterable[str]) -> Finding:
@@ -260,8 +265,8 @@ def mutation_finding(answer: ProbeAnswer, expected_purge_mode: str = MUTATION_PR
     check = "mutating-webhook"
     if failed := _not_called(check, answer):
         return failed
-    stored = answer.stored or {}
-    application = (b.spec(stored).get("failover") or {}).get("application") or {}
+    failover = b.spec(answer.stored or {}).get("failover")
+    application = failover.get("application") if isinstance(failover, dict) else None
     if answer.code < 300 and isinstance(application, dict) and application.get("purgeMode") == expected_purge_mode:
         return ok(check, "the karmada-apiserver calls the relay and applies its patch")
     if answer.code == 422 or answer.code < 300:
@@ -302,11 +307,12 @@ def member_storage_finding(
         return warning(check, f"no member relay on {cluster}: {consequence}", STORAGE_FENCE_DOC)
     period = max(HEARTBEAT_SECONDS, heartbeat.poll_seconds)
     age = (now - heartbeat.seen_at).total_seconds()
-    if now - heartbeat.seen_at > timedelta(seconds=HEARTBEAT_MISSED * period):
+    if without_relay([cluster], {cluster: heartbeat}, now):  # the storage fence's own rule: three missed heartbeats
         return problem(
             check,
             f"the member relay on {cluster} last wrote to the storage {age:.0f} s ago (every {period:.0f} s "
-            "expected): it cannot reach the storage, or it stopped",
+            f"expected): it cannot reach the storage, or it stopped (removed on purpose: delete "
+            f"{heartbeat_name(cluster) if is_dns_label(cluster) else 'its heartbeat'} below the checkpoint root)",
             STORAGE_FENCE_DOC,
         )
     return ok(check, f"the member relay on {cluster} reaches the storage (wrote {max(age, 0):.0f} s ago)")

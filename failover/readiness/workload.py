@@ -16,10 +16,12 @@ from failover.core.cluster import NO_EXECUTE
 from failover.core.loop_settings import DecisionSettings
 from failover.core.placement import placement_clusters
 from failover.readiness.findings import (
+    CLAIM_MODE_DOC,
     DEAD_CLUSTER_DOC,
     FLINK_STATE_DOC,
     NEVER_DOC,
     NO_STATE_DOC,
+    PLANNED_MOVES_DOC,
     STATE_LOST_DOC,
     TWO_COPIES_DOC,
     Finding,
@@ -36,6 +38,7 @@ from failover.state.flink_config import (
     read_state_config,
     stateless_restart_reasons,
 )
+from failover.state.last_state import preservation_rules
 
 # Karmada's --cluster-failure-threshold default (cmd/controller-manager/app/options/options.go): how long a member
 # must fail its health checks before its Ready turns False or Unknown.
@@ -73,13 +76,6 @@ def _section(binding: Mapping[str, Any], which: str) -> Mapping[str, Any] | None
     return section if isinstance(section, dict) else None
 
 
-def _keeps_state(section: Mapping[str, Any] | None) -> bool:
-    preservation = section.get("statePreservation") if section else None
-    return (
-        isinstance(preservation, dict) and isinstance(preservation.get("rules"), list) and bool(preservation["rules"])
-    )
-
-
 def _group_kind(binding: Mapping[str, Any]) -> tuple[str, str]:
     resource = b.spec(binding).get("resource")
     resource = resource if isinstance(resource, dict) else {}
@@ -102,7 +98,7 @@ def policy_finding(binding: Mapping[str, Any]) -> Finding:
     for name, section in (("application", application), ("cluster", cluster)):
         if section is None:
             continue
-        if not _keeps_state(section):
+        if not preservation_rules(binding, name):
             troubles.append(f"failover.{name} has no statePreservation: the job restarts without its state")
         elif section.get("purgeMode") not in (PurgeMode.DIRECTLY.value, PurgeMode.IMMEDIATELY.value):
             troubles.append(f"failover.{name}.purgeMode is {section.get('purgeMode')}, not Directly")
@@ -155,11 +151,11 @@ def flink_state_finding(manifest: Mapping[str, Any] | None) -> Finding | None:
         return problem(check, "; ".join(reasons), FLINK_STATE_DOC)
     job = spec.get("job")
     job = job if isinstance(job, dict) else {}
-    hazards = list(claim_mode_hazards(read_state_config(config)))
+    claim = claim_mode_hazards(read_state_config(config))
+    if claim:
+        return warning(check, "; ".join(claim), CLAIM_MODE_DOC)
     if (job.get("upgradeMode") or STATELESS) == STATELESS:
-        hazards.append("upgradeMode stateless: a planned move cannot hand over by savepoint")
-    if hazards:
-        return warning(check, "; ".join(hazards), FLINK_STATE_DOC)
+        return warning(check, "upgradeMode stateless: a planned move cannot hand over by savepoint", PLANNED_MOVES_DOC)
     return ok(check, f"checkpoints every {checkpoint_interval(config):g} s, kept on cancellation")
 
 

@@ -131,12 +131,17 @@ def run_drill(
     except DrillRefused as refusal:
         print(f"failover-relay: {refusal}", file=err)
         return EXIT_NOT_DONE
+    except KeyboardInterrupt:
+        print(f"failover-relay: interrupted; a move already begun goes on (failover-relay status {workload})", file=err)
+        return EXIT_NOT_DONE
     except (DrillError, StatusError, NoClusterConfig, NotKarmada, Unreachable) as error:
         print(f"failover-relay: {error}", file=err)
         return EXIT_BAD_INPUT
 
 
 class Drill:
+    """One drill of one workload: each leg started, followed and reported to `out`."""
+
     def __init__(
         self,
         api_client: client.ApiClient,
@@ -182,8 +187,8 @@ class Drill:
             legs.append(leg)
             print(f"{name}: {leg.source} -> {leg.landed}, running", file=self.out)
             # The way back waits until the relay has ended the way out's task (the scheduler keeps a workload off a
-            # cluster while a task from it is there) and the new copy has checkpointed (until then a move would
-            # carry the state the way out brought, not the new job's own).
+            # cluster while a task from it is there) and the new copy has checkpointed (until then a move from a
+            # checkpoint would carry the state the way out brought, not the new job's own).
             if name == "out" and not self._wait(lambda view: view.settled, legs[0].handoff, "the way out's end"):
                 return EXIT_NOT_DONE
         print(f"drill {self.name}: {home} -> {legs[0].landed} -> {legs[1].landed}", file=self.out)

@@ -116,14 +116,15 @@ def readiness_report(
         *members.values(),
     ]
     customized = _health_customized(api_client)
-    workloads = []
+    workloads, every = [], list(control_plane)
     works: dict[str, list[Mapping[str, Any]]] = {}
     for binding in protected_bindings(api_client, workload, namespace):
         lookup = restore_lookup(api_client, storage, binding)
         manifest = _manifest(api_client, binding, lookup.template, works)
         facts = WorkloadFacts(binding, manifest, lookup.result, lookup.problem, customized, tuple(clusters), members)
-        workloads.append(_workload_entry(binding, workload_report(facts, decisions, now, cluster_failure_threshold)))
-    every = control_plane + [finding for entry in workloads for finding in entry.pop("_findings")]
+        report = workload_report(facts, decisions, now, cluster_failure_threshold)
+        every += report.findings
+        workloads.append(_workload_entry(binding, report))
     return {
         "controlPlane": [finding.as_dict() for finding in control_plane],
         "workloads": workloads,
@@ -141,7 +142,6 @@ def _workload_entry(binding: Mapping[str, Any], report: WorkloadReport) -> dict[
         "checks": [finding.as_dict() for finding in report.findings],
         "rpo": report.rpo,
         "rto": report.rto,
-        "_findings": report.findings,
     }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from failover.fence.fence_files import heartbeat_name
 from tests.karmada.outages import grant_fencing_in_members, taint_not_ready_clusters
 from tests.karmada.workloads import (
     FLINK,
@@ -198,6 +199,8 @@ def test_readiness_reports_the_healthy_setup_ok_and_each_broken_condition_as_a_p
     finally:
         for each in env.members:
             env.stop_member_relay(each)
+            # Removed on purpose: its heartbeat goes too (docs/operations.md, "What the relay leaves behind").
+            (env.checkpoint_root / heartbeat_name(each)).unlink(missing_ok=True)
         env.restart_controller_manager()
         job.delete()
 

@@ -145,6 +145,7 @@ def test_a_member_relay_that_stopped_writing_is_a_problem_one_never_installed_a_
     assert cp.member_storage_finding("member2", beat, True, True, at(60)).status is Status.OK
     stale = cp.member_storage_finding("member2", beat, True, True, at(91))
     assert stale.status is Status.PROBLEM and "cannot reach the storage" in stale.evidence
+    assert ".failover-relay/relays/member2.json" in stale.evidence  # what to delete if it was removed on purpose
     never = cp.member_storage_finding("member2", None, True, True, at(0))
     assert never.status is Status.WARNING and "fenced by time only" in never.evidence
     assert cp.member_storage_finding("member2", None, False, True, at(0)).status is Status.WARNING
