@@ -67,8 +67,8 @@ def start_leg(
         return "another move of the workload is under way (an eviction task or a handoff): wait for it to end"
     if lineage(binding, source) is not None:
         return (
-            f"the copy on {source} has not completed a checkpoint since its restore: a move now would carry the "
-            "state its own move brought, not its own"
+            f"the copy on {source} has not completed a checkpoint since its restore: a move from a checkpoint now "
+            "would carry the state its own move brought, not its own"
         )
     if not is_ready(clusters.get(source)):
         return f"{source} is not Ready: a drill moves only a workload a failover has not already taken"

@@ -1,10 +1,11 @@
 """docs/quickstart.md, run: every `sh` block of the page, in order, against the tier's Karmada control plane, with a
 real failover in the middle (the test plays the Flink operator) so that the page's `failover-relay status` is run
-while it happens. Blocks marked `quickstart-test: skip` need a host cluster with nodes; there are exactly
-SKIPPED_BLOCKS of them, the karmada-controller-manager flags the page names are those the tier's process runs with
-(read from /proc), and the tier's relay runs with the page's configuration file and nothing else but the tier's own
-keys (tests/karmada_env/relay_config.py, TIER_RELAY_KEYS), so the page cannot drift from what is tested. The page's
-last block reads the restored copy from its member: it must print the path the relay gave it."""
+while it happens, and its `failover-relay readiness` once the job runs. Blocks marked `quickstart-test: skip` need a
+host cluster with nodes; there are exactly SKIPPED_BLOCKS of them, the karmada-controller-manager flags the page names
+are those the tier's process runs with (read from /proc), and the tier's relay runs with the page's configuration file
+and nothing else but the tier's own keys (tests/karmada_env/relay_config.py, TIER_RELAY_KEYS), so the page cannot
+drift from what is tested. The page's last block reads the restored copy from its member: it must print the path the
+relay gave it."""
 
 from __future__ import annotations
 
@@ -106,7 +107,9 @@ def test_the_quick_start_runs_as_written(karmada_env: KarmadaEnv, request: pytes
     named = flags.text.split()
     assert sorted(named) == sorted(arg for arg in running if arg.split("=")[0] in {f.split("=")[0] for f in named})
     # And karmada-webhook's.
-    [webhook_flags] = [block for block in page if block.language == "text" and "taint-policy" in block.text]
+    [webhook_flags] = [
+        block for block in page if block.language == "text" and "--allow-no-execute-taint-policy" in block.text
+    ]
     running = process_args(env.pids()["karmada-webhook"])
     assert set(webhook_flags.text.split()) <= set(running)
 
@@ -124,7 +127,9 @@ def test_the_quick_start_runs_as_written(karmada_env: KarmadaEnv, request: pytes
         for block in shell:
             if block.marker:
                 continue
-            if "failover-relay status" in block.text:
+            if "failover-relay readiness" in block.text:
+                outputs.append(("readiness, before anything fails", _ready(env, job, block, environment)))
+            elif "failover-relay status" in block.text:
                 outputs.append(("Unhealthy, before the eviction", _during_toleration(env, job, block, environment)))
                 after, restored_path = _after_failover(env, job, block, environment)
                 outputs.append(("after the failover", after))
@@ -142,7 +147,7 @@ def test_the_quick_start_runs_as_written(karmada_env: KarmadaEnv, request: pytes
         # here, so deleting it leaves no taint behind: tests/karmada/outages.py `taint_not_ready_clusters`).
         taint_policy = yaml.safe_load(TAINT_POLICY_FILE.read_text())["metadata"]["name"]
         karmada.delete(resource_path(POLICIES, "clustertaintpolicies", taint_policy))
-    assert len(outputs) == 2, "the page runs failover-relay status once"
+    assert len(outputs) == 3, "the page runs failover-relay readiness and status once each"
     assert restored_path.endswith("/chk-7"), "the new copy restores the newest completed checkpoint"
     report(
         request,
@@ -150,6 +155,19 @@ def test_the_quick_start_runs_as_written(karmada_env: KarmadaEnv, request: pytes
         "quick start ran as written; its status during the failover:\n"
         + "\n".join(f"# {when}\n{output}" for when, output in outputs),
     )
+
+
+def _ready(env: KarmadaEnv, job: FlinkJob, block: Block, environment: dict[str, str]) -> str:
+    """The job runs and has checkpointed: the check finds no problem (the page's job is `upgradeMode: stateless`, and
+    no member relay runs here: warnings) and gives the numbers to plan with."""
+    first = job.wait_placed()
+    run_id = new_job_id()
+    job.run_healthy(first, run_id)
+    job.write_checkpoints(run_id, completed=(1,))
+    output = run(block, environment)
+    assert " 0 problem" in output and f"{run_id}/chk-1" in output, output
+    assert "RPO" in output and "RTO  dead cluster" in output and "RTO  failing job" in output, output
+    return output
 
 
 def _during_toleration(env: KarmadaEnv, job: FlinkJob, block: Block, environment: dict[str, str]) -> str:
