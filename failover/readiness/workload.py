@@ -12,7 +12,7 @@ from typing import Any
 from failover.admission.failover_warnings import NO_HEALTH_INTERPRETATION, stateless_flink_failover
 from failover.core import binding as b
 from failover.core.api import DEFAULT_TOLERATION_SECONDS, FLINK_DEPLOYMENTS, PurgeMode
-from failover.core.cluster import NO_EXECUTE
+from failover.core.cluster import NO_EXECUTE, is_schedulable
 from failover.core.loop_settings import DecisionSettings
 from failover.core.placement import placement_clusters
 from failover.readiness.findings import (
@@ -43,6 +43,13 @@ from failover.state.last_state import preservation_rules
 # Karmada's --cluster-failure-threshold default (cmd/controller-manager/app/options/options.go): how long a member
 # must fail its health checks before its Ready turns False or Unknown.
 KARMADA_CLUSTER_FAILURE_THRESHOLD_SECONDS = 30.0
+# A restored job's start, from its JVMs to its first checkpoint, as bench/flink_restore.py measured it: this many
+# seconds plus so many per GiB a slot restores (docs/operations.md, "The restore grace": T_flink and G).
+RESTORE_SECONDS, RESTORE_SECONDS_PER_GIB = 10, 30
+JOB_START = (
+    f"then the job's own start from its state (measured: {RESTORE_SECONDS} s + {RESTORE_SECONDS_PER_GIB} s per GiB a "
+    'slot restores, docs/operations.md "The restore grace")'
+)
 # A restorable state older than this many checkpoint intervals means the job is not checkpointing.
 STALE_INTERVALS = 3
 # ... and never less than this: a checkpoint of a large state may take longer than its interval.
@@ -59,7 +66,7 @@ class WorkloadFacts:
     lookup: LookupResult | None  # the restore lookup for a new copy now; None when there was none to make
     lookup_problem: str = ""  # why there is no lookup
     health_customized: Collection[tuple[str, str]] = ()  # (group, kind) a ResourceInterpreterCustomization judges
-    clusters: Collection[str] = ()  # every member cluster's name
+    clusters: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # every member Cluster, by name
     member_findings: Mapping[str, Finding] = field(default_factory=dict)  # shared_conditions.member_storage_finding
 
 
@@ -204,10 +211,10 @@ def state_finding(
 
 
 def targets_finding(
-    binding: Mapping[str, Any], clusters: Collection[str], member_findings: Mapping[str, Finding]
+    binding: Mapping[str, Any], clusters: Mapping[str, Mapping[str, Any]], member_findings: Mapping[str, Finding]
 ) -> Finding:
-    """Somewhere to go: the clusters the placement allows besides the ones the workload is on, and whether any of
-    them is known to reach the storage (a member relay's heartbeat)."""
+    """Somewhere to go: the clusters the placement allows besides the ones the workload is on that the scheduler may
+    use now (Ready, untainted), and whether any of them is known to reach the storage (a member relay's heartbeat)."""
     check = "failover-targets"
     current = {target.name for target in b.target_clusters(binding)}
     allowed = placement_clusters(b.spec(binding).get("placement"))
@@ -219,6 +226,15 @@ def targets_finding(
             "to go (#5803)",
             DEAD_CLUSTER_DOC,
         )
+    unusable = [cluster for cluster in others if not is_schedulable(clusters.get(cluster))]
+    if len(unusable) == len(others):
+        return problem(
+            check,
+            f"the placement allows {', '.join(others)}, but none is Ready and free of NoSchedule/NoExecute taints now: "
+            "a failover has nowhere to go",
+            DEAD_CLUSTER_DOC,
+        )
+    others = [cluster for cluster in others if cluster not in unusable]
     by_status = {
         status: [cluster for cluster in others if (f := member_findings.get(cluster)) and f.status is status]
         for status in Status
@@ -236,7 +252,8 @@ def targets_finding(
             f"may go to {', '.join(others)}{reached}; not from {', '.join(by_status[Status.PROBLEM])}",
             DEAD_CLUSTER_DOC,
         )
-    return ok(check, f"may go to {', '.join(others)}{reached}")
+    besides = f" ({', '.join(unusable)} not schedulable now)" if unusable else ""
+    return ok(check, f"may go to {', '.join(others)}{reached}{besides}")
 
 
 def _no_execute_toleration(binding: Mapping[str, Any]) -> float:
@@ -278,7 +295,7 @@ def recovery_times(
             times["deadCluster"] = (
                 f"{cluster_failure_threshold:g} s until Karmada marks the cluster not Ready "
                 f"(--cluster-failure-threshold) + max(toleration {toleration:g} s, fenceAfterSeconds {fence:g} s) "
-                f"= {total:g} s, then the job's own start from its state"
+                f"= {total:g} s, {JOB_START}"
             )
     application = _section(binding, "application")
     if application is not None:
@@ -286,9 +303,7 @@ def recovery_times(
         given = conditions.get("tolerationSeconds") if isinstance(conditions, dict) else None
         waited = given if isinstance(given, int) else DEFAULT_TOLERATION_SECONDS
         times["failingJobSeconds"] = waited
-        times["failingJob"] = (
-            f"{waited} s of Unhealthy (decisionConditions.tolerationSeconds), then the job's own start from its state"
-        )
+        times["failingJob"] = f"{waited} s of Unhealthy (decisionConditions.tolerationSeconds), {JOB_START}"
     return times
 
 

@@ -1,8 +1,8 @@
 """A planned move by savepoint handoff: before the relay moves a workload off a cluster that is reachable, for a reason
-that is not the copy's failure (a failback, a drain, a rebalance), it stops the old copy with a savepoint, and only
-once the member relay says the copy stopped (no JobManager runs) writes the Directly eviction that lets Karmada create
-the new copy, which restores from that savepoint: nothing lost, nothing processed twice (docs/design.md, "Planned
-moves").
+that is not the copy's failure (a failback, a drain, a rebalance, a drill), it stops the old copy with a savepoint,
+and only once the member relay says the copy stopped (no JobManager runs) writes the Directly eviction that lets
+Karmada create the new copy, which restores from that savepoint: nothing lost, nothing processed twice
+(docs/design.md, "Planned moves").
 
 The stop goes through the storage fence (failover/fence/): the leader writes a fence record for the old copy's Work,
 the member relay suspends the copy (the Flink operator stops it with a savepoint where its upgradeMode takes one),
@@ -435,9 +435,9 @@ def move_eviction(
     now: datetime,
     own_savepoint: bool = False,
 ) -> dict[str, Any]:
-    """spec of the Directly eviction that moves the workload off `current` for a planned move (`reason`: failback or
-    drain), carrying its state as a failover does: the old copy is deleted before the new one is created.
-    `own_savepoint`: the copy stopped with a savepoint of its own job, which the new copy must restore."""
+    """spec of the Directly eviction that moves the workload off `current` for a planned move (`reason`: failback,
+    drain, rebalance or drill), carrying its state as a failover does: the old copy is deleted before the new one is
+    created. `own_savepoint`: the copy stopped with a savepoint of its own job, which the new copy must restore."""
     spec = b.spec(binding)
     clusters, tasks = spec.get("clusters"), spec.get("gracefulEvictionTasks")
     clusters = clusters if isinstance(clusters, list) else []

@@ -121,7 +121,7 @@ def readiness_report(
     for binding in protected_bindings(api_client, workload, namespace):
         lookup = restore_lookup(api_client, storage, binding)
         manifest = _manifest(api_client, binding, lookup.template, works)
-        facts = WorkloadFacts(binding, manifest, lookup.result, lookup.problem, customized, tuple(clusters), members)
+        facts = WorkloadFacts(binding, manifest, lookup.result, lookup.problem, customized, clusters, members)
         report = workload_report(facts, decisions, now, cluster_failure_threshold)
         every += report.findings
         workloads.append(_workload_entry(binding, report))

@@ -11,7 +11,9 @@ from failover.readiness import workload as w
 from failover.readiness.findings import Finding, Status
 from failover.state.checkpoints import Candidate, LookupResult, Outcome
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, with_cluster_rules
+from tests.failover.work_builders import cluster
 
+CLUSTERS = {name: cluster(name, True, 0, typed=False) for name in ("member1", "member2")}
 PATH = f"s3://state/default/{JOB_ID}/chk-7"
 CONFIG = {
     "execution.checkpointing.dir": "s3://state/default",
@@ -38,13 +40,13 @@ def ready_binding() -> dict:
     return with_cluster_rules(flink_binding())
 
 
-def report(binding=None, manifest=None, lookup=None, now=100.0, members=None, **settings):
+def report(binding=None, manifest=None, lookup=None, now=100.0, members=None, clusters=None, **settings):
     facts = w.WorkloadFacts(
         binding or ready_binding(),
         manifest if manifest is not None else flink(),
         lookup if lookup is not None else found(at(95).timestamp()),
         health_customized=(),
-        clusters=("member1", "member2"),
+        clusters=clusters or CLUSTERS,
         member_findings=members or {"member2": Finding("member-relay/member2", Status.OK, "")},
     )
     return w.workload_report(facts, DecisionSettings(**settings), at(now), 30.0)
@@ -67,6 +69,7 @@ def test_a_ready_workload_is_ok_throughout_with_its_rpo_and_rto() -> None:
     assert result.rpo["path"] == PATH
     # 30 s to NotReady + max(no NoExecute toleration, fenceAfterSeconds 60 s); the application toleration is 60 s.
     assert result.rto["deadClusterSeconds"] == 90 and result.rto["failingJobSeconds"] == 60
+    assert "10 s + 30 s per GiB a slot restores" in result.rto["deadCluster"]  # the measured restore on top
 
 
 def test_a_policy_without_state_or_without_cluster_failover_is_a_problem() -> None:
@@ -133,6 +136,9 @@ def test_nowhere_to_go_or_only_to_members_that_lost_the_storage_is_a_problem() -
     assert by_check(report(members=lost))["failover-targets"].status is Status.PROBLEM
     unverified = {"member2": Finding("member-relay/member2", Status.WARNING, "")}
     assert by_check(report(members=unverified))["failover-targets"].status is Status.OK
+    down = {**CLUSTERS, "member2": cluster("member2", False, 0, typed=False)}
+    finding = by_check(report(clusters=down))["failover-targets"]
+    assert finding.status is Status.PROBLEM and "none is Ready" in finding.evidence
 
 
 def test_the_rto_follows_the_toleration_the_fence_and_fencing_off() -> None:
