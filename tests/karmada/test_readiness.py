@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from failover.fence.fence_files import heartbeat_name
 from tests.karmada.outages import grant_fencing_in_members, taint_not_ready_clusters
 from tests.karmada.workloads import (
     FLINK,
@@ -127,7 +126,7 @@ def test_readiness_reports_the_healthy_setup_ok_and_each_broken_condition_as_a_p
 
             # A member whose relay writes to another storage than the job's: the control plane sees its heartbeat
             # age. Broken first, read last: a heartbeat is stale after three missed periods.
-            env.stop_member_relay(away)
+            env.stop_member_relay(away, uninstall=False)
             broken_storage_at = time.monotonic()
             elsewhere = env.checkpoint_root.parent / "elsewhere"
             elsewhere.mkdir(exist_ok=True)
@@ -193,14 +192,12 @@ def test_readiness_reports_the_healthy_setup_ok_and_each_broken_condition_as_a_p
             code, report = readiness(env, *args)
             found = findings(report)[f"member-relay/{away}"]
             assert code == 1 and found["status"] == "problem" and "cannot reach the storage" in found["evidence"]
-            env.stop_member_relay(away)
+            env.stop_member_relay(away, uninstall=False)
             env.start_member_relay(away)
             assert findings(readiness(env, *args)[1])[f"member-relay/{away}"]["status"] == "ok"
     finally:
         for each in env.members:
             env.stop_member_relay(each)
-            # Removed on purpose: its heartbeat goes too (docs/operations.md, "What the relay leaves behind").
-            (env.checkpoint_root / heartbeat_name(each)).unlink(missing_ok=True)
         env.restart_controller_manager()
         job.delete()
 

@@ -389,8 +389,9 @@ class KarmadaEnv:
         its member (docs/operations.md, "The storage fence")."""
         self._parts.member_relays.register_fence_webhook(member)
 
-    def stop_member_relay(self, member: str) -> None:
-        self._parts.member_relays.stop(member)
+    def stop_member_relay(self, member: str, uninstall: bool = True) -> None:
+        """Stop the member's relay; `uninstall` (the default) removes its heartbeat as an admin removing it would."""
+        self._parts.member_relays.stop(member, uninstall)
 
     def restart_controller_manager(
         self, controllers: str = RELAY_CONTROLLERS, feature_gates: str = RELAY_GATES, args: Sequence[str] = ()

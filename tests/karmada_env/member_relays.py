@@ -9,6 +9,7 @@ import json
 
 import yaml
 
+from failover.fence.fence_files import heartbeat_name
 from relay.commands.manifests.webhooks import FENCE_ENTRY_PREFIX
 from tests.karmada_env.clients import Clients
 from tests.karmada_env.layout import REPO_ROOT, Layout
@@ -98,9 +99,13 @@ class MemberRelays:
         self.clients.kubectl("apply", "-f", "-", input=json.dumps(mutating), cluster=member)
         self._fence_webhooks.add(member)
 
-    def stop(self, member: str) -> None:
-        """Take the fence webhook out of the member (where it was registered) and stop the member's relay."""
+    def stop(self, member: str, uninstall: bool = True) -> None:
+        """Take the fence webhook out of the member (where it was registered) and stop the member's relay; with
+        `uninstall`, delete its heartbeat too, as docs/operations.md "What the relay leaves behind" says for a member
+        relay removed on purpose (without: a member relay that stopped, whose heartbeat goes stale)."""
         if member in self._fence_webhooks:
             self.clients.kubectl("delete", "mutatingwebhookconfiguration", MEMBER_FENCE_WEBHOOK, cluster=member)
             self._fence_webhooks.discard(member)
         self.components.stop(member_relay(member), timeout=STOP_SECONDS)
+        if uninstall:
+            (self.layout.checkpoint_root / heartbeat_name(member)).unlink(missing_ok=True)
