@@ -174,6 +174,12 @@ def application_failover(binding: Mapping[str, Any]) -> Mapping[str, Any] | None
     return application if isinstance(application, dict) else None
 
 
+def cluster_failover(binding: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """spec.failover.cluster, the same copy of the policy's cluster failover; None when absent."""
+    section = _mapping(spec(binding).get("failover")).get("cluster")
+    return section if isinstance(section, dict) else None
+
+
 def workload_reference(binding: Mapping[str, Any]) -> dict[str, str] | None:
     """spec.resource as a WorkloadRebalancer workload entry (apiVersion, kind, name[, namespace])."""
     resource = _mapping(spec(binding).get("resource"))

@@ -77,12 +77,6 @@ class WorkloadReport:
     rto: dict[str, Any]
 
 
-def _section(binding: Mapping[str, Any], which: str) -> Mapping[str, Any] | None:
-    failover = b.spec(binding).get("failover")
-    section = failover.get(which) if isinstance(failover, dict) else None
-    return section if isinstance(section, dict) else None
-
-
 def _group_kind(binding: Mapping[str, Any]) -> tuple[str, str]:
     resource = b.spec(binding).get("resource")
     resource = resource if isinstance(resource, dict) else {}
@@ -93,7 +87,7 @@ def policy_finding(binding: Mapping[str, Any]) -> Finding:
     """The failover the policy gave the binding (Karmada copies it into `spec.failover`) keeps the state on both
     paths: a failing job (application) and a dead cluster (cluster, through the taint manager)."""
     check = "policy"
-    application, cluster = _section(binding, "application"), _section(binding, "cluster")
+    application, cluster = b.application_failover(binding), b.cluster_failover(binding)
     if application is None and cluster is None:
         return problem(
             check,
@@ -128,7 +122,7 @@ def policy_finding(binding: Mapping[str, Any]) -> Finding:
 def health_finding(binding: Mapping[str, Any], customized: Collection[tuple[str, str]]) -> Finding | None:
     """Application failover acts on Karmada's health of the copy: the kind needs an interpretation. None without
     application failover (nothing depends on it then)."""
-    if _section(binding, "application") is None:
+    if b.application_failover(binding) is None:
         return None
     group_kind = _group_kind(binding)
     if group_kind in customized:
@@ -280,7 +274,7 @@ def recovery_times(
     toleration has run out (the eviction) and the old copy is fenced; a failing job once its toleration has run out.
     The job's own start from its state comes on top of both."""
     times: dict[str, Any] = {}
-    if _section(binding, "cluster") is not None or _section(binding, "application") is not None:
+    if b.cluster_failover(binding) is not None or b.application_failover(binding) is not None:
         toleration = _no_execute_toleration(binding)
         fence = settings.fence_after.total_seconds() if settings.fences else None
         if fence is None:
@@ -297,7 +291,7 @@ def recovery_times(
                 f"(--cluster-failure-threshold) + max(toleration {toleration:g} s, fenceAfterSeconds {fence:g} s) "
                 f"= {total:g} s, {JOB_START}"
             )
-    application = _section(binding, "application")
+    application = b.application_failover(binding)
     if application is not None:
         conditions = application.get("decisionConditions")
         given = conditions.get("tolerationSeconds") if isinstance(conditions, dict) else None

@@ -134,6 +134,12 @@ def owning_binding(work: Mapping[str, Any]) -> tuple[BindingRef | None, str]:
     return None, ""
 
 
+def belongs_to(work: Mapping[str, Any], binding: Mapping[str, Any]) -> bool:
+    """The Work is one Karmada rendered for `binding` (kind, namespace and name, as its annotations say)."""
+    ref, owner = owning_binding(work)[0], b.object_ref(binding)
+    return ref is not None and (ref.kind.kind, ref.namespace, ref.name) == (owner.kind, owner.namespace, owner.name)
+
+
 def binding_targets(binding: Mapping[str, Any]) -> set[str]:
     """Every cluster the binding sends the workload to: spec.clusters and the clusters of spec.requiredBy (a
     dependency's binding inherits its dependants' clusters), as Karmada counts them for injection."""

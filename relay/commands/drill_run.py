@@ -12,6 +12,7 @@ line for bad input.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -21,28 +22,24 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
 
 from controllers.kube import NoClusterConfig, load_api_client
 from failover.core import binding as b
 from failover.core import work as w
-from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKS, Resource
+from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKS
 from failover.fence.control_plane import watched_by_relay
 from failover.readiness.findings import Status
 from failover.reconcile.drill import LegStart, LegView, leg_view, start_leg
 from failover.reconcile.handoff import SAVEPOINT, Handoff
 from failover.reconcile.status_view import workload_name
-from failover.state.preserved_state import owning_binding
+from failover.state.preserved_state import belongs_to
 from relay.commands.karmada_reads import NotKarmada, require_karmada
 from relay.commands.readiness_check import protected_bindings, readiness_report
 from relay.commands.status import StatusError, Storage, listed, member_relays, open_storage
-from relay.connection_errors import connection_problem
-from relay.kube_requests import Unreachable
+from relay.kube_requests import Unreachable, raw_request
 from relay.settings import Settings
 
 EXIT_OK, EXIT_NOT_DONE, EXIT_BAD_INPUT = 0, 1, 2
-REQUEST_TIMEOUT_SECONDS = 10
 
 
 class DrillError(Exception):
@@ -108,7 +105,7 @@ def run_drill(
         bindings = protected_bindings(api_client, workload, namespace)
         if len(bindings) != 1:
             raise DrillError(f"{workload} names {len(bindings)} workloads: give NAMESPACE/NAME or KIND/NAME")
-        report = readiness_report(api_client, settings, storage, workload, namespace, metrics_url)
+        report = readiness_report(api_client, settings, storage, workload, namespace, metrics_url, bindings=bindings)
         problems = [
             finding
             for finding in [*report["controlPlane"], *report["workloads"][0]["checks"]]
@@ -155,10 +152,10 @@ class Drill:
         self.api = api_client
         self.settings = settings
         self.storage = storage
+        self.binding = binding  # as first read: its identity; each look reads it again
         self.ref = b.object_ref(binding)
-        self.resource: Resource = (
-            RESOURCE_BINDINGS if self.ref.kind == RESOURCE_BINDINGS.kind else CLUSTER_RESOURCE_BINDINGS
-        )
+        resource = RESOURCE_BINDINGS if self.ref.kind == RESOURCE_BINDINGS.kind else CLUSTER_RESOURCE_BINDINGS
+        self._path = resource.path(self.ref.name, self.ref.namespace)
         self.name = workload_name(binding)
         self.interval = interval
         self.timeout = timeout
@@ -251,7 +248,7 @@ class Drill:
         works = [
             work
             for work in (listed(self.api, WORKS, w.execution_namespace(source)) if source else ())
-            if self._owned(work)
+            if belongs_to(work, binding)
         ]
         heartbeats = member_relays(self.storage) if self.settings.storage_fence_on() else None
         watched = None if heartbeats is None or not source else source in watched_by_relay([source], heartbeats, now)
@@ -260,13 +257,9 @@ class Drill:
             raise DrillRefused(f"cannot drill {self.name} now: {start}")
         return start
 
-    def _owned(self, work: Mapping[str, Any]) -> bool:
-        ref = owning_binding(work)[0]
-        return ref is not None and (ref.namespace or "", ref.name) == (self.ref.namespace or "", self.ref.name)
-
     def _restore_path(self, cluster: str) -> str | None:
         for work in listed(self.api, WORKS, w.execution_namespace(cluster)):
-            if not self._owned(work):
+            if not belongs_to(work, self.binding):
                 continue
             for manifest in w.manifests(work):
                 job = b.spec(manifest).get("job") if isinstance(manifest, dict) else None
@@ -275,49 +268,27 @@ class Drill:
         return None
 
     def _binding(self) -> Mapping[str, Any]:
-        api = client.CustomObjectsApi(self.api)
-        r = self.resource
-        try:
-            if self.ref.namespace:
-                found = api.get_namespaced_custom_object(
-                    r.group,
-                    r.version,
-                    self.ref.namespace,
-                    r.plural,
-                    self.ref.name,
-                    _request_timeout=REQUEST_TIMEOUT_SECONDS,
-                )
-            else:
-                found = api.get_cluster_custom_object(
-                    r.group, r.version, r.plural, self.ref.name, _request_timeout=REQUEST_TIMEOUT_SECONDS
-                )
-        except ApiException as error:
-            raise DrillError(f"cannot read {r.kind} {self.name}: HTTP {error.status} {error.reason}") from None
-        except (HTTPError, OSError) as error:
-            raise DrillError(f"cannot reach {self.api.configuration.host}: {connection_problem(error)}") from None
-        return cast(Mapping[str, Any], found)  # the client types a custom object as `object`: it is decoded JSON
+        status, _, body = raw_request(self.api, "GET", self._path)
+        if status != 200:
+            raise DrillError(f"cannot read {self.ref}: HTTP {status} {_message(body)}")
+        return cast(Mapping[str, Any], json.loads(body))
 
     def _patch(self, patch: dict[str, Any]) -> None:
-        api = client.CustomObjectsApi(self.api)
-        r = self.resource
-        try:
-            if self.ref.namespace:
-                api.patch_namespaced_custom_object(
-                    r.group,
-                    r.version,
-                    self.ref.namespace,
-                    r.plural,
-                    self.ref.name,
-                    patch,
-                    _request_timeout=REQUEST_TIMEOUT_SECONDS,
-                )
-            else:
-                api.patch_cluster_custom_object(
-                    r.group, r.version, r.plural, self.ref.name, patch, _request_timeout=REQUEST_TIMEOUT_SECONDS
-                )
-        except ApiException as error:
-            if error.status == 409:
-                raise DrillError(f"{self.name} changed while the move was written: run the command again") from None
-            raise DrillError(f"cannot patch {r.kind} {self.name}: HTTP {error.status} {error.reason}") from None
-        except (HTTPError, OSError) as error:
-            raise DrillError(f"cannot reach {self.api.configuration.host}: {connection_problem(error)}") from None
+        status, _, body = raw_request(
+            self.api, "PATCH", self._path, body=patch, content_type="application/merge-patch+json"
+        )
+        if status == 409:
+            raise DrillError(f"{self.name} changed while the move was written: run the command again")
+        if status >= 300:
+            raise DrillError(f"cannot patch {self.ref}: HTTP {status} {_message(body)}")
+
+
+def _message(body: bytes) -> str:
+    """The apiserver's own words for a failed request (a Status object's message), else the start of its body."""
+    try:
+        decoded = json.loads(body)
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict) and isinstance(decoded.get("message"), str):
+        return decoded["message"]
+    return body[:200].decode("utf-8", "replace")

@@ -29,7 +29,6 @@ from failover.core.api import (
     CLUSTER_RESOURCE_BINDINGS,
     CLUSTER_TAINT_POLICIES,
     CLUSTERS,
-    EXECUTION_NAMESPACE_PREFIX,
     FLINK_GROUP,
     PROPAGATION_POLICIES,
     RESOURCE_BINDINGS,
@@ -37,7 +36,7 @@ from failover.core.api import (
     WORKS,
 )
 from failover.core.loop_settings import DecisionSettings
-from failover.core.work import manifests
+from failover.core.work import execution_namespace, manifests
 from failover.readiness import shared_conditions as cp
 from failover.readiness.findings import Status, counts
 from failover.readiness.workload import (
@@ -47,7 +46,7 @@ from failover.readiness.workload import (
     workload_report,
 )
 from failover.reconcile.status_view import is_stateful, workload_name
-from failover.state.preserved_state import owning_binding
+from failover.state.preserved_state import belongs_to
 from relay.commands.karmada_reads import NotKarmada, require_karmada
 from relay.commands.status import StatusError, Storage, listed, named, open_storage, restore_lookup
 from relay.kube_requests import Unreachable, raw_request
@@ -95,7 +94,9 @@ def readiness_report(
     namespace: str | None,
     metrics_url: str | None,
     cluster_failure_threshold: float = KARMADA_CLUSTER_FAILURE_THRESHOLD_SECONDS,
+    bindings: list[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """The report of `bindings` (when the caller has listed them already), else of `protected_bindings`."""
     now = datetime.now(UTC)
     decisions: DecisionSettings = settings.controllers.decisions
     clusters = {str(b.metadata(cluster).get("name")): cluster for cluster in listed(api_client, CLUSTERS)}
@@ -118,7 +119,7 @@ def readiness_report(
     customized = _health_customized(api_client)
     workloads, every = [], list(control_plane)
     works: dict[str, list[Mapping[str, Any]]] = {}
-    for binding in protected_bindings(api_client, workload, namespace):
+    for binding in protected_bindings(api_client, workload, namespace) if bindings is None else bindings:
         lookup = restore_lookup(api_client, storage, binding)
         manifest = _manifest(api_client, binding, lookup.template, works)
         facts = WorkloadFacts(binding, manifest, lookup.result, lookup.problem, customized, clusters, members)
@@ -176,13 +177,11 @@ def _manifest(
 ) -> Mapping[str, Any] | None:
     """The workload as its member runs it: its manifest in the Work of its first target cluster (overrides applied),
     else the resource template."""
-    meta = b.metadata(binding)
     for target in b.target_clusters(binding):
         if target.name not in works:
-            works[target.name] = list(listed(api_client, WORKS, f"{EXECUTION_NAMESPACE_PREFIX}{target.name}"))
+            works[target.name] = list(listed(api_client, WORKS, execution_namespace(target.name)))
         for work in works[target.name]:
-            ref = owning_binding(work)[0]
-            if ref is None or (ref.namespace or "", ref.name) != (meta.get("namespace") or "", meta.get("name")):
+            if not belongs_to(work, binding):
                 continue
             for manifest in manifests(work):
                 if isinstance(manifest, dict):
