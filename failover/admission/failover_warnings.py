@@ -27,8 +27,10 @@ will not do what its author expects.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from failover.admission.rules import Rule
 from failover.core import binding as b
 from failover.core.api import FAILBACK_ANNOTATION, FLINK_DEPLOYMENTS
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
@@ -46,7 +48,15 @@ JOB_ID_TYPO_FIELDS = frozenset({"jobStatus", "jobID"})
 STATEFUL_SECTIONS = ("application", "cluster")
 
 
-def failover_warnings(policy: Mapping[str, Any], trigger_labels: Sequence[str] = TRIGGER_LABELS) -> list[str]:
+@dataclass(frozen=True)
+class FailoverWarning:
+    text: str
+    rule: Rule
+
+
+def failover_warnings(
+    policy: Mapping[str, Any], trigger_labels: Sequence[str] = TRIGGER_LABELS
+) -> list[FailoverWarning]:
     """The warnings for one (Cluster)PropagationPolicy; [] when it has no failover or nothing to say.
     ``trigger_labels``: the job-id labels the relay's savepoint webhook restores on."""
     spec = b.spec(policy)
@@ -55,20 +65,32 @@ def failover_warnings(policy: Mapping[str, Any], trigger_labels: Sequence[str] =
         return []
     placement = spec.get("placement")
     placement = placement if isinstance(placement, dict) else {}
-    warnings = []
+    warnings: list[FailoverWarning] = []
     kinds = _selected_kinds(spec)
     if isinstance(failover.get("application"), dict):
         for group, kind in kinds:
             if (group, kind) in NO_HEALTH_INTERPRETATION:
                 warnings.append(
-                    f"{kind}: Karmada has no health interpretation for it (#7843), so application failover never starts"
+                    FailoverWarning(
+                        f"{kind}: Karmada has no health interpretation for it (#7843),"
+                        " so application failover never starts",
+                        Rule.NO_HEALTH_INTERPRETATION,
+                    )
                 )
     names = placement_clusters(placement)
     if names is not None and len(names) == 1:
-        warnings.append(f"spec.placement names only {min(names)}: a failover has no other cluster to go to (#5803)")
+        warnings.append(
+            FailoverWarning(
+                f"spec.placement names only {min(names)}: a failover has no other cluster to go to (#5803)",
+                Rule.SINGLE_NAMED_CLUSTER,
+            )
+        )
     if isinstance(failover.get("cluster"), dict) and _tolerates_every_no_execute(placement):
         warnings.append(
-            "spec.failover.cluster: clusterTolerations tolerate every NoExecute taint, so Karmada never evicts"
+            FailoverWarning(
+                "spec.failover.cluster: clusterTolerations tolerate every NoExecute taint, so Karmada never evicts",
+                Rule.TOLERATES_EVERY_NO_EXECUTE,
+            )
         )
     if (
         b.annotations(policy).get(FAILBACK_ANNOTATION) == "true"
@@ -78,13 +100,19 @@ def failover_warnings(policy: Mapping[str, Any], trigger_labels: Sequence[str] =
         flat = clusters_by_name_only(placement.get("clusterAffinity"))
         if flat is None or len(flat) > 2:
             warnings.append(
-                "failback: with clusterAffinity Karmada breaks the tie by name; only ordered"
-                " clusterAffinities always move back"
+                FailoverWarning(
+                    "failback: with clusterAffinity Karmada breaks the tie by name; only ordered"
+                    " clusterAffinities always move back",
+                    Rule.FAILBACK_TIE_BREAK,
+                )
             )
     if (FLINK_DEPLOYMENTS.group, FLINK_DEPLOYMENTS.kind) in kinds:
         for section in STATEFUL_SECTIONS:
             if isinstance(failover.get(section), dict):
-                warnings += stateless_flink_failover(failover[section], f"spec.failover.{section}", trigger_labels)
+                warnings += (
+                    FailoverWarning(text, Rule.STATELESS_FLINK_FAILOVER)
+                    for text in stateless_flink_failover(failover[section], f"spec.failover.{section}", trigger_labels)
+                )
     return warnings
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from failover.admission.failover_warnings import failover_warnings
+from failover.admission.rules import Rule
 from failover.core.api import (
     CLUSTER_PURGE_MODES,
     DEFAULT_GRACE_PERIOD_SECONDS,
@@ -25,7 +26,7 @@ from failover.core.api import (
 )
 from failover.core.fields import bool_at, int32_at, list_at, mapping_at, str_at
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
-from failover.core.labels import label_key_problems
+from failover.core.labels import label_key_problems, shown_label_key
 from failover.core.placement import placement_is_single_cluster
 from failover.core.verdict import Findings, Verdict
 
@@ -41,12 +42,12 @@ def validate_policy(policy: Mapping[str, Any]) -> Verdict:
     """Every deny and warning of docs/design.md "Policy admission" for one (Cluster)PropagationPolicy."""
     findings = Findings()
     if not isinstance(policy, dict):
-        findings.deny("(object)", "must be a PropagationPolicy or ClusterPropagationPolicy object")
+        findings.deny("(object)", "must be a PropagationPolicy or ClusterPropagationPolicy object", Rule.POLICY_SPEC)
         return findings.verdict()
     spec = mapping_at(findings, policy, "spec", "spec")
     if spec is None:
         if not findings.denied:
-            findings.deny("spec", "is required")
+            findings.deny("spec", "is required", Rule.POLICY_SPEC)
         return findings.verdict()
     failover = mapping_at(findings, spec, "failover", "spec.failover")
     if failover is None:
@@ -60,7 +61,7 @@ def validate_policy(policy: Mapping[str, Any]) -> Verdict:
     if cluster is not None:
         _validate_cluster(findings, cluster, targets_flink, single_cluster)
     for warning in failover_warnings(policy):  # failover that cannot happen (failover/admission/failover_warnings.py)
-        findings.warn(warning)
+        findings.warn(warning.text, warning.rule)
     return findings.verdict()
 
 
@@ -131,7 +132,11 @@ def mutate_policy(policy: Mapping[str, Any], legacy_purge_modes: bool = False) -
             patch.append({"op": "replace", "path": pointer, "value": mode.canonical.value})
             # Within the 120 characters a warning may have: write the new name in the manifest.
             warnings.append(f"{path}: {mode.value} rewritten to {mode.canonical.value} (removed in Karmada v1.19)")
-    return Verdict(patch=tuple(patch), warnings=tuple(warnings))
+    return Verdict(
+        patch=tuple(patch),
+        warnings=tuple(warnings),
+        warning_rules=dict.fromkeys(warnings, Rule.LEGACY_PURGE_MODE_REWRITE),
+    )
 
 
 def legacy_purge_modes_in(obj: Mapping[str, Any]) -> list[tuple[str, str, PurgeMode]]:
@@ -183,16 +188,23 @@ def _read_purge_mode(
     mode = _parse_purge_mode(value)
     choices = allowed if allowed is not None else ALL_PURGE_MODES
     if mode is None:
-        findings.deny(f"{path}.purgeMode", f"unknown purge mode {value[:40]!r}; use one of {_names(choices)}")
+        findings.deny(
+            f"{path}.purgeMode",
+            f"unknown purge mode {value[:40]!r}; use one of {_names(choices)}",
+            Rule.UNKNOWN_PURGE_MODE,
+        )
         return None
     if mode not in choices:
         findings.deny(
-            f"{path}.purgeMode", f"{mode.value} is not a purge mode of this section; use one of {_names(choices)}"
+            f"{path}.purgeMode",
+            f"{mode.value} is not a purge mode of this section; use one of {_names(choices)}",
+            Rule.PURGE_MODE_OF_SECTION,
         )
         return None
     if mode.is_legacy:
         findings.warn(
-            f"{path}.purgeMode: {mode.value} is a legacy name removed in Karmada v1.19; use {mode.canonical.value}"
+            f"{path}.purgeMode: {mode.value} is a legacy name removed in Karmada v1.19; use {mode.canonical.value}",
+            Rule.LEGACY_PURGE_MODE,
         )
     return mode
 
@@ -211,7 +223,9 @@ def _validate_application(
         # Karmada's failover controller skips bindings without propagateDeps: failover would never happen
         # (karmada#3738).
         findings.deny(
-            "spec.propagateDeps", "must be true when spec.failover.application is set; add propagateDeps: true"
+            "spec.propagateDeps",
+            "must be true when spec.failover.application is set; add propagateDeps: true",
+            Rule.PROPAGATE_DEPS,
         )
     conditions = mapping_at(findings, application, "decisionConditions", f"{APPLICATION}.decisionConditions")
     if conditions is not None:
@@ -221,9 +235,10 @@ def _validate_application(
             findings.deny(
                 toleration_path,
                 f"must be 0 or more, got {toleration}; omit it for the default {DEFAULT_TOLERATION_SECONDS}",
+                Rule.NEGATIVE_TOLERATION,
             )
         elif toleration == 0:
-            findings.warn(f"{toleration_path}: 0 fails over on the first unhealthy report")
+            findings.warn(f"{toleration_path}: 0 fails over on the first unhealthy report", Rule.ZERO_TOLERATION)
 
     purge_mode = _read_purge_mode(findings, application, APPLICATION)
     grace_path = f"{APPLICATION}.gracePeriodSeconds"
@@ -233,11 +248,13 @@ def _validate_application(
             findings.deny(
                 grace_path,
                 f"only applies to purgeMode Gracefully, not {purge_mode.value}; remove it or set purgeMode: Gracefully",
+                Rule.GRACE_PERIOD_WITHOUT_GRACEFULLY,
             )
         elif grace <= 0:
             findings.deny(
                 grace_path,
                 f"must be greater than 0, got {grace}; omit it for the default {DEFAULT_GRACE_PERIOD_SECONDS}",
+                Rule.GRACE_PERIOD_NOT_POSITIVE,
             )
 
     _validate_state_preservation(findings, application, APPLICATION, purge_mode, targets_flink, single_cluster)
@@ -269,20 +286,28 @@ def _validate_state_preservation(
             sp_path,
             f"needs purgeMode Directly, but it is {purge_mode.value}: Karmada would accept it "
             "and never inject the preserved state; set purgeMode: Directly",
+            Rule.STATE_PRESERVATION_NEEDS_DIRECTLY,
         )
     rules = list_at(findings, preservation, "rules", f"{sp_path}.rules")
     if rules is None and preservation.get("rules") is not None:
         return
     if not rules:
-        findings.deny(f"{sp_path}.rules", "needs at least one rule of aliasLabelName and jsonPath")
+        findings.deny(
+            f"{sp_path}.rules",
+            "needs at least one rule of aliasLabelName and jsonPath",
+            Rule.STATE_PRESERVATION_WITHOUT_RULES,
+        )
         return
     if not single_cluster:
-        findings.warn(f"{sp_path}: placement may pick >1 cluster; injection needs one: set maxGroups: 1")
+        findings.warn(
+            f"{sp_path}: placement may pick >1 cluster; injection needs one: set maxGroups: 1",
+            Rule.MULTI_CLUSTER_PRESERVATION,
+        )
     seen: set[str] = set()
     for index, rule in enumerate(rules):
         rule_path = f"{sp_path}.rules[{index}]"
         if not isinstance(rule, dict):
-            findings.deny(rule_path, "must be an object with aliasLabelName and jsonPath")
+            findings.deny(rule_path, "must be an object with aliasLabelName and jsonPath", Rule.RULE_SHAPE)
             continue
         _validate_rule(findings, rule, rule_path, seen, targets_flink)
 
@@ -293,31 +318,41 @@ def _validate_rule(
     alias = str_at(findings, rule, "aliasLabelName", f"{rule_path}.aliasLabelName")
     if alias is None:
         if rule.get("aliasLabelName") is None:
-            findings.deny(f"{rule_path}.aliasLabelName", "is required: the label key that carries the state")
+            findings.deny(
+                f"{rule_path}.aliasLabelName", "is required: the label key that carries the state", Rule.ALIAS_REQUIRED
+            )
     else:
         problems = label_key_problems(alias)
         if problems:
-            findings.deny(f"{rule_path}.aliasLabelName", f"{alias[:63]!r} is not a valid label key: {problems[0]}")
+            findings.deny(
+                f"{rule_path}.aliasLabelName",
+                f"{shown_label_key(alias)} is not a valid label key: {problems[0]}",
+                Rule.ALIAS_NOT_A_LABEL_KEY,
+            )
         elif alias in seen:
             findings.deny(
-                f"{rule_path}.aliasLabelName", f"{alias!r} is used by another rule; label keys must be unique"
+                f"{rule_path}.aliasLabelName",
+                f"{alias!r} is used by another rule; label keys must be unique",
+                Rule.ALIAS_DUPLICATE,
             )
         seen.add(alias)
     json_path = str_at(findings, rule, "jsonPath", f"{rule_path}.jsonPath")
     if json_path is None:
         if rule.get("jsonPath") is None:
-            findings.deny(f"{rule_path}.jsonPath", "is required, for example '{ .jobStatus.jobId }'")
+            findings.deny(
+                f"{rule_path}.jsonPath", "is required, for example '{ .jobStatus.jobId }'", Rule.JSONPATH_REQUIRED
+            )
         return
     try:
         template = parse_template(json_path)
     except JSONPathSyntaxError as error:
-        findings.deny(f"{rule_path}.jsonPath", f"does not parse: {error}")
+        findings.deny(f"{rule_path}.jsonPath", f"does not parse: {error}", Rule.JSONPATH_UNPARSABLE)
         return
     if targets_flink and FLINK_JOB_ID_TYPO in template.field_names():
-        findings.warn(f"{rule_path}.jsonPath: use jobId: FlinkDeployment status has no jobID")
+        findings.warn(f"{rule_path}.jsonPath: use jobId: FlinkDeployment status has no jobID", Rule.JOB_ID_TYPO)
     # Valid for Karmada (client-go's jsonpath evaluates it), but the label value may not be what was meant.
     for problem in template.unusable_as_label():
-        findings.warn(f"{rule_path}.jsonPath: {problem}")
+        findings.warn(f"{rule_path}.jsonPath: {problem}", Rule.JSONPATH_LABEL_VALUE)
 
 
 def _selects_flink(findings: Findings, spec: Mapping[str, Any]) -> bool:

@@ -10,43 +10,53 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from failover.admission.rules import Rule
 from failover.core.fields import int32_at, list_at, mapping_at, str_at
 from failover.core.verdict import Findings, Verdict
 
 REQUIRED_WORKLOAD_FIELDS = ("apiVersion", "kind", "name")
-_EXAMPLE = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx"}
+# An example of each required field, for the denial that asks for it.
+WORKLOAD_FIELD_EXAMPLES = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx"}
 
 
 def validate_rebalancer(rebalancer: Mapping[str, Any]) -> Verdict:
     findings = Findings()
     if not isinstance(rebalancer, dict):
-        findings.deny("(object)", "must be a WorkloadRebalancer object")
+        findings.deny("(object)", "must be a WorkloadRebalancer object", Rule.REBALANCER_SPEC)
         return findings.verdict()
     spec = mapping_at(findings, rebalancer, "spec", "spec")
     if spec is None:
         if not findings.denied:
-            findings.deny("spec", "is required, with at least one entry in spec.workloads")
+            findings.deny("spec", "is required, with at least one entry in spec.workloads", Rule.REBALANCER_SPEC)
         return findings.verdict()
     workloads = list_at(findings, spec, "workloads", "spec.workloads")
     if not workloads and not (workloads is None and spec.get("workloads") is not None):
-        findings.deny("spec.workloads", "needs at least one workload (apiVersion, kind, name, namespace)")
+        findings.deny(
+            "spec.workloads", "needs at least one workload (apiVersion, kind, name, namespace)", Rule.NO_WORKLOADS
+        )
     seen: dict[tuple[str, ...], int] = {}
     for index, workload in enumerate(workloads or ()):
         path = f"spec.workloads[{index}]"
         if not isinstance(workload, dict):
-            findings.deny(path, "must be an object with apiVersion, kind, name and namespace")
+            findings.deny(path, "must be an object with apiVersion, kind, name and namespace", Rule.WORKLOAD_SHAPE)
             continue
         key = _workload_key(findings, workload, path)
         if key is None:
             continue
         if key in seen:
-            findings.deny(path, f"duplicates spec.workloads[{seen[key]}]; list each workload once")
+            findings.deny(
+                path, f"duplicates spec.workloads[{seen[key]}]; list each workload once", Rule.DUPLICATE_WORKLOAD
+            )
         else:
             seen[key] = index
     ttl_path = "spec.ttlSecondsAfterFinished"
     ttl = int32_at(findings, spec, "ttlSecondsAfterFinished", ttl_path)
     if ttl is not None and ttl < 0:
-        findings.deny(ttl_path, f"must be 0 or more, got {ttl}; omit it to keep the rebalancer after it finishes")
+        findings.deny(
+            ttl_path,
+            f"must be 0 or more, got {ttl}; omit it to keep the rebalancer after it finishes",
+            Rule.NEGATIVE_TTL,
+        )
     return findings.verdict()
 
 
@@ -57,7 +67,11 @@ def _workload_key(findings: Findings, workload: Mapping[str, Any], path: str) ->
         value = str_at(findings, workload, field, f"{path}.{field}")
         if not value:
             if workload.get(field) is None or value == "":
-                findings.deny(f"{path}.{field}", f"is required; set the workload's {field}, e.g. {_EXAMPLE[field]}")
+                findings.deny(
+                    f"{path}.{field}",
+                    f"is required; set the workload's {field}, e.g. {WORKLOAD_FIELD_EXAMPLES[field]}",
+                    Rule.WORKLOAD_FIELD_REQUIRED,
+                )
             complete = False
             continue
         values.append(value)

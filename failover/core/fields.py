@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from failover.core.names import object_key
-from failover.core.verdict import Findings
+from failover.core.verdict import WRONG_TYPE, Findings
 
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
@@ -44,7 +44,7 @@ def mapping_at(findings: Findings, parent: Mapping[str, Any], key: str, path: st
     value = parent.get(key)
     if value is None or isinstance(value, dict):
         return value
-    findings.deny(path, f"must be an object, got {_type_name(value)}")
+    findings.deny(path, f"must be an object, got {_type_name(value)}", WRONG_TYPE)
     return None
 
 
@@ -52,7 +52,7 @@ def list_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) 
     value = parent.get(key)
     if value is None or isinstance(value, list):
         return value
-    findings.deny(path, f"must be a list, got {_type_name(value)}")
+    findings.deny(path, f"must be a list, got {_type_name(value)}", WRONG_TYPE)
     return None
 
 
@@ -60,7 +60,7 @@ def str_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) -
     value = parent.get(key)
     if value is None or isinstance(value, str):
         return value
-    findings.deny(path, f"must be a string, got {_type_name(value)}")
+    findings.deny(path, f"must be a string, got {_type_name(value)}", WRONG_TYPE)
     return None
 
 
@@ -68,7 +68,7 @@ def bool_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) 
     value = parent.get(key)
     if value is None or isinstance(value, bool):
         return value
-    findings.deny(path, f"must be true or false, got {_type_name(value)}")
+    findings.deny(path, f"must be true or false, got {_type_name(value)}", WRONG_TYPE)
     return None
 
 
@@ -81,11 +81,11 @@ def int32_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not is_int(value):
-        findings.deny(path, f"must be an integer, got {_type_name(value)}")
+        findings.deny(path, f"must be an integer, got {_type_name(value)}", WRONG_TYPE)
         return None
     if not INT32_MIN <= value <= INT32_MAX:
         # The value itself is not echoed: a Python int of more than 4300 digits cannot even be formatted.
-        findings.deny(path, f"must be between {INT32_MIN} and {INT32_MAX} (a 32-bit integer)")
+        findings.deny(path, f"must be between {INT32_MIN} and {INT32_MAX} (a 32-bit integer)", WRONG_TYPE)
         return None
     return value
 

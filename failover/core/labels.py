@@ -15,7 +15,9 @@ MAX_NAME_LENGTH = 63
 MAX_PREFIX_LENGTH = 253
 MAX_VALUE_LENGTH = 63
 
-_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
+# The name part of a label key, and a label value (without anchors: CEL's `matches` takes it too).
+LABEL_NAME_PATTERN = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_NAME = re.compile(LABEL_NAME_PATTERN + r"\Z")
 
 
 def label_key_problems(key: str) -> list[str]:
@@ -41,6 +43,19 @@ def label_key_problems(key: str) -> list[str]:
     elif not _NAME.match(name):
         problems.append("name part must be alphanumerics, '-', '_' or '.', starting and ending alphanumeric")
     return problems
+
+
+# Printable ASCII but the quote and the backslash: such a key is shown as it is, in quotes; any other is not shown (a
+# control character or a quote in an admission message). The same test in CEL: failover/admission/cel/expressions.py.
+SHOWN_KEY_PATTERN = r"^[ -&(-\[\]-~]*$"
+_SHOWN_KEY = re.compile(SHOWN_KEY_PATTERN)
+
+
+def shown_label_key(key: str) -> str:
+    """How an admission message names a label key it refuses: its first 63 characters in single quotes, or "the key"
+    when it holds a character outside printable ASCII, a quote or a backslash."""
+    head = key[:MAX_NAME_LENGTH]
+    return f"'{head}'" if _SHOWN_KEY.fullmatch(head) else "the key"
 
 
 def label_value_problems(value: object) -> list[str]:

@@ -17,7 +17,8 @@ DNS_SUBDOMAIN_MAX_LENGTH = 253
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 # As in Kubernetes, a subdomain's labels are not held to 63 characters each, only the whole to 253.
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+DNS_SUBDOMAIN_PATTERN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_DNS_SUBDOMAIN = re.compile(DNS_SUBDOMAIN_PATTERN + r"\Z")
 
 
 def is_dns_label(value: Any) -> TypeGuard[str]:

@@ -22,12 +22,19 @@ def clip(text: str, limit: int = MAX_WARNING_LENGTH) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# The rule of a denial from `failover.core.fields`: a field of the wrong type, which a CRD schema refuses before any
+# admission webhook or policy sees the object (`failover.admission.rules.Rule.WRONG_TYPE` names it).
+WRONG_TYPE = "wrong-type"
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One problem, located by its field path (`spec.failover.application.purgeMode`)."""
+    """One problem, located by its field path (`spec.failover.application.purgeMode`), and the rule that found it
+    (a `failover.admission.rules.Rule` value; "" for Karmada's own checks that `check` replays)."""
 
     path: str
     message: str
+    rule: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
@@ -41,6 +48,8 @@ class Verdict:
     warnings: tuple[str, ...] = ()
     patch: tuple[Mapping[str, Any], ...] = ()
     audit: Mapping[str, str] = field(default_factory=dict)
+    # warning -> the rule that gave it, for the warnings a rule tagged (failover/admission/rules.py).
+    warning_rules: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def allowed(self) -> bool:
@@ -62,6 +71,7 @@ class Verdict:
             warnings=self.warnings + other.warnings,
             patch=self.patch + other.patch,
             audit={**self.audit, **other.audit},
+            warning_rules={**self.warning_rules, **other.warning_rules},
         )
 
 
@@ -74,17 +84,25 @@ class Findings:
     def __init__(self) -> None:
         self._denials: list[Finding] = []
         self._warnings: list[str] = []
+        self._warning_rules: dict[str, str] = {}
 
-    def deny(self, path: str, message: str) -> None:
-        self._denials.append(Finding(path, message))
+    def deny(self, path: str, message: str, rule: str = "") -> None:
+        self._denials.append(Finding(path, message, rule))
 
-    def warn(self, message: str) -> None:
+    def warn(self, message: str, rule: str = "") -> None:
         if message not in self._warnings:
             self._warnings.append(message)
+            if rule:
+                self._warning_rules[message] = rule
 
     @property
     def denied(self) -> bool:
         return bool(self._denials)
 
     def verdict(self, patch: tuple[Mapping[str, Any], ...] = ()) -> Verdict:
-        return Verdict(denials=tuple(self._denials), warnings=tuple(self._warnings), patch=patch)
+        return Verdict(
+            denials=tuple(self._denials),
+            warnings=tuple(self._warnings),
+            patch=patch,
+            warning_rules=dict(self._warning_rules),
+        )

@@ -28,6 +28,10 @@ POLICY: dict[str, Any] = {
 }
 
 
+def warning_texts(obj: dict[str, Any], **kwargs: Any) -> list[str]:
+    return [warning.text for warning in failover_warnings(obj, **kwargs)]
+
+
 def policy(**changes: Any) -> dict[str, Any]:
     obj = copy.deepcopy(POLICY)
     for key, value in changes.items():
@@ -39,7 +43,7 @@ def policy(**changes: Any) -> dict[str, Any]:
 
 
 def test_the_documented_flink_policy_with_ordered_affinities_gets_no_warning() -> None:
-    assert failover_warnings(policy(annotations={"failover-relay.io/failback": "true"})) == []
+    assert warning_texts(policy(annotations={"failover-relay.io/failback": "true"})) == []
 
 
 def test_kinds_karmada_cannot_judge_healthy_warn() -> None:
@@ -48,7 +52,7 @@ def test_kinds_karmada_cannot_judge_healthy_warn() -> None:
         {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob"},
         {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment"},
     ]
-    warnings = failover_warnings(policy(resourceSelectors=selectors))
+    warnings = warning_texts(policy(resourceSelectors=selectors))
     assert [w.split(":")[0] for w in warnings] == ["Job", "FlinkSessionJob", "FlinkBlueGreenDeployment"]
     assert all("#7843" in w and len(w) <= 120 for w in warnings)
 
@@ -56,16 +60,16 @@ def test_kinds_karmada_cannot_judge_healthy_warn() -> None:
 def test_a_kind_without_health_does_not_warn_without_application_failover() -> None:
     obj = policy(resourceSelectors=[{"apiVersion": "batch/v1", "kind": "Job"}])
     obj["spec"]["failover"] = {"cluster": {"purgeMode": "Directly"}}
-    assert failover_warnings(obj) == []
+    assert warning_texts(obj) == []
 
 
 def test_a_placement_with_no_other_cluster_warns() -> None:
-    assert failover_warnings(policy(placement={"clusterAffinity": {"clusterNames": ["member1"]}})) == [
+    assert warning_texts(policy(placement={"clusterAffinity": {"clusterNames": ["member1"]}})) == [
         "spec.placement names only member1: a failover has no other cluster to go to (#5803)"
     ]
     excluded = {"clusterAffinity": {"clusterNames": ["member1", "member2"], "exclude": ["member2"]}}
-    assert len(failover_warnings(policy(placement=excluded))) == 1
-    assert failover_warnings(policy(placement={"clusterAffinity": {"labelSelector": {"matchLabels": {}}}})) == []
+    assert len(warning_texts(policy(placement=excluded))) == 1
+    assert warning_texts(policy(placement={"clusterAffinity": {"labelSelector": {"matchLabels": {}}}})) == []
 
 
 def test_cluster_failover_that_tolerates_every_no_execute_taint_warns() -> None:
@@ -73,12 +77,12 @@ def test_cluster_failover_that_tolerates_every_no_execute_taint_warns() -> None:
         placement={**POLICY["spec"]["placement"], "clusterTolerations": [{"operator": "Exists", "effect": "NoExecute"}]}
     )
     obj["spec"]["failover"]["cluster"] = {"purgeMode": "Directly"}
-    assert failover_warnings(obj) == [
+    assert warning_texts(obj) == [
         "spec.failover.cluster: clusterTolerations tolerate every NoExecute taint, so Karmada never evicts"
     ]
     bounded = copy.deepcopy(obj)
     bounded["spec"]["placement"]["clusterTolerations"][0]["tolerationSeconds"] = 30
-    assert failover_warnings(bounded) == []
+    assert warning_texts(bounded) == []
 
 
 def test_failback_on_a_flat_affinity_of_three_warns_and_of_two_does_not() -> None:
@@ -87,10 +91,10 @@ def test_failback_on_a_flat_affinity_of_three_warns_and_of_two_does_not() -> Non
         "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1}],
     }
     on = {"failover-relay.io/failback": "true"}
-    assert "ordered clusterAffinities" in failover_warnings(policy(placement=flat, annotations=on))[0]
+    assert "ordered clusterAffinities" in warning_texts(policy(placement=flat, annotations=on))[0]
     two = {**flat, "clusterAffinity": {"clusterNames": ["member1", "member2"]}}
-    assert failover_warnings(policy(placement=two, annotations=on)) == []
-    assert failover_warnings(policy(placement=flat)) == []
+    assert warning_texts(policy(placement=two, annotations=on)) == []
+    assert warning_texts(policy(placement=flat)) == []
 
 
 def test_the_policy_webhook_returns_them_as_admission_warnings() -> None:
@@ -121,41 +125,41 @@ def test_a_stateful_flink_policy_keeping_the_job_id_under_a_trigger_label_gets_n
             {"aliasLabelName": "example.com/state", "jsonPath": "{ .jobStatus.state }"},
             {"aliasLabelName": label, "jsonPath": "{.jobStatus.jobId}"},
         ]
-        assert failover_warnings(stateful(*rules)) == []
-        assert failover_warnings(stateful(*rules, section="cluster")) == []
+        assert warning_texts(stateful(*rules)) == []
+        assert warning_texts(stateful(*rules, section="cluster")) == []
 
 
 def test_rules_that_keep_no_job_id_warn_that_flink_restarts_without_state() -> None:
     rules = [{"aliasLabelName": "application.karmada.io/failover-jobid", "jsonPath": "{ .jobStatus.state }"}]
 
-    assert failover_warnings(stateful(*rules)) == [NO_JOB_ID]
-    assert failover_warnings(stateful(*rules, section="cluster")) == [NO_JOB_ID.replace("application", "cluster")]
+    assert warning_texts(stateful(*rules)) == [NO_JOB_ID]
+    assert warning_texts(stateful(*rules, section="cluster")) == [NO_JOB_ID.replace("application", "cluster")]
 
 
 def test_the_job_id_under_a_label_the_relay_does_not_restore_on_warns() -> None:
     rules = [KEEP_JOB_ID | {"aliasLabelName": "example.com/jobid"}, KEEP_JOB_ID | {"aliasLabelName": "example.com/x"}]
 
-    assert failover_warnings(stateful(*rules)) == [
+    assert warning_texts(stateful(*rules)) == [
         f"{APP_SP}.rules[0].aliasLabelName: no restore runs on this label (docs/restore.md)"
     ]
     # A relay configured with that label (savepoint.jobIdLabel) restores on it.
-    assert failover_warnings(stateful(*rules), trigger_labels=("example.com/x",)) == []
+    assert warning_texts(stateful(*rules), trigger_labels=("example.com/x",)) == []
 
 
 def test_only_flink_deployments_with_stateful_failover_are_judged() -> None:
     rules = [{"aliasLabelName": "example.com/state", "jsonPath": "{ .status.phase }"}]
     deployment = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}]
 
-    assert failover_warnings(stateful(*rules, resourceSelectors=deployment)) == []
-    assert failover_warnings(policy()) == []  # no statePreservation: stateless on purpose
+    assert warning_texts(stateful(*rules, resourceSelectors=deployment)) == []
+    assert warning_texts(policy()) == []  # no statePreservation: stateless on purpose
 
 
 def test_the_job_id_typo_is_left_to_its_own_warning_and_bad_rules_to_denials() -> None:
     typo = {"aliasLabelName": "example.com/jobid", "jsonPath": "{ .jobStatus.jobID }"}
     broken = [{"aliasLabelName": "a/b", "jsonPath": "{ .jobStatus.jobId"}, "not a rule", {"aliasLabelName": "a/c"}]
 
-    assert failover_warnings(stateful(typo)) == []
-    assert failover_warnings(stateful(*broken)) == [NO_JOB_ID]
+    assert warning_texts(stateful(typo)) == []
+    assert warning_texts(stateful(*broken)) == [NO_JOB_ID]
     assert validate_policy(stateful(*broken)).denials
 
 
