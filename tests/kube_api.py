@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import ssl
 import urllib.error
 import urllib.request
@@ -63,6 +64,22 @@ class Api:
             except ValueError:
                 return error.code, raw.decode(errors="replace")
 
+    def dry_run_create(self, path: str, obj: Mapping[str, Any]) -> tuple[int, Any, list[str]]:
+        """A server-side dry-run create, strict about unknown fields as kubectl is (`kubectl create
+        --dry-run=server`): the status, the answer (the object as it would be stored, or the Status that refused it)
+        and the admission warnings, in order."""
+        request = urllib.request.Request(
+            self.server + path + "?dryRun=All&fieldValidation=Strict",
+            data=json.dumps(obj).encode(),
+            method="POST",
+            headers=dict(self._headers) | {"Content-Type": "application/json"},
+        )
+        try:
+            with self._opener.open(request, timeout=HTTP_TIMEOUT_SECONDS) as response:
+                return response.status, json.loads(response.read()), _warnings(response.headers)
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read()), _warnings(error.headers)
+
     def _checked(
         self,
         method: str,
@@ -102,3 +119,16 @@ class Api:
             {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"},
             ok=(200, 202, 404),
         )
+
+
+def _warnings(headers: Any) -> list[str]:
+    """The texts of `Warning: 299 - "text"` headers (RFC 7234: a quoted string with backslash escapes)."""
+    texts = []
+    for value in headers.get_all("Warning") or ():
+        _, _, quoted = value.partition(" - ")
+        # http.client decodes header bytes as Latin-1; the apiserver wrote UTF-8.
+        text = quoted.strip().encode("latin-1").decode("utf-8", "replace")
+        if text.startswith('"') and text.endswith('"'):
+            text = re.sub(r"\\(.)", r"\1", text[1:-1])
+        texts.append(text)
+    return texts

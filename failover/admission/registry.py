@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from failover.admission.cel.checks import CelMutation, CelValidation
+from failover.admission.cel.policy_rules import POLICY_DEFAULTS, POLICY_VALIDATION
+from failover.admission.cel.workload_rebalancer import REBALANCER_VALIDATION
 from failover.admission.policy import mutate_policy, validate_policy
 from failover.admission.rebalancer_rules import validate_rebalancer
 from failover.core.api import (
@@ -62,6 +65,8 @@ class Webhook:
     decider: Decider
     # For Decider.RULE: a Validator on /validate, a Defaulter on /mutate (both return a Verdict).
     rule: Callable[[Mapping[str, Any]], Any] | None = None
+    # For Decider.RULE: the same rule as CEL, for `manifests admission-policies` (failover/admission/cel/).
+    cel: CelValidation | CelMutation | None = None
 
 
 POLICIES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)
@@ -69,15 +74,25 @@ POLICIES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)
 ADMITTED_OPERATIONS = ("CREATE", "UPDATE")
 
 WEBHOOKS = (
-    Webhook("policies.validate.failover-relay.io", Endpoint.VALIDATE, POLICIES, Decider.RULE, validate_policy),
+    Webhook(
+        "policies.validate.failover-relay.io",
+        Endpoint.VALIDATE,
+        POLICIES,
+        Decider.RULE,
+        validate_policy,
+        POLICY_VALIDATION,
+    ),
     Webhook(
         "rebalancers.validate.failover-relay.io",
         Endpoint.VALIDATE,
         (WORKLOAD_REBALANCERS,),
         Decider.RULE,
         validate_rebalancer,
+        REBALANCER_VALIDATION,
     ),
-    Webhook("policies.mutate.failover-relay.io", Endpoint.MUTATE, POLICIES, Decider.RULE, mutate_policy),
+    Webhook(
+        "policies.mutate.failover-relay.io", Endpoint.MUTATE, POLICIES, Decider.RULE, mutate_policy, POLICY_DEFAULTS
+    ),
     Webhook("savepoints.mutate.failover-relay.io", Endpoint.MUTATE, FLINK_RESOURCES, Decider.SAVEPOINT),
     Webhook("works.mutate.failover-relay.io", Endpoint.MUTATE, (WORKS,), Decider.WORK_LABELS),
 )

@@ -1,0 +1,3 @@
+"""The policy rules as CEL: what `failover-relay manifests admission-policies` renders (the shapes, `checks`; shared
+pieces, `expressions`; the (Cluster)PropagationPolicy and WorkloadRebalancer rules, `policy_rules`,
+`workload_rebalancer`), and how each named rule is enforced without the webhook (`forms`)."""
