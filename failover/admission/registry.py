@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any
 
 from failover.admission.cel.checks import CelMutation, CelValidation
@@ -42,6 +42,31 @@ class Endpoint(str, Enum):
     @property
     def path(self) -> str:
         return "/" + self.value
+
+
+class AdmissionMode(StrEnum):
+    """Who enforces the policy rules (`Decider.RULE`) on the karmada-apiserver (docs/operations.md, "Admission
+    without the webhook"). The savepoint and Work mutation stay webhooks in every mode: they read storage and
+    bindings."""
+
+    # The relay's webhooks only: a relay outage blocks every policy change (failurePolicy Fail).
+    WEBHOOK = "webhook"
+    # The apiserver's CEL policies (`manifests admission-policies`) instead of the rule webhooks: the rules only a
+    # webhook can judge (failover/admission/cel/forms.py, WebhookOnly) are not enforced.
+    CEL = "cel"
+    # Both: the CEL policies hold while the relay is down, the webhook adds its JSONPath checks and warnings.
+    BOTH = "both"
+
+    @property
+    def rule_webhooks(self) -> bool:
+        return self is not AdmissionMode.CEL
+
+    @property
+    def admission_policies(self) -> bool:
+        return self is not AdmissionMode.WEBHOOK
+
+
+DEFAULT_ADMISSION_MODE = AdmissionMode.WEBHOOK
 
 
 class Decider(str, Enum):

@@ -1,4 +1,5 @@
-"""`failover-relay manifests webhook`: its flags; what it renders is relay/commands/manifests/webhooks.py."""
+"""`failover-relay manifests webhook` and `manifests admission-policies`: their flags; what they render is
+relay/commands/manifests/webhooks.py and admission_policies.py."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from failover.admission.cel.checks import KUBERNETES_VERSION_FOR_POLICIES
+from failover.admission.registry import DEFAULT_ADMISSION_MODE, AdmissionMode
 from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy
 from relay.commands.conventions import Subcommands, add_command
 
@@ -50,6 +53,13 @@ def add_parser(commands: Subcommands) -> None:
         help=f"label that marks FlinkDeployments for savepoint mutation (default {DEFAULT_JOB_ID_LABEL})",
     )
     webhook.add_argument(
+        "--admission-mode",
+        choices=tuple(AdmissionMode),
+        default=str(DEFAULT_ADMISSION_MODE),
+        help="who enforces the policy rules: the relay's webhooks (webhook, the default), the apiserver's CEL "
+        "policies of `manifests admission-policies` without the rule webhooks (cel), or both",
+    )
+    webhook.add_argument(
         "--fence",
         action="store_true",
         help="member relay with the storage fence's watcher (--fence-cluster): also send it every Flink copy Karmada "
@@ -60,9 +70,36 @@ def add_parser(commands: Subcommands) -> None:
     # is hidden, and it says so when used.
     webhook.add_argument("-o", "--output", dest="deprecated_output", type=Path, help=argparse.SUPPRESS)
     webhook.set_defaults(run=run)
+    policies = add_command(
+        manifest_kinds,
+        "admission-policies",
+        help="the policy rules as ValidatingAdmissionPolicies and a MutatingAdmissionPolicy (Kubernetes 1.36+), "
+        "for the karmada-apiserver, as YAML for kubectl apply -f -",
+    )
+    policies.add_argument(
+        "-n",
+        "--namespace",
+        default=None,
+        help="the relay's namespace, excluded with kube-system as the webhooks exclude it (default failover-relay)",
+    )
+    policies.add_argument(
+        "--kubernetes-version",
+        default=None,
+        metavar="MAJOR.MINOR",
+        help="the version of the apiserver they are for (`kubectl version`); refused below "
+        f"{KUBERNETES_VERSION_FOR_POLICIES} (default: {KUBERNETES_VERSION_FOR_POLICIES}, Karmada v1.19's)",
+    )
+    policies.add_argument("--output-file", type=Path, metavar="FILE", help="write to this file instead of stdout")
+    policies.set_defaults(run=run_admission_policies)
 
 
 def run(args: argparse.Namespace) -> int:
     from relay.commands.manifests.webhooks import run_webhooks
 
     return run_webhooks(args, sys.stdout, sys.stderr)
+
+
+def run_admission_policies(args: argparse.Namespace) -> int:
+    from relay.commands.manifests.admission_policies import run_admission_policies as render
+
+    return render(args, sys.stdout, sys.stderr)

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
-from failover.admission.registry import WEBHOOKS
+from failover.admission.registry import WEBHOOKS, Decider
 from failover.state.savepoint import FailureMode
 from relay.cli import build_parser
-from relay.commands.manifests.chart import MEMBER_DECIDERS, render_chart_webhooks
+from relay.commands.manifests.admission_policies import render_admission_policies
+from relay.commands.manifests.chart import MEMBER_DECIDERS, render_chart_admission_policies, render_chart_webhooks
 from relay.commands.manifests.webhooks import (
     CERT_MANAGER_INJECT_ANNOTATION,
     WebhookOptions,
@@ -126,6 +127,38 @@ def test_webhook_template_is_generated_from_the_registry() -> None:
     )
 
 
+def test_admission_policies_template_is_generated_from_the_registry() -> None:
+    template_file = CHART / "templates" / "admission-policies.yaml"
+
+    assert template_file.read_text() == render_chart_admission_policies(), (
+        "chart/failover-relay/templates/admission-policies.yaml drifted; re-render it with `python -m "
+        "relay.commands.manifests.chart --admission-policies > chart/failover-relay/templates/admission-policies.yaml`"
+    )
+
+
+POLICY_KINDS = ("ValidatingAdmissionPolicy", "MutatingAdmissionPolicy")
+
+
+def _kind_and_name(obj: dict[str, Any]) -> tuple[str, str]:
+    return obj["kind"], obj["metadata"]["name"]
+
+
+@pytest.mark.parametrize("mode", ["webhook", "cel", "both"])
+def test_admission_mode_chooses_the_rule_webhooks_and_the_cel_policies(helm_bin: Path, mode: str) -> None:
+    rendered = template(helm_bin, values={"webhooks": {"admissionMode": mode}})
+    policies = [without_helm_labels(o) for o in rendered if o["kind"].startswith(POLICY_KINDS)]
+    rule_webhooks = {w.name for w in WEBHOOKS if w.decider is Decider.RULE}
+    every_webhook = _webhook_names(template(helm_bin))
+
+    expected = [] if mode == "webhook" else [o for o in yaml.safe_load_all(render_admission_policies(NAMESPACE)) if o]
+    # Helm orders the objects by kind.
+    assert sorted(policies, key=_kind_and_name) == sorted(map(without_helm_labels, expected), key=_kind_and_name)
+    registered = _webhook_names(rendered)
+    assert registered == (every_webhook - rule_webhooks if mode == "cel" else every_webhook)
+    if mode == "cel":
+        assert not [o for o in rendered if o["kind"] == "ValidatingWebhookConfiguration"], "no webhook is left in it"
+
+
 @pytest.mark.parametrize(
     "values",
     [
@@ -136,8 +169,9 @@ def test_webhook_template_is_generated_from_the_registry() -> None:
             "networkPolicy": {"enabled": True, "apiserverCIDRs": ["10.0.0.0/28"]},
         },
         {"namespace": {"create": True}, **SCHEDULING},
+        {"webhooks": {"admissionMode": "both"}},
     ],
-    ids=["control-plane", "member", "cert-manager", "namespace-and-scheduling"],
+    ids=["control-plane", "member", "cert-manager", "namespace-and-scheduling", "admission-both"],
 )
 def test_chart_lints_in_every_mode(helm_bin: Path, values: dict[str, Any]) -> None:
     result = helm(
@@ -525,6 +559,7 @@ def test_the_schema_describes_every_value_and_the_relays_choices() -> None:
         ({"certificates": {"mode": "vault"}}, "at '/certificates/mode'"),
         ({"webhooks": {"savepointFailurePolicy": "ignore"}}, "at '/webhooks/savepointFailurePolicy'"),
         ({"webhooks": {"url": "http://relay.example"}}, "at '/webhooks/url'"),
+        ({"webhooks": {"admissionMode": "CEL"}}, "at '/webhooks/admissionMode'"),
         # Renamed in 0.1.0 as the usual charts spell it: the old name is refused, not ignored.
         ({"replicas": 3}, "additional properties 'replicas' not allowed"),
         ({"replicaCount": "2"}, "at '/replicaCount': got string, want integer"),

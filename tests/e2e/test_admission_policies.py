@@ -26,15 +26,15 @@ from failover.admission.registry import DEFAULTERS, VALIDATORS, WEBHOOKS, Decide
 from failover.admission.rules import Rule
 from failover.core.api import RESOURCES_BY_GROUP_KIND
 from failover.core.verdict import Verdict, clip
-from relay.commands.manifests.admission_policies import WARNING_PREFIX, render_admission_policies
+from relay.commands.manifests.admission_policies import WARNING_PREFIX
 from tests.admission_cases import admission_cases
-from tests.e2e.objects import RELAY_NAMESPACE
-from tests.envtest import ControlPlane
+from tests.envtest import REPO_ROOT, ControlPlane
 from tests.kube_api import Api
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.envtest, pytest.mark.usefixtures("webhooks")]
 
+ADMISSION_POLICIES = REPO_ROOT / "manifests" / "karmada" / "admission-policies.yaml"
 CASE_NAMESPACE = "default"
 WEBHOOK_DENIED = "denied the request: "
 POLICY_DENIED = "denied request: "
@@ -51,7 +51,9 @@ def cel_plane(envtest_binaries: Path, crd_sources: list[Path]) -> Iterator[Contr
     with ControlPlane(envtest_binaries) as plane:
         for source in crd_sources:
             plane.apply_crds(source)
-        plane.kubectl("apply", "-f", "-", input=render_admission_policies(RELAY_NAMESPACE))
+        # As docs/operations.md installs them: the committed rendering (tests/relay/test_admission_policies_manifest.py
+        # holds it to the code) for the relay's namespace.
+        plane.kubectl("apply", "-f", str(ADMISSION_POLICIES))
         # The apiserver compiles a policy from its informer, a moment after the create.
         bad = _case_object(_policy_without_propagate_deps())
         wait_until(lambda: _answer(plane.api(), bad)[0] == "denied", timeout=30, what="the CEL policies in force")

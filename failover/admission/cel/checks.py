@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The oldest apiserver that runs what is rendered: MutatingAdmissionPolicy is v1 (and on by default) from 1.36
+# (KEP-3962); the expressions need 1.34's CEL (failover/admission/cel/expressions.py). Karmada v1.19 installs a
+# karmada-apiserver of 1.36.
+KUBERNETES_VERSION_FOR_POLICIES = "1.36"
+
 
 @dataclass(frozen=True)
 class CelValidation:

@@ -18,14 +18,23 @@ selector is the webhooks': kube-system and the relay's namespace are left alone.
 
 from __future__ import annotations
 
-from typing import Any
+import argparse
+import re
+from typing import Any, TextIO
 
 import yaml
 
-from failover.admission.cel.checks import CelMutation, CelValidation
+from failover.admission.cel.checks import KUBERNETES_VERSION_FOR_POLICIES, CelMutation, CelValidation
 from failover.admission.registry import ADMITTED_OPERATIONS, WEBHOOKS, Decider, Webhook
 from failover.core.api import FailurePolicy
-from relay.commands.manifests.webhooks import DEFAULT_NAMESPACE, namespace_selector
+from failover.core.names import is_dns_label
+from relay.commands.manifests.webhooks import (
+    DEFAULT_NAMESPACE,
+    EXIT_OK,
+    EXIT_USAGE,
+    ManifestError,
+    namespace_selector,
+)
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 LABELS = {"app.kubernetes.io/name": "failover-relay"}
@@ -142,3 +151,42 @@ def render_admission_policies(namespace: str = DEFAULT_NAMESPACE) -> str:
     return header + yaml.safe_dump_all(
         admission_policies(namespace), sort_keys=False, explicit_start=True, width=1 << 16
     )
+
+
+def _version(text: str) -> tuple[int, int]:
+    """`1.36`, `v1.36.2` or `1.36.0-rc.1` as (1, 36); ManifestError for anything else."""
+    match = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.\d{1,5})?(?:[-+][0-9A-Za-z.-]{1,64})?", text.strip())
+    if match is None:
+        raise ManifestError(f"--kubernetes-version {text[:40]!r}: expected MAJOR.MINOR, e.g. 1.36")
+    return int(match[1]), int(match[2])
+
+
+def check_kubernetes_version(text: str) -> None:
+    """Refuse an apiserver older than KUBERNETES_VERSION_FOR_POLICIES, with what to do instead."""
+    if _version(text) < _version(KUBERNETES_VERSION_FOR_POLICIES):
+        raise ManifestError(
+            f"Kubernetes {text} serves no MutatingAdmissionPolicy v1 (GA in {KUBERNETES_VERSION_FOR_POLICIES}): "
+            "keep the policy rules in the webhook (manifests webhook --admission-mode webhook)"
+        )
+
+
+def run_admission_policies(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`failover-relay manifests admission-policies`: print (or write) them; exit 2 with one line on a bad flag."""
+    namespace = args.namespace or DEFAULT_NAMESPACE
+    try:
+        check_kubernetes_version(args.kubernetes_version or KUBERNETES_VERSION_FOR_POLICIES)
+        if not is_dns_label(namespace):
+            raise ManifestError(f"--namespace {namespace[:80]!r}: not a valid Kubernetes name")
+    except ManifestError as error:
+        print(f"failover-relay: {error}", file=err)
+        return EXIT_USAGE
+    rendered = render_admission_policies(namespace)
+    if args.output_file is None:
+        out.write(rendered)
+        return EXIT_OK
+    try:
+        args.output_file.write_text(rendered)
+    except OSError as error:
+        print(f"failover-relay: cannot write {args.output_file}: {error.strerror}", file=err)
+        return EXIT_USAGE
+    return EXIT_OK

@@ -27,8 +27,10 @@ from typing import Any
 import yaml
 
 from failover.admission import registry
-from failover.admission.registry import Decider, Webhook, webhooks_at
+from failover.admission.registry import AdmissionMode, Decider, Webhook, webhooks_at
 from failover.core.api import FailurePolicy
+from relay.commands.manifests.admission_policies import LABELS as ADMISSION_POLICY_LABELS
+from relay.commands.manifests.admission_policies import admission_policies
 from relay.commands.manifests.webhooks import (
     ALWAYS_EXCLUDED_NAMESPACES,
     CERT_MANAGER_INJECT_ANNOTATION,
@@ -88,6 +90,16 @@ _FAILURE_POLICY_CHECK = """\
 {{{{- end }}}}
 """
 
+
+def _on_control_plane(root: str, rules: bool) -> str:
+    """The condition of a control-plane webhook, from the template's root context (`.` or `$`): a rule webhook is
+    left out in webhooks.admissionMode cel (`manifests webhook --admission-mode`)."""
+    if not rules:
+        return f'{{{{- if include "failover-relay.controlPlane" {root} }}}}'
+    mode = f'(ne {root.rstrip(".")}.Values.webhooks.admissionMode "{AdmissionMode.CEL}")'
+    return f'{{{{- if and (include "failover-relay.controlPlane" {root}) {mode} }}}}'
+
+
 _EXCLUDED = "__chart_excluded_namespaces__"
 _FAILURE_POLICY = "__chart_failure_policy__"
 _CLIENT_CONFIG_MARK = "__chart_client_config__"
@@ -146,7 +158,8 @@ def _configuration(
     if [entry for _, entry, _ in pairs] != configuration["webhooks"]:
         raise AssertionError(f"{configuration['kind']}: webhook_entries no longer renders the configuration")
     on_members = any(webhook.decider in MEMBER_DECIDERS for webhook, _, _ in pairs)
-    lines = [] if on_members else ['{{- if include "failover-relay.controlPlane" . }}']
+    only_rules = all(webhook.decider is Decider.RULE for webhook, _, _ in pairs)
+    lines = [] if on_members else [_on_control_plane(".", only_rules)]
     lines += [
         "---",
         f"apiVersion: {configuration['apiVersion']}",
@@ -203,10 +216,58 @@ def _entry(webhook: Webhook, entry: dict[str, Any], fail_entry: dict[str, Any]) 
         return [condition, *lines, "{{- end }}"]
     if webhook.decider in MEMBER_DECIDERS:
         return lines
-    return ['{{- if include "failover-relay.controlPlane" $ }}', *lines, "{{- end }}"]
+    return [_on_control_plane("$", webhook.decider is Decider.RULE), *lines, "{{- end }}"]
 
 
-def main() -> int:
+POLICIES_HEADER = """\
+{{/*
+  Rendered by `python -m relay.commands.manifests.chart --admission-policies` from \
+relay/commands/manifests/admission_policies.py
+  and the CEL forms of the admission registry's rules (failover/admission/cel/), the source of
+  manifests/karmada/admission-policies.yaml; re-render rather than edit (tests/chart/test_chart.py checks it).
+*/}}
+"""
+
+
+def render_chart_admission_policies() -> str:
+    """templates/admission-policies.yaml: `manifests admission-policies` for the release namespace, where the chart
+    registers admission (webhooks.create, control plane) and webhooks.admissionMode is cel or both."""
+    documents = admission_policies(DEFAULT_NAMESPACE)
+    for document in documents:
+        constraints = document["spec"].get("matchConstraints")
+        if constraints is None:
+            continue
+        if constraints["namespaceSelector"] != namespace_selector(DEFAULT_NAMESPACE):
+            raise AssertionError(f"{document['metadata']['name']}: a namespace selector the chart cannot template")
+        expression = {**namespace_selector(DEFAULT_NAMESPACE)["matchExpressions"][0], "values": _EXCLUDED}
+        constraints["namespaceSelector"] = {"matchExpressions": [expression]}
+    excluded = " ".join(json.dumps(name) for name in ALWAYS_EXCLUDED_NAMESPACES)
+    labels = "".join(f"    {key}: {value}\n" for key, value in ADMISSION_POLICY_LABELS.items())
+    text = (
+        yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True, width=1 << 16)
+        .replace(
+            f"values: {_EXCLUDED}", f"values: {{{{ list {excluded} $.Release.Namespace | uniq | sortAlpha | toJson }}}}"
+        )
+        .replace(f"  labels:\n{labels}", '  labels:\n    {{- include "failover-relay.labels" $ | nindent 4 }}\n')
+    )
+    if "__chart_" in text or "app.kubernetes.io/name: failover-relay" in text:
+        raise AssertionError("admission policies: a placeholder or a fixed label was left in the template")
+    condition = (
+        '{{- if and .Values.webhooks.create (include "failover-relay.controlPlane" .)'
+        f' (ne .Values.webhooks.admissionMode "{AdmissionMode.WEBHOOK}") }}}}\n'
+    )
+    return POLICIES_HEADER + condition + text + "{{- end }}\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print templates/webhooks.yaml, or with --admission-policies templates/admission-policies.yaml."""
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments == ["--admission-policies"]:
+        sys.stdout.write(render_chart_admission_policies())
+        return 0
+    if arguments:
+        sys.stderr.write("usage: python -m relay.commands.manifests.chart [--admission-policies]\n")
+        return 2
     sys.stdout.write(render_chart_webhooks())
     return 0
 

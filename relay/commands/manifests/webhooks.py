@@ -34,7 +34,14 @@ import yaml
 
 from certs.store import CertificateError, load_certificates, pem_of, read_ca_bundle
 from failover.admission import registry
-from failover.admission.registry import ADMITTED_OPERATIONS, Decider, Webhook, webhooks_at
+from failover.admission.registry import (
+    ADMITTED_OPERATIONS,
+    DEFAULT_ADMISSION_MODE,
+    AdmissionMode,
+    Decider,
+    Webhook,
+    webhooks_at,
+)
 from failover.core.api import DEFAULT_JOB_ID_LABEL, DEFAULT_SAVEPOINT_FAILURE_POLICY, FailurePolicy, Resource
 from failover.core.labels import label_key_problems
 from failover.core.names import is_dns_label, is_dns_subdomain
@@ -102,6 +109,8 @@ class WebhookOptions:
     # A member relay running the storage fence's watcher: its Flink mutation also sees every copy Karmada applied
     # (webhook/fence_mutator.py keeps a fenced one suspended through drift correction).
     fence: bool = False
+    # AdmissionMode.CEL leaves the rule webhooks out: `manifests admission-policies` renders their CEL form.
+    admission_mode: AdmissionMode = DEFAULT_ADMISSION_MODE
 
 
 def url_endpoint(url: str) -> Endpoint:
@@ -171,22 +180,42 @@ def cert_manager_annotations(certificate: str) -> dict[str, str]:
     return {CERT_MANAGER_INJECT_ANNOTATION: f"{namespace}/{name}"}
 
 
+def registered_webhooks(endpoint: registry.Endpoint, options: WebhookOptions) -> tuple[Webhook, ...]:
+    """The registry's webhooks at ``endpoint`` this install registers: all, or without the rule webhooks in CEL
+    mode."""
+    return tuple(
+        webhook
+        for webhook in webhooks_at(endpoint)
+        if webhook.decider is not Decider.RULE or options.admission_mode.rule_webhooks
+    )
+
+
 def validating_configuration(options: WebhookOptions) -> dict[str, Any]:
     """The ValidatingWebhookConfiguration: policies and WorkloadRebalancers, both failing closed."""
     return _configuration(
-        "ValidatingWebhookConfiguration", webhooks_at(registry.Endpoint.VALIDATE), options, mutating=False
+        "ValidatingWebhookConfiguration",
+        registered_webhooks(registry.Endpoint.VALIDATE, options),
+        options,
+        mutating=False,
     )
 
 
 def mutating_configuration(options: WebhookOptions) -> dict[str, Any]:
     """The MutatingWebhookConfiguration: policy defaults, and savepoint mutation of FlinkDeployments and Works."""
-    return _configuration("MutatingWebhookConfiguration", webhooks_at(registry.Endpoint.MUTATE), options, mutating=True)
+    return _configuration(
+        "MutatingWebhookConfiguration", registered_webhooks(registry.Endpoint.MUTATE, options), options, mutating=True
+    )
 
 
 def render_webhook_configurations(options: WebhookOptions) -> str:
-    """Both configurations as one YAML stream, ready for ``kubectl apply -f -``."""
+    """Both configurations as one YAML stream, ready for ``kubectl apply -f -``; a configuration left without a
+    webhook (the validating one in CEL mode) is left out."""
     _check_options(options)
-    documents = [validating_configuration(options), mutating_configuration(options)]
+    documents = [
+        configuration
+        for configuration in (validating_configuration(options), mutating_configuration(options))
+        if configuration["webhooks"]
+    ]
     header = "# Rendered by `failover-relay manifests webhook`; re-render rather than edit (the caBundle rotates).\n"
     return header + yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True, width=1 << 16)
 
@@ -302,6 +331,7 @@ def webhook_options_from_flags(
     job_id_label: str,
     default_cert_dir: Path,
     fence: bool = False,
+    admission_mode: AdmissionMode = DEFAULT_ADMISSION_MODE,
 ) -> WebhookOptions:
     """Turn the command-line flags into options, reading the CA; raise ManifestError on any unusable flag."""
     if (url is None) == (service is None):
@@ -327,6 +357,7 @@ def webhook_options_from_flags(
         job_id_label=job_id_label,
         annotations=annotations,
         fence=fence,
+        admission_mode=admission_mode,
     )
 
 
@@ -345,6 +376,7 @@ def run_webhooks(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             job_id_label=args.job_id_label or DEFAULT_JOB_ID_LABEL,
             default_cert_dir=default_cert_dir(),
             fence=args.fence,
+            admission_mode=AdmissionMode(args.admission_mode),
         )
         rendered = render_webhook_configurations(options)
     except ManifestError as error:
