@@ -89,6 +89,17 @@ def add_parser(commands: Subcommands) -> None:
         help="the version of the apiserver they are for (`kubectl version`); refused below "
         f"{KUBERNETES_VERSION_FOR_POLICIES} (default: {KUBERNETES_VERSION_FOR_POLICIES}, Karmada v1.19's)",
     )
+    policies.add_argument(
+        "--member",
+        action="store_true",
+        help="for a member cluster instead: the restore guard, which refuses a Flink copy carrying a failover job-id "
+        "label but no restore path (fail closed while the savepoint webhook is down or Ignore)",
+    )
+    policies.add_argument(
+        "--job-id-label",
+        default=None,
+        help=f"with --member: the job-id label the savepoint webhook restores on (default {DEFAULT_JOB_ID_LABEL})",
+    )
     policies.add_argument("--output-file", type=Path, metavar="FILE", help="write to this file instead of stdout")
     policies.set_defaults(run=run_admission_policies)
 

@@ -12,6 +12,7 @@ read from the rule that produced each finding.
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -24,10 +25,13 @@ import pytest
 from failover.admission.cel.forms import FORMS, WebhookOnly, expected_without_webhook
 from failover.admission.registry import DEFAULTERS, VALIDATORS, WEBHOOKS, Decider, group_kind_of
 from failover.admission.rules import Rule
-from failover.core.api import RESOURCES_BY_GROUP_KIND
+from failover.core.api import DEFAULT_JOB_ID_LABEL, RESOURCES_BY_GROUP_KIND
 from failover.core.verdict import Verdict, clip
-from relay.commands.manifests.admission_policies import WARNING_PREFIX
+from failover.state.empty_start import PARKED_MARKER, START_WITHOUT_STATE_ANNOTATION, parked_reason
+from failover.state.profiles import trigger_labels
+from relay.commands.manifests.admission_policies import WARNING_PREFIX, render_admission_policies
 from tests.admission_cases import admission_cases
+from tests.e2e.objects import JOB_ID, flink_deployment
 from tests.envtest import REPO_ROOT, ControlPlane
 from tests.kube_api import Api
 from tests.waiting import wait_until
@@ -36,6 +40,7 @@ pytestmark = [pytest.mark.envtest, pytest.mark.usefixtures("webhooks")]
 
 ADMISSION_POLICIES = REPO_ROOT / "manifests" / "karmada" / "admission-policies.yaml"
 CASE_NAMESPACE = "default"
+SCHEMA_DELAY_SECONDS = 30
 WEBHOOK_DENIED = "denied the request: "
 POLICY_DENIED = "denied request: "
 RULE_KINDS = {
@@ -75,7 +80,15 @@ def _answer(api: Api, obj: dict[str, Any]) -> tuple[str, str, list[str], dict[st
     """(allowed | denied | refused, the message, the warnings, the object as it would be stored)."""
     resource = RESOURCES_BY_GROUP_KIND[group_kind_of(obj["apiVersion"], obj["kind"])]
     namespace = obj["metadata"].get("namespace", "") if resource.namespaced else ""
-    status, body, warnings = api.dry_run_create(resource.path(namespace=namespace), obj)
+    deadline = time.monotonic() + SCHEMA_DELAY_SECONDS
+    while True:
+        status, body, warnings = api.dry_run_create(resource.path(namespace=namespace), obj)
+        if status != 503 or time.monotonic() > deadline:
+            break
+        # The MutatingAdmissionPolicy's dispatcher answers 503 until it has read the kind's OpenAPI schema
+        # (`mutating/dispatcher.go` `dispatchOne`: "There can be a delay between when CustomResourceDefinitions are
+        # created and when they are available"), and again while it re-reads it when the apiserver's schemas change.
+        time.sleep(0.2)
     if status in (200, 201):
         return "allowed", "", warnings, body
     message = body.get("message", "") if isinstance(body, dict) else str(body)
@@ -155,3 +168,35 @@ def test_the_cel_policies_answer_every_case_as_the_webhook_does(
     assert not mismatches, "\n".join(f"{ident}:\n  webhook {want}\n  CEL     {got}" for ident, want, got in mismatches)
     assert outcomes["denied alike"] + outcomes["denied alike (warnings)"] > 50, "the cases must exercise the denials"
     assert outcomes["allowed alike (warnings)"] > 10, "the cases must exercise the warnings"
+
+
+def test_the_member_guard_parks_a_migrated_copy_the_savepoint_webhook_did_not_reach(cel_plane: ControlPlane) -> None:
+    """`manifests admission-policies --member` on an apiserver without the relay's webhook, as a member's is while
+    the relay is down with `failurePolicy: Ignore`: a copy carrying a failover job id is refused, in the words the
+    relay's empty-start watch reads as parked, until it has a restore path or its loss is accepted."""
+    cel_plane.kubectl("apply", "-f", "-", input=render_admission_policies(member=True))
+    moved = flink_deployment("moved", CASE_NAMESPACE, labels={DEFAULT_JOB_ID_LABEL: JOB_ID})
+    api = cel_plane.api()
+    wait_until(lambda: _answer(api, moved)[0] == "denied", timeout=30, what="the restore guard in force")
+
+    status, message, _, _ = _answer(api, moved)
+    assert message.startswith(f"spec.job.initialSavepointPath: {PARKED_MARKER} moved: the savepoint webhook set")
+    # Karmada reports the refused apply on the Work; the relay's empty-start watch reads it as parked.
+    assert parked_reason({"applied": False, "appliedMessage": f"... denied request: {message}"}) == message[31:][:300]
+    for label in trigger_labels(DEFAULT_JOB_ID_LABEL)[1:]:
+        assert _answer(api, flink_deployment("moved", CASE_NAMESPACE, labels={label: JOB_ID}))[0] == "denied"
+
+    restored = flink_deployment("moved", CASE_NAMESPACE, {DEFAULT_JOB_ID_LABEL: JOB_ID}, initialSavepointPath="s3://x")
+    accepted = copy.deepcopy(moved)
+    accepted["metadata"]["annotations"] = {START_WITHOUT_STATE_ANNOTATION: f"other, {JOB_ID}"}
+    other_loss = copy.deepcopy(moved)
+    other_loss["metadata"]["annotations"] = {START_WITHOUT_STATE_ANNOTATION: "0" * 32}
+    assert _answer(api, restored)[0] == "allowed"
+    assert _answer(api, flink_deployment("fresh", CASE_NAMESPACE))[0] == "allowed"
+    assert _answer(api, accepted)[0] == "allowed"
+    assert _answer(api, other_loss)[0] == "denied"
+
+    # Karmada re-applies the template, which never holds the path, over a copy deployed with one: kept running.
+    cel_plane.kubectl("create", "-f", "-", input=json.dumps(restored))
+    resynced = cel_plane.kubectl("apply", "-f", "-", input=json.dumps(moved), check=False)
+    assert resynced.returncode == 0, resynced.stderr

@@ -25,9 +25,12 @@ from typing import Any, TextIO
 import yaml
 
 from failover.admission.cel.checks import KUBERNETES_VERSION_FOR_POLICIES, CelMutation, CelValidation
+from failover.admission.cel.restore_guard import restore_guards
 from failover.admission.registry import ADMITTED_OPERATIONS, WEBHOOKS, Decider, Webhook
-from failover.core.api import FailurePolicy
+from failover.core.api import DEFAULT_JOB_ID_LABEL, FailurePolicy, Resource
+from failover.core.labels import label_key_problems
 from failover.core.names import is_dns_label
+from failover.state.profiles import trigger_labels
 from relay.commands.manifests.webhooks import (
     DEFAULT_NAMESPACE,
     EXIT_OK,
@@ -44,7 +47,7 @@ WARNING_SLOTS = 10
 DENIALS, WARNINGS = "denials", "warnings"
 
 
-def _match_constraints(webhook: Webhook, namespace: str) -> dict[str, Any]:
+def _match_constraints(resources: tuple[Resource, ...], namespace: str) -> dict[str, Any]:
     return {
         "resourceRules": [
             {
@@ -54,7 +57,7 @@ def _match_constraints(webhook: Webhook, namespace: str) -> dict[str, Any]:
                 "resources": [resource.plural],
                 "scope": resource.scope,
             }
-            for resource in webhook.resources
+            for resource in resources
         ],
         "namespaceSelector": namespace_selector(namespace),
     }
@@ -68,35 +71,35 @@ def _object(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name, "labels": dict(LABELS)}, "spec": spec}
 
 
-def _validating(webhook: Webhook, cel: CelValidation, namespace: str) -> list[dict[str, Any]]:
+def _validating(name: str, resources: tuple[Resource, ...], cel: CelValidation, namespace: str) -> list[dict[str, Any]]:
     deny_spec = {
         "failurePolicy": str(FailurePolicy.FAIL),
-        "matchConstraints": _match_constraints(webhook, namespace),
+        "matchConstraints": _match_constraints(resources, namespace),
         "variables": _variables((*cel.variables, (DENIALS, cel.denials))),
         "validations": [
             {
                 "expression": f"size(variables.{DENIALS}) == 0",
                 "messageExpression": f"variables.{DENIALS}.join('; ')",
-                "message": f"refused by {webhook.name}",
+                "message": f"refused by {name}",
                 "reason": "Invalid",
             }
         ],
     }
     documents = [
-        _object("ValidatingAdmissionPolicy", webhook.name, deny_spec),
-        _binding("ValidatingAdmissionPolicyBinding", webhook.name, namespace, ["Deny"]),
+        _object("ValidatingAdmissionPolicy", name, deny_spec),
+        _binding("ValidatingAdmissionPolicyBinding", name, namespace, ["Deny"]),
     ]
     if cel.warnings != "[]":
-        warn_name = WARNING_PREFIX + webhook.name
+        warn_name = WARNING_PREFIX + name
         warn_spec = {
             "failurePolicy": str(FailurePolicy.FAIL),
-            "matchConstraints": _match_constraints(webhook, namespace),
+            "matchConstraints": _match_constraints(resources, namespace),
             "variables": _variables((*cel.variables, (WARNINGS, cel.warnings))),
             "validations": [
                 {
                     "expression": f"size(variables.{WARNINGS}) <= {slot}",
                     "messageExpression": f"variables.{WARNINGS}[{slot}]",
-                    "message": f"a warning of {webhook.name}",
+                    "message": f"a warning of {name}",
                 }
                 for slot in range(WARNING_SLOTS)
             ],
@@ -111,7 +114,7 @@ def _validating(webhook: Webhook, cel: CelValidation, namespace: str) -> list[di
 def _mutating(webhook: Webhook, cel: CelMutation, namespace: str) -> list[dict[str, Any]]:
     spec = {
         "failurePolicy": str(FailurePolicy.FAIL),
-        "matchConstraints": _match_constraints(webhook, namespace),
+        "matchConstraints": _match_constraints(webhook.resources, namespace),
         "matchConditions": [{"name": "applies", "expression": cel.applies_to}],
         "variables": _variables(cel.variables),
         "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": cel.patch}}],
@@ -132,13 +135,13 @@ def _binding(kind: str, policy: str, namespace: str, actions: list[str] | None) 
 
 
 def admission_policies(namespace: str = DEFAULT_NAMESPACE) -> list[dict[str, Any]]:
-    """Every policy and binding, in the registry's order."""
+    """Every policy and binding for the karmada-apiserver, in the registry's order."""
     documents: list[dict[str, Any]] = []
     for webhook in WEBHOOKS:
         if webhook.decider is not Decider.RULE:
             continue
         if isinstance(webhook.cel, CelValidation):
-            documents += _validating(webhook, webhook.cel, namespace)
+            documents += _validating(webhook.name, webhook.resources, webhook.cel, namespace)
         elif isinstance(webhook.cel, CelMutation):
             documents += _mutating(webhook, webhook.cel, namespace)
         else:
@@ -146,11 +149,24 @@ def admission_policies(namespace: str = DEFAULT_NAMESPACE) -> list[dict[str, Any
     return documents
 
 
-def render_admission_policies(namespace: str = DEFAULT_NAMESPACE) -> str:
-    header = "# Rendered by `failover-relay manifests admission-policies`; re-render rather than edit.\n"
-    return header + yaml.safe_dump_all(
-        admission_policies(namespace), sort_keys=False, explicit_start=True, width=1 << 16
-    )
+def member_policies(
+    namespace: str = DEFAULT_NAMESPACE, job_id_label: str = DEFAULT_JOB_ID_LABEL
+) -> list[dict[str, Any]]:
+    """The restore guard of a member cluster (failover/admission/cel/restore_guard.py)."""
+    return [
+        document
+        for name, resources, rule in restore_guards(trigger_labels(job_id_label))
+        for document in _validating(name, resources, rule, namespace)
+    ]
+
+
+def render_admission_policies(
+    namespace: str = DEFAULT_NAMESPACE, *, member: bool = False, job_id_label: str = DEFAULT_JOB_ID_LABEL
+) -> str:
+    command = "manifests admission-policies" + (" --member" if member else "")
+    header = f"# Rendered by `failover-relay {command}`; re-render rather than edit.\n"
+    documents = member_policies(namespace, job_id_label) if member else admission_policies(namespace)
+    return header + yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True, width=1 << 16)
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -180,7 +196,14 @@ def run_admission_policies(args: argparse.Namespace, out: TextIO, err: TextIO) -
     except ManifestError as error:
         print(f"failover-relay: {error}", file=err)
         return EXIT_USAGE
-    rendered = render_admission_policies(namespace)
+    job_id_label = args.job_id_label or DEFAULT_JOB_ID_LABEL
+    try:
+        if label_key_problems(job_id_label):
+            raise ManifestError(f"--job-id-label {job_id_label[:80]!r}: {label_key_problems(job_id_label)[0]}")
+    except ManifestError as error:
+        print(f"failover-relay: {error}", file=err)
+        return EXIT_USAGE
+    rendered = render_admission_policies(namespace, member=args.member, job_id_label=job_id_label)
     if args.output_file is None:
         out.write(rendered)
         return EXIT_OK
