@@ -5,6 +5,7 @@ That the CEL forms answer as the rules do is tests/e2e/test_admission_policies.p
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import jsonpatch
@@ -97,3 +98,12 @@ def test_every_rule_webhook_renders_as_admission_policies_for_its_resources() ->
         }
         assert policy["spec"]["failurePolicy"] == "Fail"
         assert (kind + "Binding", webhook.name) in by_name
+
+
+def test_the_design_documents_every_form() -> None:
+    design = (Path(__file__).resolve().parents[3] / "docs" / "design.md").read_text()
+    section = design.split("### Admission without the webhook", 1)[1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\| `([a-z-]+)` \| ([^|]+) \| ([^|]*) \|$", section, re.M)
+    documented = {name: (form.strip(), why.strip()) for name, form, why in rows}
+    expected = {rule.value: (str(form), "" if isinstance(form, Cel) else form.why) for rule, form in FORMS.items()}
+    assert documented == expected, "docs/design.md, 'Admission without the webhook': re-render the table from FORMS"
