@@ -107,3 +107,40 @@ def stored(obj: dict[str, Any] | None) -> dict[str, Any] | None:
     for name in SERVER_FIELDS:
         obj["metadata"].pop(name, None)
     return obj
+
+
+def _probes() -> dict[str, dict[str, Any]]:
+    from tests.admission_cases import admission_cases
+    from tests.policies import flink_policy
+
+    cases = dict(admission_cases())
+    zero = flink_policy(decisionConditions={"tolerationSeconds": 0})
+    return {
+        "deny": case_object(cases["corpus/application-without-propagate-deps"]),
+        "warn": case_object(zero),
+        "mutate": case_object(cases["corpus/legacy-immediately"]),
+    }
+
+
+def policies_in_force(api: Api) -> bool:
+    """Whether the apiserver runs each of the rendered policies: the deny and the warn ValidatingAdmissionPolicy and
+    the MutatingAdmissionPolicy, which it picks up one by one, each a moment after it is created."""
+    probes = _probes()
+    mutated = answer(api, probes["mutate"])
+    return (
+        answer(api, probes["deny"]).by == "policy"
+        and bool(answer(api, probes["warn"]).policy_warnings)
+        # Renamed by the MutatingAdmissionPolicy, before the relay's /mutate (if any) could warn about it.
+        and mutated.status == "allowed"
+        and not any("rewritten to" in warning for warning in mutated.warnings)
+    )
+
+
+def policies_gone(api: Api) -> bool:
+    """Whether the apiserver has dropped every rendered policy (with the relay's webhooks registered)."""
+    probes = _probes()
+    return (
+        answer(api, probes["deny"]).by != "policy"
+        and not answer(api, probes["warn"]).policy_warnings
+        and any("rewritten to" in warning for warning in answer(api, probes["mutate"]).warnings)
+    )

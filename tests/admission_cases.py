@@ -1,10 +1,10 @@
 """Objects for holding the two admission paths equal (the relay's webhook, the rendered CEL policies): the project's
 admission cases, docs/examples, and policies generated field by field from a fixed seed, so every run sends the same.
 
-The generator draws each failover and placement field from the values its rules tell apart (every purge mode,
-negative, zero and positive numbers, label keys that are valid, duplicated, too long or hostile, placements of one,
-two or three clusters by every way Karmada bounds them), and keeps to what Karmada's CRD schema accepts, so most
-objects reach admission.
+The cases of the project's admission tests that are objects in a table are included. The generator draws each
+failover and placement field from the values its rules tell apart (every purge mode, negative, zero and positive
+numbers, label keys that are valid, duplicated, too long or hostile, placements of one, two or three clusters by every
+way Karmada bounds them), and keeps to what Karmada's CRD schema accepts, so most objects reach admission.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from tests.e2e.test_policy_admission import _deny_cases as policy_deny_cases
 from tests.hostile_strings import HOSTILE_STRINGS
 from tests.policies import flink_policy
 from tests.relay.check_corpus import CORPUS
@@ -193,10 +194,12 @@ def documented_examples() -> list[tuple[str, dict[str, Any]]]:
 
 
 def admission_cases() -> list[tuple[str, dict[str, Any]]]:
-    """(id, object): docs/examples, the `check` corpus, and the generated policies and rebalancers."""
+    """(id, object): docs/examples, the `check` corpus, the envtest tier's denials (tests/e2e/test_policy_admission.py),
+    and the generated policies and rebalancers."""
     rng = random.Random(SEED)
     cases = documented_examples()
     cases += [(f"corpus/{ident}", copy.deepcopy(obj)) for ident, obj, _, _ in CORPUS]
+    cases += [(f"policy-admission/{case.id}", copy.deepcopy(case.values[0])) for case in policy_deny_cases()]
     cases += [(f"generated/{i}", generated_policy(rng, i)) for i in range(GENERATED)]
     cases += [(f"generated-rebalancer/{i}", generated_rebalancer(rng, i)) for i in range(GENERATED // 4)]
     return cases

@@ -32,6 +32,7 @@ from tests.admission_answers import (
     answer,
     case_object,
     is_rule_case,
+    policies_in_force,
     stored,
     webhook_verdict,
 )
@@ -54,9 +55,7 @@ def cel_plane(envtest_binaries: Path, crd_sources: list[Path]) -> Iterator[Contr
         # As docs/operations.md installs them: the committed rendering (tests/relay/test_admission_policies_manifest.py
         # holds it to the code) for the relay's namespace.
         plane.kubectl("apply", "-f", str(ADMISSION_POLICIES))
-        # The apiserver compiles a policy from its informer, a moment after the create.
-        bad = case_object(dict(admission_cases())["corpus/application-without-propagate-deps"])
-        wait_until(lambda: answer(plane.api(), bad).by == "policy", timeout=30, what="the CEL policies in force")
+        wait_until(lambda: policies_in_force(plane.api()), timeout=60, what="the CEL policies in force")
         yield plane
 
 
