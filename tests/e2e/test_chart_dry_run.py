@@ -40,6 +40,8 @@ MODES = {
             "fence": {"memberCluster": "member1"},
         },
     ),
+    # The policy rules as CEL beside the webhooks (docs/operations.md "Admission without the webhook").
+    "admission-both": ("relay-admission", {"webhooks": {"admissionMode": "both"}}),
     # Another namespace too: every place that names it must follow.
     "cert-manager": (
         "relay-cert-manager",
