@@ -17,7 +17,6 @@ from tests.helm import CHART, template_text
 
 pytestmark = pytest.mark.envtest
 
-WEBHOOK_CONFIGURATIONS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 MODES = {
     "control-plane": ("failover-relay", {}),
     # The Namespace rendered with the release (namespace.create), for `helm template | kubectl apply -f -`.
@@ -101,14 +100,8 @@ def test_chart_is_accepted_by_the_apiserver(
         "-",
         input=yaml.safe_dump(own_namespace[0]),
     )
-    # The session relay's own webhook configurations carry the chart's names (tests/e2e/conftest.py `webhooks`): a
-    # server-side apply would merge the chart's clientConfig (a Service) into theirs (a URL). The dry run is of a
-    # fresh install, so the chart's are sent under names of their own.
-    for obj in objects:
-        if obj["kind"] in WEBHOOK_CONFIGURATIONS:
-            obj["metadata"]["name"] += "-chart-dry-run"
     manifest = tmp_path / "chart.yaml"
-    manifest.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    manifest.write_text(rendered)
 
     result = cert_manager.kubectl(
         "apply",
