@@ -142,6 +142,21 @@ def webhooks(control_plane: ControlPlane, relay: RelayProcess) -> WebhookRegistr
 
 
 @pytest.fixture
+def fresh_install(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterator[None]:
+    """No webhook configuration of the relay's name on the control plane, as before an install: the install's dry
+    runs (manifests/, the chart) would otherwise be merged into the session relay's registration, a URL clientConfig
+    beside their Service one. The session relay is registered again afterwards."""
+    names = ("validatingwebhookconfiguration/failover-relay", "mutatingwebhookconfiguration/failover-relay")
+    found = control_plane.kubectl("get", *names, "-o", "name", "--ignore-not-found").stdout.split()
+    registration: WebhookRegistration | None = request.getfixturevalue("webhooks") if found else None
+    if found:
+        control_plane.kubectl("delete", *found)
+    yield
+    if registration is not None and registration.current is not None:
+        registration.register(registration.current)
+
+
+@pytest.fixture
 def registered_relay(
     webhooks: WebhookRegistration, relay: RelayProcess, start_relay: Callable[..., RelayProcess]
 ) -> Iterator[Callable[..., RelayProcess]]:

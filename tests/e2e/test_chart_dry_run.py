@@ -80,6 +80,7 @@ def cert_manager(control_plane: ControlPlane) -> ControlPlane:
 
 
 @pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.usefixtures("fresh_install")
 def test_chart_is_accepted_by_the_apiserver(
     cert_manager: ControlPlane, helm_bin: Path, tmp_path: Path, mode: str
 ) -> None:

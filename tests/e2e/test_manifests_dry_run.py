@@ -123,6 +123,7 @@ def test_pod_is_hardened() -> None:
 
 @pytest.mark.envtest
 @pytest.mark.parametrize("mode", ["client-side", "server-side"])
+@pytest.mark.usefixtures("fresh_install")
 def test_whole_kustomization_is_accepted_by_the_apiserver(
     control_plane: ControlPlane, relay_namespace: str, mode: str
 ) -> None:
