@@ -179,6 +179,24 @@ def generated_rebalancer(rng: random.Random, index: int) -> dict[str, Any]:
     }
 
 
+def most_warnings() -> dict[str, Any]:
+    """A policy with as many warnings CEL gives as one policy can have (7: the multi-cluster and the single-cluster
+    warnings exclude each other): zero toleration, both sections on several clusters, three kinds without health
+    interpretation, tolerations of every NoExecute taint."""
+    policy = flink_policy(decisionConditions={"tolerationSeconds": 0})
+    spec = policy["spec"]
+    spec["resourceSelectors"] = copy.deepcopy(list(SELECTORS[:4]))
+    spec["placement"] = {
+        "clusterAffinity": {"clusterNames": ["member1", "member2"]},
+        "clusterTolerations": [{"operator": "Exists", "effect": "NoExecute"}],
+    }
+    spec["resourceSelectors"].append(
+        {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkBlueGreenDeployment", "name": "bg"}
+    )
+    spec["failover"]["cluster"] = {"purgeMode": "Directly", "statePreservation": {"rules": [JOB_ID_RULE]}}
+    return policy
+
+
 def documented_examples() -> list[tuple[str, dict[str, Any]]]:
     """The policies and rebalancers of docs/examples."""
     found = []
@@ -200,6 +218,7 @@ def admission_cases() -> list[tuple[str, dict[str, Any]]]:
     cases = documented_examples()
     cases += [(f"corpus/{ident}", copy.deepcopy(obj)) for ident, obj, _, _ in CORPUS]
     cases += [(f"policy-admission/{case.id}", copy.deepcopy(case.values[0])) for case in policy_deny_cases()]
+    cases.append(("most-warnings", most_warnings()))
     cases += [(f"generated/{i}", generated_policy(rng, i)) for i in range(GENERATED)]
     cases += [(f"generated-rebalancer/{i}", generated_rebalancer(rng, i)) for i in range(GENERATED // 4)]
     return cases

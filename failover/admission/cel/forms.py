@@ -2,7 +2,7 @@
 names, read by docs/design.md's "Admission without the webhook" and by the tests that hold the CEL policies equal to
 the webhook.
 
-- `CEL_DENY`, `CEL_WARN`, `CEL_MUTATE`: the rendered ValidatingAdmissionPolicy denies or warns with the same
+- `Cel.DENY`, `Cel.WARN`, `Cel.MUTATE`: the rendered ValidatingAdmissionPolicy denies or warns with the same
   message, or the MutatingAdmissionPolicy makes the same change (failover/admission/cel/policy_rules.py,
   workload_rebalancer.py).
 - `Schema`: Karmada's CRD schema refuses such an object before any admission policy or validating webhook sees it
@@ -87,11 +87,6 @@ FORMS: dict[Rule, Form] = {
     Rule.DUPLICATE_WORKLOAD: Cel.DENY,
     Rule.NEGATIVE_TTL: Cel.DENY,
 }
-
-
-def decided_by_schema(verdict: Verdict) -> bool:
-    """Whether Karmada's CRD schema refuses the object this verdict is of, before either admission path."""
-    return any(isinstance(FORMS.get(Rule(finding.rule)), Schema) for finding in verdict.denials if finding.rule)
 
 
 def expected_without_webhook(verdict: Verdict) -> Verdict:

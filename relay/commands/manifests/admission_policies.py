@@ -42,7 +42,8 @@ from relay.commands.manifests.webhooks import (
 API_VERSION = "admissionregistration.k8s.io/v1"
 LABELS = {"app.kubernetes.io/name": "failover-relay"}
 WARNING_PREFIX = "warn."
-# Warnings one object can get from the CEL policies; the rules give at most 7 today (tests/failover/admission).
+# Warnings one object can get from the CEL policies: one policy gets at most 7 (tests/admission_cases.py
+# `most_warnings`, held below this by tests/failover/admission/test_cel_forms.py).
 WARNING_SLOTS = 10
 DENIALS, WARNINGS = "denials", "warnings"
 

@@ -14,8 +14,9 @@ import pytest
 from failover.admission.cel.forms import FORMS, Cel, Schema, WebhookOnly
 from failover.admission.registry import DEFAULTERS, VALIDATORS, WEBHOOKS, Decider, group_kind_of
 from failover.admission.rules import Rule
-from relay.commands.manifests.admission_policies import admission_policies
-from tests.admission_cases import admission_cases
+from relay.commands.manifests.admission_policies import WARNING_SLOTS, admission_policies
+from tests.admission_answers import webhook_verdict
+from tests.admission_cases import admission_cases, most_warnings
 
 ADMISSION = Path(__file__).resolve().parents[3] / "failover" / "admission"
 RULE_MODULES = ("policy.py", "rebalancer_rules.py", "failover_warnings.py")
@@ -107,3 +108,10 @@ def test_the_design_documents_every_form() -> None:
     documented = {name: (form.strip(), why.strip()) for name, form, why in rows}
     expected = {rule.value: (str(form), "" if isinstance(form, Cel) else form.why) for rule, form in FORMS.items()}
     assert documented == expected, "docs/design.md, 'Admission without the webhook': re-render the table from FORMS"
+
+
+def test_the_warning_slots_hold_the_most_warnings_one_policy_can_get() -> None:
+    verdict = webhook_verdict(most_warnings())
+    cel_warnings = [w for w in verdict.warnings if FORMS[Rule(verdict.warning_rules[w])] is Cel.WARN]
+
+    assert len(cel_warnings) == 7 <= WARNING_SLOTS
