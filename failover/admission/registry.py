@@ -59,11 +59,8 @@ class AdmissionMode(StrEnum):
 
     @property
     def rule_webhooks(self) -> bool:
+        """Whether the rule webhooks are registered (the CEL policies are rendered in every mode but webhook)."""
         return self is not AdmissionMode.CEL
-
-    @property
-    def admission_policies(self) -> bool:
-        return self is not AdmissionMode.WEBHOOK
 
 
 DEFAULT_ADMISSION_MODE = AdmissionMode.WEBHOOK
