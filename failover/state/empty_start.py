@@ -130,8 +130,10 @@ def deployed_restore_path(item: Mapping[str, Any] | None) -> str | None:
 
 
 def parked_reason(item: Mapping[str, Any] | None) -> str | None:
-    """The savepoint webhook's refusal of one copy, as Karmada reports its apply; None when it is not refused so."""
-    if not isinstance(item, Mapping) or item.get("applied") is not False:
+    """The savepoint webhook's (or the members' restore guard's) refusal of one copy, as Karmada reports its apply;
+    None when it is not refused so. Karmada writes `applied` only when true (`AggregatedStatusItem.Applied`,
+    `json:"applied,omitempty"`, pkg/apis/work/v1alpha2/binding_types.go): a refused apply has the message alone."""
+    if not isinstance(item, Mapping) or item.get("applied") is True:
         return None
     message = item.get("appliedMessage")
     if not isinstance(message, str) or PARKED_MARKER not in message:

@@ -53,7 +53,9 @@ def reported(binding: dict[str, Any], status: dict[str, Any], health: str = "Hea
 def refused(binding: dict[str, Any]) -> dict[str, Any]:
     set_health(binding, "member2", "Unknown", {})
     item = next(item for item in binding["status"]["aggregatedStatus"] if item["clusterName"] == "member2")
-    item.update({"applied": False, "appliedMessage": REFUSED})
+    # As Karmada v1.19 reports a refused apply: the message, and no `applied` (omitempty, so false is left out).
+    item.pop("applied", None)
+    item["appliedMessage"] = REFUSED
     return binding
 
 
@@ -173,6 +175,9 @@ def test_the_parked_reason_is_only_the_savepoint_webhooks_refusal() -> None:
     assert parked_reason({"applied": False, "appliedMessage": REFUSED}).startswith("no restore point for foo")
     assert parked_reason({"applied": False, "appliedMessage": "quota exceeded"}) is None
     assert parked_reason({"applied": True, "appliedMessage": REFUSED}) is None
+    # As Karmada v1.19 writes a refused apply: `applied` is omitempty, so false is left out.
+    assert parked_reason({"clusterName": "member2", "appliedMessage": REFUSED}).startswith("no restore point for foo")
+    assert parked_reason({"clusterName": "member2"}) is None
 
 
 # The savepoint webhook's closed mode: parked unless the object restores by hand or accepts the loss.
