@@ -26,7 +26,7 @@ import yaml
 
 from failover.admission.cel.checks import KUBERNETES_VERSION_FOR_POLICIES, CelMutation, CelValidation
 from failover.admission.cel.restore_guard import restore_guards
-from failover.admission.registry import ADMITTED_OPERATIONS, WEBHOOKS, Decider, Webhook
+from failover.admission.registry import WEBHOOKS, Decider, Webhook
 from failover.core.api import DEFAULT_JOB_ID_LABEL, FailurePolicy, Resource
 from failover.core.labels import label_key_problems
 from failover.core.names import is_dns_label
@@ -37,6 +37,7 @@ from relay.commands.manifests.webhooks import (
     EXIT_USAGE,
     ManifestError,
     namespace_selector,
+    rules_for,
 )
 
 API_VERSION = "admissionregistration.k8s.io/v1"
@@ -48,24 +49,14 @@ WARNING_SLOTS = 10
 DENIALS, WARNINGS = "denials", "warnings"
 
 
-def _match_constraints(resources: tuple[Resource, ...], namespace: str) -> dict[str, Any]:
+def _spec(resources: tuple[Resource, ...], namespace: str, variables: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """What every policy shares: it fails closed, matches the webhook's rules and namespaces, and names its
+    variables."""
     return {
-        "resourceRules": [
-            {
-                "apiGroups": [resource.group],
-                "apiVersions": [resource.version],
-                "operations": list(ADMITTED_OPERATIONS),
-                "resources": [resource.plural],
-                "scope": resource.scope,
-            }
-            for resource in resources
-        ],
-        "namespaceSelector": namespace_selector(namespace),
+        "failurePolicy": str(FailurePolicy.FAIL),
+        "matchConstraints": {"resourceRules": rules_for(resources), "namespaceSelector": namespace_selector(namespace)},
+        "variables": [{"name": name, "expression": expression} for name, expression in variables],
     }
-
-
-def _variables(pairs: tuple[tuple[str, str], ...]) -> list[dict[str, str]]:
-    return [{"name": name, "expression": expression} for name, expression in pairs]
 
 
 def _object(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -73,10 +64,7 @@ def _object(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _validating(name: str, resources: tuple[Resource, ...], cel: CelValidation, namespace: str) -> list[dict[str, Any]]:
-    deny_spec = {
-        "failurePolicy": str(FailurePolicy.FAIL),
-        "matchConstraints": _match_constraints(resources, namespace),
-        "variables": _variables((*cel.variables, (DENIALS, cel.denials))),
+    deny_spec = _spec(resources, namespace, (*cel.variables, (DENIALS, cel.denials))) | {
         "validations": [
             {
                 "expression": f"size(variables.{DENIALS}) == 0",
@@ -92,10 +80,7 @@ def _validating(name: str, resources: tuple[Resource, ...], cel: CelValidation, 
     ]
     if cel.warnings != "[]":
         warn_name = WARNING_PREFIX + name
-        warn_spec = {
-            "failurePolicy": str(FailurePolicy.FAIL),
-            "matchConstraints": _match_constraints(resources, namespace),
-            "variables": _variables((*cel.variables, (WARNINGS, cel.warnings))),
+        warn_spec = _spec(resources, namespace, (*cel.variables, (WARNINGS, cel.warnings))) | {
             "validations": [
                 {
                     "expression": f"size(variables.{WARNINGS}) <= {slot}",
@@ -113,11 +98,8 @@ def _validating(name: str, resources: tuple[Resource, ...], cel: CelValidation, 
 
 
 def _mutating(webhook: Webhook, cel: CelMutation, namespace: str) -> list[dict[str, Any]]:
-    spec = {
-        "failurePolicy": str(FailurePolicy.FAIL),
-        "matchConstraints": _match_constraints(webhook.resources, namespace),
+    spec = _spec(webhook.resources, namespace, cel.variables) | {
         "matchConditions": [{"name": "applies", "expression": cel.applies_to}],
-        "variables": _variables(cel.variables),
         "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": cel.patch}}],
         # The patch only adds what is missing and renames legacy values: a second run would change nothing.
         "reinvocationPolicy": "Never",
