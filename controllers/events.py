@@ -74,6 +74,12 @@ class EventRecorder:
         while self._writing:
             await asyncio.gather(*self._writing, return_exceptions=True)
 
+    def drop_pending(self) -> None:
+        """Give up the Events not written yet: a replica whose term ended writes nothing more. One whose call is
+        already on its thread may still land."""
+        for task in list(self._writing):
+            task.cancel()
+
     def _write_later(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
         task = asyncio.get_running_loop().create_task(self._write_in_turn(obj, event_type, reason, message))
         self._writing.add(task)

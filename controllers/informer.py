@@ -224,9 +224,23 @@ def settle_long_lived() -> None:
     watch event replaces an object, and reference counting frees the replaced one, frozen or not. Unfrozen, every
     full collection walks the whole cache (millions of dicts and lists at 50,000 bindings), more often the more it
     grows: decoding and caching 50,000 v1.19 bindings takes 15.8 s with the collector as it comes and 4.1 s with each
-    page frozen, against 3.6 s without a collector (`python bench/informer_gc.py`, docs/benchmarks.md)."""
+    page frozen, against 3.6 s without a collector (`python bench/informer_gc.py`, docs/benchmarks.md).
+
+    Whatever else is alive is frozen with the page: a caller whose own cycles may be frozen so (the loop's term,
+    controllers/manager.py) compares `freezes()` before and after."""
+    global _freezes
     gc.collect(1)
     gc.freeze()
+    # Two informers' threads may count at once and one count be lost; the count still moves, which is all it says.
+    _freezes += 1
+
+
+_freezes = 0
+
+
+def freezes() -> int:
+    """How many times `settle_long_lived` has frozen what was alive in this process."""
+    return _freezes
 
 
 def _cached_form(obj: Mapping[str, Any]) -> Mapping[str, Any]:

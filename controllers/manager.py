@@ -1,4 +1,12 @@
-"""The reconcile loop as a whole: every controller, run only by the replica that holds the Lease."""
+"""The reconcile loop as a whole: informers that keep one cache filled in every replica, and every controller, run
+only by the replica that holds the Lease.
+
+A replica lists everything once, at start, and campaigns for the Lease only then; its informers run from start to
+stop, across terms. A term (`ReconcileLoop._lead`) starts from the cache as it is: it queues every cached key and
+reconciles, so a leader change costs the Lease's handover and a pass over the queue, not a list of everything
+(minutes at 50,000 bindings, docs/benchmarks.md). Only a term writes: the controllers' workers, the Events they ask
+for and the member relays' report run in it and stop with it; outside a term, events queue nothing.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +39,7 @@ from controllers.client import Calls, KarmadaClient
 from controllers.controller import Controller, Reconcile
 from controllers.events import EVENT_WRITERS, EventRecorder
 from controllers.fence_store import FenceStore
-from controllers.informer import RESYNC_SECONDS, ChangeHandler, Informer
+from controllers.informer import RESYNC_SECONDS, ChangeHandler, Informer, freezes
 from controllers.kube import CustomObjects
 from controllers.leader import LeaderElector
 from controllers.loop_metrics import LoopMetrics, StorageFenceMetrics
@@ -56,13 +64,16 @@ from failover.reconcile.handoff import planned_move_cluster
 
 log = structlog.get_logger("failover_relay.controllers")
 
-# How long to wait for the first list of every informer before reconciling anything: reconciling failback on an
-# empty binding cache would see no workloads at all.
+# How long to wait for the first list of every informer before a warning names the slow ones; a replica campaigns
+# for the Lease only once every list is in: reconciling failback on an empty binding cache would see no workloads.
 SYNC_TIMEOUT_SECONDS = 60.0
 # How often a first list that outlived it is looked at again.
 SYNC_POLL_SECONDS = 5.0
 # How often the member relays' heartbeats are read to say which members none watches: about two heartbeats.
 RELAY_REPORT_SECONDS = 60.0
+# Keys a new leader queues before it lets the event loop run again (`queue_every_key`): 50,000 in one go held the
+# loop, and the webhook served beside it, for over a second.
+QUEUED_PER_STEP = 500
 
 
 # Where an event of one resource leads: (cache, the event's kind, its key) -> the (kind, key) pairs to reconcile.
@@ -74,8 +85,8 @@ BINDING_KINDS = frozenset(resource.kind for resource in BINDING_RESOURCES)
 
 def may_act_on(binding: Mapping[str, Any] | None) -> bool:
     """A binding the loop may have to write to: a copy not Healthy, an eviction task, or being deleted. Only the
-    order of the queue depends on it: with 50,000 bindings listed by a new leader, a toleration that ran out under
-    the old one is acted on within a second of the cache sync instead of after every healthy binding
+    order of the queue depends on it: with 50,000 bindings queued by a new leader, a toleration that ran out under
+    the old one is acted on within seconds of winning the Lease instead of after every healthy binding
     (docs/benchmarks.md, "Reconcile loop at scale")."""
     if binding is None:
         return False
@@ -108,6 +119,12 @@ def cluster_of_planned_move(cache: Cache, kind: str, key: str) -> Iterable[Bindi
     binding = cache.get(kind, key)
     cluster = planned_move_cluster(binding) if binding is not None else None
     return () if cluster is None else ((CLUSTERS.kind, cluster),)
+
+
+# The key maps that keep an index of the cache current (`binding_of_work`: `Cache.work_changed`). They run on every
+# event, also while another replica leads and the events queue nothing, so that a new leader's index is as current as
+# its cache.
+INDEXING_KEY_MAPS: frozenset[KeyMap] = frozenset({binding_of_work})
 
 
 @dataclass(frozen=True)
@@ -246,22 +263,57 @@ class ReconcileLoop:
         self.elector = LeaderElector(
             client.CoordinationV1Api(self.api_client), settings.lease_namespace, settings.lease_name, settings.identity
         )
+        # Filled by the informers from `run` until the loop stops, whoever holds the Lease.
+        self.cache = Cache()
+        # The queues of the term in progress by the kind they reconcile; empty outside a term, so that the
+        # informers' events queue nothing that no worker drains.
+        self.queues: dict[str, WorkQueue] = {}
 
     async def run(self) -> None:
-        """Until cancelled: campaign for the Lease and reconcile while holding it (released on cancel)."""
+        """Until cancelled: fill the cache and keep it filled, campaign for the Lease once every first list is in, and
+        reconcile while holding it (released on cancel)."""
+        informers = self._start_informers()
         try:
+            # A replica that is still listing does not take the Lease from one that could act at once.
+            await wait_synced(informers)
             await self.elector.run(self._lead)
         finally:
+            for informer in informers:
+                informer.stop()
+            # The informers froze what was alive as they listed (controllers/informer.py `settle_long_lived`),
+            # the loop's own cycles with it: only the collector frees a cycle, and it skips frozen objects.
+            gc.unfreeze()
             self.calls.shutdown()
 
+    def _start_informers(self) -> list[Informer]:
+        """One informer per resource the controllers watch or read (`CACHED_ONLY`), all filling `self.cache`, their
+        events routed to the queues of the term in progress (`queue_keys`)."""
+        informers = []
+        for resource in watched_resources().values():
+            informer = Informer(
+                resource.plural,
+                CustomObjects(self.api_client, resource).list,
+                queue_keys(resource, self.cache, self.queues),
+                asyncio.get_running_loop(),
+                self.settings.resync_seconds,
+                transform=CACHED_FORMS.get(resource.kind),
+            )
+            self.cache.add(resource, informer)
+            informers.append(informer)
+        for informer in informers:
+            informer.start()
+        return informers
+
     async def _lead(self) -> None:
-        """Reconcile until cancelled: the controllers of `CONTROLLERS` and one informer per resource they watch or
-        read (`CACHED_ONLY`), all filling one cache."""
+        """One term, until cancelled (the Lease lost, or the loop stopped): the controllers of `CONTROLLERS` on the
+        cache as the informers keep it, each starting from every key it holds; then their queues are dropped and the
+        Events not yet written with them."""
         settings = self.settings
-        cache = Cache()
+        # A list after a `410` freezes what is alive, this term's controllers and queues too (`settle_long_lived`).
+        freezes_before = freezes()
         parts = LoopParts(
             KarmadaClient(self.api_client, self.calls),
-            cache,
+            self.cache,
             self.recorder,
             settings.decisions,
             self.metrics,
@@ -272,31 +324,17 @@ class ReconcileLoop:
             spec.resource.kind: Controller(spec.name, spec.reconciler(parts), self.metrics, workers_of(spec, settings))
             for spec in CONTROLLERS
         }
-        watched = watched_resources()
-        queues = {kind: controller.queue for kind, controller in controllers.items()}
-        informers = []
-        for resource in watched.values():
-            informer = Informer(
-                resource.plural,
-                CustomObjects(self.api_client, resource).list,
-                queue_keys(resource, cache, queues),
-                asyncio.get_running_loop(),
-                settings.resync_seconds,
-                transform=CACHED_FORMS.get(resource.kind),
-            )
-            cache.add(resource, informer)
-            informers.append(informer)
-
-        for informer in informers:
-            informer.start()
         log.info("controllers_starting", controllers=sorted(controllers), identity=settings.identity)
+        # From here on the informers' events queue keys; whatever came before is in the cache queued below.
+        self.queues.update({kind: controller.queue for kind, controller in controllers.items()})
         tasks = [
             asyncio.create_task(controller.run(), name=f"controller-{name}") for name, controller in controllers.items()
         ]
         try:
-            await wait_synced(informers)
+            queued = await queue_every_key(self.cache, self.queues)
+            log.info("cached_keys_queued", keys=queued)
             if self.storage_fence is not None:
-                tasks.append(asyncio.create_task(self._report_relays(cache), name="member-relays"))
+                tasks.append(asyncio.create_task(self._report_relays(self.cache), name="member-relays"))
             elif settings.decisions.fences:
                 log.warning(
                     "fenced_by_time_only",
@@ -306,15 +344,15 @@ class ReconcileLoop:
                 )
             await asyncio.gather(*tasks)
         finally:
+            self.queues.clear()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            for informer in informers:
-                informer.stop()
-            # The term's informers, queues and reconcilers reference each other, and the informers froze what was
-            # alive as they listed (controllers/informer.py `settle_long_lived`): only the collector frees a cycle,
-            # and it skips frozen objects.
-            gc.unfreeze()
+            self.recorder.drop_pending()
+            if freezes() != freezes_before:
+                # The term's objects may be frozen; unfrozen, the collector frees their cycles. The cache is then in
+                # its sight until the next list freezes it, as it is anyway once watch events have replaced it.
+                gc.unfreeze()
 
     async def _report_relays(self, cache: Cache) -> None:
         """Until cancelled: which members no member relay watches, said when that changes (controllers/storage_fence.py
@@ -341,20 +379,35 @@ async def wait_synced(informers: Iterable[Informer]) -> None:
 
 def queue_keys(resource: Resource, cache: Cache, queues: Mapping[str, WorkQueue]) -> ChangeHandler:
     """What the informer of `resource` does with an event: run the key map of each watch on it (`CONTROLLERS`) once,
-    and queue each key with the controller of the key's kind (`queues`), if that controller declared the watch."""
+    and queue each key with the controller of the key's kind, if that controller declared the watch. `queues` is read
+    at each event: the term's queues by kind, and none outside a term, when only the maps that keep an index of the
+    cache run (`INDEXING_KEY_MAPS`)."""
     routes = {
-        (watch.keys, spec.resource.kind): queues[spec.resource.kind]
-        for spec in CONTROLLERS
-        for watch in spec.watches
-        if watch.resource == resource
+        (watch.keys, spec.resource.kind) for spec in CONTROLLERS for watch in spec.watches if watch.resource == resource
     }
     maps = tuple(dict.fromkeys(keys for keys, _ in routes))
 
     def changed(key: str) -> None:
         for keys in maps:
+            if not queues and keys not in INDEXING_KEY_MAPS:
+                continue
             for kind, target in keys(cache, resource.kind, key):
-                queue = routes.get((keys, kind))
+                queue = queues.get(kind) if (keys, kind) in routes else None
                 if queue is not None:
                     queue.add(target, first=kind in BINDING_KINDS and may_act_on(cache.get(kind, target)))
 
     return changed
+
+
+async def queue_every_key(cache: Cache, queues: Mapping[str, WorkQueue]) -> int:
+    """Queue every cached object of each queue's kind, the bindings the loop may have to act on first (`may_act_on`):
+    what a new term starts from, in place of the events a list would have reported. How many were queued."""
+    queued = 0
+    for kind, queue in list(queues.items()):
+        informer = cache.informers[kind]
+        for key in list(informer.cache):
+            queue.add(key, first=kind in BINDING_KINDS and may_act_on(informer.get(key)))
+            queued += 1
+            if queued % QUEUED_PER_STEP == 0:
+                await asyncio.sleep(0)
+    return queued

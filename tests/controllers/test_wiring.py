@@ -7,7 +7,7 @@ from typing import Any
 
 from controllers.cache import POLICY_RESOURCES, Cache
 from controllers.informer import Informer
-from controllers.manager import CACHED_ONLY, CONTROLLERS, queue_keys
+from controllers.manager import CACHED_ONLY, CONTROLLERS, queue_every_key, queue_keys
 from controllers.queue import WorkQueue
 from failover.core.api import (
     CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION,
@@ -120,3 +120,55 @@ async def test_a_binding_the_loop_may_have_to_act_on_is_queued_before_the_health
     for key in bindings:
         changed(key)
     assert (await queued(queues))[RESOURCE_BINDINGS.kind] == ["ns/sick", "ns/evicting", "ns/a", "ns/b"]
+
+
+def health(state: str) -> dict[str, Any]:
+    return {"metadata": {"name": "b"}, "status": {"aggregatedStatus": [{"clusterName": "m1", "health": state}]}}
+
+
+async def test_outside_a_term_events_queue_nothing_and_works_are_still_indexed() -> None:
+    """A standby replica's informers run, but no worker drains a queue: its events must queue nothing, and the Work
+    index must stay as current as its cache for the term it may start."""
+    work = work_of({RESOURCE_BINDING_NAMESPACE_ANNOTATION: "ns", RESOURCE_BINDING_NAME_ANNOTATION: "b"})
+    cache = filled_cache(
+        {
+            WORKS: {"karmada-es-member1/w": work},
+            CLUSTERS: {"member1": {"metadata": {"name": "member1"}}},
+            RESOURCE_BINDINGS: {"ns/b": evicting_from("member1")},
+        }
+    )
+    queues: dict[str, WorkQueue] = {}
+    queue_keys(WORKS, cache, queues)("karmada-es-member1/w")
+    queue_keys(CLUSTERS, cache, queues)("member1")
+    queue_keys(RESOURCE_BINDINGS, cache, queues)("ns/b")
+    binding = {"kind": RESOURCE_BINDINGS.kind, "metadata": {"namespace": "ns", "name": "b"}}
+    assert queues == {}
+    assert cache.works_of(binding) == [cache.get(WORKS.kind, "karmada-es-member1/w")]
+
+    # The term's queues, once there are some, are read at the next event.
+    queues.update({spec.resource.kind: WorkQueue() for spec in CONTROLLERS})
+    queue_keys(WORKS, cache, queues)("karmada-es-member1/w")
+    assert await queued(queues) == {RESOURCE_BINDINGS.kind: ["ns/b"]}
+
+
+async def test_a_new_term_queues_every_cached_key_once_those_it_may_act_on_first() -> None:
+    """A new leader lists nothing: it starts from every key its cache holds, an expired toleration before the healthy
+    ones."""
+    bindings = {"ns/a": health("Healthy"), "ns/sick": health("Unhealthy"), "ns/evicting": evicting_from("member1")}
+    cache = filled_cache(
+        {
+            RESOURCE_BINDINGS: bindings,
+            CLUSTER_RESOURCE_BINDINGS: {"c": health("Healthy"), "d": health("Unknown")},
+            CLUSTERS: {"member1": {"metadata": {"name": "member1"}}},
+            WORKS: {"karmada-es-member1/w": work_of({})},
+        }
+    )
+    queues = {spec.resource.kind: WorkQueue() for spec in CONTROLLERS}
+    queues[RESOURCE_BINDINGS.kind].add("ns/a")  # an event of the term already: queued once all the same
+
+    assert await queue_every_key(cache, queues) == 6
+    assert await queued(queues) == {
+        RESOURCE_BINDINGS.kind: ["ns/sick", "ns/evicting", "ns/a"],
+        CLUSTER_RESOURCE_BINDINGS.kind: ["d", "c"],
+        CLUSTERS.kind: ["member1"],
+    }
