@@ -178,6 +178,9 @@ class FailurePolicy(StrEnum):
 DEFAULT_SAVEPOINT_FAILURE_POLICY = FailurePolicy.IGNORE
 
 DEFAULT_JOB_ID_LABEL = "application.karmada.io/failover-jobid"
+# The placement a binding was scheduled with, JSON (pkg/util/constants.go PolicyPlacementAnnotation): the taint
+# manager reads the cluster tolerations here, not in spec.placement.
+APPLIED_PLACEMENT_ANNOTATION = "policy.karmada.io/applied-placement"
 RESOURCE_BINDING_NAMESPACE_ANNOTATION = "resourcebinding.karmada.io/namespace"
 RESOURCE_BINDING_NAME_ANNOTATION = "resourcebinding.karmada.io/name"
 CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION = "clusterresourcebinding.karmada.io/name"

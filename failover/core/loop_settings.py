@@ -13,6 +13,15 @@ from failover.core.api import PurgeMode, PurgeModeSpelling
 from failover.core.setting_spec import setting
 
 
+class TaintEvictionPurgeMode(StrEnum):
+    """The purge mode of a cluster failover eviction of a binding without `failover.cluster`:
+    karmada-controller-manager's `--no-execute-taint-eviction-purge-mode` (Gracefully by default;
+    `pkg/controllers/cluster/taint_manager.go` `getPurgeMode`)."""
+
+    GRACEFULLY = "Gracefully"
+    DIRECTLY = "Directly"
+
+
 class FencingMode(StrEnum):
     """When the old Work of a Directly eviction from an unreachable cluster is released (failover/fence/old_copy.py)."""
 
@@ -80,6 +89,18 @@ class DecisionSettings:
         "controllers.fencing", FencingMode.NOT_READY, choices_hint="off, notReady or noExecuteTaint"
     )
     fence_after: timedelta = setting("controllers.fenceAfterSeconds", timedelta(seconds=60), ge=0)
+    # Cluster failover (failover/reconcile/cluster_eviction.py): the relay writes the taint manager's eviction tasks
+    # itself, at the apiserver's pace; karmada-controller-manager's --enable-no-execute-taint-eviction is then best off
+    # (docs/operations.md, "Turning off the Karmada controllers failover-relay replaces"), though both may write.
+    cluster_evictions: bool = setting("controllers.clusterEvictions", True)
+    taint_eviction_purge_mode: TaintEvictionPurgeMode = setting(
+        "controllers.noExecuteTaintEvictionPurgeMode",
+        TaintEvictionPurgeMode.GRACEFULLY,
+        choices_hint="Gracefully or Directly",
+    )
+    # The brake (failover/reconcile/brake.py): no new cluster failover while at least this share of the clusters
+    # (and at least two) is not Ready; Kubernetes' --unhealthy-zone-threshold.
+    unhealthy_cluster_threshold: float = setting("controllers.unhealthyClusterThreshold", 0.55, gt=0, le=1)
     # A Work still being deleted this long on a Ready cluster is stuck in the execution controller's backoff; a
     # healthy deletion takes well under a second.
     stuck_deletion_after: timedelta = setting("controllers.stuckDeletionSeconds", timedelta(seconds=5), ge=0)

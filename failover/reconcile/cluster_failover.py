@@ -26,7 +26,7 @@ from typing import Any
 
 from failover.core import binding as b
 from failover.core.decision import NORMAL, WARNING, Event, clip_message
-from failover.state.last_state import CLUSTER, evaluate_rule, preservation_rules, recorded_state
+from failover.state.last_state import CLUSTER, Rule, evaluate_rule, preservation_rules, recorded_state
 from failover.state.preserved_state import inherited_state
 from failover.state.restoration import lineage
 
@@ -51,8 +51,6 @@ def decide_cluster_failover_state(binding: Mapping[str, Any]) -> StateFill:
     raw_tasks = b.spec(binding).get("gracefulEvictionTasks")
     if not rules or not isinstance(raw_tasks, list):
         return StateFill()
-    tasks = b.eviction_tasks(binding)
-    aliases = {rule.alias for rule in rules}
     new_tasks: list[Any] = []
     filled: list[str] = []
     events: list[Event] = []
@@ -66,18 +64,9 @@ def decide_cluster_failover_state(binding: Mapping[str, Any]) -> StateFill:
             new_tasks.append(task)
             continue
         cluster = task["fromCluster"]
-        state, source = _state_for(binding, tasks, cluster, rules, aliases)
+        state, source = cluster_state(binding, cluster, rules)
         if not state:
-            events.append(
-                Event(
-                    WARNING,
-                    EVENT_STATE_NOT_FOUND,
-                    clip_message(
-                        f"cluster failover from {cluster}: no healthy report of {', '.join(sorted(aliases))} was ever"
-                        f" recorded for its copy, and its reflected status has none; the new copy starts without state"
-                    ),
-                )
-            )
+            events.append(Event(WARNING, EVENT_STATE_NOT_FOUND, clip_message(no_state_message(cluster, rules))))
             new_tasks.append(task)
             continue
         updated = {**task, "preservedLabelState": state}
@@ -97,10 +86,19 @@ def decide_cluster_failover_state(binding: Mapping[str, Any]) -> StateFill:
     return StateFill(patch={"spec": {"gracefulEvictionTasks": new_tasks}}, filled=tuple(filled), events=tuple(events))
 
 
-def _state_for(
-    binding: Mapping[str, Any], tasks: list[dict[str, Any]], cluster: str, rules: list[Any], aliases: set[str]
-) -> tuple[dict[str, str], str]:
-    inherited = inherited_state(tasks, cluster)
+def no_state_message(cluster: str, rules: list[Rule]) -> str:
+    aliases = ", ".join(sorted({rule.alias for rule in rules}))
+    return (
+        f"cluster failover from {cluster}: no healthy report of {aliases} was ever recorded for its copy, and its"
+        f" reflected status has none; the new copy starts without state"
+    )
+
+
+def cluster_state(binding: Mapping[str, Any], cluster: str, rules: list[Rule]) -> tuple[dict[str, str], str]:
+    """The state a cluster failover from `cluster` carries under the cluster `rules`, and where it was read (the
+    sources in the module docstring, in order); empty when none has every alias."""
+    aliases = {rule.alias for rule in rules}
+    inherited = inherited_state(b.eviction_tasks(binding), cluster)
     if inherited is not None:
         origin, state = inherited
         kept = {k: v for k, v in state.items() if k in aliases}

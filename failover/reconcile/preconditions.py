@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from failover.core import binding as b
+from failover.core.api import APPLIED_PLACEMENT_ANNOTATION
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.fence.fenced_copies import FENCED_ANNOTATION
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
@@ -87,6 +88,13 @@ def fill_reads(binding: Mapping[str, Any], filled: Iterable[str]) -> tuple[Path,
     if wanted:  # a filled cluster without a reflected status: it must still have none
         reads.append(("status", "aggregatedStatus"))
     return tuple(reads)
+
+
+def cluster_eviction_reads(binding: Mapping[str, Any], evicted: Iterable[str]) -> tuple[Path, ...]:
+    """What `decide_cluster_evictions` read to evict from `evicted` (failover/reconcile/cluster_eviction.py): its
+    targets and the applied placement's tolerations, and for the preserved state what the fill reads
+    (`fill_reads`). The Clusters' taints are not the binding's: a taint removed since is the next decision's."""
+    return (*fill_reads(binding, evicted), TARGETS, ("metadata", "annotations", APPLIED_PLACEMENT_ANNOTATION))
 
 
 def _rule_fields(binding: Mapping[str, Any]) -> list[str] | None:
