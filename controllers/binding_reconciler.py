@@ -3,7 +3,9 @@ failover/ and its write. Nothing is decided here.
 
 1. `application_failover`: evict a cluster whose copy stayed Unhealthy past its toleration, with the records of the
    move and the last good state in the same write (failover/reconcile/application_failover.py, record_keeping.py);
-2. `cluster_failover_state`: give the taint manager's eviction tasks their preserved state
+2. `cluster_eviction`: evict from a cluster whose NoExecute taints the placement no longer tolerates, with the
+   preserved state, unless the brake holds (failover/reconcile/cluster_eviction.py, brake.py);
+   `cluster_failover_state`: give the taint manager's eviction tasks their preserved state
    (failover/reconcile/cluster_failover.py);
 3. `graceful_eviction`: end the tasks that are over (failover/reconcile/graceful_eviction.py);
 4. `restoration`: a moved copy that runs without the state its move carried, or is parked for it, is said so
@@ -40,9 +42,11 @@ from failover.core.work import MemberCopy, work_cluster
 from failover.fence.fenced_copies import forget_fenced
 from failover.fence.old_copy import EVENT_WAITING, FenceDecision, decide_fencing
 from failover.reconcile.application_failover import FailoverDecision, decide_application_failover
+from failover.reconcile.brake import brake
+from failover.reconcile.cluster_eviction import decide_cluster_evictions
 from failover.reconcile.cluster_failover import decide_cluster_failover_state
 from failover.reconcile.graceful_eviction import ENDED_HEALTHY, EndedTask, decide_graceful_eviction
-from failover.reconcile.preconditions import READS_FENCING, eviction_reads, fill_reads
+from failover.reconcile.preconditions import READS_FENCING, cluster_eviction_reads, eviction_reads, fill_reads
 from failover.reconcile.record_keeping import annotation_patch, has_history, with_records
 from failover.reconcile.stateless_restart import stateless_restart_events
 from failover.state.empty_start import decide_state_losses, newly_empty, state_losses, watched_clusters
@@ -117,6 +121,23 @@ async def application_failover(run: BindingRun) -> timedelta | None:
     metrics.kept.set((run.kind, run.key), failover.kept)
     await run.record(failover.events)
     return failover.requeue_after
+
+
+async def cluster_eviction(run: BindingRun) -> timedelta | None:
+    settings, clusters = run.parts.settings, run.clusters()
+    if not settings.cluster_evictions or clusters is None:
+        return None
+    held = brake(clusters, settings.unhealthy_cluster_threshold)
+    eviction = await run.writes.apply(
+        lambda obj: decide_cluster_evictions(obj, clusters, settings, run.now, held),
+        reads=lambda obj, decision: cluster_eviction_reads(obj, decision.evicted),
+    )
+    if eviction.patch:
+        run.parts.metrics.cluster_evictions.inc(len(eviction.evicted))
+        log.info("cluster_failover_evicted", kind=run.kind, binding=run.key, clusters=list(eviction.evicted))
+    run.parts.metrics.braked.set((run.kind, run.key), eviction.braked)
+    await run.record(eviction.events)
+    return eviction.requeue_after
 
 
 async def cluster_failover_state(run: BindingRun) -> timedelta | None:
@@ -286,6 +307,7 @@ def _identity(obj: Mapping[str, Any]) -> tuple[str, str]:
 # The pipeline: one binding's reconcile, in order.
 STEPS: tuple[Step, ...] = (
     application_failover,
+    cluster_eviction,
     cluster_failover_state,
     graceful_eviction,
     restoration,
@@ -309,6 +331,7 @@ class BindingReconciler:
         binding = self.own.latest(key, parts.cache.get(self.kind, key))
         if binding is None:
             parts.metrics.kept.set((self.kind, key), ())
+            parts.metrics.braked.set((self.kind, key), ())
             parts.metrics.without_state.set((self.kind, key), ())
             parts.metrics.storm.observe((self.kind, key), None, (), parts.clock())
             return None

@@ -22,9 +22,11 @@ from failover.core.api import (
     WORKS,
     Resource,
 )
+from failover.core.cluster import has_taint
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.core.names import object_key
 from failover.fence.fenced_copies import FENCED_ANNOTATION, fenced_copies
+from failover.reconcile.cluster_eviction import eviction_order
 from failover.reconcile.stateless_restart import is_flink_deployment
 from failover.state.empty_start import START_WITHOUT_STATE_ANNOTATION, watched_clusters
 from failover.state.history import JOB_STATUS
@@ -194,12 +196,17 @@ class Cache:
 
     def bindings_touching(self, cluster: str) -> builtins.list[BindingKey]:
         """Bindings with an eviction task from `cluster` or fenced copies on it: a change of the cluster's
-        readiness changes what fencing decides for them."""
+        readiness changes what fencing decides for them. While the cluster carries a NoExecute taint, also the
+        bindings it is a target of, in the order their evictions should be written (`eviction_order`)."""
         touching = []
+        tainted = CLUSTERS.kind in self.informers and has_taint(self.get(CLUSTERS.kind, cluster))
+        targeted: builtins.list[tuple[Any, BindingKey]] = []
         for resource in BINDING_RESOURCES:
             for key, obj in list(self.informers[resource.kind].cache.items()):
                 if any(task["fromCluster"] == cluster for task in b.eviction_tasks(obj)) or (
                     FENCED_ANNOTATION in b.annotations(obj) and cluster in fenced_copies(obj)
                 ):
                     touching.append((resource.kind, key))
-        return touching
+                elif tainted and any(target.name == cluster for target in b.target_clusters(obj)):
+                    targeted.append((eviction_order(obj), (resource.kind, key)))
+        return [*touching, *(key for _, key in sorted(targeted, key=lambda entry: entry[0]))]

@@ -12,6 +12,7 @@ cluster's workloads at once").
 
 from __future__ import annotations
 
+import collections
 import time
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
@@ -74,6 +75,12 @@ class LoopMetrics:
             "Clusters removed from a binding by application failover.",
             registry=registry,
         )
+        self.cluster_evictions = Counter(
+            "failover_relay_cluster_evictions_total",
+            "Clusters removed from a binding by cluster failover (a NoExecute taint its placement no longer tolerates),"
+            " the eviction task written by the relay.",
+            registry=registry,
+        )
         self.tasks_removed = Counter(
             "failover_relay_eviction_tasks_removed_total", "Graceful eviction tasks ended.", registry=registry
         )
@@ -124,7 +131,21 @@ class LoopMetrics:
                 registry=registry,
             )
         )
-        self.kept = KeptOnCluster(
+        self.brake = Gauge(
+            "failover_relay_cluster_failover_braked",
+            "1 while the brake holds every new cluster failover: at least controllers.unhealthyClusterThreshold of the"
+            " clusters (and at least two) are not Ready (failover/reconcile/brake.py).",
+            registry=registry,
+        )
+        self.braked = BindingsByCluster(
+            Gauge(
+                "failover_relay_evictions_braked",
+                "Workloads whose cluster failover eviction is due but held by the brake, by the cluster they stay on.",
+                ("member_cluster",),
+                registry=registry,
+            )
+        )
+        self.kept = BindingsByCluster(
             Gauge(
                 "failover_relay_workloads_kept_on_last_cluster",
                 "Workloads due for failover but kept on the last cluster that can run them: no other cluster can take"
@@ -209,20 +230,26 @@ class KeySet:
         self.gauge.set(len(self.keys))
 
 
-class KeptOnCluster:
-    """Which bindings are kept on which of their clusters, counted per cluster (Karmada's `member_cluster` label)."""
+class BindingsByCluster:
+    """Which bindings are in some state on which of their clusters (kept there, braked), counted per cluster (Karmada's
+    `member_cluster` label). The counts are kept as the sets change: a storm sets thousands of keys."""
 
     def __init__(self, gauge: Gauge) -> None:
         self.gauge, self.clusters = gauge, dict[Any, tuple[str, ...]]()
+        self.counts: collections.Counter[str] = collections.Counter()
 
     def set(self, key: Any, clusters: tuple[str, ...]) -> None:
-        touched = {*self.clusters.get(key, ()), *clusters}
+        old = self.clusters.get(key, ())
+        if set(old) == set(clusters):
+            return
         if clusters:
             self.clusters[key] = clusters
         else:
             self.clusters.pop(key, None)
-        for cluster in touched:
-            self.gauge.labels(cluster).set(sum(cluster in kept for kept in self.clusters.values()))
+        self.counts.subtract(set(old))
+        self.counts.update(set(clusters))
+        for cluster in {*old, *clusters}:
+            self.gauge.labels(cluster).set(self.counts[cluster])
 
 
 class ByOutcome:

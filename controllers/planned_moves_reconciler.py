@@ -1,7 +1,8 @@
-"""One Cluster's planned moves: when it has recovered and settled, its workloads moved back (failback,
-failover/reconcile/failback.py); while it is drained, its stateful workloads moved off
-(failover/reconcile/cluster_drain.py); and each single-cluster move handed over by savepoint where a member relay
-watches the cluster it leaves (failover/reconcile/handoff.py; the records through controllers/storage_fence.py)."""
+"""One Cluster's change: the brake over all Clusters reported (controllers/brake_report.py), and the Cluster's planned
+moves: when it has recovered and settled, its workloads moved back (failback, failover/reconcile/failback.py); while
+it is drained, its stateful workloads moved off (failover/reconcile/cluster_drain.py); and each single-cluster move
+handed over by savepoint where a member relay watches the cluster it leaves (failover/reconcile/handoff.py; the
+records through controllers/storage_fence.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 
 from controllers.binding_writes import conditional
+from controllers.brake_report import BrakeReport
 from controllers.cache import with_identity
 from controllers.kube import conflict
 from controllers.loop_parts import LoopParts
@@ -35,6 +37,7 @@ class PlannedMovesReconciler:
         self.client, self.cache, self.recorder = parts.client, parts.cache, parts.recorder
         self.settings, self.metrics, self.clock = parts.settings, parts.metrics, parts.clock
         self.fence = parts.storage_fence
+        self.brake = BrakeReport(parts.recorder, parts.metrics, parts.settings.unhealthy_cluster_threshold)
 
     async def __call__(self, key: str) -> timedelta | None:
         cluster = self.cache.get(CLUSTERS.kind, key)
@@ -44,6 +47,7 @@ class PlannedMovesReconciler:
         # One snapshot for the pass: each decision below writes with the resourceVersion it was decided on, and one
         # move at a time per binding keeps a later decision from acting on a binding an earlier one just moved.
         bindings, clusters = self.cache.bindings(), self.cache.clusters()
+        await self.brake(clusters)
         watched = await self.fence.watched(clusters, now) if self.fence is not None else None
         handoffs = decide_handoffs(
             key, bindings, self.cache.works_of, await self._stored(key, bindings), self.settings, now, watched

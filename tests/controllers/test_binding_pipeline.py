@@ -103,6 +103,7 @@ def released(made: Loop, why: str) -> float:
 def test_the_steps_run_in_the_order_of_a_move() -> None:
     assert [step.__name__ for step in STEPS] == [
         "application_failover",
+        "cluster_eviction",
         "cluster_failover_state",
         "graceful_eviction",
         "restoration",

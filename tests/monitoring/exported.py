@@ -8,7 +8,8 @@ updater's (``CaBundleInjector``). Then, through the real code paths:
   FlinkDeployment with a job id label whose checkpoint root does not exist (savepoint lookup ``storage-error``);
 - a real ``Controller`` of the loop reconciles four keys, one ending ok, one in a conflict, one in an API error and
   one in a crash (each retried once and then ok), as its workers count them;
-- the loop's metrics record a workload kept on its last cluster and then moved, as the binding reconciler does;
+- the loop's metrics record a workload kept on its last cluster and then moved, and one braked and then released,
+  as the binding reconciler does;
 - with a kubeconfig naming an apiserver address that refuses connections: a Work whose binding cannot be read
   (``binding-unreadable``), and one round of the caBundle updater (``error``);
 - the storm metrics of one workload evicted from a member cluster, restoring and then restored;
@@ -252,6 +253,10 @@ async def scrape_exercised_relay(tmp_path: Path) -> str:
             kept = loop.metrics.kept
             kept.set(("ResourceBinding", "flink/scraped"), ("member3",))
             kept.set(("ResourceBinding", "flink/scraped"), ())
+            # And a cluster failover held by the brake (failover/reconcile/brake.py) while member1 was not Ready.
+            braked = loop.metrics.braked
+            braked.set(("ResourceBinding", "flink/scraped"), ("member1",))
+            braked.set(("ResourceBinding", "flink/scraped"), ())
             storm(loop)
             await injector.sync_once()
             async with session.get("/metrics") as response:

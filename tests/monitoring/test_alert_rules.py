@@ -125,6 +125,12 @@ FIRING = (
         {"member_cluster": "member3"},
     ),
     Firing(
+        "FailoverRelayClusterFailoverBraked",
+        (Input("failover_relay_cluster_failover_braked", values="1x60"),),
+        "5m",
+        {},
+    ),
+    Firing(
         "FailoverRelayJobWithoutItsState",
         (Input("failover_relay_copies_without_state", {"outcome": "parked"}, "1x60"),),
         "5m",
