@@ -198,3 +198,21 @@ def replace_object(objects: Any, obj: Mapping[str, Any], *, status: bool = False
     if status:
         return api.replace_cluster_custom_object_status(r.group, r.version, r.plural, name, obj)
     return api.replace_cluster_custom_object(r.group, r.version, r.plural, name, obj)
+
+
+def report_health(bindings: CustomObjects, key: str, health: str) -> None:
+    """Write the binding's status as Karmada's status collector would: its one copy on member1 is `health`, its job
+    FAILING."""
+    binding = bindings.get(key)
+    binding["status"] = {
+        "schedulerObservedGeneration": binding["metadata"]["generation"],
+        "aggregatedStatus": [
+            {
+                "clusterName": "member1",
+                "applied": True,
+                "health": health,
+                "status": {"jobStatus": {"jobId": REPORTED_JOB_ID, "state": "FAILING"}},
+            }
+        ],
+    }
+    replace_object(bindings, binding, status=True)

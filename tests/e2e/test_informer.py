@@ -8,7 +8,7 @@ page by page, never holding the old cache beside the new one: a relist of 50,000
 expired continue token (a long list outlived a compaction): the relist that starts over must lose no report.
 
 A stopped informer's thread may wait in a watch read for a minute; its cache, frozen page by page, must be freed at
-once, or a lost leadership would keep a whole term's cache.
+once, or a stopped loop would keep its whole cache while the thread lingers.
 """
 
 from __future__ import annotations

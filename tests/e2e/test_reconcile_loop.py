@@ -22,7 +22,7 @@ from controllers.manager import LoopSettings, ReconcileLoop
 from failover.core.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from failover.core.loop_settings import DecisionSettings
 from relay.settings import ControllerSettings
-from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, make_cluster, replace_object
+from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, make_cluster, report_health
 from tests.envtest import ControlPlane
 from tests.waiting import eventually
 
@@ -64,22 +64,6 @@ async def start_loop(api: client.ApiClient, namespace: str) -> AsyncIterator[Cal
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def report_health(bindings: CustomObjects, key: str, health: str) -> None:
-    binding = bindings.get(key)
-    binding["status"] = {
-        "schedulerObservedGeneration": binding["metadata"]["generation"],
-        "aggregatedStatus": [
-            {
-                "clusterName": "member1",
-                "applied": True,
-                "health": health,
-                "status": {"jobStatus": {"jobId": REPORTED_JOB_ID, "state": "FAILING"}},
-            }
-        ],
-    }
-    replace_object(bindings, binding, status=True)
 
 
 async def test_unhealthy_binding_is_failed_over_with_preserved_state(
