@@ -4,6 +4,7 @@
     python bench/reconcile_scale.py --quick              # 1,000 / 20, a few minutes
     python bench/reconcile_scale.py --bindings 5000 --unhealthy 50 --toleration 30
     python bench/reconcile_scale.py --bindings 50000 --unhealthy 200 --expired 100 --fixtures etcd --relist
+    python bench/reconcile_scale.py --quick --leader-change 20   # and a leader change with a warm standby
 
 What it measures:
 - creation: N bindings created, then their status written through the status subresource (Healthy, or Unhealthy for
@@ -21,7 +22,13 @@ What it measures:
   workers (`ceiling`): the apiserver's own pace for that burst, which the relay's (its first to its K-th eviction) is
   printed over;
 - with `--relist`, an apiserver rollout at the end: kube-apiserver restarted so that every informer is refused with
-  410 and lists again: how long until the bindings are listed again, whether the Lease held, and the RSS meanwhile.
+  410 and lists again: how long until the bindings are listed again, whether the Lease held, and the RSS meanwhile;
+- with `--leader-change K`, last, a leader change with a warm standby: a second controller process, started once the
+  first pass is measured, lists and caches as a standby; the leader is killed (SIGKILL: its Lease expires, nothing
+  releases it), and while nobody leads the toleration of K Healthy bindings is made to have run out (an Unhealthy
+  status and an unhealthy-since stamp long past, as a previous leader would have left them). Measured: seconds from
+  the old leader's death (its Lease's expiry: last renewTime + leaseDurationSeconds) to the new leader's Lease
+  (acquireTime) and to its first and K-th eviction seen by a watch, and the LISTs the new leader sent (none).
 
 Exit status is non-zero only when the harness fails (the control plane, the process, or a deadline), never because of
 a number.
@@ -86,6 +93,11 @@ CEILING_ANNOTATION = "bench.failover-relay.io/ceiling"
 CEILING_PAYLOAD_BYTES = 1024
 LOOP_EVENT = re.compile(r"^[a-z_]+$")
 FIXTURE_VISIBLE_SECONDS = 600.0
+# The Lease the controller processes share (the relay's default name, in the namespace they are given).
+LEASE_NAMESPACE = "default"
+LEASE_NAME = ControllerSettings.__dataclass_fields__["lease_name"].default
+# How long a leader change may take, from the kill to the K-th eviction: a lease duration, and the evictions.
+LEADER_CHANGE_DEADLINE_SECONDS = 180.0
 
 
 # What Karmada v1.19 writes on a FlinkDeployment's binding: the policy's labels and annotations, the workload's
@@ -505,7 +517,7 @@ class ControllerProcess:
             "--kubeconfig",
             str(kubeconfig),
             "--lease-namespace",
-            "default",
+            LEASE_NAMESPACE,
             "--metrics-address",
             f"127.0.0.1:{self.port}",
             "--log-format",
@@ -648,6 +660,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.expired <= bad_count:
         print("--expired must be between 0 and --unhealthy", file=sys.stderr)
         return 2
+    if not 0 <= args.leader_change <= count - bad_count:
+        print("--leader-change must be between 0 and the Healthy bindings (--bindings - --unhealthy)", file=sys.stderr)
+        return 2
     step = count / bad_count if bad_count else 0
     unhealthy = {int(i * step) for i in range(bad_count)}
     # Every other Unhealthy binding (up to --expired) had its toleration run out under the previous leader.
@@ -685,6 +700,7 @@ def run(args: argparse.Namespace) -> int:
         observer = BindingWatch(api, version, unhealthy_names)
         observer.start()
         controller = ControllerProcess(plane.kubeconfig_path, workdir / "controllers.log", args.relay_workers)
+        standby: ControllerProcess | None = None
         try:
             measure(
                 controller, observer, results, count, unhealthy_names, expired_names, toleration, args.steady_seconds
@@ -696,8 +712,18 @@ def run(args: argparse.Namespace) -> int:
                 results["ceiling"] = ceiling(plane.kubeconfig_path, spread, workers)
             if args.relist:
                 results["relist"] = relist(plane, controller)
+            if args.leader_change:
+                standby = ControllerProcess(plane.kubeconfig_path, workdir / "standby.log", args.relay_workers)
+                healthy = sorted(set(range(count)) - unhealthy)
+                handed = [name_of(index) for index in healthy[:: max(1, len(healthy) // args.leader_change)]]
+                results["leader_change"] = leader_change(
+                    api, controller, standby, observer, handed[: args.leader_change], args.threads
+                )
         finally:
             controller.stop()
+            if standby is not None:
+                standby.stop()
+                results["standby_log"] = str(standby.log)
             observer.stop()
             results["controller_log"] = str(controller.log)
     report(results)
@@ -874,6 +900,91 @@ def relist(plane: ControlPlane, controller: ControllerProcess) -> dict[str, Any]
     }
 
 
+def leader_change(
+    api: client.ApiClient,
+    leader: ControllerProcess,
+    standby: ControllerProcess,
+    observer: BindingWatch,
+    names: list[str],
+    threads: int,
+) -> dict[str, Any]:
+    """`--leader-change K`: once `standby` says `caches_synced`, kill `leader`, make the toleration of the Healthy
+    bindings `names` run out while the Lease is held by the dead, and time the handover against the Lease: its expiry
+    (the old leader's death as the others see it), the new leader's acquireTime, its first and last eviction of
+    `names` seen by the watch (all wall clock on this machine)."""
+    deadline = time.monotonic() + FIRST_PASS_DEADLINE_SECONDS
+    while not standby.log_has("caches_synced"):
+        standby.alive()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the standby did not sync within {FIRST_PASS_DEADLINE_SECONDS:.0f} s")
+        time.sleep(POLL_SECONDS)
+    warm = standby.memory_mib()
+    lists_as_standby = sum(entry.get("event") == "listed" for entry in standby.entries())
+    coordination = client.CoordinationV1Api(api)
+    old_holder = coordination.read_namespaced_lease(LEASE_NAME, LEASE_NAMESPACE).spec.holder_identity
+    observer.watched |= set(names)
+
+    leader.process.kill()
+    leader.process.wait()
+    killed_at = time.time()
+    # The dead leader's last renewal: the others take over a lease duration after it, by their own clocks.
+    dead = coordination.read_namespaced_lease(LEASE_NAME, LEASE_NAMESPACE).spec
+    expiry = dead.renew_time.timestamp() + (dead.lease_duration_seconds or 15)
+    since = format_time(datetime.now(UTC) - timedelta(seconds=HEALTHY_TOLERATION_SECONDS + EXPIRED_FOR_SECONDS))
+    stamp = json.dumps({CLUSTER: since}, separators=(",", ":"))
+    objects, r = client.CustomObjectsApi(api), RESOURCE_BINDINGS
+
+    def run_out(name: str) -> None:
+        objects.patch_namespaced_custom_object_status(
+            r.group, r.version, NAMESPACE, r.plural, name, status("Unhealthy")
+        )
+        objects.patch_namespaced_custom_object(
+            r.group,
+            r.version,
+            NAMESPACE,
+            r.plural,
+            name,
+            {"metadata": {"annotations": {UNHEALTHY_SINCE_ANNOTATION: stamp}}},
+        )
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(run_out, names))
+    written_at = time.time()
+
+    deadline = time.monotonic() + LEADER_CHANGE_DEADLINE_SECONDS
+    while not set(names) <= set(observer.eviction):
+        standby.alive()
+        if observer.error is not None:
+            raise RuntimeError(f"watch failed: {observer.error!r}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"only {len(set(names) & set(observer.eviction))}/{len(names)} evictions "
+                f"{LEADER_CHANGE_DEADLINE_SECONDS:.0f} s after the leader was killed"
+            )
+        time.sleep(POLL_SECONDS)
+    lease = coordination.read_namespaced_lease(LEASE_NAME, LEASE_NAMESPACE).spec
+    if lease.holder_identity in (None, old_holder):
+        raise RuntimeError(f"the Lease is held by {lease.holder_identity!r} after the evictions")
+    seen = sorted(observer.eviction[name][0] for name in names)
+    entries = standby.entries()
+    synced = next(index for index, entry in enumerate(entries) if entry.get("event") == "caches_synced")
+    return {
+        "handed": len(names),
+        "killed_to_expiry": expiry - killed_at,
+        "fixtures_written_after_kill": written_at - killed_at,
+        "fixtures_before_acquire": written_at < lease.acquire_time.timestamp(),
+        "expiry_to_acquire": lease.acquire_time.timestamp() - expiry,
+        "expiry_to_first_eviction": seen[0] - expiry,
+        "expiry_to_last_eviction": seen[-1] - expiry,
+        "acquire_to_first_eviction": seen[0] - lease.acquire_time.timestamp(),
+        "acquire_to_last_eviction": seen[-1] - lease.acquire_time.timestamp(),
+        "lists_as_standby": lists_as_standby,
+        "lists_after_sync": sum(entry.get("event") == "listed" for entry in entries[synced + 1 :]),
+        "standby_warm_mib": warm,
+        "standby_after_mib": standby.memory_mib(),
+    }
+
+
 def delays(observer: BindingWatch, unhealthy: set[str], toleration: int) -> dict[str, list[float]]:
     written, observed, stamp_to_eviction = [], [], []
     for name in sorted(unhealthy):
@@ -999,9 +1110,27 @@ def report(results: dict[str, Any]) -> None:
             f"log events meanwhile: {', '.join(again['events'])} (and {again['other_lines']} lines of the client's "
             "retries)"
         )
+    if results.get("leader_change"):
+        change = results["leader_change"]
+        print(
+            f"\nA leader change with a warm standby (`--leader-change {change['handed']}`): the leader killed, its "
+            f"Lease expired {change['killed_to_expiry']:.2f} s later; {change['handed']} tolerations made to run out "
+            f"{change['fixtures_written_after_kill']:.2f} s after the kill"
+            f"{'' if change['fixtures_before_acquire'] else ' (NOT before the new leader took the Lease)'}. From the "
+            f"old leader's death (the Lease's expiry): new leader's Lease {change['expiry_to_acquire']:.2f} s, its "
+            f"first eviction seen {change['expiry_to_first_eviction']:.2f} s, its {change['handed']}th "
+            f"{change['expiry_to_last_eviction']:.2f} s (from its acquireTime: "
+            f"{change['acquire_to_first_eviction']:.2f} and {change['acquire_to_last_eviction']:.2f} s). LISTs of "
+            f"the standby: {change['lists_as_standby']} "
+            f"as it started, {change['lists_after_sync']} after its caches synced. Standby RSS warm "
+            f"{change['standby_warm_mib'].get('VmRSS', 0):.0f} MiB, after the handover "
+            f"{change['standby_after_mib'].get('VmRSS', 0):.0f} MiB."
+        )
     if results["unexpected_evictions"]:
         print(f"\nUNEXPECTED: Healthy bindings evicted: {results['unexpected_evictions'][:10]}")
     print(f"\ncontroller log: {results['controller_log']}")
+    if results.get("standby_log"):
+        print(f"standby log: {results['standby_log']}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1030,6 +1159,14 @@ def main(argv: list[str] | None = None) -> int:
         "--relist",
         action="store_true",
         help="at the end, restart kube-apiserver so that every informer lists again, and measure that",
+    )
+    parser.add_argument(
+        "--leader-change",
+        type=int,
+        default=0,
+        metavar="K",
+        help="at the end, kill the leader with a warm standby running and time the handover on K Healthy bindings"
+        " whose toleration runs out meanwhile (default 0: no leader change)",
     )
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args(argv)
