@@ -364,9 +364,10 @@ class ReconcileLoop:
 
 
 async def wait_synced(informers: Iterable[Informer]) -> None:
-    """Until every informer's first list is in the cache, then `caches_synced`: the time a new leader knows every
-    object. A first list that takes longer than SYNC_TIMEOUT_SECONDS (50,000 bindings on a loaded apiserver) is
-    named in a warning, and `caches_synced` still comes when it is done, not at the timeout."""
+    """Until every informer's first list is in the cache, then `caches_synced`: the time a replica knows every object
+    and may campaign, whether it will lead or stand by. A first list that takes longer than SYNC_TIMEOUT_SECONDS
+    (50,000 bindings on a loaded apiserver) is named in a warning, and `caches_synced` still comes when it is done, not
+    at the timeout."""
     informers = list(informers)
     synced = await asyncio.gather(*(informer.wait_synced(SYNC_TIMEOUT_SECONDS) for informer in informers))
     if not all(synced):

@@ -6,9 +6,9 @@
   first worker calls `done`, so no change is lost.
 - Failures are retried with per-key exponential backoff (5 ms doubling up to 5 min, like client-go's default
   controller rate limiter); `forget` resets a key's backoff after a success.
-- `add(key, first=True)` puts a key before the others (the first ones among themselves in their order): after a new
-  leader's first list, the bindings that may need a write (an expired toleration) must not wait behind every healthy
-  one;
+- `add(key, first=True)` puts a key before the others (the first ones among themselves in their order): when a new
+  leader queues every key of its cache, the bindings that may need a write (an expired toleration) must not wait
+  behind every healthy one;
 - `add_after` schedules a key for later (requeue-after from a decision, e.g. when a toleration expires).
 """
 
