@@ -1,5 +1,5 @@
 """`caches_synced` comes when every informer's first list is done, also when one outlives the sync timeout
-(controllers/manager.py `wait_synced`): a new leader's time to know every object, as docs/benchmarks.md times it.
+(controllers/manager.py `wait_synced`): a replica's time to know every object, before it campaigns for the Lease.
 The informers wait for their first list on the event loop, not on threads (controllers/informer.py `wait_synced`)."""
 
 from __future__ import annotations
