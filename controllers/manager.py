@@ -274,7 +274,7 @@ class ReconcileLoop:
         reconcile while holding it (released on cancel)."""
         informers = self._start_informers()
         try:
-            # A replica that is still listing does not take the Lease from one that could act at once.
+            # A free Lease goes to a replica that could act at once, never to one still listing.
             await wait_synced(informers)
             await self.elector.run(self._lead)
         finally:
