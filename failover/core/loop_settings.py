@@ -101,6 +101,10 @@ class DecisionSettings:
     # The brake (failover/reconcile/brake.py): no new cluster failover while at least this share of the clusters
     # (and at least two) is not Ready; Kubernetes' --unhealthy-zone-threshold.
     unhealthy_cluster_threshold: float = setting("controllers.unhealthyClusterThreshold", 0.55, gt=0, le=1)
+    # How long after a cluster went not Ready its eviction waits for others to follow: clusters cut off together are
+    # marked not Ready within a status round or two of each other (--cluster-status-update-frequency, 10 s). Under
+    # fenceAfterSeconds it delays no dead cluster's new copy, which waits for the fence in any case.
+    brake_window: timedelta = setting("controllers.brakeWindowSeconds", timedelta(seconds=30), ge=0)
     # A Work still being deleted this long on a Ready cluster is stuck in the execution controller's backoff; a
     # healthy deletion takes well under a second.
     stuck_deletion_after: timedelta = setting("controllers.stuckDeletionSeconds", timedelta(seconds=5), ge=0)

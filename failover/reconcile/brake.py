@@ -18,12 +18,18 @@ for one cluster when an operator annotates it with `BRAKE_RELEASED_ANNOTATION` a
 condition's last transition (`kubectl annotate cluster NAME failover-relay.io/brake-released=$(date -u +%FT%TZ)`): their
 word that this outage is the cluster's own.
 The next outage of that cluster is braked again, with no annotation to clean up.
+
+Clusters cut off together are not marked not Ready at the same moment (each is probed on its own timer), so an
+eviction from a cluster that went not Ready less than the window ago (`controllers.brakeWindowSeconds`) waits for
+the others to show (`settled_after`). A NoExecute taint on a Ready cluster (put there by hand) is no outage: it
+neither counts nor waits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from failover.core import binding as b
@@ -78,6 +84,16 @@ def brake(clusters: Mapping[str, Mapping[str, Any]], threshold: float) -> Brake:
     engaged = len(not_ready) >= LEAST_NOT_READY and len(not_ready) >= threshold * len(clusters)
     released = tuple(name for name in not_ready if engaged and _released(clusters[name]))
     return Brake(engaged, not_ready, len(clusters), threshold, released)
+
+
+def settled_after(cluster: Mapping[str, Any] | None, window: timedelta, now: datetime) -> timedelta:
+    """How long until an eviction from `cluster` may be written: the rest of the window since it went not Ready;
+    zero for a Ready cluster, or one whose transition time is not known."""
+    condition = ready_condition(cluster)
+    since = parse_time(condition.get("lastTransitionTime")) if condition is not None else None
+    if is_ready(cluster) or since is None:
+        return timedelta(0)
+    return max(since + window - now, timedelta(0))
 
 
 def _released(cluster: Mapping[str, Any]) -> bool:

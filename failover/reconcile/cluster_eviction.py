@@ -20,7 +20,8 @@ cluster's replicas; the cluster leaves spec.clusters in the same write. Where th
 - The preserved state is in the task, as `StatefulFailoverInjection` (alpha, off by default) would put it, but from
   the copy's last healthy report when the dead cluster's reflected status has none (failover/reconcile/
   cluster_failover.py `cluster_state`), with `clustersBeforeFailover` and a `creationTimestamp`.
-- The brake (failover/reconcile/brake.py): while it holds a cluster, no task is written for it.
+- The brake (failover/reconcile/brake.py): while it holds a cluster, no task is written for it, and a task from a
+  cluster that went not Ready less than `controllers.brakeWindowSeconds` ago waits for other clusters to follow.
 
 Beside the taint manager (`--enable-no-execute-taint-eviction` left on) nothing is written twice: each write is
 guarded by the targets and tasks it was decided on, so the second writer's write fails its precondition (ours) or
@@ -48,7 +49,7 @@ from failover.core.cluster import NO_EXECUTE, taints
 from failover.core.decision import NORMAL, WARNING, Event, clip_message, earliest
 from failover.core.fields import is_int
 from failover.core.loop_settings import DecisionSettings
-from failover.reconcile.brake import EVENT_BRAKED, OFF, Brake
+from failover.reconcile.brake import EVENT_BRAKED, OFF, Brake, settled_after
 from failover.reconcile.cluster_failover import EVENT_STATE_NOT_FOUND, cluster_state, no_state_message
 from failover.state.last_state import CLUSTER, preservation_rules, recorded_states
 
@@ -95,6 +96,7 @@ def decide_cluster_evictions(
         wait = untolerated_after(no_execute, tolerations, now)
         if wait is None or target.name in evicting:
             continue
+        wait = max(wait, settled_after(clusters.get(target.name), settings.brake_window, now))
         if wait > timedelta(0):
             delays.append(wait)
         elif held.holds(target.name):

@@ -54,9 +54,13 @@ def stateful() -> dict[str, Any]:
     return merge_patch(binding, decide_last_state(binding, at(0)))
 
 
-def clusters(*member1_taints: dict[str, Any], member1_ready: bool = False) -> dict[str, dict[str, Any]]:
+def clusters(
+    *member1_taints: dict[str, Any], member1_ready: bool = False, since: float = -60
+) -> dict[str, dict[str, Any]]:
+    """member1 with the taints given, not Ready since `since` (past the brake's window by default), and two members
+    Ready."""
     return {
-        "member1": cluster("member1", member1_ready, 0, taints=member1_taints),
+        "member1": cluster("member1", member1_ready, since, taints=member1_taints),
         "member2": cluster("member2"),
         "member3": cluster("member3"),
     }
@@ -168,10 +172,23 @@ def test_no_state_found_still_evicts_and_says_so() -> None:
     assert [event.reason for event in decision.events] == [EVENT_STATE_NOT_FOUND]
 
 
+def test_a_cluster_just_gone_not_ready_waits_the_brakes_window_for_others_to_follow() -> None:
+    """Clusters cut off together are marked not Ready a status round or two apart: the first one's eviction waits."""
+    binding = stateful()
+    early = decide_cluster_evictions(binding, clusters(NOT_READY_TAINT, since=0), SETTINGS, at(10))
+    assert early.patch is None and early.requeue_after == timedelta(seconds=20)
+    assert decide_cluster_evictions(binding, clusters(NOT_READY_TAINT, since=0), SETTINGS, at(30)).evicted == (
+        "member1",
+    )
+    # A taint put on a Ready cluster by hand is no outage: nothing to wait for.
+    ready = decide_cluster_evictions(binding, clusters(NOT_READY_TAINT, member1_ready=True, since=0), SETTINGS, at(1))
+    assert ready.evicted == ("member1",)
+
+
 def test_the_brake_holds_the_eviction_and_looks_again() -> None:
     binding = stateful()
     two_of_three = clusters(NOT_READY_TAINT)
-    two_of_three["member2"] = cluster("member2", False, 0)
+    two_of_three["member2"] = cluster("member2", False, -60)
     held = brake(two_of_three, SETTINGS.unhealthy_cluster_threshold)
     decision = decide_cluster_evictions(binding, two_of_three, SETTINGS, at(1), held)
     assert decision.patch is None and decision.braked == ("member1",)
