@@ -95,7 +95,7 @@ def controllers_finding(metrics: str | None, unread: str = "") -> Finding:
     return ok(
         check,
         f"{TAINT_MANAGER} runs; {', '.join(REPLACED_CONTROLLERS)} are off "
-        "(--enable-no-execute-taint-eviction is not in the metrics: keep it true)",
+        "(--enable-no-execute-taint-eviction is not in the metrics: false is recommended, the relay evicts)",
     )
 
 

@@ -41,6 +41,7 @@ from failover.core.cluster import is_ready
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import is_dns_label, object_key
 from failover.fence.fence_files import FenceAck, FenceRecord, Heartbeat
+from failover.reconcile.brake import Brake, brake
 from failover.reconcile.status_view import RestoreSubject, is_stateful, restore_subject, workload_name, workload_view
 from failover.reconcile.storm import workload_phase_rows
 from failover.state.checkpoints import CheckpointStore, LookupResult
@@ -160,12 +161,15 @@ def member_relays(storage: Storage | None) -> dict[str, Heartbeat] | None:
         return None
 
 
-def collect_cluster(api_client: client.ApiClient, cluster: str, namespace: str | None) -> list[dict[str, Any]]:
+def collect_cluster(
+    api_client: client.ApiClient, cluster: str, namespace: str | None, decisions: DecisionSettings | None = None
+) -> tuple[list[dict[str, Any]], Brake]:
     """`--cluster`: every workload `cluster` runs or is being evicted from, and its phase there (one LIST of the
-    bindings and one of the Works in the cluster's execution namespace)."""
+    bindings and one of the Works in the cluster's execution namespace); and the brake over every cluster."""
     if not is_dns_label(cluster):
         raise StatusError(f"--cluster {cluster!r} is not a cluster name")
-    clusters = {str(b.metadata(found).get("name")) for found in listed(api_client, CLUSTERS)}
+    clusters = {str(b.metadata(found).get("name")): found for found in listed(api_client, CLUSTERS)}
+    held = brake(clusters, (decisions or DecisionSettings()).unhealthy_cluster_threshold)
     if cluster not in clusters:
         raise StatusError(f"no cluster {cluster} in Karmada (clusters: {', '.join(sorted(clusters)) or 'none'})")
     bindings = [
@@ -179,7 +183,7 @@ def collect_cluster(api_client: client.ApiClient, cluster: str, namespace: str |
         ref = owning_binding(work)[0]
         if ref is not None:
             works.setdefault((ref.kind.kind, object_key(ref.namespace, ref.name)), set()).add(cluster)
-    return workload_phase_rows(bindings, works, cluster)
+    return workload_phase_rows(bindings, works, cluster), held
 
 
 def run_status(
@@ -207,8 +211,11 @@ def run_status(
         while True:
             now = datetime.now(UTC)
             if cluster is not None:
-                rows = collect_cluster(api_client, cluster, namespace)
-                text = render_cluster_table(cluster, rows, now) if output == "table" else render(rows, output)
+                rows, held = collect_cluster(api_client, cluster, namespace, decisions)
+                brake_line = held.message() if held.engaged else None
+                text = (
+                    render_cluster_table(cluster, rows, now, brake_line) if output == "table" else render(rows, output)
+                )
             else:
                 text = render(collect(api_client, storage, settings, workload, namespace, now, decisions), output)
             print(text, file=out, end="" if output == "table" else "\n")

@@ -156,11 +156,11 @@ def planned_move_line(move: Mapping[str, Any]) -> str:
     return line + (f"; done at {move['doneAt']}" if move.get("doneAt") else "")
 
 
-def render_cluster_table(cluster: str, rows: list[dict[str, Any]], now: datetime) -> str:
-    """The table of `status --cluster`, with a count per phase first."""
+def render_cluster_table(cluster: str, rows: list[dict[str, Any]], now: datetime, brake: str | None = None) -> str:
+    """The table of `status --cluster`, with a count per phase first, after the brake's line while it holds."""
     counts = {phase: sum(1 for row in rows if row["phase"] == phase) for phase in PHASES}
     summary = ", ".join(f"{count} {phase}" for phase, count in counts.items() if count) or "no workloads"
-    lines = [f"cluster {cluster}: {summary}"]
+    lines = [*([brake] if brake else []), f"cluster {cluster}: {summary}"]
     if rows:
         table = [("WORKLOAD", "PHASE", "REASON", "FOR", "NOW ON")]
         for row in rows:

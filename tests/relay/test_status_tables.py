@@ -8,6 +8,7 @@ from pathlib import Path
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import StoredFence
 from failover.fence.fence_files import Heartbeat
+from failover.reconcile.brake import brake
 from failover.reconcile.status_view import workload_view
 from failover.state.empty_start import decide_state_losses
 from relay.commands.status_tables import render_cluster_table, render_table
@@ -24,7 +25,7 @@ from tests.failover.view_builders import (
     restoring_on_member2,
     without_a_job_id,
 )
-from tests.failover.work_builders import clusters, evicted
+from tests.failover.work_builders import cluster, clusters, evicted
 from tests.patches import merge_patch
 
 
@@ -86,6 +87,13 @@ def test_the_cluster_table_counts_each_phase_then_lists_the_workloads() -> None:
     assert table[3].split() == ["FlinkDeployment/default/qux", "scheduling", "BindingPreempted", "60s", "-"]
     assert table[4].split() == ["FlinkDeployment/default/bar", "restoring", "TaintUntolerated", "90s", "member2"]
     assert render_cluster_table("member9", [], at(0)) == "cluster member9: no workloads\n"
+
+
+def test_the_cluster_table_says_the_brake_first_while_it_holds() -> None:
+    held = brake({name: cluster(name, False, 0) for name in ("member1", "member2")}, 0.55)
+    table = render_cluster_table("member1", member1_rows(), at(90), held.message()).splitlines()
+    assert table[0].startswith("cluster failover braked: 2 of 2 clusters not Ready (member1, member2)")
+    assert table[1] == "cluster member1: 1 running, 1 scheduling, 1 restoring"
 
 
 def test_a_moved_copy_without_a_checkpoint_of_its_own_says_what_a_failover_carries() -> None:
