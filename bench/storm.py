@@ -17,13 +17,17 @@ failure threshold 30 s). One storm per combination of the lists given: `--karmad
 What `--karmada-controllers` sets up:
 
 - `off` (the default): docs/operations.md's install: Karmada's applicationFailover, gracefulEviction and
-  workloadRebalancer controllers off, the relay's loop and webhooks on;
+  workloadRebalancer controllers and the taint manager's eviction (`--enable-no-execute-taint-eviction=false`) off,
+  the relay's loop and webhooks on: the relay writes the eviction tasks;
+- `taint`: the same, but the taint manager writes the eviction tasks (`--enable-no-execute-taint-eviction=true`,
+  the relay's `controllers.clusterEvictions: false`), the install before the relay wrote them: its pace against the
+  relay's;
 - `own`: Karmada alone, the world before the relay: all of Karmada's controllers with `StatefulFailoverInjection`
   (which makes the taint manager write the job id into its tasks), the relay stopped and its webhook
   configurations removed (put back after the storm);
-- `beside`: the relay installed but Karmada's controllers left on (`--controllers=*`, the gates of the relay's
-  install): two writers on the same eviction tasks (karmada#7483 measured the taint manager's `Update` against
-  graceful eviction's at 5,000 bindings).
+- `beside`: the relay installed but Karmada's controllers and the taint manager's eviction left on (`--controllers=*`,
+  the gates of the relay's install): two writers on the same eviction tasks (karmada#7483 measured the taint
+  manager's `Update` against graceful eviction's at 5,000 bindings).
 
 For each storm N FlinkDeployments are placed on the first member (ordered clusterAffinities), each reports a job
 running and has completed checkpoints of its own; then that member's kube-apiserver is stopped and, by polling every
@@ -70,6 +74,7 @@ import re
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,17 +96,32 @@ from tests.karmada_env import (
     KARMADA_STATEFUL_GATES,
     RELAY_CONTROLLERS,
     RELAY_GATES,
+    TAINT_EVICTION,
     KarmadaEnv,
     resource_path,
 )
 
 POLL_SECONDS = 0.5
 PHASES = ("task", "released", "new work", "new copy", "restored")
-# --karmada-controllers: karmada-controller-manager's controllers and gates, and whether the relay runs.
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One value of --karmada-controllers: karmada-controller-manager's controllers, gates and flags, whether the
+    relay runs, and its `controllers` settings."""
+
+    controllers: str
+    gates: str
+    flags: tuple[str, ...] = ()
+    relay: bool = True
+    relay_settings: tuple[tuple[str, Any], ...] = ()
+
+
 SETUPS = {
-    "off": (RELAY_CONTROLLERS, RELAY_GATES, True),
-    "own": (KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES, False),
-    "beside": (KARMADA_CONTROLLERS, RELAY_GATES, True),
+    "off": Setup(RELAY_CONTROLLERS, RELAY_GATES),
+    "taint": Setup(RELAY_CONTROLLERS, RELAY_GATES, (TAINT_EVICTION,), relay_settings=(("clusterEvictions", False),)),
+    "own": Setup(KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES, (TAINT_EVICTION,), relay=False),
+    "beside": Setup(KARMADA_CONTROLLERS, RELAY_GATES, (TAINT_EVICTION,)),
 }
 WEBHOOK_KINDS = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
 CONFLICT = re.compile(r"the object has been modified|Operation cannot be fulfilled")
@@ -257,9 +277,9 @@ def relay_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]
 
 def set_up(env: KarmadaEnv, mode: str, karmada_args: list[str], relay: RelayAway) -> None:
     """karmada-controller-manager and the relay as `mode` has them."""
-    controllers, gates, relay_runs = SETUPS[mode]
-    env.restart_controller_manager(controllers, gates, karmada_args)
-    if relay_runs:
+    setup = SETUPS[mode]
+    env.restart_controller_manager(setup.controllers, setup.gates, [*setup.flags, *karmada_args])
+    if setup.relay:
         relay.restore()
     else:
         relay.remove()
@@ -276,7 +296,7 @@ def storm(
     relay_away: RelayAway,
 ) -> dict[str, Any]:
     home, others = env.members[0], list(env.members[1:])
-    relay = SETUPS[mode][2]
+    relay = SETUPS[mode].relay
     set_up(
         env,
         mode,
@@ -593,7 +613,8 @@ def main(argv: list[str] | None = None) -> int:
         storms = itertools.product(workers, modes, rates, thresholds, frequencies)
         for count, mode, rate, threshold, frequency in storms:
             relay_workers = int(count) or None  # None: the relay's own default, as the tier started it
-            config = {"controllers": {"workers": relay_workers}} if relay_workers else {}
+            settings = {**({"workers": relay_workers} if relay_workers else {}), **dict(SETUPS[mode].relay_settings)}
+            config = {"controllers": settings} if settings else {}
             if config != relay_away.config:
                 relay_away.config = config
                 if not relay_away.away:

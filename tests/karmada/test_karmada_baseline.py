@@ -13,7 +13,7 @@ import pytest
 from failover.core.api import DEFAULT_JOB_ID_LABEL
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
 from tests.karmada.workloads import FlinkJob, restore_path
-from tests.karmada_env import KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES, KarmadaEnv
+from tests.karmada_env import KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES, TAINT_EVICTION, KarmadaEnv
 from tests.reporting import report
 
 pytestmark = pytest.mark.karmada
@@ -24,7 +24,7 @@ TOLERATION_SECONDS = 10
 @pytest.fixture
 def karmada_controllers(karmada_env: KarmadaEnv) -> Iterator[KarmadaEnv]:
     """Karmada's controller-manager with all its controllers, the relay without its loop; afterwards as before."""
-    karmada_env.restart_controller_manager(KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES)
+    karmada_env.restart_controller_manager(KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES, (TAINT_EVICTION,))
     karmada_env.restart_relay(config={"controllers": {"mode": "off"}})
     try:
         yield karmada_env

@@ -2,10 +2,14 @@
 every one of them comes back on another cluster, each restored from its own newest completed checkpoint, each exactly
 once; the storm metrics count them while they wait and time each phase.
 
-Settings as in tests/karmada/test_dead_cluster.py (docs/operations.md "Cluster failover and a dead cluster"), with
-Karmada's taint manager at its default `--resource-eviction-rate` 0.5 (3 workers, 2 s pause each: 1.5 bindings/s).
+Settings as in tests/karmada/test_dead_cluster.py (docs/operations.md "Cluster failover and a dead cluster"): the
+taint manager's eviction is off (`--enable-no-execute-taint-eviction=false`), so every eviction task is the relay's.
 The workloads are kept on one cluster by ordered clusterAffinities (`home` first, the other members second), so the
 scheduler sends them elsewhere only when `home` is tainted.
+
+First the brake (docs/operations.md, "The brake"): `home` and a second member stop together, two of three clusters
+not Ready, which looks like the control plane's own partition; nothing may move while both are down. The second
+member starts again, the brake comes off by itself, and the storm runs: timed from that moment.
 """
 
 from __future__ import annotations
@@ -16,7 +20,14 @@ from typing import Any
 import pytest
 
 from failover.state.history import CLUSTER_FAILOVER, read_history
-from tests.karmada.outages import CLUSTER_JOB_ID_LABEL, grant_fencing_in_members, taint_not_ready_clusters
+from tests.karmada.outages import (
+    CLUSTER_JOB_ID_LABEL,
+    CLUSTERS,
+    cluster_ready,
+    events_of,
+    grant_fencing_in_members,
+    taint_not_ready_clusters,
+)
 from tests.karmada.storm import copies, relay_samples, storm_policy
 from tests.karmada.workloads import BINDINGS, FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
@@ -25,10 +36,23 @@ from tests.reporting import report
 pytestmark = pytest.mark.karmada
 
 WORKLOADS = 24
-# The failure threshold (30 s) and a status round (10 s), the fence (60 s), the taint manager's pace (1.5/s) and a
-# loaded 2-core machine's slack.
-RESTORED_WITHIN_SECONDS = 30 + 10 + 60 + WORKLOADS / 1.5 + 120
+# From the brake's release: the braked evictions looked at again (15 s), the fence (60 s from NotReady, long past by
+# then), and a loaded 2-core machine's slack. The relay's pace is the apiserver's.
+RESTORED_WITHIN_SECONDS = 15 + 60 + 120
 POLL_SECONDS = 0.5
+# How long the brake is watched holding every eviction, once both clusters are tainted.
+BRAKE_HELD_SECONDS = 20
+
+
+def braked(env: KarmadaEnv) -> float | None:
+    """The relay's failover_relay_cluster_failover_braked."""
+    return relay_samples(env, "failover_relay_cluster_failover_braked").get(())
+
+
+def no_execute_tainted(env: KarmadaEnv, member: str) -> bool:
+    cluster = env.api(KARMADA).get(resource_path(CLUSTERS, "clusters", member)) or {}
+    taints = (cluster.get("spec") or {}).get("taints") or []
+    return not cluster_ready(env, member) and any(taint.get("effect") == "NoExecute" for taint in taints)
 
 
 def percentiles(values: list[float]) -> str:
@@ -67,11 +91,35 @@ def test_a_dying_cluster_s_stateful_jobs_all_come_back_elsewhere_each_with_its_o
     task_seen: dict[str, float] = {}
     restored: dict[str, tuple[float, str, dict[str, Any]]] = {}
     total_key = (("member_cluster", home), ("phase", "total"))
+    partner = others[-1]
     with taint_not_ready_clusters(env):
         try:
             # The relay serves the whole tier: workloads of earlier tests restored away from `home` count too.
             totals_before = relay_samples(env, "failover_relay_failover_phase_duration_seconds_count").get(total_key, 0)
+            evictions_before = relay_samples(env, "failover_relay_cluster_evictions_total").get((), 0.0)
             env.stop_member(home)
+            env.stop_member(partner)
+            both_down = time.monotonic()
+            env.wait_until(
+                lambda: all(no_execute_tainted(env, member) for member in (home, partner)),
+                180,
+                f"{home} and {partner} not Ready and tainted NoExecute",
+            )
+            env.wait_until(lambda: braked(env) == 1, 60, "the relay's brake on")
+            held_until = time.monotonic() + BRAKE_HELD_SECONDS
+            while time.monotonic() < held_until:
+                moved = [job.name for job in jobs if job.eviction_tasks() or job.placed_on() != [home]]
+                assert moved == [], f"moved while the brake holds: {moved}"
+                time.sleep(1)
+            held = relay_samples(env, "failover_relay_evictions_braked").get((("member_cluster", home),), 0)
+            assert held == WORKLOADS, f"{held} evictions counted as braked"
+            said = {event["involvedObject"]["name"] for event in events_of(env, "default", "ClusterFailoverBraked")}
+            assert {home, partner} <= said, f"ClusterFailoverBraked on {sorted(said)}"
+            assert relay_samples(env, "failover_relay_cluster_evictions_total").get((), 0.0) == evictions_before
+            braked_seconds = time.monotonic() - both_down
+
+            env.start_member(partner)  # one of three not Ready: a dead member, not a partition
+            env.wait_until(lambda: braked(env) == 0, 180, f"the brake off once {partner} is Ready again")
             stopped = time.monotonic()
             deadline = stopped + RESTORED_WITHIN_SECONDS
             most_waiting = 0.0  # the most workloads of `home` the relay counted as waiting at one scrape
@@ -113,7 +161,12 @@ def test_a_dying_cluster_s_stateful_jobs_all_come_back_elsewhere_each_with_its_o
                 job.report_healthy(restored[job.name][1], new_job_id())
             env.wait_until(lambda: all(not job.eviction_tasks() for job in jobs), 60, "every eviction task ended")
             durations = relay_samples(env, "failover_relay_failover_phase_duration_seconds_count")
+            # Every task was the relay's: the taint manager's eviction is off.
+            evictions = relay_samples(env, "failover_relay_cluster_evictions_total").get((), 0.0) - evictions_before
+            assert evictions == WORKLOADS, f"the relay wrote {evictions} cluster evictions for {WORKLOADS} jobs"
         finally:
+            if env.member_pid(partner) is None:
+                env.start_member(partner)
             env.start_member(home)
             env.wait_until(lambda: not copies(env, home, namespace), 120, f"the stale copies in {home} deleted")
 
@@ -124,7 +177,9 @@ def test_a_dying_cluster_s_stateful_jobs_all_come_back_elsewhere_each_with_its_o
     report(
         request,
         "karmada",
-        f"storm: {WORKLOADS} stateful jobs on {home}, its apiserver stopped; eviction task seen {percentiles(tasks)}; "
-        f"restored elsewhere with its own checkpoint {percentiles(back)} after the stop; last one at {max(back):.1f} s "
-        f"(failure threshold 30 s, status every 10 s, --resource-eviction-rate 0.5, fenceAfterSeconds 60)",
+        f"storm: {WORKLOADS} stateful jobs on {home}; {home} and {partner} stopped together: braked, nothing moved in "
+        f"{braked_seconds:.0f} s; {partner} back, the brake off: the relay's eviction task seen {percentiles(tasks)}; "
+        f"restored elsewhere with its own checkpoint {percentiles(back)} after the brake came off; last one at "
+        f"{max(back):.1f} s (failure threshold 30 s, status every 10 s, taint manager's eviction off, "
+        f"fenceAfterSeconds 60)",
     )

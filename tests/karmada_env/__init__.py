@@ -17,7 +17,8 @@ Start
     127.0.0.1 with free ports (Karmada's ``hack/deploy-karmada.sh`` and ``artifacts/deploy/*.yaml`` are the
     originals): a PKI; one etcd, karmada-apiserver and a kube-apiserver per member; Karmada's CRDs,
     karmada-aggregated-apiserver, karmada-webhook, karmada-controller-manager with ``RELAY_CONTROLLERS`` and
-    ``RELAY_GATES`` (the three controllers the relay replaces off, the taint manager on) and karmada-scheduler; the
+    ``RELAY_GATES`` (the three controllers the relay replaces off, the taint manager's eviction off: the relay writes
+    the evictions) and karmada-scheduler; the
     members registered; the relay installed. ``startup_seconds`` says how long it took. A failed start stops
     everything and raises ``ControlPlaneError`` with the tails of every log; the temp dir is kept then.
 
@@ -89,7 +90,13 @@ from __future__ import annotations
 
 from tests.karmada_env.audit import AUDIT_POLICY
 from tests.karmada_env.env import STARTUP_TIMEOUT_SECONDS, KarmadaEnv
-from tests.karmada_env.karmada import KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES, RELAY_CONTROLLERS, RELAY_GATES
+from tests.karmada_env.karmada import (
+    KARMADA_CONTROLLERS,
+    KARMADA_STATEFUL_GATES,
+    RELAY_CONTROLLERS,
+    RELAY_GATES,
+    TAINT_EVICTION,
+)
 from tests.karmada_env.layout import KARMADA, REPO_ROOT
 from tests.karmada_env.members import DEFAULT_MEMBERS
 from tests.karmada_env.pull_members import PULL_MEMBER
@@ -109,6 +116,7 @@ __all__ = [
     "PULL_MEMBER",
     "RELAY_CONTROLLERS",
     "RELAY_GATES",
+    "TAINT_EVICTION",
     "RELAY_NAMESPACE",
     "REPO_ROOT",
     "STARTUP_TIMEOUT_SECONDS",

@@ -31,6 +31,10 @@ KARMADA_CONTROLLERS = "*"
 RELAY_GATES = "Failover=true"
 # Karmada alone, as a user would run it for stateful failover (the gate writes preservedLabelState).
 KARMADA_STATEFUL_GATES = "Failover=true,StatefulFailoverInjection=true"
+# The relay writes cluster failover's eviction tasks (failover/reconcile/cluster_eviction.py), so the taint manager's
+# eviction is off, as docs/operations.md recommends ("Turning off the Karmada controllers failover-relay replaces");
+# Karmada alone, or beside the relay, runs it with TAINT_EVICTION among the args (pflag: the last value wins).
+TAINT_EVICTION = "--enable-no-execute-taint-eviction=true"
 CLUSTER_STATUS_UPDATE_FREQUENCY = "10s"
 # Nothing reads Karmada's metrics here; each listener would be one more port to lose to free_port()'s race, and a
 # controller-runtime manager that loses its metrics port still answers /healthz for the 30 s it takes to exit.
@@ -100,7 +104,7 @@ class KarmadaComponents:
                 f"--kubeconfig={self._admin}",
                 f"--controllers={controllers}",
                 f"--feature-gates={feature_gates}",
-                "--enable-no-execute-taint-eviction=true",
+                "--enable-no-execute-taint-eviction=false",
                 f"--cluster-status-update-frequency={CLUSTER_STATUS_UPDATE_FREQUENCY}",
                 "--leader-elect=false",
                 NO_METRICS,
