@@ -5,6 +5,7 @@
     python bench/reconcile_scale.py --bindings 5000 --unhealthy 50 --toleration 30
     python bench/reconcile_scale.py --bindings 50000 --unhealthy 200 --expired 100 --fixtures etcd --relist
     python bench/reconcile_scale.py --quick --leader-change 20   # and a leader change with a warm standby
+    python bench/reconcile_scale.py --bindings 5000 --unhealthy 50 --cluster-failover   # the relay's cluster failover
 
 What it measures:
 - creation: N bindings created, then their status written through the status subresource (Healthy, or Unhealthy for
@@ -23,11 +24,14 @@ What it measures:
   printed over;
 - with `--relist`, an apiserver rollout at the end: kube-apiserver restarted so that every informer is refused with
   410 and lists again: how long until the bindings are listed again, whether the Lease held, and the RSS meanwhile;
-- with `--leader-change K`, last, a leader change with a warm standby: a second controller process, started once the
-  first pass is measured, lists and caches as a standby; the leader is killed (SIGKILL: its Lease expires, nothing
-  releases it), and while nobody leads the toleration of K Healthy bindings is made to have run out (an Unhealthy
-  status and an unhealthy-since stamp long past, as a previous leader would have left them). Measured: seconds from
-  the old leader's death (its Lease's expiry: last renewTime + leaseDurationSeconds) to the new leader's Lease
+- with `--cluster-failover`, at the very end: the bindings' cluster not Ready and tainted NoExecute (no taint manager
+  runs): the relay's cluster failover evictions of every binding still there, per second, with conflicts and failed
+  preconditions, beside the taint manager's pace at Karmada's default rate (karmada#7495);
+- with `--leader-change K`, last before that, a leader change with a warm standby: a second controller process, started
+  once the first pass is measured, lists and caches as a standby; the leader is killed (SIGKILL: its Lease expires,
+  nothing releases it), and while nobody leads the toleration of K Healthy bindings is made to have run out (an
+  Unhealthy status and an unhealthy-since stamp long past, as a previous leader would have left them). Measured: seconds
+  from the old leader's death (its Lease's expiry: last renewTime + leaseDurationSeconds) to the new leader's Lease
   (acquireTime) and to its first and K-th eviction seen by a watch, and the LISTs the new leader sent (none).
 
 Exit status is non-zero only when the harness fails (the control plane, the process, or a deadline), never because of
@@ -63,6 +67,7 @@ from controllers.informer import LIST_PAGE_SIZE
 from controllers.kube import JSON_PATCH
 from failover.core.annotations import format_time, parse_time
 from failover.core.api import RESOURCE_BINDINGS
+from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
 from failover.state.history import decide_history
 from failover.state.last_state import decide_last_state
@@ -76,6 +81,7 @@ CLUSTER = "member1"
 HEALTHY_TOLERATION_SECONDS = 300
 JOB_ID = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
 METRIC = "failover_relay_reconcile_total"
+PRECONDITION_FAILURES = "failover_relay_binding_precondition_failures_total"
 CONTROLLER = RESOURCE_BINDINGS.plural
 POLL_SECONDS = 0.2
 FIRST_PASS_DEADLINE_SECONDS = 900.0
@@ -719,6 +725,9 @@ def run(args: argparse.Namespace) -> int:
                 results["leader_change"] = leader_change(
                     api, controller, standby, observer, handed[: args.leader_change], args.threads
                 )
+            if args.cluster_failover:
+                window = DecisionSettings.__dataclass_fields__["brake_window"].default.total_seconds()
+                results["cluster_failover"] = cluster_failover(api, standby or controller, observer, count, window)
         finally:
             controller.stop()
             if standby is not None:
@@ -985,6 +994,70 @@ def leader_change(
     }
 
 
+def cluster_failover(
+    api: client.ApiClient, leader: ControllerProcess, observer: BindingWatch, count: int, window: float
+) -> dict[str, Any]:
+    """`--cluster-failover`: CLUSTER goes not Ready and a NoExecute taint lands on it, as Karmada's cluster status
+    controller and a ClusterTaintPolicy write them; no taint manager runs here, so every eviction of the bindings still
+    on CLUSTER is the relay's (failover/reconcile/cluster_eviction.py). Timed from the brake's window after the Ready
+    transition (`controllers.brakeWindowSeconds`, when the relay may first write): the first, median and last eviction
+    seen by the watch, evictions per second over their spread; and the relay's conflicts and failed preconditions
+    meanwhile."""
+    names = {name_of(index) for index in range(count)} - set(observer.eviction)
+    observer.watched |= names
+    before = leader.metrics()
+    objects = client.CustomObjectsApi(api)
+    now = datetime.now(UTC)
+    condition = {
+        "type": "Ready",
+        "status": "False",
+        "reason": "ClusterNotReachable",
+        "message": "cluster is not reachable",
+    }
+    objects.patch_cluster_custom_object_status(
+        "cluster.karmada.io",
+        "v1alpha1",
+        "clusters",
+        CLUSTER,
+        {"status": {"conditions": [{**condition, "lastTransitionTime": format_time(now)}]}},
+    )
+    taint = {"key": "failover.example.io/not-ready", "effect": "NoExecute", "timeAdded": format_time(now)}
+    objects.patch_cluster_custom_object(
+        "cluster.karmada.io", "v1alpha1", "clusters", CLUSTER, {"spec": {"taints": [taint]}}
+    )
+    allowed = now.timestamp() + window
+    deadline = time.monotonic() + window + len(names) / 5 + EVICTION_SLACK_SECONDS
+    while not names <= set(observer.eviction):
+        leader.alive()
+        if observer.error is not None:
+            raise RuntimeError(f"watch failed: {observer.error!r}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {len(names & set(observer.eviction))}/{len(names)} cluster evictions")
+        time.sleep(POLL_SECONDS)
+    after = leader.metrics()
+    seen = sorted(observer.eviction[name][0] for name in names)
+    tasks = [observer.eviction[name][1] for name in names]
+    spread = seen[-1] - seen[0]
+    return {
+        "evicted": len(names),
+        "window_seconds": window,
+        "first_after_window": seen[0] - allowed,
+        "median_after_window": percentile([at - allowed for at in seen], 0.5),
+        "last_after_window": seen[-1] - allowed,
+        "per_second": (len(names) - 1) / spread if spread > 0 else float("inf"),
+        "with_state": sum(bool(task.get("preservedLabelState")) for task in tasks),
+        "taint_manager_tasks": sum(task.get("producer") == "TaintManager" for task in tasks),
+        "conflicts": counter(after, METRIC, 'result="conflict"') - counter(before, METRIC, 'result="conflict"'),
+        "precondition_failures": counter(after, PRECONDITION_FAILURES) - counter(before, PRECONDITION_FAILURES),
+    }
+
+
+def counter(metrics: str, name: str, label: str = "") -> float:
+    """The sum of `name`'s samples whose labels contain `label`, in a /metrics text."""
+    pattern = re.compile(rf"^{name}(?:{{([^}}]*)}})? ([0-9.e+]+)$", re.M)
+    return sum(float(value) for labels, value in pattern.findall(metrics) if label in labels)
+
+
 def delays(observer: BindingWatch, unhealthy: set[str], toleration: int) -> dict[str, list[float]]:
     written, observed, stamp_to_eviction = [], [], []
     for name in sorted(unhealthy):
@@ -1126,6 +1199,17 @@ def report(results: dict[str, Any]) -> None:
             f"{change['standby_warm_mib'].get('VmRSS', 0):.0f} MiB, after the handover "
             f"{change['standby_after_mib'].get('VmRSS', 0):.0f} MiB."
         )
+    if results.get("cluster_failover"):
+        storm = results["cluster_failover"]
+        print(
+            f"\nA cluster failover (`--cluster-failover`): {storm['evicted']} bindings on {CLUSTER}, the cluster not "
+            f"Ready and tainted NoExecute; the relay may write once the brake's window ({storm['window_seconds']:.0f} "
+            f"s) is over. After it: first eviction {storm['first_after_window']:.2f} s, median "
+            f"{storm['median_after_window']:.2f} s, last {storm['last_after_window']:.2f} s: "
+            f"{storm['per_second']:.1f} evictions/s (Karmada's taint manager at its default rate: 1.2-1.5/s, "
+            f"karmada#7495). {storm['with_state']} tasks carry the preserved state; conflicts "
+            f"{storm['conflicts']:.0f}, failed preconditions {storm['precondition_failures']:.0f}."
+        )
     if results["unexpected_evictions"]:
         print(f"\nUNEXPECTED: Healthy bindings evicted: {results['unexpected_evictions'][:10]}")
     print(f"\ncontroller log: {results['controller_log']}")
@@ -1167,6 +1251,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="K",
         help="at the end, kill the leader with a warm standby running and time the handover on K Healthy bindings"
         " whose toleration runs out meanwhile (default 0: no leader change)",
+    )
+    parser.add_argument(
+        "--cluster-failover",
+        action="store_true",
+        help="at the end, take the bindings' cluster not Ready with a NoExecute taint and time the relay's evictions",
     )
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args(argv)

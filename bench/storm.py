@@ -53,10 +53,11 @@ Also printed: the relay's binding reconciles of the storm by result (`failover_r
 ...), its binding writes whose precondition failed and its API calls (count and mean,
 `failover_relay_api_call_duration_seconds`), karmada-controller-manager's log lines of the storm that report a
 conflict ("the object has been modified"), by the controller that logged them, and the relay's warnings and errors
-by event. Peers in the same run: the taint manager's pace (tasks per second over their spread) against the relay's
-(releases per second over theirs), with the ratio; they compare when every task is written before the fence time, so
-that the relay releases in one burst (the output says when not). The load average over the storm is printed with
-them.
+by event. Peers in the same run: the eviction tasks' pace (tasks per second over their spread, written by the relay
+with `off`, by the taint manager with `taint` and `own`: `--karmada-controllers off,taint` compares the two) against
+the relay's releases (per second over theirs), with the ratio; they compare when every task is written before the
+fence time, so that the relay releases in one burst (the output says when not). The load average over the storm is
+printed with them.
 
 Per phase p50 / p95 / max over the N jobs, also written with `--json`. Exit status is non-zero only when the harness
 fails (a wrong state restored is a result, printed); the numbers are in docs/benchmarks.md ("A storm in real
@@ -123,6 +124,8 @@ SETUPS = {
     "own": Setup(KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES, (TAINT_EVICTION,), relay=False),
     "beside": Setup(KARMADA_CONTROLLERS, RELAY_GATES, (TAINT_EVICTION,)),
 }
+# Who writes the eviction tasks in each set-up.
+TASK_WRITERS = {"off": "the relay", "taint": "the taint manager", "own": "the taint manager", "beside": "both"}
 WEBHOOK_KINDS = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
 CONFLICT = re.compile(r"the object has been modified|Operation cannot be fulfilled")
 LOGGED_BY = re.compile(r'controller="([^"]+)"')
@@ -528,11 +531,12 @@ def report(result: dict[str, Any], workers: int | None) -> None:
     if result["relay_warnings"]:
         print(f"relay's warnings and errors: {result['relay_warnings']}")
     tasks, released = result["phases"]["task"], result["phases"]["released"]
+    writer = TASK_WRITERS[result["karmada_controllers"]]
     if tasks and released:
         # The relay's pace is seen only where its releases are not waiting for tasks: every task written before the
         # first release (the fence time comes after the last task), then all are released in one burst.
         print(
-            f"taint manager: {rate_of(tasks):.2f} tasks/s; releases: {rate_of(released):.2f} /s, "
+            f"eviction tasks ({writer}): {rate_of(tasks):.2f} /s; releases: {rate_of(released):.2f} /s, "
             f"{rate_of(released) / rate_of(tasks):.1f}x"
             + (
                 ""
@@ -541,7 +545,7 @@ def report(result: dict[str, Any], workers: int | None) -> None:
             )
         )
     elif tasks:
-        print(f"taint manager: {rate_of(tasks):.2f} tasks/s; no release while the member was down")
+        print(f"eviction tasks ({writer}): {rate_of(tasks):.2f} /s; no release while the member was down")
     low, high = result["load_1m"]
     print(f"load average (1 min) during the storm: {low:.1f}-{high:.1f} on {os.cpu_count()} CPUs")
     calls = result.get("api_calls") or {}

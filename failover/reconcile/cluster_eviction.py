@@ -62,7 +62,7 @@ BRAKE_RECHECK = timedelta(seconds=15)
 @dataclass(frozen=True)
 class ClusterEviction:
     """`patch` is a merge patch of spec.clusters and spec.gracefulEvictionTasks (apply it guarded by what
-    `eviction_reads` names); `braked` the clusters whose eviction is due but held by the brake."""
+    `cluster_eviction_reads` names); `braked` the clusters whose eviction is due but held by the brake."""
 
     patch: Mapping[str, Any] | None = None
     evicted: tuple[str, ...] = ()
