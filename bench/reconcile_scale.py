@@ -1007,7 +1007,7 @@ def cluster_failover(
     observer.watched |= names
     before = leader.metrics()
     objects = client.CustomObjectsApi(api)
-    now = datetime.now(UTC)
+    now = datetime.now(UTC).replace(microsecond=0)  # as the stamps below are written: whole seconds
     condition = {
         "type": "Ready",
         "status": "False",

@@ -80,7 +80,8 @@ def test_a_dead_cluster_s_job_comes_back_elsewhere_with_its_state_and_its_stale_
         stopped_at = time.monotonic()  # the next health probe of the member fails
         restorable = newest_completed(job.state_dir / job_id)
 
-        task = env.wait_until(lambda: next(iter(job.eviction_tasks()), None), 90, "the relay's eviction task")
+        # NotReady (the failure threshold and status rounds), then the brake's window (30 s).
+        task = env.wait_until(lambda: next(iter(job.eviction_tasks()), None), 150, "the relay's eviction task")
         task_seconds = time.monotonic() - stopped_at
 
         second, copy = job.wait_restored_outside(first, timeout=BACK_WITH_STATE_SECONDS + 60)

@@ -41,7 +41,9 @@ def test_a_returning_cluster_s_old_copy_goes_within_seconds_and_the_new_one_foll
 
     with taint_not_ready_clusters(env), CopyWatch(job) as watch:
         env.stop_member(first)
-        env.wait_until(lambda: job.eviction_tasks(), 90, "the taint manager's task")
+        env.wait_until(
+            lambda: job.eviction_tasks(), 150, "the relay's eviction task (NotReady, then the brake's window)"
+        )
         time.sleep(5)  # the old Work is stuck: its cluster does not answer
         assert job.work(first) is not None and not [m for m in env.members if m != first and job.copy_in(m)]
 
