@@ -787,17 +787,13 @@ def measure(
     print(f"first full reconcile after {results['first_pass_seconds']:.1f} s", file=sys.stderr)
 
     # Evictions: due `toleration` after each stamp.
-    deadline = time.monotonic() + toleration + EVICTION_SLACK_SECONDS
-    while not unhealthy <= set(observer.eviction):
-        controller.alive()
-        if observer.error is not None:
-            raise RuntimeError(f"watch failed: {observer.error!r}")
-        if time.monotonic() > deadline:
-            raise RuntimeError(
-                f"only {len(observer.eviction)}/{len(unhealthy)} evictions after the toleration "
-                f"plus {EVICTION_SLACK_SECONDS:.0f} s"
-            )
-        time.sleep(POLL_SECONDS)
+    wait_evicted(
+        observer,
+        controller,
+        unhealthy,
+        toleration + EVICTION_SLACK_SECONDS,
+        f"after the toleration plus {EVICTION_SLACK_SECONDS:.0f} s",
+    )
     results["evictions_done_seconds"] = time.monotonic() - started
     results["unexpected_evictions"] = list(observer.unexpected)
     results["delays"] = delays(observer, fresh, toleration)
@@ -960,17 +956,13 @@ def leader_change(
         list(pool.map(run_out, names))
     written_at = time.time()
 
-    deadline = time.monotonic() + LEADER_CHANGE_DEADLINE_SECONDS
-    while not set(names) <= set(observer.eviction):
-        standby.alive()
-        if observer.error is not None:
-            raise RuntimeError(f"watch failed: {observer.error!r}")
-        if time.monotonic() > deadline:
-            raise RuntimeError(
-                f"only {len(set(names) & set(observer.eviction))}/{len(names)} evictions "
-                f"{LEADER_CHANGE_DEADLINE_SECONDS:.0f} s after the leader was killed"
-            )
-        time.sleep(POLL_SECONDS)
+    wait_evicted(
+        observer,
+        standby,
+        set(names),
+        LEADER_CHANGE_DEADLINE_SECONDS,
+        f"{LEADER_CHANGE_DEADLINE_SECONDS:.0f} s after the leader was killed",
+    )
     lease = coordination.read_namespaced_lease(LEASE_NAME, LEASE_NAMESPACE).spec
     if lease.holder_identity in (None, old_holder):
         raise RuntimeError(f"the Lease is held by {lease.holder_identity!r} after the evictions")
@@ -1026,14 +1018,7 @@ def cluster_failover(
         "cluster.karmada.io", "v1alpha1", "clusters", CLUSTER, {"spec": {"taints": [taint]}}
     )
     allowed = now.timestamp() + window
-    deadline = time.monotonic() + window + len(names) / 5 + EVICTION_SLACK_SECONDS
-    while not names <= set(observer.eviction):
-        leader.alive()
-        if observer.error is not None:
-            raise RuntimeError(f"watch failed: {observer.error!r}")
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"only {len(names & set(observer.eviction))}/{len(names)} cluster evictions")
-        time.sleep(POLL_SECONDS)
+    wait_evicted(observer, leader, names, window + len(names) / 5 + EVICTION_SLACK_SECONDS, "of the cluster failover")
     after = leader.metrics()
     seen = sorted(observer.eviction[name][0] for name in names)
     tasks = [observer.eviction[name][1] for name in names]
@@ -1050,6 +1035,21 @@ def cluster_failover(
         "conflicts": counter(after, METRIC, 'result="conflict"') - counter(before, METRIC, 'result="conflict"'),
         "precondition_failures": counter(after, PRECONDITION_FAILURES) - counter(before, PRECONDITION_FAILURES),
     }
+
+
+def wait_evicted(
+    observer: BindingWatch, process: ControllerProcess, names: set[str], seconds: float, when: str
+) -> None:
+    """Until the watch has seen an eviction of every binding of `names`; a RuntimeError naming how many after
+    `seconds`, or when the process or the watch failed."""
+    deadline = time.monotonic() + seconds
+    while not names <= set(observer.eviction):
+        process.alive()
+        if observer.error is not None:
+            raise RuntimeError(f"watch failed: {observer.error!r}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {len(names & set(observer.eviction))}/{len(names)} evictions {when}")
+        time.sleep(POLL_SECONDS)
 
 
 def counter(metrics: str, name: str, label: str = "") -> float:
