@@ -34,7 +34,7 @@ from typing import Any
 
 from failover.core import binding as b
 from failover.core.annotations import parse_time
-from failover.core.cluster import is_ready, ready_condition
+from failover.core.cluster import is_ready, reachability
 
 BRAKE_RELEASED_ANNOTATION = "failover-relay.io/brake-released"
 # Fewer not-Ready clusters than this are a cluster's outage, never the control plane's.
@@ -89,16 +89,14 @@ def brake(clusters: Mapping[str, Mapping[str, Any]], threshold: float) -> Brake:
 def settled_after(cluster: Mapping[str, Any] | None, window: timedelta, now: datetime) -> timedelta:
     """How long until an eviction from `cluster` may be written: the rest of the window since it went not Ready;
     zero for a Ready cluster, or one whose transition time is not known."""
-    condition = ready_condition(cluster)
-    since = parse_time(condition.get("lastTransitionTime")) if condition is not None else None
-    if is_ready(cluster) or since is None:
+    seen = reachability(cluster)
+    if seen.ready or seen.since is None:
         return timedelta(0)
-    return max(since + window - now, timedelta(0))
+    return max(seen.since + window - now, timedelta(0))
 
 
 def _released(cluster: Mapping[str, Any]) -> bool:
     """An operator released the cluster from the brake since its Ready condition last changed."""
     at = parse_time(b.annotations(cluster).get(BRAKE_RELEASED_ANNOTATION))
-    condition = ready_condition(cluster)
-    since = parse_time(condition.get("lastTransitionTime")) if condition is not None else None
+    since = reachability(cluster).since
     return at is not None and (since is None or at >= since)
