@@ -22,6 +22,12 @@ from urllib3.exceptions import InsecureRequestWarning
 
 from failover.core.api import Resource
 from failover.core.names import split_key
+from relay.version import package_version
+
+# What the apiservers record as the writer: managedFields' manager is the user agent's part before "/", and the audit
+# log names it too. The client's default, "OpenAPI-Generator/...", said nothing about who wrote a binding's tasks.
+FIELD_MANAGER = "failover-relay"
+USER_AGENT = f"{FIELD_MANAGER}/{package_version()}"
 
 
 class NoClusterConfig(Exception):
@@ -36,7 +42,7 @@ def load_api_client(kubeconfig: Path | None = None) -> client.ApiClient:
             config.load_incluster_config(client_configuration=configuration)
         except ConfigException as error:
             raise NoClusterConfig(f"in-cluster config unusable: {error}") from None
-        return client.ApiClient(configuration)
+        return api_client_of(configuration)
     candidates = (
         [kubeconfig]
         if kubeconfig is not None
@@ -54,10 +60,18 @@ def load_api_client(kubeconfig: Path | None = None) -> client.ApiClient:
     except (ConfigException, OSError, ValueError, yaml.YAMLError, TypeError, AttributeError) as error:
         # Not YAML, or YAML of the wrong shape: the kubernetes client raises whatever its parser met.
         raise NoClusterConfig(f"kubeconfig {path}{_position(error)} unusable: {_reason(error)}") from None
+    api_client.user_agent = USER_AGENT
     if not api_client.configuration.verify_ssl:
         # insecure-skip-tls-verify is the kubeconfig's own choice, which kubectl honours without a word; urllib3
         # would print an InsecureRequestWarning on every request (`status --watch` printed them between its tables).
         warnings.filterwarnings("ignore", category=InsecureRequestWarning)
+    return api_client
+
+
+def api_client_of(configuration: client.Configuration) -> client.ApiClient:
+    """A client for `configuration` that names the relay as its user agent."""
+    api_client = client.ApiClient(configuration)
+    api_client.user_agent = USER_AGENT
     return api_client
 
 

@@ -40,7 +40,7 @@ from controllers.controller import Controller, Reconcile
 from controllers.events import EVENT_WRITERS, EventRecorder
 from controllers.fence_store import FenceStore
 from controllers.informer import RESYNC_SECONDS, ChangeHandler, Informer, freezes
-from controllers.kube import CustomObjects
+from controllers.kube import CustomObjects, api_client_of
 from controllers.leader import LeaderElector
 from controllers.loop_metrics import LoopMetrics, StorageFenceMetrics
 from controllers.loop_parts import LoopParts
@@ -240,7 +240,7 @@ def with_connections(api_client: client.ApiClient, connections: int) -> client.A
     watches, workers beyond the 3 left would open a new TLS connection for every call and drop it after."""
     configuration = copy.deepcopy(api_client.configuration)
     configuration.connection_pool_maxsize = connections
-    return client.ApiClient(configuration)
+    return api_client_of(configuration)
 
 
 class ReconcileLoop:

@@ -18,7 +18,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
+from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, api_client_of
 from failover.core.api import CLUSTERS
 from failover.core.work import MemberCopy
 
@@ -38,7 +38,7 @@ class MemberProxy:
         # answer costs 4 x PROBE_TIMEOUT_SECONDS (12 s), and holds the reconcile of every binding waiting on it.
         probe_configuration = copy.deepcopy(api_client.configuration)
         probe_configuration.retries = False
-        self.probe_client = client.ApiClient(probe_configuration)
+        self.probe_client = api_client_of(probe_configuration)
         self._plurals: dict[tuple[str, str, str], str] = {}
         self._answers: dict[str, tuple[float, bool]] = {}
         self._lock = threading.Lock()

@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client, config
 from prometheus_client import CollectorRegistry
 
-from controllers.kube import CustomObjects
+from controllers.kube import FIELD_MANAGER, CustomObjects
 from controllers.leader import LeaderElector
 from controllers.manager import LoopSettings, ReconcileLoop
 from failover.core.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
@@ -221,6 +221,9 @@ async def test_serve_runs_the_loop_and_releases_its_lease_on_sigterm(
 
     binding = await eventually(lambda: bindings.get(key), lambda b: b["spec"].get("gracefulEvictionTasks"))
     assert binding["spec"]["gracefulEvictionTasks"][0]["fromCluster"] == "member1"
+    # The apiserver names the relay as the task's writer (its user agent), as Karmada's audit log and kubectl do.
+    writers = {e["manager"] for e in binding["metadata"]["managedFields"] if "f:gracefulEvictionTasks" in str(e)}
+    assert writers == {FIELD_MANAGER}
     coordination = client.CoordinationV1Api(api)
     assert coordination.read_namespaced_lease("failover-relay", namespace).spec.holder_identity
 
