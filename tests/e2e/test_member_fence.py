@@ -139,7 +139,12 @@ def test_a_fence_record_suspends_its_copy_keeps_it_suspended_and_is_acknowledged
     wait_for(
         lambda: apps.list_namespaced_deployment(namespace).items, lambda found: not found, "the JobManager stopped"
     )
-    events = core.list_namespaced_event(namespace, field_selector="reason=JobManagerStopped").items
+    # The Event is written after the delete, so it may land a moment after the Deployment is gone.
+    events = wait_for(
+        lambda: core.list_namespaced_event(namespace, field_selector="reason=JobManagerStopped").items,
+        bool,
+        "the JobManagerStopped Event",
+    )
     assert [(event.involved_object.kind, event.involved_object.name) for event in events] == [
         ("FlinkDeployment", "orders")
     ]
