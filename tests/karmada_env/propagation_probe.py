@@ -8,7 +8,7 @@ policy") until its next resync. A test that starts then waits for a scheduling t
 
 The probe is what every test does first: a policy and a ConfigMap it selects, in karmada-apiserver; caught up means
 the detector matched them, the scheduler placed the binding and the execution controller created the ConfigMap in
-the member. Both objects are deleted afterwards."""
+the member. Both objects, and the binding Karmada made of them, are deleted afterwards."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from failover.core.api import PROPAGATION_POLICIES
+from failover.core.api import PROPAGATION_POLICIES, RESOURCE_BINDINGS
 from tests.karmada_env.layout import KARMADA
 from tests.kube_api import Api, resource_path
 
@@ -59,4 +59,8 @@ def wait_propagating(api: Callable[[str], Api], member: str, wait_until: Callabl
     finally:
         karmada.delete(config_map_path)
         karmada.delete(policy_path)
+        # And its binding, as kube-controller-manager's garbage collector would (its owner is the ConfigMap): none runs
+        # here, and a binding left behind stays placed on `member`, where a later storm evicts it as one more job.
+        bindings = RESOURCE_BINDINGS.api_version, RESOURCE_BINDINGS.plural
+        karmada.delete(resource_path(*bindings, f"{name}-configmap", NAMESPACE))
     return time.monotonic() - started
