@@ -271,7 +271,8 @@ def recovery_times(
 ) -> dict[str, Any]:
     """The expected RTO from the settings in force, with its derivation (docs/operations.md, "What happens, and how
     long it takes"): a dead cluster's job starts elsewhere once Karmada has marked the cluster not Ready, the taint's
-    toleration has run out (the eviction) and the old copy is fenced; a failing job once its toleration has run out.
+    toleration and the brake's window have run out (the eviction) and the old copy is fenced; a failing job once its
+    toleration has run out.
     The job's own start from its state comes on top of both."""
     times: dict[str, Any] = {}
     if b.cluster_failover(binding) is not None or b.application_failover(binding) is not None:
@@ -284,11 +285,16 @@ def recovery_times(
                 "period ends"
             )
         else:
-            total = cluster_failure_threshold + max(toleration, fence)
+            # The relay's own eviction also waits out the brake's window (failover/reconcile/brake.py); Karmada's taint
+            # manager, when it evicts instead (clusterEvictions false), does not.
+            window = settings.brake_window.total_seconds() if settings.cluster_evictions else None
+            waits = [f"toleration {toleration:g} s"]
+            waits += [] if window is None else [f"brakeWindowSeconds {window:g} s"]
+            total = cluster_failure_threshold + max(toleration, window or 0.0, fence)
             times["deadClusterSeconds"] = round(total)
             times["deadCluster"] = (
                 f"{cluster_failure_threshold:g} s until Karmada marks the cluster not Ready "
-                f"(--cluster-failure-threshold) + max(toleration {toleration:g} s, fenceAfterSeconds {fence:g} s) "
+                f"(--cluster-failure-threshold) + max({', '.join(waits)}, fenceAfterSeconds {fence:g} s) "
                 f"= {total:g} s, {JOB_START}"
             )
     application = b.application_failover(binding)

@@ -146,7 +146,10 @@ def test_the_rto_follows_the_toleration_the_fence_and_fencing_off() -> None:
     toleration = {"key": "failover.example.io/not-ready", "effect": "NoExecute", "tolerationSeconds": 120}
     binding["spec"]["placement"] = {"clusterTolerations": [toleration]}
     assert report(binding).rto["deadClusterSeconds"] == 150
-    assert report(fence_after=timedelta(seconds=10)).rto["deadClusterSeconds"] == 40
+    # A short fence: the brake's window (30 s) comes last, unless Karmada's taint manager writes the eviction.
+    assert report(fence_after=timedelta(seconds=10)).rto["deadClusterSeconds"] == 60
+    windowless = report(fence_after=timedelta(seconds=10), cluster_evictions=False).rto
+    assert windowless["deadClusterSeconds"] == 40 and "brakeWindowSeconds" not in windowless["deadCluster"]
     off = report(fencing=FencingMode.OFF).rto
     assert off["deadClusterSeconds"] is None and "fencing is off" in off["deadCluster"]
 
