@@ -27,10 +27,10 @@ def copies(env: KarmadaEnv, member: str, namespace: str) -> dict[str, dict[str, 
     return {copy["metadata"]["name"]: copy for copy in listed}
 
 
-def relay_samples(env: KarmadaEnv, name: str) -> dict[tuple[tuple[str, str], ...], float]:
-    """The relay's /metrics samples called `name`, by their labels."""
+def relay_samples(env: KarmadaEnv, name: str, url: str | None = None) -> dict[tuple[tuple[str, str], ...], float]:
+    """The /metrics samples called `name` of the relay (or of the replica at `url`), by their labels."""
     context = ssl.create_default_context(cafile=str(env.relay_cert_dir / "ca.crt"))
-    with urllib.request.urlopen(f"{env.relay_url}/metrics", context=context, timeout=10) as response:
+    with urllib.request.urlopen(f"{url or env.relay_url}/metrics", context=context, timeout=10) as response:
         text = response.read().decode()
     return {
         tuple(sorted(sample.labels.items())): sample.value

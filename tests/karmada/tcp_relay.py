@@ -11,11 +11,16 @@ A partition is SIGSTOP to the relay's process (by PID, `KarmadaEnv.partition_mem
 relay neither answers nor resets, so the control plane sees what a cut link shows, requests and handshakes that time
 out (the kernel still queues new connections in the listen backlog, and nothing ever reads them), while the member,
 its copies and anything running beside them carry on.
+
+With more than one TARGET_PORT it is a Service of that many endpoints: each connection goes to the next target in
+turn, and to the one after when a target refuses it (a replica that is down, as kube-proxy stops sending to a pod whose
+endpoint went away). tests/karmada_env/relay.py puts one in front of two failover-relay replicas.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
 
 LOOPBACK = "127.0.0.1"
@@ -33,30 +38,34 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         writer.close()
 
 
-async def _forward(target_port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        upstream_reader, upstream_writer = await asyncio.open_connection(LOOPBACK, target_port)
-    except OSError:
-        writer.close()  # the member's apiserver is down: the caller sees the connection end, as it would directly
+async def _forward(targets: list[int], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    first = next(_turns) % len(targets)
+    for target_port in targets[first:] + targets[:first]:
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection(LOOPBACK, target_port)
+        except OSError:
+            continue
+        await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
         return
-    await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
+    writer.close()  # every target is down: the caller sees the connection end, as it would directly
 
 
-async def serve(listen_port: int, target_port: int) -> None:
-    server = await asyncio.start_server(
-        lambda reader, writer: _forward(target_port, reader, writer), LOOPBACK, listen_port
-    )
-    print(f"relaying {LOOPBACK}:{listen_port} -> {LOOPBACK}:{target_port}", flush=True)
+_turns = itertools.count()
+
+
+async def serve(listen_port: int, targets: list[int]) -> None:
+    server = await asyncio.start_server(lambda reader, writer: _forward(targets, reader, writer), LOOPBACK, listen_port)
+    print(f"relaying {LOOPBACK}:{listen_port} -> {', '.join(f'{LOOPBACK}:{t}' for t in targets)}", flush=True)
     async with server:
         await server.serve_forever()
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or not all(arg.isdigit() for arg in argv):
-        print("usage: python -m tests.karmada.tcp_relay LISTEN_PORT TARGET_PORT", file=sys.stderr)
+    if len(argv) < 2 or not all(arg.isdigit() for arg in argv):
+        print("usage: python -m tests.karmada.tcp_relay LISTEN_PORT TARGET_PORT [TARGET_PORT...]", file=sys.stderr)
         return 2
     try:
-        asyncio.run(serve(int(argv[0]), int(argv[1])))
+        asyncio.run(serve(int(argv[0]), [int(arg) for arg in argv[1:]]))
     except OSError as error:  # "address already in use": the harness picks another port and starts it again
         print(f"tcp_relay: {error}", file=sys.stderr)
         return 1

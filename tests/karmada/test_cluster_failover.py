@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
+from controllers.kube import FIELD_MANAGER
 from tests.karmada.outages import CLUSTER_JOB_ID_LABEL, CLUSTERS, CopyWatch, stateful_cluster_policy
-from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
+from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, task_writers
 from tests.karmada_env import KARMADA, RELAY_CONTROLLERS, RELAY_GATES, TAINT_EVICTION, KarmadaEnv, resource_path
 from tests.reporting import report
 
@@ -35,15 +35,6 @@ def taint_manager_evicting(karmada_env: KarmadaEnv) -> Iterator[KarmadaEnv]:
         yield karmada_env
     finally:
         karmada_env.restart_controller_manager()
-
-
-def task_writers(binding: dict[str, Any]) -> set[str]:
-    """The field managers of spec.gracefulEvictionTasks: who wrote the task that stands."""
-    return {
-        entry.get("manager", "")
-        for entry in (binding.get("metadata") or {}).get("managedFields") or []
-        if "f:gracefulEvictionTasks" in str(entry.get("fieldsV1"))
-    }
 
 
 def test_cluster_failover_carries_the_job_without_the_gate_and_the_new_copy_follows_the_old_at_once(
@@ -90,6 +81,7 @@ def test_cluster_failover_carries_the_job_without_the_gate_and_the_new_copy_foll
     assert copy["spec"]["job"]["upgradeMode"] == "savepoint"
     assert watch.overlaps == [], f"two copies at once: {watch.overlaps[:3]}"
     assert most_tasks == 1, f"{most_tasks} eviction tasks from {first} at once"
+    assert writers and writers <= {FIELD_MANAGER, "karmada-controller-manager"}, f"the task written by {writers}"
     old_gone, new_seen = watch.seen[first][1], watch.seen[second][0]
     gap = new_seen - old_gone
     assert gap < NEW_COPY_AFTER_OLD_GONE_SECONDS, f"new copy {gap:.2f} s after the old one was gone"

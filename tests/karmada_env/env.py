@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -32,7 +33,7 @@ from tests.karmada_env.pki import Authority, write_pki
 from tests.karmada_env.processes import Components
 from tests.karmada_env.propagation_probe import wait_propagating
 from tests.karmada_env.pull_members import PULL_MEMBER, PullMembers, agent_link
-from tests.karmada_env.relay import RELAY, RELAY_PORT, Relay
+from tests.karmada_env.relay import RELAY, RELAY_PORT, Relay, Replica
 from tests.karmada_env.relay_config import RELAY_NAMESPACE, RELAY_USER
 from tests.kube_api import Api
 from tests.processes import LOG_TAIL_LINES, ControlPlaneError
@@ -376,6 +377,23 @@ class KarmadaEnv:
     def restart_relay(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
         """Stop the relay and start it again (same port, same certificates, so the webhook registration holds)."""
         return self._parts.relay.restart(config, args)
+
+    @property
+    def relay_replica(self) -> Replica:
+        """The relay process as a replica (its name, address and log), beside ``relay_standby``'s."""
+        return self._parts.relay.replica
+
+    def kill_relay(self, replica: Replica | None = None) -> None:
+        """SIGKILL the relay (or a standby ``replica``): no Lease released, nothing drained."""
+        self._parts.relay.kill(*(() if replica is None else (replica.name,)))
+
+    def start_relay_again(self) -> float:
+        """Start the killed relay as it last ran, as the kubelet would; the seconds until ``/readyz``."""
+        return self._parts.relay.start_again()
+
+    def relay_standby(self) -> AbstractContextManager[Replica]:
+        """A second relay replica, both behind the address the webhooks name (``Relay.with_standby``)."""
+        return self._parts.relay.with_standby(self.members)
 
     def start_member_relay(self, member: str, checkpoint_root: str | None = None) -> float:
         """The member's own relay with the storage fence's watcher (`serve --member --fence-cluster NAME`), its

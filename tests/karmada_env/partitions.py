@@ -33,9 +33,9 @@ class Links:
     def pid(self, name: str) -> int | None:
         return self.components.pid(name)
 
-    def start(self, name: str, target: str) -> None:
-        """The relay ``name`` (its port picked already) to the port named ``target``, ready when the target's
-        ``/readyz`` answers through it."""
+    def start(self, name: str, target: str, *more_targets: str) -> None:
+        """The relay ``name`` (its port picked already) to the port named ``target`` (and ``more_targets``, in turn),
+        ready when a target's ``/readyz`` answers through it."""
         self.components.start(
             name,
             lambda: [
@@ -43,7 +43,7 @@ class Links:
                 "-m",
                 "tests.karmada.tcp_relay",
                 str(self.components.ports[name]),
-                str(self.components.ports[target]),
+                *(str(self.components.ports[t]) for t in (target, *more_targets)),
             ],
             (name,),
             lambda: f"{self.url(name)}/readyz",

@@ -5,15 +5,20 @@ webhook`` applied, waited for until karmada-apiserver calls it."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
+import signal
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import yaml
 
 from tests.karmada_env.clients import Clients
 from tests.karmada_env.layout import REPO_ROOT, Layout
+from tests.karmada_env.partitions import Links
 from tests.karmada_env.processes import Components
 from tests.karmada_env.relay_config import RELAY_NAMESPACE, base_relay_config, merge
 from tests.policies import flink_policy
@@ -23,6 +28,8 @@ from tests.tls_clients import unverified_tls
 
 RELAY = "failover-relay"  # its process
 RELAY_PORT = "relay"
+STANDBY = "failover-relay-standby"  # a second replica's process and port (`Relay.with_standby`)
+SERVICE = "failover-relay-service"  # the TCP relay in front of both, and its port
 STOP_SECONDS = 30.0  # a relay drains its connections before it exits
 
 
@@ -44,6 +51,14 @@ def registration_probe(members: Sequence[str]) -> dict[str, Any]:
     return policy
 
 
+class Replica(NamedTuple):
+    """A relay process: its name among the environment's processes, its address and log."""
+
+    name: str
+    url: str
+    log: Path
+
+
 class Relay:
     """The control plane's relay: its process, configuration and webhook registration."""
 
@@ -53,6 +68,7 @@ class Relay:
         self.layout = layout
         self.config: dict[str, Any] = {}  # as last started
         self._args: tuple[str, ...] = ()
+        self._overrides: Mapping[str, Any] | None = None
         self._registered = False  # the webhook configurations name its address: it must keep its port
 
     @property
@@ -68,11 +84,15 @@ class Relay:
             for member in members:
                 self.clients.kubectl("apply", "-f", str(manifest), cluster=member)
         self.start()
+        self._register(self.url, members)
+        self._registered = True
+
+    def _register(self, url: str, members: Sequence[str]) -> None:
+        """`failover-relay manifests webhook --url URL` applied, until karmada-apiserver calls the relay."""
         rendered = webhook_manifests(
-            "--url", self.url, "--namespace", RELAY_NAMESPACE, "--cert-dir", str(self.layout.relay_cert_dir)
+            "--url", url, "--namespace", RELAY_NAMESPACE, "--cert-dir", str(self.layout.relay_cert_dir)
         )
         self.clients.kubectl("apply", "-f", "-", input=rendered)
-        self._registered = True
         probe = json.dumps(registration_probe(members))
         self.components.wait_until(
             lambda: (
@@ -87,7 +107,8 @@ class Relay:
     def start(self, config: Mapping[str, Any] | None = None, args: Sequence[str] = ()) -> float:
         """Start the relay with ``config`` merged over the page's configuration; the seconds until ``/readyz``."""
         started = time.monotonic()
-        overrides, self._args = config, tuple(args)
+        overrides = self._overrides = config
+        self._args = tuple(args)
         config_file = self.layout.relay_config_file
 
         def command() -> list[str]:
@@ -125,3 +146,58 @@ class Relay:
         self.stop()
         self.start(config, args)
         return time.monotonic() - started
+
+    @property
+    def replica(self) -> Replica:
+        return Replica(RELAY, self.url, self.components.processes[RELAY].log)
+
+    def kill(self, name: str = RELAY) -> None:
+        """SIGKILL the relay (or the replica `name`), as a node's death or the OOM killer ends a pod: no Lease
+        released, nothing drained."""
+        self.components.stopped_on_purpose = self.components.stopped_on_purpose | {name}
+        self.components.processes[name].signal_group(signal.SIGKILL)
+        self.components.wait_until(lambda: self.components.pid(name) is None, 30, f"the killed {name} gone")
+
+    def start_again(self) -> float:
+        """Start a killed or stopped relay with the configuration and flags it last ran with, as the kubelet restarts
+        a pod's container; the seconds until ``/readyz``."""
+        return self.start(self._overrides, self._args)
+
+    @contextlib.contextmanager
+    def with_standby(self, members: Sequence[str]) -> Iterator[Replica]:
+        """A second replica, as the chart's `replicaCount: 2` runs it: `serve` with the same configuration on its own
+        port, both behind one address (a Service of two endpoints, tests/karmada/tcp_relay.py) that the webhook
+        configurations name for as long as it runs. The relay holds the Lease already; the standby's informers fill
+        and it campaigns. Yields the standby. Afterwards the standby stops (releasing the Lease if it holds
+        it), the relay runs again if it was killed, and the webhooks name the relay alone again."""
+        links = Links(self.components)
+        config_file = self.layout.relay_config_file.with_name("relay-standby.yaml")
+
+        def command() -> list[str]:
+            config = copy.deepcopy(self.config)
+            config["server"]["port"] = self.components.ports[STANDBY]
+            config_file.write_text(yaml.safe_dump(config, sort_keys=False))
+            return [*relay_command(), "serve", "--config", str(config_file), *self._args]
+
+        try:
+            self.components.pick_ports(STANDBY)
+            self.components.start(
+                STANDBY,
+                command,
+                (STANDBY,),
+                lambda: f"{self.components.url(STANDBY)}/readyz",
+                unverified_tls(),
+                env=relay_env(),
+                cwd=REPO_ROOT,
+            )
+            self.components.pick_ports(SERVICE)
+            links.start(SERVICE, RELAY_PORT, STANDBY)
+            self._register(self.components.url(SERVICE), members)
+            yield Replica(STANDBY, self.components.url(STANDBY), self.components.processes[STANDBY].log)
+        finally:
+            self.components.stop(STANDBY, timeout=STOP_SECONDS)
+            if self.components.pid(RELAY) is None:
+                self.start_again()
+            self._register(self.url, members)
+            if SERVICE in self.components.processes:
+                links.stop(SERVICE)
