@@ -39,8 +39,11 @@ Relays
     stop it and start it again on the same port and certificates, with ``config`` merged over the page's
     configuration (per section) and extra ``serve`` flags; ``stop_relay()``, ``start_relay(...)``; each returns the
     seconds until ``/readyz``. ``relay_url``, ``relay_log``, ``relay_config_file``, ``relay_kubeconfig`` (its
-    identity). ``start_member_relay(member)`` / ``stop_member_relay(member)``: a member's own relay with the storage
-    fence's watcher, its webhook registered in the member. ``restart_controller_manager(controllers, feature_gates,
+    identity). ``relay_standby()``: a context with a second replica beside the relay, both behind the one address the
+    webhooks name, as the chart's two replicas behind their Service; ``kill_relay(replica)`` SIGKILLs one (the relay
+    by default), ``start_relay_again()`` restarts the relay as it last ran. ``start_member_relay(member)`` /
+    ``stop_member_relay(member)``: a member's own relay with the storage fence's watcher, its webhook registered in
+    the member. ``restart_controller_manager(controllers, feature_gates,
     args)``: e.g. ``restart_controller_manager(KARMADA_CONTROLLERS, KARMADA_STATEFUL_GATES)`` to compare with
     Karmada's own failover controllers (then run the relay with ``config={"controllers": {"mode": "off"}}``).
 
