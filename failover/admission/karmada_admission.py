@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from failover.core.api import DEFAULT_GRACE_PERIOD_SECONDS  # helper.SetDefaultGracePeriodSeconds
+from failover.core.binding import as_list
 from failover.core.labels import label_key_problems
 from failover.core.verdict import Findings
 
@@ -27,10 +28,6 @@ def _quoted(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def karmada_mutated(policy: Mapping[str, Any], namespace: str) -> dict[str, Any]:
     """The policy after Karmada's mutating webhook; `namespace` is the request's ("" for a ClusterPropagationPolicy)."""
     result = copy.deepcopy(dict(policy))
@@ -39,12 +36,12 @@ def karmada_mutated(policy: Mapping[str, Any], namespace: str) -> dict[str, Any]
         return result
     selectors = spec.get("resourceSelectors")
     if namespace:
-        for selector in _list(selectors):
+        for selector in as_list(selectors):
             if isinstance(selector, dict) and not selector.get("namespace"):
                 selector["namespace"] = namespace
     placement = spec.get("placement")
     if isinstance(placement, dict):
-        for constraint in _list(placement.get("spreadConstraints")):
+        for constraint in as_list(placement.get("spreadConstraints")):
             if isinstance(constraint, dict):
                 if not constraint.get("spreadByLabel") and not constraint.get("spreadByField"):
                     constraint["spreadByField"] = "cluster"
@@ -57,7 +54,7 @@ def karmada_mutated(policy: Mapping[str, Any], namespace: str) -> dict[str, Any]
             and not scheduling.get("replicaDivisionPreference")
         ):
             scheduling["replicaDivisionPreference"] = "Weighted"
-    if any(isinstance(s, dict) and (s.get("apiVersion"), s.get("kind")) == SERVICE_IMPORT for s in _list(selectors)):
+    if any(isinstance(s, dict) and (s.get("apiVersion"), s.get("kind")) == SERVICE_IMPORT for s in as_list(selectors)):
         spec["propagateDeps"] = True
     failover = spec.get("failover")
     application = failover.get("application") if isinstance(failover, dict) else None
@@ -81,7 +78,7 @@ def _zero_rule_fields(preservation: Any) -> None:
     a rule without a jsonPath is stored with `""`, which satisfies the CRD's `required` (mutating webhooks run before
     the schema validates), and the relay then warns about it instead of the schema refusing it."""
     rules = preservation.get("rules") if isinstance(preservation, dict) else None
-    for rule in _list(rules):
+    for rule in as_list(rules):
         if isinstance(rule, dict):
             for field in ("aliasLabelName", "jsonPath"):
                 if rule.get(field) is None:

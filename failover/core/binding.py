@@ -33,7 +33,8 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
+    """`value` if it is a list, else empty: a field of an object nothing validated is read as what it should be."""
     return value if isinstance(value, list) else []
 
 
@@ -79,7 +80,7 @@ class TargetCluster:
 
 def target_clusters(binding: Mapping[str, Any]) -> list[TargetCluster]:
     targets = []
-    for entry in _list(spec(binding).get("clusters")):
+    for entry in as_list(spec(binding).get("clusters")):
         entry = _mapping(entry)
         name = entry.get("name")
         if not isinstance(name, str) or not name:
@@ -92,7 +93,7 @@ def target_clusters(binding: Mapping[str, Any]) -> list[TargetCluster]:
 def aggregated_status(binding: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """status.aggregatedStatus items by clusterName."""
     items: dict[str, Mapping[str, Any]] = {}
-    for item in _list(status(binding).get("aggregatedStatus")):
+    for item in as_list(status(binding).get("aggregatedStatus")):
         item = _mapping(item)
         name = item.get("clusterName")
         if isinstance(name, str) and name:
@@ -110,7 +111,7 @@ def eviction_tasks(binding: Mapping[str, Any]) -> list[dict[str, Any]]:
     """spec.gracefulEvictionTasks, each a mapping with a string fromCluster (others are dropped from view)."""
     return [
         dict(task)
-        for task in _list(spec(binding).get("gracefulEvictionTasks"))
+        for task in as_list(spec(binding).get("gracefulEvictionTasks"))
         if isinstance(task, dict) and isinstance(task.get("fromCluster"), str)
     ]
 

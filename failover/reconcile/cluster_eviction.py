@@ -85,7 +85,7 @@ def decide_cluster_evictions(
     placement = applied_placement(binding)
     if placement is None:
         return ClusterEviction()
-    tolerations = [t for t in _list(placement.get("clusterTolerations")) if isinstance(t, dict)]
+    tolerations = [t for t in b.as_list(placement.get("clusterTolerations")) if isinstance(t, dict)]
     evicting = {task["fromCluster"] for task in b.eviction_tasks(binding)}
     targets = b.target_clusters(binding)
     due: list[b.TargetCluster] = []
@@ -122,10 +122,10 @@ def decide_cluster_evictions(
         "spec": {
             "clusters": [
                 entry
-                for entry in _list(spec.get("clusters"))
+                for entry in b.as_list(spec.get("clusters"))
                 if not (isinstance(entry, dict) and entry.get("name") in evicted)
             ],
-            "gracefulEvictionTasks": [*_list(spec.get("gracefulEvictionTasks")), *new_tasks],
+            "gracefulEvictionTasks": [*b.as_list(spec.get("gracefulEvictionTasks")), *new_tasks],
         }
     }
     return ClusterEviction(patch, evicted, tuple(braked), tuple(events), earliest(*delays))
@@ -247,7 +247,3 @@ def _purge_mode(binding: Mapping[str, Any], settings: DecisionSettings) -> Purge
         return PurgeMode(section.get("purgeMode"))
     except (ValueError, TypeError):
         return DEFAULT_PURGE_MODE
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []

@@ -95,17 +95,13 @@ def restoring_until(binding: Mapping[str, Any], cluster: str, settings: Decision
         for task in b.eviction_tasks(binding)
         if task.get("suppressDeletion") is not True
         and task["fromCluster"] != cluster
-        and cluster not in _list(task.get("clustersBeforeFailover"))
+        and cluster not in b.as_list(task.get("clustersBeforeFailover"))
         and (moment := parse_time(task.get("creationTimestamp"))) is not None
     ]
     record = restoring(binding).get(cluster)
     if record is not None:
         moves.append(record.since)
     return max(moves) + settings.restore_grace if moves else None
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def held_back_message(cluster: str, rule: Hold) -> str:

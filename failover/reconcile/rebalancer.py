@@ -178,7 +178,7 @@ def decide_rebalance(
     generation = meta.get("generation")
     new_core = {"observedWorkloads": observed, "observedGeneration": generation}
     old_core = {
-        "observedWorkloads": [_normalized(item) for item in _list(old_status.get("observedWorkloads"))],
+        "observedWorkloads": [_normalized(item) for item in b.as_list(old_status.get("observedWorkloads"))],
         "observedGeneration": old_status.get("observedGeneration"),
     }
     finish_raw = old_status.get("finishTime")
@@ -214,12 +214,12 @@ def decide_rebalance(
 def _observed_after_spec_change(rebalancer: Mapping[str, Any]) -> list[dict[str, Any]]:
     """observedWorkloads brought in line with spec.workloads (Karmada's syncWorkloadsFromSpecToStatus)."""
     spec_workloads: dict[tuple[str, ...], dict[str, str]] = {}
-    for workload in _list(b.spec(rebalancer).get("workloads")):
+    for workload in b.as_list(b.spec(rebalancer).get("workloads")):
         if isinstance(workload, dict):
             normalized = _workload(workload)
             spec_workloads.setdefault(_key(normalized), normalized)
     observed: list[dict[str, Any]] = []
-    for item in _list(b.status(rebalancer).get("observedWorkloads")):
+    for item in b.as_list(b.status(rebalancer).get("observedWorkloads")):
         if not isinstance(item, dict) or not isinstance(item.get("workload"), Mapping):
             continue
         entry = _normalized(item)
@@ -256,10 +256,6 @@ def _normalized(item: Mapping[str, Any]) -> dict[str, Any]:
 def _describe(workload: Mapping[str, str]) -> str:
     where = f"{workload['namespace']}/" if workload.get("namespace") else ""
     return f"{workload.get('kind', '?')} {where}{workload.get('name', '?')}"
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def rebalance_move(binding: Mapping[str, Any], clusters: Mapping[str, Mapping[str, Any]]) -> str | None:
