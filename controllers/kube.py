@@ -22,7 +22,7 @@ from urllib3.exceptions import InsecureRequestWarning
 
 from failover.core.api import Resource
 from failover.core.names import split_key
-from relay.version import package_version
+from failover.core.version import package_version
 
 # What the apiservers record as the writer: managedFields' manager is the user agent's part before "/", and the audit
 # log names it too. The client's default, "OpenAPI-Generator/...", said nothing about who wrote a binding's tasks.

@@ -3,8 +3,9 @@
 Six rooms, each allowed to import only the rooms named here (a test, tests/test_layers.py, holds the code to it):
 
 - `core/`: the Karmada and Flink API catalogue, object names and typed field reads, labels, JSONPath, verdicts,
-  annotation values, binding, Cluster and Work reads, the placement reader, what a reconcile decision returns and
-  the loop's settings. Imports nothing of ours.
+  annotation values, binding, Cluster and Work reads, the placement reader, what a reconcile decision returns,
+  the loop's settings, and the relay's version (`--version`, the logs, the metrics and the API clients' user agent
+  show it). Imports nothing of ours.
 - `state/`: a workload's state: what to preserve, where its checkpoints and savepoints are, which one to restore
   from, and the label and restore path a moved copy gets. Imports `core`.
 - `admission/`: the webhook's rules for policies and rebalancers, Karmada's own admission and schema steps, warnings

@@ -9,7 +9,6 @@
 - `work_labels`: the Work mutator's wiring: cluster access and the binding reader;
 - `fence_watcher`: a member relay's fence watcher's wiring: its cluster's access, the records' store, the task;
 - `runtime`: which Python the server may run on (CPython gh-109534);
-- `version`: the relay's version and the Python it runs on, as `--version`, the logs and the metrics show them;
 - `logs`: structlog set-up: one JSON object per line (or console on a terminal), short snake_case events;
 - `kube_requests`: one request to an apiserver with a client's credentials, for what the typed client does not do;
 - `connection_errors`: one readable line for a server that could not be reached;

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 
+from failover.core.version import package_version
 from relay.commands import (
     check_command,
     controllers_command,
@@ -24,7 +25,6 @@ from relay.commands import (
 )
 from relay.commands.conventions import Parser, Subcommands, refuse
 from relay.settings import SettingsError
-from relay.version import package_version
 
 # What Python itself exits with on EPIPE (docs "Note on SIGPIPE").
 EXIT_BROKEN_PIPE = 1

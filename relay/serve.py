@@ -15,8 +15,8 @@ from certs.reload import ReloadingSSLContext
 from certs.serving import ensure_certificates
 from failover.admission.registry import defaulters_for
 from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS, GroupKind
+from failover.core.version import package_version, python_version
 from relay.settings import Settings, SettingsError, open_injection
-from relay.version import package_version, python_version
 from webhook.blocking import BlockingPool
 from webhook.drain import Connection, sweep
 from webhook.fence_mutator import FencedCopies, keeping_suspended

@@ -1,5 +1,7 @@
 """The relay's version: the installed package's metadata, from pyproject.toml (the one place it is written; the
-chart, the manifests' image tag and the CHANGELOG's newest release follow it: tests/test_versions.py)."""
+chart, the manifests' image tag and the CHANGELOG's newest release follow it: tests/test_versions.py). Here, at the
+bottom of the layers, because the command line, the server's logs and metrics and the controllers' API clients
+(their user agent) all show it."""
 
 from __future__ import annotations
 
