@@ -42,8 +42,15 @@ class Components:
         self.stopped_on_purpose: set[str] = set()
 
     def pick_ports(self, *names: str) -> None:
+        """A free port for each of `names`, never one another name of this environment holds: ports are picked before
+        their processes bind them, and the kernel may hand a port it just freed out again. A relay given the port of
+        member1's TCP relay once passed its readiness probe on member1's kube-apiserver, and failed to start."""
         for name in names:
-            self.ports[name] = free_port()
+            others = {port for other, port in self.ports.items() if other != name}
+            port = free_port()
+            while port in others:
+                port = free_port()
+            self.ports[name] = port
 
     def url(self, port: str, scheme: str = "https") -> str:
         """The loopback address of the port named ``port``."""
