@@ -12,12 +12,11 @@ import yaml
 from failover.fence.fence_files import heartbeat_name
 from relay.commands.manifests.webhooks import FENCE_ENTRY_PREFIX
 from tests.karmada_env.clients import Clients
-from tests.karmada_env.layout import REPO_ROOT, Layout
+from tests.karmada_env.layout import Layout
 from tests.karmada_env.processes import Components
-from tests.karmada_env.relay import STOP_SECONDS, relay_env
+from tests.karmada_env.relay import STOP_SECONDS, start_serving
 from tests.processes import LOOPBACK
 from tests.relay_cli import relay_command, webhook_manifests
-from tests.tls_clients import unverified_tls
 
 MEMBER_FENCE_WEBHOOK = "failover-relay-member-fence"  # register_fence_webhook's configuration in a member
 
@@ -64,16 +63,7 @@ class MemberRelays:
                 "json",
             ]
 
-        self.components.stopped_on_purpose = self.components.stopped_on_purpose - {name}
-        self.components.start(
-            name,
-            command,
-            (name,),
-            lambda: f"{self.components.url(name)}/readyz",
-            unverified_tls(),
-            env=relay_env(),
-            cwd=REPO_ROOT,
-        )
+        start_serving(self.components, name, name, command, repick=True)
         self.register_fence_webhook(member)
 
     def register_fence_webhook(self, member: str) -> None:

@@ -10,7 +10,7 @@ import copy
 import json
 import signal
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -49,6 +49,27 @@ def registration_probe(members: Sequence[str]) -> dict[str, Any]:
     policy["spec"]["resourceSelectors"] = [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment"}]
     policy["spec"]["placement"] = {"clusterAffinity": {"clusterNames": list(members)}}
     return policy
+
+
+def serve_with_config(config_file: Path, config: Mapping[str, Any], args: Sequence[str]) -> list[str]:
+    """`failover-relay serve --config FILE ARGS`, with `config` written to the file first."""
+    config_file.write_text(yaml.safe_dump(dict(config), sort_keys=False))
+    return [*relay_command(), "serve", "--config", str(config_file), *args]
+
+
+def start_serving(components: Components, name: str, port: str, command: Callable[[], list[str]], repick: bool) -> None:
+    """Start the `serve` process `name` on the port named `port` and wait for its `/readyz`; with `repick` (nothing
+    names its address yet) it moves to another port when that one was taken meanwhile."""
+    components.stopped_on_purpose = components.stopped_on_purpose - {name}
+    components.start(
+        name,
+        command,
+        (port,) if repick else (),
+        lambda: f"{components.url(port)}/readyz",
+        unverified_tls(),
+        env=relay_env(),
+        cwd=REPO_ROOT,
+    )
 
 
 class Replica(NamedTuple):
@@ -121,20 +142,10 @@ class Relay:
                 ),
                 overrides,
             )
-            config_file.write_text(yaml.safe_dump(self.config, sort_keys=False))
-            return [*relay_command(), "serve", "--config", str(config_file), *self._args]
+            return serve_with_config(config_file, self.config, self._args)
 
-        self.components.stopped_on_purpose = self.components.stopped_on_purpose - {RELAY}
         # A restart keeps the port the webhook configurations name; only the first start may move to another.
-        self.components.start(
-            RELAY,
-            command,
-            () if self._registered else (RELAY_PORT,),
-            lambda: f"{self.url}/readyz",
-            unverified_tls(),
-            env=relay_env(),
-            cwd=REPO_ROOT,
-        )
+        start_serving(self.components, RELAY, RELAY_PORT, command, repick=not self._registered)
         return time.monotonic() - started
 
     def stop(self) -> None:
@@ -176,20 +187,11 @@ class Relay:
         def command() -> list[str]:
             config = copy.deepcopy(self.config)
             config["server"]["port"] = self.components.ports[STANDBY]
-            config_file.write_text(yaml.safe_dump(config, sort_keys=False))
-            return [*relay_command(), "serve", "--config", str(config_file), *self._args]
+            return serve_with_config(config_file, config, self._args)
 
         try:
             self.components.pick_ports(STANDBY)
-            self.components.start(
-                STANDBY,
-                command,
-                (STANDBY,),
-                lambda: f"{self.components.url(STANDBY)}/readyz",
-                unverified_tls(),
-                env=relay_env(),
-                cwd=REPO_ROOT,
-            )
+            start_serving(self.components, STANDBY, STANDBY, command, repick=True)
             self.components.pick_ports(SERVICE)
             links.start(SERVICE, RELAY_PORT, STANDBY)
             self._register(self.components.url(SERVICE), members)
