@@ -216,3 +216,13 @@ def report_health(bindings: CustomObjects, key: str, health: str) -> None:
         ],
     }
     replace_object(bindings, binding, status=True)
+
+
+def task_writers(binding: Mapping[str, Any]) -> set[str]:
+    """The field managers of spec.gracefulEvictionTasks, as the apiserver recorded them: who wrote the task that
+    stands (the relay is `controllers.kube.FIELD_MANAGER`, Karmada's taint manager karmada-controller-manager)."""
+    return {
+        entry.get("manager", "")
+        for entry in (binding.get("metadata") or {}).get("managedFields") or []
+        if "f:gracefulEvictionTasks" in str(entry.get("fieldsV1"))
+    }

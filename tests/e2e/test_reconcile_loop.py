@@ -22,7 +22,7 @@ from controllers.manager import LoopSettings, ReconcileLoop
 from failover.core.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from failover.core.loop_settings import DecisionSettings
 from relay.settings import ControllerSettings
-from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, make_cluster, report_health
+from tests.e2e.objects import REPORTED_JOB_ID, flink_binding, make_cluster, report_health, task_writers
 from tests.envtest import ControlPlane
 from tests.waiting import eventually
 
@@ -222,8 +222,7 @@ async def test_serve_runs_the_loop_and_releases_its_lease_on_sigterm(
     binding = await eventually(lambda: bindings.get(key), lambda b: b["spec"].get("gracefulEvictionTasks"))
     assert binding["spec"]["gracefulEvictionTasks"][0]["fromCluster"] == "member1"
     # The apiserver names the relay as the task's writer (its user agent), as Karmada's audit log and kubectl do.
-    writers = {e["manager"] for e in binding["metadata"]["managedFields"] if "f:gracefulEvictionTasks" in str(e)}
-    assert writers == {FIELD_MANAGER}
+    assert task_writers(binding) == {FIELD_MANAGER}
     coordination = client.CoordinationV1Api(api)
     assert coordination.read_namespaced_lease("failover-relay", namespace).spec.holder_identity
 

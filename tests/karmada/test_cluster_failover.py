@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import pytest
 
 from controllers.kube import FIELD_MANAGER
+from tests.e2e.objects import task_writers
 from tests.karmada.outages import CLUSTER_JOB_ID_LABEL, CLUSTERS, CopyWatch, stateful_cluster_policy
-from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, task_writers
+from tests.karmada.workloads import FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KARMADA, RELAY_CONTROLLERS, RELAY_GATES, TAINT_EVICTION, KarmadaEnv, resource_path
 from tests.reporting import report
 

@@ -27,6 +27,7 @@ import pytest
 from controllers.kube import FIELD_MANAGER
 from failover.reconcile.brake import BRAKE_RELEASED_ANNOTATION
 from failover.state.history import CLUSTER_FAILOVER, read_history
+from tests.e2e.objects import task_writers
 from tests.karmada.outages import (
     CLUSTER_JOB_ID_LABEL,
     CLUSTERS,
@@ -36,7 +37,7 @@ from tests.karmada.outages import (
     taint_not_ready_clusters,
 )
 from tests.karmada.storm import copies, relay_samples, storm_policy
-from tests.karmada.workloads import BINDINGS, FlinkJob, new_job_id, restore_path, task_writers
+from tests.karmada.workloads import BINDINGS, FlinkJob, new_job_id, restore_path
 from tests.karmada_env import KARMADA, KarmadaEnv, resource_path
 from tests.karmada_env.relay import Replica
 from tests.reporting import report

@@ -299,13 +299,3 @@ class FlinkJob:
         karmada = self.env.api(KARMADA)
         karmada.delete(resource_path(FLINK, "flinkdeployments", self.name, self.namespace))
         karmada.delete(resource_path(BINDINGS, "resourcebindings", self.binding_name, self.namespace))
-
-
-def task_writers(binding: dict[str, Any]) -> set[str]:
-    """The field managers of spec.gracefulEvictionTasks, as the apiserver recorded them: who wrote the task that
-    stands (the relay is `controllers.kube.FIELD_MANAGER`, Karmada's taint manager karmada-controller-manager)."""
-    return {
-        entry.get("manager", "")
-        for entry in (binding.get("metadata") or {}).get("managedFields") or []
-        if "f:gracefulEvictionTasks" in str(entry.get("fieldsV1"))
-    }
