@@ -38,6 +38,9 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         writer.close()
 
 
+_turns = itertools.count()  # which target a connection tries first: round robin
+
+
 async def _forward(targets: list[int], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     first = next(_turns) % len(targets)
     for target_port in targets[first:] + targets[:first]:
@@ -48,9 +51,6 @@ async def _forward(targets: list[int], reader: asyncio.StreamReader, writer: asy
         await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
         return
     writer.close()  # every target is down: the caller sees the connection end, as it would directly
-
-
-_turns = itertools.count()
 
 
 async def serve(listen_port: int, targets: list[int]) -> None:
