@@ -5,7 +5,7 @@
 
 Each mode runs in a fresh interpreter: it decodes N Karmada v1.19-shaped ResourceBindings (the scale benchmark's,
 `bench/reconcile_scale.py`, with managedFields as the apiserver returns them) from JSON pages of LIST_PAGE_SIZE and
-caches each in the loop's cached form (`controllers/manager.py` CACHED_FORMS), as `controllers/informer.py` does:
+caches each in the loop's cached form (`controllers/manager.py` CACHED_FORMS), as `controllers/loop/informer.py` does:
 
 - `collector`: Python's collector as it comes, the peer;
 - `settled`: `settle_long_lived()` after each page, as the informer does;
@@ -46,7 +46,7 @@ def page_json(page_size: int) -> bytes:
 
 
 def one_mode(mode: str, bindings: int) -> float:
-    from controllers.informer import LIST_PAGE_SIZE, settle_long_lived
+    from controllers.loop.informer import LIST_PAGE_SIZE, settle_long_lived
     from controllers.manager import CACHED_FORMS
     from failover.core.api import RESOURCE_BINDINGS
 

@@ -63,8 +63,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kubernetes import client, config, watch
 
-from controllers.informer import LIST_PAGE_SIZE
-from controllers.kube import JSON_PATCH
+from controllers.access.kube import JSON_PATCH
+from controllers.loop.informer import LIST_PAGE_SIZE
 from failover.core.annotations import format_time, parse_time
 from failover.core.api import RESOURCE_BINDINGS
 from failover.core.loop_settings import DecisionSettings
@@ -838,7 +838,7 @@ def ceiling(kubeconfig: Path, names: list[str], workers: int) -> dict[str, Any]:
 
     def write(name: str) -> tuple[float, float]:
         sent = time.monotonic()
-        objects.patch_namespaced_custom_object(  # as the loop writes (controllers/kube.py `json_patch`)
+        objects.patch_namespaced_custom_object(  # as the loop writes (controllers/access/kube.py `json_patch`)
             r.group,
             r.version,
             NAMESPACE,

@@ -40,7 +40,7 @@ from prometheus_client import CollectorRegistry, Counter
 from urllib3.exceptions import HTTPError
 
 from certs.store import CertificateError, read_ca_bundle
-from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, conflict, not_found
+from controllers.access.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, conflict, not_found
 
 log = structlog.get_logger("failover_relay.cabundle")
 

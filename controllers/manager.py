@@ -26,8 +26,11 @@ import structlog
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from controllers.binding_reconciler import BindingReconciler
-from controllers.cache import (
+from controllers.access.client import Calls, KarmadaClient
+from controllers.access.events import EVENT_WRITERS, EventRecorder
+from controllers.access.fence_store import FenceStore
+from controllers.access.kube import CustomObjects, api_client_of
+from controllers.loop.cache import (
     BINDING_RESOURCES,
     POLICY_RESOURCES,
     BindingKey,
@@ -35,20 +38,17 @@ from controllers.cache import (
     binding_cached_form,
     work_cached_form,
 )
-from controllers.client import Calls, KarmadaClient
-from controllers.controller import Controller, Reconcile
-from controllers.events import EVENT_WRITERS, EventRecorder
-from controllers.fence_store import FenceStore
-from controllers.informer import RESYNC_SECONDS, ChangeHandler, Informer, freezes
-from controllers.kube import CustomObjects, api_client_of
-from controllers.leader import LeaderElector
-from controllers.loop_metrics import LoopMetrics, StorageFenceMetrics
-from controllers.loop_parts import LoopParts
-from controllers.planned_moves_reconciler import PlannedMovesReconciler
-from controllers.queue import WorkQueue
-from controllers.rebalancer_reconciler import RebalancerReconciler
-from controllers.restore_watch import RestoreWatch
-from controllers.storage_fence import StorageFence
+from controllers.loop.controller import Controller, Reconcile
+from controllers.loop.informer import RESYNC_SECONDS, ChangeHandler, Informer, freezes
+from controllers.loop.leader import LeaderElector
+from controllers.loop.loop_metrics import LoopMetrics, StorageFenceMetrics
+from controllers.loop.queue import WorkQueue
+from controllers.reconcilers.binding_reconciler import BindingReconciler
+from controllers.reconcilers.cluster_reconciler import ClusterReconciler
+from controllers.reconcilers.loop_parts import LoopParts
+from controllers.reconcilers.rebalancer_reconciler import RebalancerReconciler
+from controllers.reconcilers.restore_watch import RestoreWatch
+from controllers.reconcilers.storage_fence import StorageFence
 from failover.core import binding as b
 from failover.core.api import (
     CLUSTER_RESOURCE_BINDINGS,
@@ -60,7 +60,7 @@ from failover.core.api import (
 )
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import DEFAULT_POLL
-from failover.reconcile.handoff import planned_move_cluster
+from failover.moves.handoff import planned_move_cluster
 
 log = structlog.get_logger("failover_relay.controllers")
 
@@ -114,7 +114,7 @@ def binding_of_work(cache: Cache, _: str, work: str) -> Iterable[BindingKey]:
 
 
 def cluster_of_planned_move(cache: Cache, kind: str, key: str) -> Iterable[BindingKey]:
-    """The Cluster whose controller carries on the binding's handoff in flight (failover/reconcile/handoff.py): a
+    """The Cluster whose controller carries on the binding's handoff in flight (failover/moves/handoff.py): a
     change of the binding (its annotation written, its task ended) moves the handoff on at once."""
     binding = cache.get(kind, key)
     cluster = planned_move_cluster(binding) if binding is not None else None
@@ -173,7 +173,7 @@ CONTROLLERS = (
     ControllerSpec(WORKLOAD_REBALANCERS, RebalancerReconciler, watches=(Watch(WORKLOAD_REBALANCERS),), workers=1),
     ControllerSpec(
         CLUSTERS,
-        PlannedMovesReconciler,
+        ClusterReconciler,
         watches=(
             Watch(CLUSTERS),
             Watch(RESOURCE_BINDINGS, cluster_of_planned_move),
@@ -202,12 +202,13 @@ class LoopSettings:
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
     resync_seconds: float = RESYNC_SECONDS
     decisions: DecisionSettings = field(default_factory=DecisionSettings)
-    # The storage fence (controllers/storage_fence.py): the fence records' store, None when off; how often an awaited
-    # acknowledgement is read again.
+    # The storage fence (controllers/reconcilers/storage_fence.py): the fence records' store, None when off; how often
+    # an awaited acknowledgement is read again.
     fences: FenceStore | None = None
     fence_poll: timedelta = DEFAULT_POLL
-    # The checkpoint storage, read for a moved copy's first checkpoint of its own (controllers/restore_watch.py); None
-    # when there is no checkpoint root: a moved copy is then restored once it is Healthy.
+    # The checkpoint storage, read for a moved copy's first checkpoint of its own
+    # (controllers/reconcilers/restore_watch.py); None when there is no checkpoint root: a moved copy is then restored
+    # once it is Healthy.
     restore_watch: RestoreWatch | None = None
 
 
@@ -280,7 +281,7 @@ class ReconcileLoop:
         finally:
             for informer in informers:
                 informer.stop()
-            # The informers froze what was alive as they listed (controllers/informer.py `settle_long_lived`),
+            # The informers froze what was alive as they listed (controllers/loop/informer.py `settle_long_lived`),
             # the loop's own cycles with it: only the collector frees a cycle, and it skips frozen objects.
             gc.unfreeze()
             self.calls.shutdown()
@@ -355,8 +356,8 @@ class ReconcileLoop:
                 gc.unfreeze()
 
     async def _report_relays(self, cache: Cache) -> None:
-        """Until cancelled: which members no member relay watches, said when that changes (controllers/storage_fence.py
-        `report_relays`)."""
+        """Until cancelled: which members no member relay watches, said when that changes
+        (controllers/reconcilers/storage_fence.py `report_relays`)."""
         assert self.storage_fence is not None
         while True:
             await self.storage_fence.report_relays(cache.clusters(), datetime.now(UTC))

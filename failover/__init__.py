@@ -1,6 +1,6 @@
 """The failover domain: every decision failover-relay makes, as plain functions of their inputs.
 
-Six rooms, each allowed to import only the rooms named here (a test, tests/test_layers.py, holds the code to it):
+Eight rooms, each allowed to import only the rooms named here (a test, tests/test_layers.py, holds the code to it):
 
 - `core/`: the Karmada and Flink API catalogue, object names and typed field reads, labels, JSONPath, verdicts,
   annotation values, binding, Cluster and Work reads, the placement reader, what a reconcile decision returns,
@@ -12,9 +12,13 @@ Six rooms, each allowed to import only the rooms named here (a test, tests/test_
   and the registry that routes them. Imports `core` and `state`, never `reconcile`.
 - `fence/`: the old copy of a Directly purge: the Works a new copy waits on, the timer fence, the storage fence's
   files and both sides' decisions. Imports `core` and `state`.
-- `reconcile/`: the loop's decisions on bindings, clusters and rebalancers: application and cluster failover,
-  graceful eviction, failback, the failover budget, the rebalancer, what `status` shows. Imports `core`, `state` and
+- `reconcile/`: the failover family of the loop's decisions on bindings: application and cluster failover, the
+  brake, graceful eviction, the failover budget, the preconditions of their writes. Imports `core`, `state` and
   `fence`, never `admission`.
+- `moves/`: planned moves, handed over by savepoint: the handoff, drain, failback, the WorkloadRebalancer, the
+  drill. Imports `core`, `state`, `fence` and `reconcile`.
+- `views/`: what the read-only commands show: one workload's `status`, a storm's phases. Imports `core`, `state`,
+  `fence`, `reconcile` and `moves`.
 - `readiness/`: the readiness check's judgement: would a workload survive a failover now, what each condition
   docs/operations.md sets says, and the RPO and RTO it would get. Imports `core`, `state`, `fence` and `admission`.
 

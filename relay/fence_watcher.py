@@ -8,9 +8,9 @@ import asyncio
 
 from prometheus_client import CollectorRegistry
 
-from controllers.fence_store import FenceStore
-from controllers.kube import NoClusterConfig, load_api_client
-from controllers.member_fence import MemberFenceWatcher
+from controllers.access.fence_store import FenceStore
+from controllers.access.kube import NoClusterConfig, load_api_client
+from controllers.member.member_fence import MemberFenceWatcher
 from relay.settings import Settings, SettingsError, open_injection
 from webhook.fence_mutator import FencedCopies
 

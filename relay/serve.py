@@ -323,7 +323,7 @@ def _start_cluster_tasks(settings: Settings, relay: RelayServer) -> tuple[asynci
         from relay.fence_watcher import start_fence_watcher  # brings the Kubernetes client: only when asked for
 
         return start_fence_watcher(settings, relay.fenced, relay.metrics.registry), None
-    from controllers.kube import NoClusterConfig
+    from controllers.access.kube import NoClusterConfig
     from relay.start_controllers import start_cabundle_sync, start_reconcile_loop
 
     try:

@@ -9,7 +9,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from controllers.kube import load_api_client
+from controllers.access.kube import load_api_client
 from controllers.manager import ReconcileLoop
 from relay.serve import install_signal_handlers
 from relay.settings import Settings

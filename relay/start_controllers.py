@@ -14,11 +14,11 @@ import structlog
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
+from controllers.access.fence_store import FenceStore
+from controllers.access.kube import NoClusterConfig, load_api_client
 from controllers.cabundle import CaBundleInjector
-from controllers.fence_store import FenceStore
-from controllers.kube import NoClusterConfig, load_api_client
 from controllers.manager import LoopSettings, ReconcileLoop, default_lease_namespace
-from controllers.restore_watch import RestoreWatch
+from controllers.reconcilers.restore_watch import RestoreWatch
 from failover.core.api import FLINK_DEPLOYMENT, RESOURCE_BINDINGS, PurgeModeSpelling
 from failover.reconcile.purge_spelling import crd_purge_mode_enum, spelling_to_write
 from relay.kube_requests import raw_request

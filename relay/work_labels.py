@@ -16,7 +16,7 @@ import structlog
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from controllers.kube import NoClusterConfig, load_api_client, not_found
+from controllers.access.kube import NoClusterConfig, load_api_client, not_found
 from failover.core.api import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORK, GroupKind
 from failover.state.preserved_state import BindingRef
 from relay.settings import Settings, SettingsError

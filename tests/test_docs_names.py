@@ -22,7 +22,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 TROUBLESHOOTING = REPO / "docs" / "troubleshooting.md"
 PRODUCTION = ("failover", "webhook", "controllers", "certs", "relay")
-EVENT_PACKAGES = ("failover.state", "failover.reconcile", "failover.fence", "controllers")
+EVENT_PACKAGES = ("failover.state", "failover.reconcile", "failover.moves", "failover.fence", "controllers")
 METRIC_TYPES = {"Counter", "Gauge", "Histogram", "Summary"}
 LOG_LEVELS = {"debug", "info", "warning", "error", "exception", "critical"}
 ALERT_RULES = REPO / "manifests" / "monitoring" / "prometheus-rules.yaml"
@@ -62,7 +62,7 @@ def metrics() -> dict[str, frozenset[str]]:
 def log_events() -> frozenset[str]:
     """The first argument of every ``log.<level>("name", ...)`` call in the production code, and of ``write(...)``
     where a logger method is handed in as ``write`` (the review line of webhook/server.py, at info or debug); and the
-    two events of every ``Outage(log, "failed", "recovered")`` (controllers/outage.py logs them)."""
+    two events of every ``Outage(log, "failed", "recovered")`` (controllers/access/outage.py logs them)."""
     found = set()
     for path in _python_files():
         for node in ast.walk(ast.parse(path.read_text())):
@@ -87,12 +87,12 @@ def log_events() -> frozenset[str]:
 
 @cache
 def event_reasons() -> frozenset[str]:
-    """The values of the ``EVENT_*`` string constants of the loop's modules."""
+    """The values of the ``EVENT_*`` string constants of the loop's modules, in every room of its packages."""
     found = set()
     for name in EVENT_PACKAGES:
         package = importlib.import_module(name)
         modules = [package] + [
-            importlib.import_module(info.name) for info in pkgutil.iter_modules(package.__path__, name + ".")
+            importlib.import_module(info.name) for info in pkgutil.walk_packages(package.__path__, name + ".")
         ]
         for module in modules:
             found.update(

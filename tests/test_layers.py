@@ -24,9 +24,16 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "failover/admission": ("failover/core", "failover/state"),
     "failover/fence": ("failover/core", "failover/state"),
     "failover/reconcile": ("failover/core", "failover/state", "failover/fence"),
+    "failover/moves": ("failover/core", "failover/state", "failover/fence", "failover/reconcile"),
+    "failover/views": ("failover/core", "failover/state", "failover/fence", "failover/reconcile", "failover/moves"),
     "failover/readiness": ("failover/core", "failover/state", "failover/fence", "failover/admission"),
     "webhook": ("failover", "certs"),
-    "controllers": ("failover", "certs"),  # the caBundle sync reads our CA from the cert dir
+    # The wiring (manager) and the caBundle upkeep, which reads our CA from the cert dir.
+    "controllers": ("failover", "certs", "controllers/access", "controllers/loop", "controllers/reconcilers"),
+    "controllers/access": ("failover",),
+    "controllers/loop": ("failover", "controllers/access"),
+    "controllers/reconcilers": ("failover", "controllers/access", "controllers/loop"),
+    "controllers/member": ("failover", "controllers/access"),
     "certs": (),
     "relay": ("failover", "webhook", "controllers", "certs"),
 }

@@ -13,7 +13,7 @@ will not do what its author expects.
   (`pkg/controllers/cluster/taint_manager.go` `needEviction`).
 - Failback (`failover-relay.io/failback: "true"`) on a flat `clusterAffinity` of more than two clusters with a
   single-cluster spread: the workload moves back only when the recovered cluster wins the scheduler's name
-  tie-break (failover/reconcile/failback.py `failback_route`); ordered `clusterAffinities` always can.
+  tie-break (failover/moves/failback.py `failback_route`); ordered `clusterAffinities` always can.
 - Stateful failover of FlinkDeployments whose preserved state cannot restore a job (the policy side;
   failover/reconcile/stateless_restart.py is the workload's): no statePreservation rule keeps the job id (`{
   .jobStatus.jobId }`), by which the restore finds the job's checkpoints and savepoints; or the rule that keeps it

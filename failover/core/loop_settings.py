@@ -63,7 +63,7 @@ class DecisionSettings:
     # Planned moves (failbacks and drains) under way at once, over every workload: each one restarts a job, and neither
     # a recovered cluster nor a drained one should move every workload in the same second.
     failback_max_in_flight: int = setting("controllers.failbackMaxInFlight", 5, ge=1)
-    # A planned move (failback) first stops the old copy with a savepoint (failover/reconcile/handoff.py); without the
+    # A planned move (failback) first stops the old copy with a savepoint (failover/moves/handoff.py); without the
     # member relay's acknowledgement within this long it goes on from the newest completed checkpoint. A savepoint
     # takes about as long as a checkpoint; five minutes covers a large state's while bounding a planned move that
     # cannot hand off (its copy keeps running meanwhile).

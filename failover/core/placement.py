@@ -2,7 +2,7 @@
 
 The one reader of "can this placement pick only one cluster?", for the statePreservation warning (Karmada injects
 preserved state only for a single target cluster), the karmada#5803 warning (a placement naming one
-cluster has nowhere to fail over to) and failback (`failover/reconcile/failback.py` `failback_route`).
+cluster has nowhere to fail over to) and failback (`failover/moves/failback.py` `failback_route`).
 
 Two ways bound a placement, and Karmada applies both:
 

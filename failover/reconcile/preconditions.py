@@ -73,7 +73,7 @@ def fill_reads(binding: Mapping[str, Any], filled: Iterable[str]) -> tuple[Path,
     """What `decide_cluster_failover_state` read to fill the tasks of `filled` clusters: whether the binding is
     deleting, its tasks, the failover rules Karmada copied from the policy, the last healthy reports, and of each
     filled cluster's entry in `status.aggregatedStatus` (tested where it stands) its name and the fields of its
-    reflected status the cluster rules read: the loop's cache keeps no others (`controllers/cache.py`
+    reflected status the cluster rules read: the loop's cache keeps no others (`controllers/loop/cache.py`
     `binding_cached_form`), and Karmada rewrites the rest as the copy reports."""
     reads: list[Path] = [DELETION, TASKS, ("spec", "failover"), ("metadata", "annotations", LAST_STATE_ANNOTATION)]
     fields = _rule_fields(binding)

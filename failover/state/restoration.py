@@ -18,8 +18,8 @@ While a copy is restoring,
   (`terminally_failed`): the grace protects a copy that restores, not one that has failed.
 
 It is restored (`decide_restored`) when the checkpoint storage holds a completed checkpoint of the job it runs now,
-written after the move (the loop reads the storage: controllers/restore_watch.py), or, where the loop cannot read the
-storage (no `savepoint.checkpointRoot`), as soon as it is Healthy: the rule of before, said at start-up.
+written after the move (the loop reads the storage: controllers/reconcilers/restore_watch.py), or, where the loop cannot
+read the storage (no `savepoint.checkpointRoot`), as soon as it is Healthy: the rule of before, said at start-up.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ def add_parser(commands: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from controllers.kube import NoClusterConfig
+    from controllers.access.kube import NoClusterConfig
     from relay.logs import configure_logging
     from relay.standalone import run_controllers
 

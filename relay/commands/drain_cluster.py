@@ -1,5 +1,5 @@
 """`failover-relay drain CLUSTER` and `undrain CLUSTER`: put on (or take off) the Cluster taint the relay's loop drains
-a cluster by (failover/reconcile/cluster_drain.py), and follow the moves it makes until none of the cluster's stateful
+a cluster by (failover/moves/cluster_drain.py), and follow the moves it makes until none of the cluster's stateful
 workloads is left there. The command writes only the taint, on the resourceVersion it read: the leader does every move,
 so a relay restarted mid-drain goes on, and the command can be stopped and run again at any time. `--dry-run` lists
 what would move and how, and changes nothing. Exit 0 when drained (or undrained), 1 when `--timeout` ran out first,
@@ -19,14 +19,14 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from controllers.kube import NoClusterConfig, load_api_client
+from controllers.access.kube import NoClusterConfig, load_api_client
 from failover.core import binding as b
 from failover.core import work as w
 from failover.core.annotations import parse_time
 from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKS
 from failover.core.names import is_dns_label
 from failover.fence.control_plane import watched_by_relay
-from failover.reconcile.cluster_drain import (
+from failover.moves.cluster_drain import (
     CHECKPOINT,
     IN_FLIGHT,
     STAYS,
@@ -37,7 +37,7 @@ from failover.reconcile.cluster_drain import (
     is_drained,
     without_drain_taint,
 )
-from failover.reconcile.handoff import handoff_view
+from failover.moves.handoff import handoff_view
 from failover.state.preserved_state import owning_binding
 from relay.commands.karmada_reads import NotKarmada, require_karmada
 from relay.commands.status import StatusError, Storage, listed, member_relays, open_storage

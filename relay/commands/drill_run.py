@@ -1,7 +1,7 @@
 """`failover-relay drill WORKLOAD --yes`: move one workload off its cluster to where the scheduler would put it in a
 failover, and back, each way by the planned-move handoff where a member relay can stop the copy with a savepoint
 (else from the newest completed checkpoint, as a failover would), and report what happened: where it ran, the state
-each new copy restored, the downtime and its parts (failover/reconcile/drill.py).
+each new copy restored, the downtime and its parts (failover/moves/drill.py).
 
 It refuses when the readiness check (relay/commands/readiness_check.py) finds a problem, and touches no other
 workload. The command writes only the start of each leg, on the resourceVersion it read; the relay's leader carries
@@ -23,16 +23,16 @@ from typing import Any, TextIO, cast
 
 from kubernetes import client
 
-from controllers.kube import NoClusterConfig, load_api_client
+from controllers.access.kube import NoClusterConfig, load_api_client
 from failover.core import binding as b
 from failover.core import work as w
 from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKS
 from failover.fence.control_plane import watched_by_relay
+from failover.moves.drill import LegStart, LegView, leg_view, start_leg
+from failover.moves.handoff import SAVEPOINT, Handoff
 from failover.readiness.findings import Status
-from failover.reconcile.drill import LegStart, LegView, leg_view, start_leg
-from failover.reconcile.handoff import SAVEPOINT, Handoff
-from failover.reconcile.status_view import workload_name
 from failover.state.preserved_state import belongs_to
+from failover.views.status_view import workload_name
 from relay.commands.karmada_reads import NotKarmada, require_karmada
 from relay.commands.readiness_check import protected_bindings, readiness_report
 from relay.commands.status import StatusError, Storage, listed, member_relays, open_storage

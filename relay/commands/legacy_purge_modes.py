@@ -17,7 +17,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from controllers.kube import NoClusterConfig, load_api_client
+from controllers.access.kube import NoClusterConfig, load_api_client
 from failover.admission.policy import legacy_purge_modes_in
 from failover.core.api import (
     CLUSTER_PROPAGATION_POLICIES,

@@ -22,8 +22,8 @@ from typing import Any, TextIO, cast
 import yaml
 from kubernetes import client
 
-from controllers.fence_store import FenceStore
-from controllers.kube import NoClusterConfig, load_api_client
+from controllers.access.fence_store import FenceStore
+from controllers.access.kube import NoClusterConfig, load_api_client
 from failover.core import binding as b
 from failover.core.api import (
     CLUSTER_RESOURCE_BINDINGS,
@@ -45,8 +45,8 @@ from failover.readiness.workload import (
     WorkloadReport,
     workload_report,
 )
-from failover.reconcile.status_view import is_stateful, workload_name
 from failover.state.preserved_state import belongs_to
+from failover.views.status_view import is_stateful, workload_name
 from relay.commands.karmada_reads import NotKarmada, require_karmada
 from relay.commands.status import StatusError, Storage, listed, named, open_storage, restore_lookup
 from relay.kube_requests import Unreachable, raw_request

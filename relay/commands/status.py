@@ -1,8 +1,8 @@
 """`failover-relay status [WORKLOAD]`: where each workload under a stateful failover policy stands in its failover
 lifecycle; with `--cluster NAME`, every workload of one member cluster and its phase in a move away from it
-(`failover.reconcile.storm`). Reads the Karmada apiserver (bindings, Clusters, the resource template, Works) and the
+(`failover.views.storm`). Reads the Karmada apiserver (bindings, Clusters, the resource template, Works) and the
 checkpoint storage with the relay's own settings; changes nothing. The view is computed by
-`failover.reconcile.status_view`; this module fetches it and prints it (as a table: status_tables.py). Exit 0, or 2
+`failover.views.status_view`; this module fetches it and prints it (as a table: status_tables.py). Exit 0, or 2
 with one line for bad input (unknown workload, unreachable server, a server that does not serve Karmada's APIs, bad
 kubeconfig or config).
 """
@@ -24,8 +24,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from controllers.fence_store import FenceStore
-from controllers.kube import NoClusterConfig, load_api_client
+from controllers.access.fence_store import FenceStore
+from controllers.access.kube import NoClusterConfig, load_api_client
 from failover.admission.registry import group_kind_of
 from failover.core import binding as b
 from failover.core.api import (
@@ -42,13 +42,13 @@ from failover.core.loop_settings import DecisionSettings
 from failover.core.names import is_dns_label, object_key
 from failover.fence.fence_files import FenceAck, FenceRecord, Heartbeat
 from failover.reconcile.brake import Brake, brake
-from failover.reconcile.status_view import RestoreSubject, is_stateful, restore_subject, workload_name, workload_view
-from failover.reconcile.storm import workload_phase_rows
 from failover.state.checkpoints import CheckpointStore, LookupResult
 from failover.state.preserved_state import owning_binding
 from failover.state.profiles import InjectionProfile
 from failover.state.restore import find_restore_point
 from failover.state.savepoint import plan_lookup
+from failover.views.status_view import RestoreSubject, is_stateful, restore_subject, workload_name, workload_view
+from failover.views.storm import workload_phase_rows
 from relay.commands.karmada_reads import NotKarmada, require_karmada, stored_objects
 from relay.commands.status_tables import render_cluster_table, render_table
 from relay.connection_errors import connection_problem

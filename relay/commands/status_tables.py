@@ -1,6 +1,6 @@
 """The tables of `failover-relay status` for people (`-o table`, the default): the views that
-`failover.reconcile.status_view` computes, one block per workload, and with `--cluster` the phases of
-`failover.reconcile.storm`, counted and listed. `-o json` and `-o yaml` print the same views whole."""
+`failover.views.status_view` computes, one block per workload, and with `--cluster` the phases of
+`failover.views.storm`, counted and listed. `-o json` and `-o yaml` print the same views whole."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from failover.core.annotations import parse_time
-from failover.reconcile.storm import PHASES
+from failover.views.storm import PHASES
 
 NONE = "-"
 

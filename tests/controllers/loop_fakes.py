@@ -18,13 +18,13 @@ import jsonpatch
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
 
-from controllers.binding_reconciler import BindingReconciler
-from controllers.cache import Cache, binding_cached_form, work_cached_form
-from controllers.informer import Informer
-from controllers.loop_metrics import LoopMetrics
-from controllers.loop_parts import LoopParts
-from controllers.restore_watch import RestoreWatch
-from controllers.storage_fence import StorageFence
+from controllers.loop.cache import Cache, binding_cached_form, work_cached_form
+from controllers.loop.informer import Informer
+from controllers.loop.loop_metrics import LoopMetrics
+from controllers.reconcilers.binding_reconciler import BindingReconciler
+from controllers.reconcilers.loop_parts import LoopParts
+from controllers.reconcilers.restore_watch import RestoreWatch
+from controllers.reconcilers.storage_fence import StorageFence
 from failover.core.api import (
     CLUSTER_PROPAGATION_POLICIES,
     CLUSTER_RESOURCE_BINDINGS,
@@ -54,7 +54,7 @@ def api_error(status: int, reason: str) -> ApiException:
 
 @dataclass
 class FakeKarmada:
-    """The calls of `controllers.client.KarmadaClient`, on objects held here by (kind, key)."""
+    """The calls of `controllers.access.client.KarmadaClient`, on objects held here by (kind, key)."""
 
     objects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     # Objects on member clusters by (cluster, apiVersion, kind, namespace, name), and the clusters whose apiserver

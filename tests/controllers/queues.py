@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controllers.queue import WorkQueue
+from controllers.loop.queue import WorkQueue
 
 
 async def drain(queue: WorkQueue) -> list[object]:

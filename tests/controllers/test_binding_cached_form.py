@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controllers.cache import binding_cached_form, work_cached_form
+from controllers.loop.cache import binding_cached_form, work_cached_form
 from failover.state.empty_start import START_WITHOUT_STATE_ANNOTATION, accepted_job_ids, deployed_restore_path
 from failover.state.history import decide_history
 from failover.state.last_state import decide_last_state

@@ -1,6 +1,6 @@
-"""The binding pipeline (controllers/binding_reconciler.py), step by step, without an apiserver: each step's decision
-written with its precondition, decided again on a fresh read when the cache lagged, and the old-copy step's release,
-hand-over, deletion through the proxy, storage fence and wake (tests/controllers/loop_fakes.py)."""
+"""The binding pipeline (controllers/reconcilers/binding_reconciler.py), step by step, without an apiserver: each step's
+decision written with its precondition, decided again on a fresh read when the cache lagged, and the old-copy step's
+release, hand-over, deletion through the proxy, storage fence and wake (tests/controllers/loop_fakes.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from controllers.binding_reconciler import STEPS
-from controllers.fence_store import FenceStore
-from controllers.loop_metrics import StorageFenceMetrics
-from controllers.restore_watch import RestoreWatch
-from controllers.storage_fence import StorageFence
+from controllers.access.fence_store import FenceStore
+from controllers.loop.loop_metrics import StorageFenceMetrics
+from controllers.reconcilers.binding_reconciler import STEPS
+from controllers.reconcilers.restore_watch import RestoreWatch
+from controllers.reconcilers.storage_fence import StorageFence
 from failover.core.api import FLINK_DEPLOYMENT
 from failover.core.loop_settings import DecisionSettings
 from failover.core.work import EXECUTION_FINALIZER

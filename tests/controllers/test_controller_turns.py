@@ -1,5 +1,5 @@
 """Workers take turns: one running through reconciles that never wait does not hold back another's API answer
-(controllers/controller.py)."""
+(controllers/loop/controller.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import asyncio
 
 from prometheus_client import CollectorRegistry
 
-from controllers.controller import Controller
-from controllers.loop_metrics import LoopMetrics
+from controllers.loop.controller import Controller
+from controllers.loop.loop_metrics import LoopMetrics
 
 
 async def test_an_answer_is_taken_in_between_reconciles_that_never_wait() -> None:

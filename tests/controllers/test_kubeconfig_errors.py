@@ -1,4 +1,4 @@
-"""A kubeconfig the relay cannot use is named in one line, with where and why (controllers/kube.py)."""
+"""A kubeconfig the relay cannot use is named in one line, with where and why (controllers/access/kube.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from urllib3.exceptions import InsecureRequestWarning
 
-from controllers.kube import NoClusterConfig, load_api_client
+from controllers.access.kube import NoClusterConfig, load_api_client
 
 
 def refusal(kubeconfig: Path) -> str:

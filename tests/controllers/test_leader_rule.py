@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime
 
-from controllers.leader import LeaseRecord, Observation, may_acquire
+from controllers.loop.leader import LeaseRecord, Observation, may_acquire
 
 T = datetime(2026, 11, 23, tzinfo=UTC)
 HELD = LeaseRecord("replica-a", T, 15, 3)

@@ -20,11 +20,11 @@ from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from controllers import manager
-from controllers.controller import Reconcile
-from controllers.events import EVENT_WRITERS
-from controllers.informer import settle_long_lived
-from controllers.loop_parts import LoopParts
+from controllers.access.events import EVENT_WRITERS
+from controllers.loop.controller import Reconcile
+from controllers.loop.informer import settle_long_lived
 from controllers.manager import LoopSettings, ReconcileLoop
+from controllers.reconcilers.loop_parts import LoopParts
 from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, Resource
 from failover.core.decision import NORMAL, Event
 from tests.waiting import eventually
@@ -51,7 +51,7 @@ class Apiserver:
         self.ended = threading.Event()
 
     def objects(self, _: client.ApiClient, resource: Resource) -> SimpleNamespace:
-        """Stands in for `controllers.kube.CustomObjects`."""
+        """Stands in for `controllers.access.kube.CustomObjects`."""
 
         def list_or_watch(**kwargs: Any) -> dict[str, Any]:
             if kwargs.get("watch"):
@@ -175,7 +175,7 @@ async def test_a_standby_lists_once_and_queues_nothing_until_it_leads(
 async def test_a_term_that_a_list_froze_unfreezes_at_its_end(
     loop: ReconcileLoop, reconciled: list[tuple[str, str]]
 ) -> None:
-    """A list freezes whatever is alive (controllers/informer.py `settle_long_lived`): one during a term froze the
+    """A list freezes whatever is alive (controllers/loop/informer.py `settle_long_lived`): one during a term froze the
     term's controllers and queues, whose cycles only the collector frees once the term is over. A term no list froze
     leaves the cache frozen."""
     lease: HandedLease = loop.elector  # type: ignore[assignment]

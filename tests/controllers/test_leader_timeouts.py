@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 from structlog.testing import capture_logs
 
-from controllers.leader import LeaderElector, request_timeout
+from controllers.loop.leader import LeaderElector, request_timeout
 
 
 @pytest.fixture

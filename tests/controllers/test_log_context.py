@@ -1,4 +1,5 @@
-"""Every line a reconcile causes names its controller and key (controllers/controller.py binds them per reconcile)."""
+"""Every line a reconcile causes names its controller and key (controllers/loop/controller.py binds them per
+reconcile)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import json
 import structlog
 from prometheus_client import CollectorRegistry
 
-from controllers.controller import Controller
-from controllers.loop_metrics import LoopMetrics
+from controllers.loop.controller import Controller
+from controllers.loop.loop_metrics import LoopMetrics
 
 log = structlog.get_logger("failover_relay.test")
 

@@ -1,5 +1,5 @@
-"""The probe of a member that does not answer (controllers/members.py `MemberProxy.answers`): one request within its
-deadline, not urllib3's three retries after it (a cut member took 12 s instead of 3 and held every reconcile of a
+"""The probe of a member that does not answer (controllers/access/members.py `MemberProxy.answers`): one request within
+its deadline, not urllib3's three retries after it (a cut member took 12 s instead of 3 and held every reconcile of a
 binding waiting on it)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 
 from kubernetes import client
 
-from controllers.members import PROBE_TIMEOUT_SECONDS, MemberProxy
+from controllers.access.members import PROBE_TIMEOUT_SECONDS, MemberProxy
 
 
 def test_a_member_that_never_answers_costs_one_probe_deadline() -> None:

@@ -1,11 +1,11 @@
 """A reconcile queued by our own write reads what we wrote, not the version the write replaced
-(controllers/binding_writes.py OwnWrites)."""
+(controllers/access/binding_writes.py OwnWrites)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from controllers.binding_writes import OwnWrites
+from controllers.access.binding_writes import OwnWrites
 
 
 def version(rv: str, **extra: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from controllers.queue import BASE_RETRY_SECONDS, ShutDown, WorkQueue
+from controllers.loop.queue import BASE_RETRY_SECONDS, ShutDown, WorkQueue
 from tests.controllers.queues import drain
 
 

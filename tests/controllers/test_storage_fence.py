@@ -1,6 +1,6 @@
-"""The control plane's storage fence adapter (controllers/storage_fence.py) over a real directory: a record only on the
-apiserver's word (the binding read again must still want it), written once, an acknowledgement read back, the
-record removed once its copies are gone; one listing per cluster shared by the bindings waiting on it."""
+"""The control plane's storage fence adapter (controllers/reconcilers/storage_fence.py) over a real directory: a record
+only on the apiserver's word (the binding read again must still want it), written once, an acknowledgement read back,
+the record removed once its copies are gone; one listing per cluster shared by the bindings waiting on it."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry
 
-from controllers.fence_store import FenceStore
-from controllers.loop_metrics import StorageFenceMetrics
-from controllers.storage_fence import StorageFence
+from controllers.access.fence_store import FenceStore
+from controllers.loop.loop_metrics import StorageFenceMetrics
+from controllers.reconcilers.storage_fence import StorageFence
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import ACK_MARGIN, StoredFence
 from failover.fence.fence_files import FenceAck, FenceRecord, Heartbeat
@@ -82,7 +82,7 @@ def test_the_members_no_relay_watches_are_said_once_each_time_they_change(tmp_pa
 
 
 def test_a_handoff_reads_its_record_and_acknowledgement_and_which_members_a_relay_watches(tmp_path: Path) -> None:
-    """What the planned moves' Cluster controller asks of the storage (failover/reconcile/handoff.py): a record
+    """What the planned moves' Cluster controller asks of the storage (failover/moves/handoff.py): a record
     written once by name, what is stored for a cluster by fence id, and the members with a fresh heartbeat (read at
     most every HEARTBEAT_READ seconds however many passes ask; an unreadable storage says None, not "none")."""
     fences = FenceStore(open_store(str(tmp_path)))

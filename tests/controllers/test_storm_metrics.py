@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from controllers.loop_metrics import StormMetrics
+from controllers.loop.loop_metrics import StormMetrics
 from tests.failover.binding_builders import at, evicted_from_unreachable, set_health
 
 KEY = ("ResourceBinding", "default/foo-flinkdeployment")

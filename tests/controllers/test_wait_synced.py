@@ -1,6 +1,7 @@
 """`caches_synced` comes when every informer's first list is done, also when one outlives the sync timeout
 (controllers/manager.py `wait_synced`): a replica's time to know every object, before it campaigns for the Lease.
-The informers wait for their first list on the event loop, not on threads (controllers/informer.py `wait_synced`)."""
+The informers wait for their first list on the event loop, not on threads (controllers/loop/informer.py
+`wait_synced`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from controllers import manager
-from controllers.informer import Informer
+from controllers.loop.informer import Informer
 
 
 class Listing:
@@ -26,7 +27,7 @@ class Listing:
         self.name, self.synced = name, asyncio.Event()
         asyncio.get_running_loop().call_later(after, self.synced.set)
 
-    async def wait_synced(self, timeout: float) -> bool:  # noqa: ASYNC109  as controllers.informer.Informer's
+    async def wait_synced(self, timeout: float) -> bool:  # noqa: ASYNC109  as controllers.loop.informer.Informer's
         try:
             await asyncio.wait_for(self.synced.wait(), timeout)
         except TimeoutError:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from controllers.cache import POLICY_RESOURCES, Cache
-from controllers.informer import Informer
+from controllers.loop.cache import POLICY_RESOURCES, Cache
+from controllers.loop.informer import Informer
+from controllers.loop.queue import WorkQueue
 from controllers.manager import CACHED_ONLY, CONTROLLERS, queue_every_key, queue_keys
-from controllers.queue import WorkQueue
 from failover.core.api import (
     CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION,
     CLUSTER_RESOURCE_BINDINGS,

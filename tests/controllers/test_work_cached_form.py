@@ -1,9 +1,9 @@
-"""What the loop's cache keeps of a Work (controllers/cache.py work_cached_form): what names each object, and what
+"""What the loop's cache keeps of a Work (controllers/loop/cache.py work_cached_form): what names each object, and what
 the decisions read of a manifest (the restore path the failover history records)."""
 
 from __future__ import annotations
 
-from controllers.cache import work_cached_form
+from controllers.loop.cache import work_cached_form
 from failover.state.history import restore_paths
 
 PATH = "s3://flink-state/checkpoints/streaming/0123456789abcdef0123456789abcdef/chk-7"

@@ -12,7 +12,7 @@ from typing import Any
 
 from kubernetes import client
 
-from controllers.kube import CustomObjects
+from controllers.access.kube import CustomObjects
 from failover.core.api import CLUSTERS, DEFAULT_JOB_ID_LABEL
 from tests.envtest import ControlPlane
 
@@ -187,7 +187,7 @@ def make_cluster(api: client.ApiClient, name: str, ready: bool, since: datetime)
 
 
 def replace_object(objects: Any, obj: Mapping[str, Any], *, status: bool = False) -> dict[str, Any]:
-    """PUT ``obj`` (or its status subresource) through a `controllers.kube.CustomObjects`: what Karmada's own
+    """PUT ``obj`` (or its status subresource) through a `controllers.access.kube.CustomObjects`: what Karmada's own
     controllers do when they rewrite a binding or reflect member status; the relay itself only patches."""
     r, api, name = objects.resource, objects.api, obj["metadata"]["name"]
     if r.namespaced:
@@ -220,7 +220,8 @@ def report_health(bindings: CustomObjects, key: str, health: str) -> None:
 
 def task_writers(binding: Mapping[str, Any]) -> set[str]:
     """The field managers of spec.gracefulEvictionTasks, as the apiserver recorded them: who wrote the task that
-    stands (the relay is `controllers.kube.FIELD_MANAGER`, Karmada's taint manager karmada-controller-manager)."""
+    stands (the relay is `controllers.access.kube.FIELD_MANAGER`, Karmada's taint manager
+    karmada-controller-manager)."""
     return {
         entry.get("manager", "")
         for entry in (binding.get("metadata") or {}).get("managedFields") or []

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from certs.authority import generate_ca
 from certs.serving import ensure_certificates
 from certs.store import read_ca_bundle
+from controllers.access.kube import load_api_client
 from controllers.cabundle import (
     CERT_MANAGER,
     CERT_MANAGER_INJECT_ANNOTATION,
@@ -31,7 +32,6 @@ from controllers.cabundle import (
     CaBundleInjector,
     Target,
 )
-from controllers.kube import load_api_client
 from tests.e2e.objects import deployment_ref, rebalancer
 from tests.e2e.relay_process import RelayProcess
 from tests.envtest import ControlPlane

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.kube import load_api_client
+from controllers.access.kube import load_api_client
 from failover.reconcile.purge_spelling import crd_purge_mode_enum
 from relay.commands.check.manifest_check import check_object
 from relay.commands.check.schemas import bundled

@@ -14,7 +14,7 @@ import yaml
 from tests.e2e.objects import JOB_ID, apply, flink_deployment, get
 from tests.envtest import ControlPlane
 
-# What failover-relay reads and writes (controllers/kube.py, webhook routing) besides Karmada's other CRDs.
+# What failover-relay reads and writes (controllers/access/kube.py, webhook routing) besides Karmada's other CRDs.
 EXPECTED = {
     "clusterpropagationpolicies.policy.karmada.io",
     "clusterresourcebindings.work.karmada.io",

@@ -17,9 +17,9 @@ import pytest
 from kubernetes import client, config
 from prometheus_client import CollectorRegistry
 
-from controllers.kube import CustomObjects, not_found
+from controllers.access.kube import CustomObjects, not_found
+from controllers.access.members import MemberProxy
 from controllers.manager import LoopSettings, ReconcileLoop
-from controllers.members import MemberProxy
 from failover.core.api import RESOURCE_BINDINGS, WORKS
 from failover.core.loop_settings import DecisionSettings
 from relay.settings import ControllerSettings
@@ -189,8 +189,8 @@ async def test_the_taint_managers_task_gets_the_state_recorded_while_healthy(
 
 
 def test_the_member_proxy_client_speaks_to_a_real_apiserver(api: client.ApiClient) -> None:
-    """controllers/members.py's requests, with the client's credentials and status handling (the proxy path itself
-    needs karmada-aggregated-apiserver: the real-Karmada tier)."""
+    """controllers/access/members.py's requests, with the client's credentials and status handling (the proxy path
+    itself needs karmada-aggregated-apiserver: the real-Karmada tier)."""
     proxy = MemberProxy(api)
     assert proxy._call("GET", "/version")["gitVersion"].startswith("v1.")
     with pytest.raises(client.exceptions.ApiException) as raised:

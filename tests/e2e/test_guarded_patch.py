@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from controllers.kube import CustomObjects, precondition_failed
+from controllers.access.kube import CustomObjects, precondition_failed
 from failover.core.api import RESOURCE_BINDINGS
 from failover.reconcile.cluster_failover import decide_cluster_failover_state
 from failover.reconcile.preconditions import fill_reads, guarded_patch

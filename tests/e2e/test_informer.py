@@ -1,4 +1,4 @@
-"""The informer (controllers/informer.py) against a real kube-apiserver: its relist after `410 Gone`, and its stop.
+"""The informer (controllers/loop/informer.py) against a real kube-apiserver: its relist after `410 Gone`, and its stop.
 
 While the apiserver is down a Work changes and another is deleted, straight in etcd: no watch delivers either. When
 the apiserver is back its watch cache starts past the informer's resourceVersion, the informer's watch is refused
@@ -25,9 +25,9 @@ import pytest
 from kubernetes import config
 from kubernetes.client.exceptions import ApiException
 
-from controllers import informer as informer_module
-from controllers.informer import Informer
-from controllers.kube import CustomObjects
+from controllers.access.kube import CustomObjects
+from controllers.loop import informer as informer_module
+from controllers.loop.informer import Informer
 from failover.core.api import WORKS
 from failover.core.names import key_of
 from tests.e2e.objects import apply

@@ -16,7 +16,7 @@ from datetime import timedelta
 import pytest
 from kubernetes import client, config
 
-from controllers.leader import LeaderElector
+from controllers.loop.leader import LeaderElector
 from tests.envtest import ControlPlane
 
 pytestmark = pytest.mark.envtest

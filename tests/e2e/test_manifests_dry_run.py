@@ -183,7 +183,7 @@ def test_the_karmada_host_overlay_is_accepted_and_starts_the_relay_as_the_quick_
     assert settings.savepoint.work_savepoints and settings.storage_fence_on()
 
 
-# (verb, resource, namespace or None) the relay calls: controllers/binding_writes.py, old_copies.py,
+# (verb, resource, namespace or None) the relay calls: controllers/access/binding_writes.py, old_copies.py,
 # rebalancer_reconciler.py, planned_moves_reconciler.py, informer.py, leader.py, events.py and cabundle.py.
 ALLOWED = [
     *(
@@ -246,7 +246,7 @@ def test_rbac_grants_what_the_relay_calls_and_nothing_more(control_plane: Contro
 
     assert [call for call in ALLOWED if not can(*call)] == []
     assert [call for call in DENIED if can(*call)] == []
-    # Fencing deletes an old copy through Karmada's cluster proxy (controllers/members.py): a subresource.
+    # Fencing deletes an old copy through Karmada's cluster proxy (controllers/access/members.py): a subresource.
     for verb in ("get", "delete"):
         result = control_plane.kubectl(
             "auth",

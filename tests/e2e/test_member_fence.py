@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from controllers.fence_store import FenceStore
+from controllers.access.fence_store import FenceStore
 from failover.core.work import PERMANENT_ID_LABEL, MemberCopy
 from failover.fence.fence_files import FenceRecord
 from failover.state.checkpoints import open_store

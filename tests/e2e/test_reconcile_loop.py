@@ -16,8 +16,8 @@ import pytest
 from kubernetes import client, config
 from prometheus_client import CollectorRegistry
 
-from controllers.kube import FIELD_MANAGER, CustomObjects
-from controllers.leader import LeaderElector
+from controllers.access.kube import FIELD_MANAGER, CustomObjects
+from controllers.loop.leader import LeaderElector
 from controllers.manager import LoopSettings, ReconcileLoop
 from failover.core.api import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from failover.core.loop_settings import DecisionSettings

@@ -18,7 +18,7 @@ from kubernetes import client, config
 from prometheus_client import CollectorRegistry
 
 from controllers import manager
-from controllers.kube import CustomObjects
+from controllers.access.kube import CustomObjects
 from controllers.manager import LoopSettings, ReconcileLoop, watched_resources
 from failover.core.api import RESOURCE_BINDINGS, Resource
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
@@ -41,7 +41,7 @@ class CountedLists:
         self.by_client: Counter[int] = Counter()
 
     def objects(self, api_client: client.ApiClient, resource: Resource) -> SimpleNamespace:
-        """Stands in for `controllers.kube.CustomObjects` in controllers/manager.py."""
+        """Stands in for `controllers.access.kube.CustomObjects` in controllers/manager.py."""
         objects = CustomObjects(api_client, resource)
 
         def list_or_watch(**kwargs: Any) -> Any:

@@ -15,8 +15,8 @@ from failover.fence.fence_files import FenceAck, FenceRecord
 from failover.fence.fenced_copies import FENCED_ANNOTATION
 from failover.fence.old_copy import decide_fencing
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
-from failover.reconcile.status_view import RestoreSubject, restore_subject, workload_view
-from failover.reconcile.storm import workload_phase_rows
+from failover.views.status_view import RestoreSubject, restore_subject, workload_view
+from failover.views.storm import workload_phase_rows
 from relay.commands.status import open_storage
 from relay.settings import SavepointSettings
 from tests.failover.binding_builders import (

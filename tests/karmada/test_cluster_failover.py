@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controllers.kube import FIELD_MANAGER
+from controllers.access.kube import FIELD_MANAGER
 from tests.e2e.objects import task_writers
 from tests.karmada.outages import CLUSTER_JOB_ID_LABEL, CLUSTERS, CopyWatch, stateful_cluster_policy
 from tests.karmada.workloads import FlinkJob, new_job_id, restore_path

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
-from failover.reconcile.handoff import CHECKPOINT_FALLBACK, read_handoff
+from failover.moves.handoff import CHECKPOINT_FALLBACK, read_handoff
 from tests.karmada.outages import CopyWatch, cluster_ready, events_of, recorded_state
 from tests.karmada.workloads import FlinkJob, new_job_id, restore_path, stateful_policy
 from tests.karmada_env import KarmadaEnv

@@ -27,8 +27,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from failover.reconcile.cluster_drain import is_drained
-from failover.reconcile.handoff import CHECKPOINT_FALLBACK, DONE, SAVEPOINT, read_handoff
+from failover.moves.cluster_drain import is_drained
+from failover.moves.handoff import CHECKPOINT_FALLBACK, DONE, SAVEPOINT, read_handoff
 from failover.state.restoration import restoring
 from tests.flink_job import Probe, RunningJob, expected_counts
 from tests.karmada.operator import FlinkOperator

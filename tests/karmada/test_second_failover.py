@@ -19,8 +19,8 @@ pytestmark = pytest.mark.karmada
 
 TOLERATION_SECONDS = 10
 FAILOVER_TIMEOUT_SECONDS = TOLERATION_SECONDS + 50
-# The relay reads a restoring copy's checkpoint storage every 10 s (controllers/restore_watch.py): the new job runs
-# this long, so the relay has read its reports and its storage more than once before it fails.
+# The relay reads a restoring copy's checkpoint storage every 10 s (controllers/reconcilers/restore_watch.py): the new
+# job runs this long, so the relay has read its reports and its storage more than once before it fails.
 RUNS_SECONDS = 12
 # How operator 1.16 reports a job that failed for good: the lifecycle FAILED, the error Flink gave (Karmada #6232's),
 # the job redeploying, which Karmada's FlinkDeployment health interpreter calls Unhealthy (a bare jobStatus FAILED it

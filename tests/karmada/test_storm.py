@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from controllers.kube import FIELD_MANAGER
+from controllers.access.kube import FIELD_MANAGER
 from failover.reconcile.brake import BRAKE_RELEASED_ANNOTATION
 from failover.state.history import CLUSTER_FAILOVER, read_history
 from tests.e2e.objects import task_writers
@@ -73,7 +73,7 @@ def waiting(env: KarmadaEnv, replica: Replica, cluster: str) -> float:
 
 
 def leads(replica: Replica, since: int) -> bool:
-    """Whether `replica` took the Lease since its log was `since` bytes long (controllers/leader.py)."""
+    """Whether `replica` took the Lease since its log was `since` bytes long (controllers/loop/leader.py)."""
     with replica.log.open("rb") as log:
         log.seek(since)
         return b"leadership_acquired" in log.read()

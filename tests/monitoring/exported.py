@@ -32,9 +32,9 @@ import aiohttp
 from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
+from controllers.access.kube import load_api_client
 from controllers.cabundle import CaBundleInjector
-from controllers.controller import Controller
-from controllers.kube import load_api_client
+from controllers.loop.controller import Controller
 from controllers.manager import ReconcileLoop
 from failover.core.api import (
     DEFAULT_JOB_ID_LABEL,
@@ -247,7 +247,9 @@ async def scrape_exercised_relay(tmp_path: Path) -> str:
             await post(session, "/mutate", json.dumps(work_review()).encode())
             await speak_plain_text(relay.port)
             await run_controller(loop)
-            await loop.calls.run("get", dict)  # a call on the loop's threads, timed by its name (controllers/client.py)
+            await loop.calls.run(
+                "get", dict
+            )  # a call on the loop's threads, timed by its name (controllers/access/client.py)
             # What the binding reconciler records for a workload kept on member3 (failover/reconcile/last_cluster.py)
             # that later moved on: the series stays, at 0.
             kept = loop.metrics.kept

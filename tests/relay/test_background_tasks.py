@@ -1,6 +1,6 @@
 """A background task of the relay that ends by itself takes readiness with it and is logged with its cause
 (relay/serve.py `supervised`); one cancelled at shutdown does neither. And an outage is said once, with its end
-(controllers/outage.py)."""
+(controllers/access/outage.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import structlog
 
-from controllers.outage import Outage
+from controllers.access.outage import Outage
 from relay.serve import supervised
 from webhook.health import Readiness
 

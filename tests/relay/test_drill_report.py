@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from failover.reconcile.handoff import CHECKPOINT_FALLBACK, DONE, SAVEPOINT, Handoff
+from failover.moves.handoff import CHECKPOINT_FALLBACK, DONE, SAVEPOINT, Handoff
 from relay.commands.drill_run import Leg
 from tests.failover.binding_builders import at
 

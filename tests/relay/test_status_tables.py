@@ -9,8 +9,8 @@ from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import StoredFence
 from failover.fence.fence_files import Heartbeat
 from failover.reconcile.brake import brake
-from failover.reconcile.status_view import workload_view
 from failover.state.empty_start import decide_state_losses
+from failover.views.status_view import workload_view
 from relay.commands.status_tables import render_cluster_table, render_table
 from tests.failover.binding_builders import JOB_ID, at, set_health
 from tests.failover.reconcile.test_handoff import ack, begun, carry_on

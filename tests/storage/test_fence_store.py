@@ -1,5 +1,5 @@
-"""The storage fence's records in the checkpoint storage (controllers/fence_store.py), on a local directory and on a
-real S3-protocol server: written once, read back, hostile files skipped with one line, removed."""
+"""The storage fence's records in the checkpoint storage (controllers/access/fence_store.py), on a local directory and
+on a real S3-protocol server: written once, read back, hostile files skipped with one line, removed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from controllers.fence_store import FenceStore
+from controllers.access.fence_store import FenceStore
 from failover.core.work import MemberCopy
 from failover.fence.fence_files import FENCES_DIR, AckedCopy, FenceAck, FenceRecord, Heartbeat
 from failover.state.checkpoints import open_store

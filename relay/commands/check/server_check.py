@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from controllers.kube import NoClusterConfig, load_api_client
+from controllers.access.kube import NoClusterConfig, load_api_client
 from failover.admission.registry import VALIDATORS, group_kind_of
 from failover.core.verdict import Findings, Verdict
 from relay.kube_requests import raw_request

@@ -4,7 +4,7 @@ from failover.core.api import CLUSTERS, WORKS
 
 
 def test_a_cluster_scoped_object_path() -> None:
-    # karmada-aggregated-apiserver's cluster proxy lives below this path (controllers/members.py).
+    # karmada-aggregated-apiserver's cluster proxy lives below this path (controllers/access/members.py).
     assert CLUSTERS.path("member1") == "/apis/cluster.karmada.io/v1alpha1/clusters/member1"
 
 

@@ -1,4 +1,4 @@
-"""Drain (failover/reconcile/cluster_drain.py): a drained cluster's stateful workloads moved off, each by savepoint
+"""Drain (failover/moves/cluster_drain.py): a drained cluster's stateful workloads moved off, each by savepoint
 handoff where a member relay watches it, a few at a time, and home again by failback once the drain taint is gone."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import timedelta
 from failover.core import binding as b
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import StoredFence
-from failover.reconcile.cluster_drain import (
+from failover.moves.cluster_drain import (
     CHECKPOINT,
     HANDOFF,
     IN_FLIGHT,
@@ -20,9 +20,9 @@ from failover.reconcile.cluster_drain import (
     drained_since,
     without_drain_taint,
 )
-from failover.reconcile.failback import RECOVERY_ANNOTATION, decide_failback
+from failover.moves.failback import RECOVERY_ANNOTATION, decide_failback
+from failover.moves.handoff import CHECKPOINT_FALLBACK, SAVEPOINT, STOPPING, decide_handoffs, read_handoff
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
-from failover.reconcile.handoff import CHECKPOINT_FALLBACK, SAVEPOINT, STOPPING, decide_handoffs, read_handoff
 from tests.failover.binding_builders import at, stamp
 from tests.failover.reconcile.test_failback import FLAT, flink_on, member1, policy
 from tests.failover.reconcile.test_handoff import FENCE_ID, ack, works_of

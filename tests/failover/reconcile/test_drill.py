@@ -8,8 +8,8 @@ from dataclasses import replace
 from failover.core import binding as b
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import StoredFence
-from failover.reconcile.drill import leg_view, start_leg
-from failover.reconcile.handoff import (
+from failover.moves.drill import leg_view, start_leg
+from failover.moves.handoff import (
     CHECKPOINT_FALLBACK,
     DONE,
     HANDOFF_ANNOTATION,

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from failover.core.api import FAILBACK_ANNOTATION
 from failover.core.loop_settings import DecisionSettings
-from failover.reconcile.failback import RECOVERY_ANNOTATION, decide_failback
+from failover.moves.failback import RECOVERY_ANNOTATION, decide_failback
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
 from tests.failover.binding_builders import at, nginx_binding, stamp
 from tests.failover.work_builders import cluster

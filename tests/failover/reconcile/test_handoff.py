@@ -1,4 +1,4 @@
-"""A planned move by savepoint handoff (failover/reconcile/handoff.py), driven as the failback reconciler drives it:
+"""A planned move by savepoint handoff (failover/moves/handoff.py), driven as the failback reconciler drives it:
 `decide_failback` begins it, `decide_handoffs` carries it on from what the storage holds, with an injected clock."""
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from failover.core.loop_settings import DecisionSettings
 from failover.core.work import PERMANENT_ID_LABEL, MemberCopy
 from failover.fence.control_plane import StoredFence
 from failover.fence.fence_files import SUSPENDED, AckedCopy, FenceAck
-from failover.reconcile.failback import decide_failback
-from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, decide_graceful_eviction
-from failover.reconcile.handoff import (
+from failover.moves.failback import decide_failback
+from failover.moves.handoff import (
     CHECKPOINT_FALLBACK,
     DONE,
     HANDOFF_ANNOTATION,
@@ -24,7 +23,8 @@ from failover.reconcile.handoff import (
     decide_handoffs,
     read_handoff,
 )
-from failover.reconcile.rebalancer import decide_rebalance, rebalance_move
+from failover.moves.rebalancer import decide_rebalance, rebalance_move
+from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, decide_graceful_eviction
 from failover.state.restoration import RESTORING_ANNOTATION
 from tests.failover.binding_builders import at, stamp
 from tests.failover.reconcile.test_failback import FLAT, flink_on, member1, policy
@@ -244,7 +244,7 @@ def test_with_the_storage_fence_off_the_failback_says_so():
     assert handoff.way == CHECKPOINT_FALLBACK and handoff.why.startswith("the storage fence is off")
 
 
-# --- a WorkloadRebalancer's move of a stateful single-cluster workload (failover/reconcile/rebalancer.py)
+# --- a WorkloadRebalancer's move of a stateful single-cluster workload (failover/moves/rebalancer.py)
 
 ORDERED_HOME_FIRST = {
     "clusterAffinities": [

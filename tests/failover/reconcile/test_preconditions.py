@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controllers.cache import binding_cached_form
+from controllers.loop.cache import binding_cached_form
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.fenced_copies import FENCED_ANNOTATION
 from failover.fence.old_copy import decide_fencing

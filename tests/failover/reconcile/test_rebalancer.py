@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import ObjectRef
-from failover.reconcile.rebalancer import binding_name, binding_ref, decide_rebalance, referenced_bindings
+from failover.moves.rebalancer import binding_name, binding_ref, decide_rebalance, referenced_bindings
 from tests.failover.binding_builders import at, stamp
 from tests.patches import merge_patch
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controllers.cache import work_cached_form
+from controllers.loop.cache import work_cached_form
 from failover.core.decision import WARNING
 from failover.reconcile.stateless_restart import EVENT_STATELESS_RESTART, keeps_state, stateless_restart_events
 from tests.failover.work_builders import work

@@ -1,4 +1,4 @@
-"""The view of `failover-relay status` (failover/reconcile/status_view.py), computed without any server: timers, tasks
+"""The view of `failover-relay status` (failover/views/status_view.py), computed without any server: timers, tasks
 in flight, the state a new copy would restore (looked up in a real directory tree with the relay's settings) and the
 history. The views built here are also what tests/relay/test_status_tables.py prints."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from failover.core.api import DEFAULT_JOB_ID_LABEL
 from failover.core.loop_settings import DecisionSettings
-from failover.reconcile.status_view import is_stateful, workload_view
 from failover.state.restore import PREVIOUS_JOB_ID
+from failover.views.status_view import is_stateful, workload_view
 from tests.failover.binding_builders import JOB_ID, at, flink_binding, set_health
 from tests.failover.history_builders import ROTATED, reconcile
 from tests.failover.view_builders import (

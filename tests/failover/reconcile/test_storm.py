@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from failover.reconcile.storm import (
+from failover.views.storm import (
     RELEASING,
     RESTORED,
     RESTORING,

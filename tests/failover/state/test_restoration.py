@@ -10,11 +10,11 @@ from datetime import timedelta
 
 from failover.core.api import REASON_FAILBACK
 from failover.core.loop_settings import DecisionSettings
+from failover.moves.handoff import move_eviction
 from failover.reconcile.application_failover import decide_application_failover
 from failover.reconcile.cluster_failover import decide_cluster_failover_state
 from failover.reconcile.failover_budget import restoring_until
 from failover.reconcile.graceful_eviction import decide_graceful_eviction
-from failover.reconcile.handoff import move_eviction
 from failover.state.last_state import LAST_STATE_ANNOTATION, decide_last_state
 from failover.state.restoration import (
     RESTORING_ANNOTATION,

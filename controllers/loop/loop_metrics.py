@@ -2,7 +2,7 @@
 pipeline changed, a storm's phases, and (where it is on) the storage fence's records. Karmada's conventions: the cluster
 is the `member_cluster` label, results the `result` label, durations `_seconds` histograms.
 
-The storm metrics: after every reconcile of a binding the loop hands its phases (`failover.reconcile.storm.phases`)
+The storm metrics: after every reconcile of a binding the loop hands its phases (`failover.views.storm.phases`)
 to `StormMetrics`, which counts how many workloads wait in which phase per member cluster and how long each phase
 took. A phase's duration is measured by the loop as it sees the binding change (its own clock: it starts when a
 reconcile first sees the phase), and `total` from the eviction task's creationTimestamp to the first reconcile that
@@ -20,8 +20,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from failover.reconcile.storm import RESTORED, WAITING, ClusterPhase, phases
 from failover.state.empty_start import Outcome
+from failover.views.storm import RESTORED, WAITING, ClusterPhase, phases
 
 # Reconciles and API calls: from a few milliseconds (a cache hit) to the request deadline.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -41,7 +41,7 @@ class LoopMetrics:
     """Every metric of the reconcile loop, registered once per loop."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        # The controllers (controllers/controller.py).
+        # The controllers (controllers/loop/controller.py).
         self.reconciles = Counter(
             "failover_relay_reconcile_total",
             "Reconciles, by controller and result.",
@@ -61,7 +61,7 @@ class LoopMetrics:
             ("controller",),
             registry=registry,
         )
-        # The API calls (controllers/client.py `Calls`).
+        # The API calls (controllers/access/client.py `Calls`).
         self.api_calls = Histogram(
             "failover_relay_api_call_duration_seconds",
             "The loop's API calls, by call, from asking for a thread to the answer: where a reconcile's time goes.",
@@ -191,7 +191,7 @@ class LoopMetrics:
 
 
 class StorageFenceMetrics:
-    """The storage fence's metrics (controllers/storage_fence.py), registered only where it is on."""
+    """The storage fence's metrics (controllers/reconcilers/storage_fence.py), registered only where it is on."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.records = Counter(

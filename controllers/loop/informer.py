@@ -26,7 +26,7 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from controllers.outage import Outage
+from controllers.access.outage import Outage
 from failover.core.names import key_of
 
 WATCH_TIMEOUT_SECONDS = 290  # the apiserver closes watches after --min-request-timeout (1800 s) at the latest

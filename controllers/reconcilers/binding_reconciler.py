@@ -10,14 +10,14 @@ failover/ and its write. Nothing is decided here.
 3. `graceful_eviction`: end the tasks that are over (failover/reconcile/graceful_eviction.py);
 4. `restoration`: a moved copy that runs without the state its move carried, or is parked for it, is said so
    (failover/state/empty_start.py); it is restored once its job completed a checkpoint of its own, seen in the
-   checkpoint storage (failover/state/restoration.py; the adapter: controllers/restore_watch.py);
+   checkpoint storage (failover/state/restoration.py; the adapter: controllers/reconcilers/restore_watch.py);
 5. `stateless_restart`: warn when the workload's own configuration loses its state
    (failover/reconcile/stateless_restart.py);
 6. `old_copy`: the old copy of a Directly purge: the storage fence's acknowledgements, the timer fence, the copies
-   deleted through the cluster proxy, the wake (failover/fence/; the adapters: controllers/storage_fence.py,
-   controllers/old_copies.py).
+   deleted through the cluster proxy, the wake (failover/fence/; the adapters: controllers/reconcilers/storage_fence.py,
+   controllers/reconcilers/old_copies.py).
 
-Every step writes through `BindingWrites` (controllers/binding_writes.py): decided on the latest known binding,
+Every step writes through `BindingWrites` (controllers/access/binding_writes.py): decided on the latest known binding,
 written with a precondition on what it was decided on. The key is looked at again at the earliest time a step asks.
 """
 
@@ -30,9 +30,9 @@ from typing import Any
 
 import structlog
 
-from controllers.binding_writes import BindingWrites, OwnWrites
-from controllers.loop_parts import LoopParts
-from controllers.old_copies import OldCopies, Released
+from controllers.access.binding_writes import BindingWrites, OwnWrites
+from controllers.reconcilers.loop_parts import LoopParts
+from controllers.reconcilers.old_copies import OldCopies, Released
 from failover.core import binding as b
 from failover.core.api import CLUSTERS, WORKS
 from failover.core.cluster import is_ready

@@ -26,9 +26,9 @@ from failover.core.names import object_key
 from failover.fence.control_plane import without_relay
 from failover.fence.fence_files import FenceAck, FenceRecord, Heartbeat
 from failover.fence.fenced_copies import fenced_copies
+from failover.moves.handoff import handoff_view
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION, toleration_seconds
 from failover.reconcile.failover_budget import restoring_until
-from failover.reconcile.handoff import handoff_view
 from failover.reconcile.last_cluster import why_not_takers
 from failover.state import restoration
 from failover.state.checkpoints import LookupResult
@@ -185,7 +185,7 @@ def workload_view(
         "targets": targets,
         "evictions": evictions,
         "fences": fences,
-        # The last planned move (failback) and its savepoint handoff (failover/reconcile/handoff.py).
+        # The last planned move (failback) and its savepoint handoff (failover/moves/handoff.py).
         "plannedMove": handoff_view(binding),
         "restore": _restore(subject, restore, storage, restore_problem),
         "history": list(reversed(moves)),

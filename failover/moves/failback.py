@@ -23,7 +23,7 @@ writes no eviction task, so nothing preserves the job id) nor moves a single-clu
 
 - a single-cluster placement (spread `maxGroups: 1`, or every affinity naming one cluster) is moved by an eviction of
   its current cluster, exactly as a failover, written once its copy stopped with a savepoint where a member relay
-  watches that cluster (a planned move, failover/reconcile/handoff.py): `purgeMode: Directly` (the old copy is
+  watches that cluster (a planned move, failover/moves/handoff.py): `purgeMode: Directly` (the old copy is
   deleted before the new one is created, never two copies), `preservedLabelState` from the current copy's last
   healthy report (`failover.state.last_state`), `clustersBeforeFailover: [current]`. The scheduler then never picks
   the evicted cluster (its ClusterEviction filter) and scores every other cluster 0 for locality, so ties go by name
@@ -71,9 +71,8 @@ from failover.core.loop_settings import DecisionSettings
 from failover.core.names import ObjectRef, is_dns_label
 from failover.core.placement import clusters_by_name_only, placement_is_single_cluster
 from failover.fence.control_plane import DEFAULT_POLL
-from failover.reconcile.cluster_drain import is_drained
-from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
-from failover.reconcile.handoff import (
+from failover.moves.cluster_drain import is_drained
+from failover.moves.handoff import (
     HANDOFF_ANNOTATION,
     Handoff,
     handoff_in_flight,
@@ -82,6 +81,7 @@ from failover.reconcile.handoff import (
     planned_move_in_flight,
     start_handoff,
 )
+from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
 
 EVENT_FAILBACK_NOT_POSSIBLE = "FailbackNotPossible"
 # How often to look again when failback evictions were held back by failback_max_in_flight.
@@ -131,7 +131,7 @@ def decide_failback(
         return FailbackDecision()
     record = _read_record(b.annotations(cluster).get(RECOVERY_ANNOTATION))
     ready_since = _ready_since(cluster)
-    # A drained cluster (failover/reconcile/cluster_drain.py) is down for failback: its workloads come home when
+    # A drained cluster (failover/moves/cluster_drain.py) is down for failback: its workloads come home when
     # undrained.
     if ready_since is None or c.has_taint(cluster) or is_drained(cluster):
         down = {"downSeenAt": record.get("downSeenAt") or format_time(now)}

@@ -1,5 +1,5 @@
 """`failover-relay drill`: one workload moved on purpose off the cluster it runs on, to where the scheduler would put it
-in a failover, and back, each way by the planned-move handoff (failover/reconcile/handoff.py) — or, where no member
+in a failover, and back, each way by the planned-move handoff (failover/moves/handoff.py) — or, where no member
 relay can stop the copy with a savepoint, from the newest completed checkpoint as a failover would. A drill proves the
 path a failover takes (the eviction, the scheduler's choice, the restore lookup, the new copy starting from its
 state) on one workload, when its team chooses, without breaking anything else.
@@ -21,7 +21,7 @@ from failover.core.annotations import format_time
 from failover.core.api import REASON_DRILL
 from failover.core.cluster import is_ready
 from failover.core.loop_settings import DecisionSettings
-from failover.reconcile.handoff import (
+from failover.moves.handoff import (
     DONE,
     HANDOFF_ANNOTATION,
     Handoff,

@@ -1,5 +1,5 @@
 """Drain: move every stateful workload off a cluster on purpose, the way a node is drained, each by savepoint handoff
-(failover/reconcile/handoff.py; docs/design.md, "Planned moves").
+(failover/moves/handoff.py; docs/design.md, "Planned moves").
 
 A cluster is drained while it carries the taint `DRAIN_TAINT_KEY` with effect NoSchedule (`failover-relay drain
 CLUSTER` writes it, `undrain` removes it). NoSchedule is what `karmadactl cordon` writes
@@ -13,7 +13,7 @@ on NoExecute alone, evicts nothing. The relay moves the workloads itself, so eac
   of hundreds of jobs restarts them a few at a time;
 - the taint is the whole state: a relay restarted mid-drain finds the taint and the handoff annotations, and goes on.
 
-When the taint goes, the cluster counts as recovered for failback (failover/reconcile/failback.py), and the
+When the taint goes, the cluster counts as recovered for failback (failover/moves/failback.py), and the
 workloads that opted in to failback come home, by savepoint handoff too.
 """
 
@@ -33,7 +33,7 @@ from failover.core.loop_settings import DecisionSettings
 from failover.core.names import object_key
 from failover.core.placement import placement_is_single_cluster
 from failover.fence.control_plane import DEFAULT_POLL
-from failover.reconcile.handoff import (
+from failover.moves.handoff import (
     HANDOFF_ANNOTATION,
     Handoff,
     HandoffsDecision,

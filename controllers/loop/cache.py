@@ -1,8 +1,8 @@
 """What the reconcilers read without asking the apiserver: one informer cache per resource, and Works by binding.
 
 Decisions are made on these snapshots and written with a precondition on the version they saw (its resourceVersion,
-or a test of every field they read; see `controllers/binding_writes.py`), so a cache that lags costs a failed write and
-a read, never a wrong write.
+or a test of every field they read; see `controllers/access/binding_writes.py`), so a cache that lags costs a failed
+write and a read, never a wrong write.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import builtins
 from collections.abc import Mapping
 from typing import Any
 
-from controllers.informer import Informer
+from controllers.access.kube import with_identity
+from controllers.loop.informer import Informer
 from failover.core import binding as b
 from failover.core.api import (
     CLUSTER_PROPAGATION_POLICIES,
@@ -39,11 +40,6 @@ BindingKey = tuple[str, str]  # (kind, key)
 RECONCILIATION = "reconciliationStatus"
 # A copy's lifecycle: FAILED ends its restore grace at once (failover/state/restoration.py `terminally_failed`).
 LIFECYCLE = "lifecycleState"
-
-
-def with_identity(obj: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
-    """Items of a list may come without kind/apiVersion; the decisions need the kind."""
-    return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
 
 
 def _read_spec(manifest: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from controllers.client import Calls
-from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
+from controllers.access.client import Calls
+from controllers.access.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from failover.core.api import RESOURCES_BY_KIND
 from failover.core.decision import Event
 from failover.core.names import ObjectRef, key_of

@@ -239,3 +239,8 @@ class CustomObjects:
             self.api.delete_cluster_custom_object(
                 r.group, r.version, r.plural, name, body=options, _request_timeout=self.timeout
             )
+
+
+def with_identity(obj: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
+    """Items of a list may come without kind/apiVersion; the decisions need the kind."""
+    return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}

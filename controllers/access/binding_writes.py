@@ -6,7 +6,7 @@ fields it read (`reads`, failover/reconcile/preconditions.py), a JSON patch test
 elsewhere in the binding does not fail. So a stale cache or a second replica can never append a second eviction task.
 A cache that is up to date costs no GET; when the precondition fails (the cache lagged, or someone wrote since), the
 decision is made once more on a fresh GET and written with that resourceVersion; a 409 then requeues the key
-(controllers/controller.py).
+(controllers/loop/controller.py).
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import Counter
 
-from controllers.cache import with_identity
-from controllers.client import KarmadaClient
-from controllers.kube import conflict, precondition_failed
+from controllers.access.client import KarmadaClient
+from controllers.access.kube import conflict, precondition_failed, with_identity
 from failover.core.names import ObjectRef
 from failover.reconcile.preconditions import Path, guarded_patch
 

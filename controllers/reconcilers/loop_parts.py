@@ -6,12 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from controllers.cache import Cache
-from controllers.client import KarmadaClient
-from controllers.events import EventRecorder
-from controllers.loop_metrics import LoopMetrics
-from controllers.restore_watch import RestoreWatch
-from controllers.storage_fence import StorageFence
+from controllers.access.client import KarmadaClient
+from controllers.access.events import EventRecorder
+from controllers.loop.cache import Cache
+from controllers.loop.loop_metrics import LoopMetrics
+from controllers.reconcilers.restore_watch import RestoreWatch
+from controllers.reconcilers.storage_fence import StorageFence
 from failover.core.loop_settings import DecisionSettings
 
 Clock = Callable[[], datetime]

@@ -1,7 +1,7 @@
 """The reconcilers' one client: async calls on Karmada objects by `ObjectRef`, and on member objects by proxy.
 
 The `kubernetes` client blocks, so every call runs in a thread of the loop's own `Calls`; every call has the
-request timeout of `controllers.kube.CustomObjects`.
+request timeout of `controllers.access.kube.CustomObjects`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 from kubernetes import client
 from prometheus_client import Histogram
 
-from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, CustomObjects
-from controllers.members import MemberProxy
+from controllers.access.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, CustomObjects
+from controllers.access.members import MemberProxy
 from failover.core.api import (
     CLUSTER_RESOURCE_BINDINGS,
     CLUSTERS,
@@ -39,7 +39,7 @@ class Calls:
     """The loop's blocking API calls, on threads of its own: one per call that can be in flight at once (each worker's
     and the Events written beside them), so none waits for a thread. On asyncio's default executor they queued
     behind whatever else holds its min(32, CPUs + 4) threads (6 on 2 cores), such as the webhook's request parsing
-    in `serve`. Every call has a deadline (`controllers.kube`), so a shutdown waits for a
+    in `serve`. Every call has a deadline (`controllers.access.kube`), so a shutdown waits for a
     thread at most that long."""
 
     def __init__(self, threads: int, seconds: Histogram) -> None:

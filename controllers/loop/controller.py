@@ -5,7 +5,7 @@ events may queue keys of several controllers (a Cluster's readiness queues the b
 
 A reconcile function gets a key and returns when to look again (or None). Raising requeues the key with backoff;
 `Conflict` (409: someone wrote the object since we read it) retries at once with fresh data, which is how optimistic
-concurrency is meant to be used. Metrics record every outcome (controllers/loop_metrics.py).
+concurrency is meant to be used. Metrics record every outcome (controllers/loop/loop_metrics.py).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import structlog
 import structlog.contextvars
 from kubernetes.client.exceptions import ApiException
 
-from controllers.kube import conflict
-from controllers.loop_metrics import LoopMetrics
-from controllers.queue import ShutDown, WorkQueue
+from controllers.access.kube import conflict
+from controllers.loop.loop_metrics import LoopMetrics
+from controllers.loop.queue import ShutDown, WorkQueue
 
 Reconcile = Callable[[str], Awaitable[timedelta | None]]
 

@@ -1,6 +1,6 @@
 """The control plane's storage fence, for the binding pipeline's old-copy step: read the member relays'
 acknowledgements of the fence records a binding needs, write those records, and remove the records of copies gone for
-good (the decisions: failover/fence/control_plane.py; the storage: controllers/fence_store.py).
+good (the decisions: failover/fence/control_plane.py; the storage: controllers/access/fence_store.py).
 
 A record is written only for a binding read again from the apiserver that still needs it (`write`, after
 `BindingWrites.reread`): the informer's cache alone never suspends a job, so a stale cache after a control-plane
@@ -17,9 +17,9 @@ from typing import Any
 
 import structlog
 
-from controllers.fence_store import ClusterFences, FenceStorageError, FenceStore, on_storage
-from controllers.loop_metrics import StorageFenceMetrics
-from controllers.outage import Outage
+from controllers.access.fence_store import ClusterFences, FenceStorageError, FenceStore, on_storage
+from controllers.access.outage import Outage
+from controllers.loop.loop_metrics import StorageFenceMetrics
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import (
     DEFAULT_POLL,

@@ -45,7 +45,7 @@ from failover.core.fields import is_int
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import ObjectRef
 from failover.core.placement import clusters_by_name_only, placement_is_single_cluster
-from failover.reconcile.handoff import HANDOFF_ANNOTATION, Handoff, handoff_in_flight, start_handoff
+from failover.moves.handoff import HANDOFF_ANNOTATION, Handoff, handoff_in_flight, start_handoff
 from failover.state.last_state import preservation_rules
 
 WORKLOAD_FIELDS = ("apiVersion", "kind", "namespace", "name")
@@ -110,7 +110,7 @@ def decide_rebalance(
 
     A stateful single-cluster workload that the fresh reschedule would move (`rebalance_move`, from `clusters`) is
     handed over by savepoint instead of stamped, where a member relay watches its cluster (`watched`; its Works from
-    `works_of`): its binding gets the handoff annotation (failover/reconcile/handoff.py), whose eviction later stamps
+    `works_of`): its binding gets the handoff annotation (failover/moves/handoff.py), whose eviction later stamps
     it. Without `works_of` every binding is stamped, as Karmada does.
 
     `bindings` maps each ref of `referenced_bindings(rebalancer)` to the binding as read, or to None when the read

@@ -1,8 +1,8 @@
-"""One Cluster's change: the brake over all Clusters reported (controllers/brake_report.py), and the Cluster's planned
-moves: when it has recovered and settled, its workloads moved back (failback, failover/reconcile/failback.py); while
-it is drained, its stateful workloads moved off (failover/reconcile/cluster_drain.py); and each single-cluster move
-handed over by savepoint where a member relay watches the cluster it leaves (failover/reconcile/handoff.py; the
-records through controllers/storage_fence.py)."""
+"""One Cluster's change: the brake over all Clusters reported (controllers/reconcilers/brake_report.py), and the
+Cluster's planned moves: when it has recovered and settled, its workloads moved back (failback,
+failover/moves/failback.py); while it is drained, its stateful workloads moved off (failover/moves/cluster_drain.py);
+and each single-cluster move handed over by savepoint where a member relay watches the cluster it leaves
+(failover/moves/handoff.py; the records through controllers/reconcilers/storage_fence.py)."""
 
 from __future__ import annotations
 
@@ -13,23 +13,22 @@ from typing import Any
 import structlog
 from kubernetes.client.exceptions import ApiException
 
-from controllers.binding_writes import conditional
-from controllers.brake_report import BrakeReport
-from controllers.cache import with_identity
-from controllers.kube import conflict
-from controllers.loop_parts import LoopParts
+from controllers.access.binding_writes import conditional
+from controllers.access.kube import conflict, with_identity
+from controllers.reconcilers.brake_report import BrakeReport
+from controllers.reconcilers.loop_parts import LoopParts
 from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS
 from failover.core.decision import earliest
 from failover.core.names import ObjectRef
 from failover.fence.control_plane import StoredFence
-from failover.reconcile.cluster_drain import decide_drain
-from failover.reconcile.failback import FailbackDecision, decide_failback
-from failover.reconcile.handoff import STOPPING, Handoff, HandoffsDecision, decide_handoffs, handoffs_of
+from failover.moves.cluster_drain import decide_drain
+from failover.moves.failback import FailbackDecision, decide_failback
+from failover.moves.handoff import STOPPING, Handoff, HandoffsDecision, decide_handoffs, handoffs_of
 
 log = structlog.get_logger("failover_relay.planned_moves")
 
 
-class PlannedMovesReconciler:
+class ClusterReconciler:
     """One Cluster: carry its handoffs on, then fail back to it once it has recovered, or drain it while it is
     drained."""
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import structlog
 
-from controllers.events import EventRecorder
-from controllers.loop_metrics import LoopMetrics
+from controllers.access.events import EventRecorder
+from controllers.loop.loop_metrics import LoopMetrics
 from failover.core.decision import NORMAL, WARNING, Event, clip_message
 from failover.reconcile.brake import EVENT_BRAKED, EVENT_RELEASED, OFF, Brake, brake
 

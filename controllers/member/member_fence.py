@@ -4,8 +4,8 @@ its copies are stopped (decisions: failover/fence/member_relay.py `decide_member
 storage fence").
 
 It acts on records alone: no record, nothing is ever suspended, whatever happens to the control plane. An outage of
-the storage or of its own cluster's apiserver is said once (controllers/outage.py) and tried again at every poll, for
-as long as it lasts: the watcher outlives it. The records last read stay in force for the webhook
+the storage or of its own cluster's apiserver is said once (controllers/access/outage.py) and tried again at every poll,
+for as long as it lasts: the watcher outlives it. The records last read stay in force for the webhook
 (webhook/fence_mutator.py), so a storage blip never lets a fenced copy run again. Anything else that goes wrong is a
 bug: it ends the watcher, and with it the relay's readiness (relay/serve.py `supervised`).
 """
@@ -23,9 +23,9 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from urllib3.exceptions import HTTPError
 
-from controllers.fence_store import ClusterFences, FenceStorageError, FenceStore, on_storage
-from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
-from controllers.outage import Outage
+from controllers.access.fence_store import ClusterFences, FenceStorageError, FenceStore, on_storage
+from controllers.access.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
+from controllers.access.outage import Outage
 from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS
 from failover.core.work import MemberCopy
 from failover.fence.control_plane import HEARTBEAT_SECONDS

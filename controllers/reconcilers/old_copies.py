@@ -14,10 +14,10 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from controllers.client import KarmadaClient
-from controllers.events import EventRecorder
-from controllers.kube import conflict, not_found
-from controllers.loop_metrics import LoopMetrics
+from controllers.access.client import KarmadaClient
+from controllers.access.events import EventRecorder
+from controllers.access.kube import conflict, not_found
+from controllers.loop.loop_metrics import LoopMetrics
 from failover.core.api import WORKS
 from failover.core.cluster import is_ready
 from failover.core.decision import NORMAL, Event, clip_message

@@ -18,7 +18,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from controllers.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, api_client_of
+from controllers.access.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, api_client_of
 from failover.core.api import CLUSTERS
 from failover.core.work import MemberCopy
 

@@ -1,5 +1,5 @@
 """WorkloadRebalancer: stamp the bindings it names, write its status, delete it after its TTL (the decisions:
-failover/reconcile/rebalancer.py)."""
+failover/moves/rebalancer.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ from typing import Any, Literal
 import structlog
 from kubernetes.client.exceptions import ApiException
 
-from controllers.binding_writes import conditional
-from controllers.cache import with_identity
-from controllers.kube import not_found
-from controllers.loop_parts import LoopParts
+from controllers.access.binding_writes import conditional
+from controllers.access.kube import not_found, with_identity
+from controllers.reconcilers.loop_parts import LoopParts
 from failover.core.api import WORKLOAD_REBALANCERS
 from failover.core.names import ObjectRef
-from failover.reconcile.rebalancer import decide_rebalance, referenced_bindings
+from failover.moves.rebalancer import decide_rebalance, referenced_bindings
 
 log = structlog.get_logger("failover_relay.reconcile")
 
