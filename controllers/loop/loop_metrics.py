@@ -37,11 +37,11 @@ PHASE_BUCKETS = (1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600)
 BindingKey = tuple[str, str]
 
 
-class LoopMetrics:
-    """Every metric of the reconcile loop, registered once per loop."""
+class ControllerMetrics:
+    """The controllers' work (controllers/loop/controller.py): their reconciles, how long each took, the keys waiting
+    in their queues, and the API calls a reconcile's time goes to (controllers/access/client.py `Calls`)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        # The controllers (controllers/loop/controller.py).
         self.reconciles = Counter(
             "failover_relay_reconcile_total",
             "Reconciles, by controller and result.",
@@ -61,7 +61,6 @@ class LoopMetrics:
             ("controller",),
             registry=registry,
         )
-        # The API calls (controllers/access/client.py `Calls`).
         self.api_calls = Histogram(
             "failover_relay_api_call_duration_seconds",
             "The loop's API calls, by call, from asking for a thread to the answer: where a reconcile's time goes.",
@@ -69,7 +68,14 @@ class LoopMetrics:
             registry=registry,
             buckets=LATENCY_BUCKETS,
         )
-        # What the reconcilers changed.
+
+
+class ChangeMetrics:
+    """What the reconcilers changed, one counter a kind of change: clusters evicted (application and cluster failover),
+    eviction tasks ended, bindings stamped and moves planned, state filled in, old Works and copies released, and the
+    binding controller woken."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
         self.evictions = Counter(
             "failover_relay_evictions_total",
             "Clusters removed from a binding by application failover.",
@@ -124,6 +130,14 @@ class LoopMetrics:
             "Eviction task notes that woke Karmada's binding controller once the old copy was gone.",
             registry=registry,
         )
+
+
+class HoldMetrics:
+    """The workloads the loop holds where they are, and why: a new copy waiting for the old one on a cluster that is
+    not Ready, the brake on every new cluster failover (failover/reconcile/brake.py) and the evictions it holds, and
+    the workloads kept on the last cluster that can run them (failover/reconcile/last_cluster.py)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
         self.waiting = KeySet(
             Gauge(
                 "failover_relay_bindings_waiting_for_cluster",
@@ -154,6 +168,13 @@ class LoopMetrics:
                 registry=registry,
             )
         )
+
+
+class RestoreMetrics:
+    """How moved copies restore their state: the time from a move to the restore, and the copies that started without
+    the state their move carried or are parked for the lack of it (failover/state/empty_start.py)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
         self.restores = Histogram(
             "failover_relay_restore_seconds",
             "From a move to the moved copy's restore: its job's first completed checkpoint of its own (its first"
@@ -181,6 +202,18 @@ class LoopMetrics:
             ),
             tuple(Outcome),
         )
+
+
+class LoopMetrics(ControllerMetrics, ChangeMetrics, HoldMetrics, RestoreMetrics):
+    """Every metric of the reconcile loop, registered once per loop: each group's attributes are the loop's own
+    (`metrics.reconciles`, `metrics.kept`, ...), registered in this order."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        ControllerMetrics.__init__(self, registry)
+        ChangeMetrics.__init__(self, registry)
+        HoldMetrics.__init__(self, registry)
+        RestoreMetrics.__init__(self, registry)
+        # The one way to write a binding (controllers/access/binding_writes.py).
         self.precondition_failures = Counter(
             "failover_relay_binding_precondition_failures_total",
             "Binding writes decided on the cache that found the binding changed (a failed test of a field the decision"
