@@ -10,7 +10,7 @@ import builtins
 import json
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -144,65 +144,35 @@ class CustomObjects:
         return self.api.list_cluster_custom_object(r.group, r.version, r.plural, **kwargs)
 
     def get(self, key: str) -> dict[str, Any]:
-        r, (namespace, name) = self.resource, split_key(key)
-        if r.namespaced:
-            return _object(
-                self.api.get_namespaced_custom_object(
-                    r.group, r.version, namespace, r.plural, name, _request_timeout=self.timeout
-                )
-            )
-        return _object(
-            self.api.get_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
-        )
+        return _object(self._by_scope(key, self.api.get_namespaced_custom_object, self.api.get_cluster_custom_object))
 
     def patch(self, key: str, merge_patch: Mapping[str, Any]) -> dict[str, Any]:
         """A JSON merge patch; put metadata.resourceVersion in it to make it conditional (409 when stale)."""
-        r, (namespace, name) = self.resource, split_key(key)
-        if r.namespaced:
-            return _object(
-                self.api.patch_namespaced_custom_object(
-                    r.group, r.version, namespace, r.plural, name, dict(merge_patch), _request_timeout=self.timeout
-                )
-            )
         return _object(
-            self.api.patch_cluster_custom_object(
-                r.group, r.version, r.plural, name, dict(merge_patch), _request_timeout=self.timeout
+            self._by_scope(
+                key, self.api.patch_namespaced_custom_object, self.api.patch_cluster_custom_object, dict(merge_patch)
             )
         )
 
     def json_patch(self, key: str, operations: builtins.list[dict[str, Any]]) -> dict[str, Any]:
         """A JSON patch (RFC 6902); its `test` operations are its preconditions (422, `precondition_failed`)."""
-        r, (namespace, name) = self.resource, split_key(key)
-        if r.namespaced:
-            return _object(
-                self.api.patch_namespaced_custom_object(
-                    r.group,
-                    r.version,
-                    namespace,
-                    r.plural,
-                    name,
-                    operations,
-                    _request_timeout=self.timeout,
-                    _content_type=JSON_PATCH,
-                )
-            )
         return _object(
-            self.api.patch_cluster_custom_object(
-                r.group, r.version, r.plural, name, operations, _request_timeout=self.timeout, _content_type=JSON_PATCH
+            self._by_scope(
+                key,
+                self.api.patch_namespaced_custom_object,
+                self.api.patch_cluster_custom_object,
+                operations,
+                _content_type=JSON_PATCH,
             )
         )
 
     def patch_status(self, key: str, merge_patch: Mapping[str, Any]) -> dict[str, Any]:
-        r, (namespace, name) = self.resource, split_key(key)
-        if r.namespaced:
-            return _object(
-                self.api.patch_namespaced_custom_object_status(
-                    r.group, r.version, namespace, r.plural, name, dict(merge_patch), _request_timeout=self.timeout
-                )
-            )
         return _object(
-            self.api.patch_cluster_custom_object_status(
-                r.group, r.version, r.plural, name, dict(merge_patch), _request_timeout=self.timeout
+            self._by_scope(
+                key,
+                self.api.patch_namespaced_custom_object_status,
+                self.api.patch_cluster_custom_object_status,
+                dict(merge_patch),
             )
         )
 
@@ -225,20 +195,31 @@ class CustomObjects:
         )
 
     def delete(self, key: str, resource_version: str | None = None) -> None:
-        r, (namespace, name) = self.resource, split_key(key)
         options = (
             client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=resource_version))
             if resource_version
             else None
         )
+        self._by_scope(
+            key, self.api.delete_namespaced_custom_object, self.api.delete_cluster_custom_object, body=options
+        )
+
+    def _by_scope(
+        self,
+        key: str,
+        namespaced: Callable[..., object],
+        cluster_scoped: Callable[..., object],
+        *body: Any,
+        **options: Any,
+    ) -> object:
+        """One call on the object `key` names, with the request timeout: the custom-objects API has a method of each
+        scope for every verb, `namespaced` taking the namespace before the plural, `cluster_scoped` none."""
+        r, (namespace, name) = self.resource, split_key(key)
         if r.namespaced:
-            self.api.delete_namespaced_custom_object(
-                r.group, r.version, namespace, r.plural, name, body=options, _request_timeout=self.timeout
+            return namespaced(
+                r.group, r.version, namespace, r.plural, name, *body, _request_timeout=self.timeout, **options
             )
-        else:
-            self.api.delete_cluster_custom_object(
-                r.group, r.version, r.plural, name, body=options, _request_timeout=self.timeout
-            )
+        return cluster_scoped(r.group, r.version, r.plural, name, *body, _request_timeout=self.timeout, **options)
 
 
 def with_identity(obj: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
