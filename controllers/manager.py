@@ -60,7 +60,6 @@ from failover.core.api import (
 )
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import DEFAULT_POLL
-from failover.moves.handoff import planned_move_cluster
 
 log = structlog.get_logger("failover_relay.controllers")
 
@@ -111,14 +110,6 @@ def binding_of_work(cache: Cache, _: str, work: str) -> Iterable[BindingKey]:
     its last good state) is read from its Works. Re-indexes the Work first (`Cache.work_changed`)."""
     owner = cache.work_changed(work)
     return () if owner is None else (owner,)
-
-
-def cluster_of_planned_move(cache: Cache, kind: str, key: str) -> Iterable[BindingKey]:
-    """The Cluster whose controller carries on the binding's handoff in flight (failover/moves/handoff.py): a
-    change of the binding (its annotation written, its task ended) moves the handoff on at once."""
-    binding = cache.get(kind, key)
-    cluster = planned_move_cluster(binding) if binding is not None else None
-    return () if cluster is None else ((CLUSTERS.kind, cluster),)
 
 
 # The key maps that keep an index of the cache current (`binding_of_work`: `Cache.work_changed`). They run on every
@@ -174,11 +165,7 @@ CONTROLLERS = (
     ControllerSpec(
         CLUSTERS,
         ClusterReconciler,
-        watches=(
-            Watch(CLUSTERS),
-            Watch(RESOURCE_BINDINGS, cluster_of_planned_move),
-            Watch(CLUSTER_RESOURCE_BINDINGS, cluster_of_planned_move),
-        ),
+        watches=(Watch(CLUSTERS),),
         workers=1,
     ),
 )

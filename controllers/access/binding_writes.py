@@ -1,11 +1,16 @@
-"""Writes to one binding with a precondition: the protocol every step of the binding pipeline writes through.
+"""The one way to write a binding: with the precondition its decision read. Every writer goes through here: the binding
+pipeline (`BindingWrites`), the Cluster controller and the rebalancer (`write_binding`), the `drill` command
+(`write_binding_now`). A decision says what to change and on what it decided (`failover.core.decision.BindingPatch`:
+the resourceVersion it read; or the fields it read, `failover/reconcile/preconditions.py`); the precondition is put on
+the wire here, as controller-runtime's `client.MergeFromWithOptimisticLock` puts the resourceVersion into the patch it
+sends, and never by a decision.
 
-Each decision is made on the latest known binding (the cache's, then what the last write or read returned) and
-written with a precondition on the version it was decided on: the resourceVersion, or, for a decision that says which
-fields it read (`reads`, failover/reconcile/preconditions.py), a JSON patch testing those fields, which a change
-elsewhere in the binding does not fail. So a stale cache or a second replica can never append a second eviction task.
-A cache that is up to date costs no GET; when the precondition fails (the cache lagged, or someone wrote since), the
-decision is made once more on a fresh GET and written with that resourceVersion; a 409 then requeues the key
+In the pipeline, each decision is made on the latest known binding (the cache's, then what the last write or read
+returned) and written with a precondition on the version it was decided on: the resourceVersion, or, for a decision that
+says which fields it read (`reads`, failover/reconcile/preconditions.py), a JSON patch testing those fields, which a
+change elsewhere in the binding does not fail. So a stale cache or a second replica can never append a second eviction
+task. A cache that is up to date costs no GET; when the precondition fails (the cache lagged, or someone wrote since),
+the decision is made once more on a fresh GET and written with that resourceVersion; a 409 then requeues the key
 (controllers/loop/controller.py).
 """
 
@@ -15,12 +20,15 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import structlog
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import Counter
 
 from controllers.access.client import KarmadaClient
-from controllers.access.kube import conflict, precondition_failed, with_identity
-from failover.core.names import ObjectRef
+from controllers.access.kube import CustomObjects, conflict, precondition_failed, with_identity
+from failover.core.api import RESOURCES_BY_KIND
+from failover.core.decision import BindingPatch
+from failover.core.names import ObjectRef, object_key
 from failover.reconcile.preconditions import Path, guarded_patch
 
 log = structlog.get_logger("failover_relay.reconcile")
@@ -56,11 +64,34 @@ class OwnWrites:
         return cached
 
 
-def conditional(patch: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
-    """`patch` with the resourceVersion it was decided on: the apiserver answers 409 if the object moved on."""
+def with_precondition(patch: Mapping[str, Any], version: object) -> dict[str, Any]:
+    """`patch` with the resourceVersion it was decided on: the apiserver answers 409 if the object moved on. A write
+    without a version would be unconditional: refused here, so that no writer can send one by mistake."""
+    if not version:
+        raise ValueError("a binding write needs the resourceVersion its decision read")
     metadata = dict(patch.get("metadata") or {})
-    metadata["resourceVersion"] = (obj.get("metadata") or {}).get("resourceVersion")
+    metadata["resourceVersion"] = version
     return {**patch, "metadata": metadata}
+
+
+def conditional(patch: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
+    """`patch` on the resourceVersion of `obj`, the object it was decided on."""
+    return with_precondition(patch, _version(obj))
+
+
+async def write_binding(karmada: KarmadaClient, change: BindingPatch) -> dict[str, Any]:
+    """Write `change` from the loop, on the resourceVersion its decision read: the binding as written, or
+    ApiException (409 when the binding moved on since the decision; the caller decides again on a fresh read)."""
+    written = await karmada.patch(change.binding, with_precondition(change.patch, change.version))
+    return with_identity(written, karmada.resource(change.binding.kind))
+
+
+def write_binding_now(api_client: client.ApiClient, change: BindingPatch) -> dict[str, Any]:
+    """`write_binding` for a command, which blocks: the same precondition, on the command's own API client."""
+    resource = RESOURCES_BY_KIND[change.binding.kind]
+    key = object_key(change.binding.namespace, change.binding.name)
+    written = CustomObjects(api_client, resource).patch(key, with_precondition(change.patch, change.version))
+    return with_identity(written, resource)
 
 
 class BindingWrites:

@@ -8,6 +8,9 @@ failover/ and its write. Nothing is decided here.
    `cluster_failover_state`: give the taint manager's eviction tasks their preserved state
    (failover/reconcile/cluster_failover.py);
 3. `graceful_eviction`: end the tasks that are over (failover/reconcile/graceful_eviction.py);
+   `handoff`: carry a planned move's handoff on where it is kept: its fence record written, the acknowledgement
+   awaited, then the eviction, then done (failover/moves/handoff.py `decide_handoff`; the records through
+   controllers/reconcilers/storage_fence.py);
 4. `restoration`: a moved copy that runs without the state its move carried, or is parked for it, is said so
    (failover/state/empty_start.py); it is restored once its job completed a checkpoint of its own, seen in the
    checkpoint storage (failover/state/restoration.py; the adapter: controllers/reconcilers/restore_watch.py);
@@ -32,6 +35,7 @@ import structlog
 
 from controllers.access.binding_writes import BindingWrites, OwnWrites
 from controllers.reconcilers.loop_parts import LoopParts
+from controllers.reconcilers.moves_report import report_move
 from controllers.reconcilers.old_copies import OldCopies, Released
 from failover.core import binding as b
 from failover.core.api import CLUSTERS, WORKS
@@ -39,8 +43,10 @@ from failover.core.cluster import is_ready
 from failover.core.decision import earliest
 from failover.core.names import ObjectRef
 from failover.core.work import MemberCopy, work_cluster
+from failover.fence.control_plane import StoredFence
 from failover.fence.fenced_copies import forget_fenced
 from failover.fence.old_copy import EVENT_WAITING, FenceDecision, decide_fencing
+from failover.moves.handoff import DONE, STOPPING, decide_handoff, read_handoff
 from failover.reconcile.application_failover import FailoverDecision, decide_application_failover
 from failover.reconcile.brake import brake
 from failover.reconcile.cluster_eviction import decide_cluster_evictions
@@ -167,6 +173,33 @@ async def graceful_eviction(run: BindingRun) -> timedelta | None:
         )
     await run.record(eviction.events)
     return eviction.requeue_after
+
+
+async def handoff(run: BindingRun) -> timedelta | None:
+    """A planned move's handoff in flight (failover/moves/handoff.py), advanced from the binding that keeps it: each
+    phase written on the binding's resourceVersion, decided again on a fresh read when another writer came first."""
+    moving = read_handoff(run.binding)
+    works, clusters = run.works(), run.clusters()
+    if moving is None or moving.phase == DONE or works is None or clusters is None:
+        return None
+    parts, now = run.parts, run.now
+    fence = parts.storage_fence
+    watched = await fence.watched(clusters, now) if fence is not None else None
+    stored: dict[tuple[str, str], StoredFence | None] = {}
+    if fence is not None and moving.phase == STOPPING:
+        held = await fence.stored(moving.source)
+        stored[(moving.source, moving.fence_id)] = (
+            None if held is None else held.get(moving.fence_id, StoredFence(False))
+        )
+    decision = await run.writes.apply(lambda obj: decide_handoff(obj, works, stored, parts.settings, now, watched))
+    if fence is not None and decision.record is not None:
+        await fence.write_record(decision.record)
+    if fence is not None and decision.forget:
+        await fence.forget(decision.forget)
+    if decision.move is not None:
+        report_move(parts.metrics, decision.move)
+    await run.record(decision.events)
+    return decision.requeue_after
 
 
 async def restoration(run: BindingRun) -> timedelta | None:
@@ -310,6 +343,7 @@ STEPS: tuple[Step, ...] = (
     cluster_eviction,
     cluster_failover_state,
     graceful_eviction,
+    handoff,
     restoration,
     stateless_restart,
     old_copy,

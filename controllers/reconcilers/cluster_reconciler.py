@@ -1,130 +1,153 @@
-"""One Cluster's change: the brake over all Clusters reported (controllers/reconcilers/brake_report.py), and the
-Cluster's planned moves: when it has recovered and settled, its workloads moved back (failback,
-failover/moves/failback.py); while it is drained, its stateful workloads moved off (failover/moves/cluster_drain.py);
-and each single-cluster move handed over by savepoint where a member relay watches the cluster it leaves
-(failover/moves/handoff.py; the records through controllers/reconcilers/storage_fence.py)."""
+"""One Cluster's change, as a named list of passes (`PASSES`), each a decision of failover/ and its writes:
+
+1. `brake`: the brake over all Clusters reported where operators look (controllers/reconcilers/brake_report.py);
+2. `drain`: while the cluster is drained, its stateful workloads moved off, a few at a time, each by a handoff begun
+   (failover/moves/cluster_drain.py);
+3. `failback`: once the cluster has recovered and settled, its workloads moved back (failover/moves/failback.py): a
+   WorkloadRebalancer for a spread workload, else a handoff begun (or, without one, the eviction at once).
+
+The Cluster controller only begins planned moves: a handoff, once begun, is kept on its binding and carried on by the
+binding's own pipeline (the `handoff` step of controllers/reconcilers/binding_reconciler.py). Each binding is written
+on its own, through the write service, on the resourceVersion its decision read: a conflict on one binding is
+counted, logged and looked at again on the next pass, and never stops the others.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
 from kubernetes.client.exceptions import ApiException
 
-from controllers.access.binding_writes import conditional
-from controllers.access.kube import conflict, with_identity
+from controllers.access.binding_writes import conditional, write_binding
+from controllers.access.kube import conflict, not_found, with_identity
 from controllers.reconcilers.brake_report import BrakeReport
 from controllers.reconcilers.loop_parts import LoopParts
+from controllers.reconcilers.moves_report import report_move
 from failover.core.api import CLUSTERS, WORKLOAD_REBALANCERS
-from failover.core.decision import earliest
+from failover.core.decision import BindingPatch, Event, earliest
 from failover.core.names import ObjectRef
-from failover.fence.control_plane import StoredFence
 from failover.moves.cluster_drain import decide_drain
-from failover.moves.failback import FailbackDecision, decide_failback
-from failover.moves.handoff import STOPPING, Handoff, HandoffsDecision, decide_handoffs, handoffs_of
+from failover.moves.failback import decide_failback
+from failover.moves.handoff import read_handoff
 
 log = structlog.get_logger("failover_relay.planned_moves")
 
+# A binding whose write lost to another writer is decided again on fresh data this soon (the cache has it by then).
+CONFLICT_RETRY = timedelta(seconds=1)
+
+
+@dataclass
+class ClusterPass:
+    """One reconcile of one Cluster: what its passes share. One snapshot of the bindings and Clusters for the pass:
+    each write carries the resourceVersion it was decided on, so a snapshot gone stale costs a conflict, never a
+    second move."""
+
+    parts: LoopParts
+    brake_report: BrakeReport
+    key: str
+    cluster: dict[str, Any]
+    now: datetime
+    bindings: list[dict[str, Any]]
+    clusters: dict[str, dict[str, Any]]
+    watched: frozenset[str] | None
+
+    async def write(self, changes: Iterable[BindingPatch]) -> set[ObjectRef]:
+        """Write each binding's change on its own, and report each planned move whose eviction was written (as the
+        written binding's handoff says). A change that lost to another writer (409), or whose binding is gone (404),
+        is left for the next pass, which decides on fresh data; any other failure is raised once every change was
+        tried. The bindings whose change was not written."""
+        lost: set[ObjectRef] = set()
+        failed: ApiException | None = None
+        for change in changes:
+            try:
+                written = await write_binding(self.parts.client, change)
+            except ApiException as error:
+                lost.add(change.binding)
+                if conflict(error) or not_found(error):
+                    self.parts.metrics.precondition_failures.inc()
+                    log.info("planned_move_write_lost", binding=str(change.binding), status=error.status)
+                elif failed is None:
+                    failed = error
+                continue
+            move = read_handoff(written)
+            if "spec" in change.patch and move is not None and move.evicted_at is not None:
+                report_move(self.parts.metrics, move)
+        if failed is not None:
+            raise failed
+        return lost
+
+    async def record(self, events: Iterable[Event], lost: set[ObjectRef]) -> timedelta | None:
+        """Record the Events of what was written (none about a binding whose change was not); when to look again
+        for the bindings whose change was not."""
+        await self.parts.recorder.record(self.cluster, [event for event in events if event.regarding not in lost])
+        return CONFLICT_RETRY if lost else None
+
+
+Pass = Callable[[ClusterPass], Awaitable[timedelta | None]]
+
+
+async def brake(run: ClusterPass) -> timedelta | None:
+    await run.brake_report(run.clusters)
+    return None
+
+
+async def failback(run: ClusterPass) -> timedelta | None:
+    parts = run.parts
+    decision = decide_failback(
+        run.cluster,
+        run.bindings,
+        parts.cache.policies(),
+        parts.settings,
+        run.now,
+        run.clusters,
+        works_of=parts.cache.works_of,
+        watched=run.watched,
+    )
+    if decision.rebalancer is not None:
+        try:
+            await parts.client.create(WORKLOAD_REBALANCERS.kind, decision.rebalancer)
+            parts.metrics.failbacks.inc()
+        except ApiException as error:
+            if not conflict(error):  # AlreadyExists: created by an earlier attempt for this recovery
+                raise
+    lost = await run.write(decision.binding_patches)
+    if decision.cluster_patch:
+        ref = ObjectRef.from_key(CLUSTERS.kind, run.key)
+        written = await parts.client.patch(ref, conditional(decision.cluster_patch, run.cluster))
+        run.cluster = with_identity(written, CLUSTERS)
+    return earliest(await run.record(decision.events, lost), decision.requeue_after)
+
+
+async def drain(run: ClusterPass) -> timedelta | None:
+    parts = run.parts
+    decision = decide_drain(run.cluster, run.bindings, parts.cache.works_of, run.watched, parts.settings, run.now)
+    lost = await run.write(decision.binding_patches)
+    return earliest(await run.record(decision.events, lost), decision.requeue_after)
+
+
+# One Cluster's reconcile, in order.
+PASSES: tuple[Pass, ...] = (brake, drain, failback)
+
 
 class ClusterReconciler:
-    """One Cluster: carry its handoffs on, then fail back to it once it has recovered, or drain it while it is
-    drained."""
+    """Runs `PASSES` on one Cluster."""
 
     def __init__(self, parts: LoopParts) -> None:
-        self.client, self.cache, self.recorder = parts.client, parts.cache, parts.recorder
-        self.settings, self.metrics, self.clock = parts.settings, parts.metrics, parts.clock
-        self.fence = parts.storage_fence
-        self.brake = BrakeReport(parts.recorder, parts.metrics, parts.settings.unhealthy_cluster_threshold)
+        self.parts = parts
+        # Kept across passes: the brake is said when it changes.
+        self.brake_report = BrakeReport(parts.recorder, parts.metrics, parts.settings.unhealthy_cluster_threshold)
 
     async def __call__(self, key: str) -> timedelta | None:
-        cluster = self.cache.get(CLUSTERS.kind, key)
+        parts = self.parts
+        cluster = parts.cache.get(CLUSTERS.kind, key)
         if cluster is None:
             return None
-        now = self.clock()
-        # One snapshot for the pass: each decision below writes with the resourceVersion it was decided on, and one
-        # move at a time per binding keeps a later decision from acting on a binding an earlier one just moved.
-        bindings, clusters = self.cache.bindings(), self.cache.clusters()
-        await self.brake(clusters)
-        watched = await self.fence.watched(clusters, now) if self.fence is not None else None
-        handoffs = decide_handoffs(
-            key, bindings, self.cache.works_of, await self._stored(key, bindings), self.settings, now, watched
-        )
-        await self._write(handoffs)
-        drain = decide_drain(cluster, bindings, self.cache.works_of, watched, self.settings, now)
-        await self._write(drain)
-        decision = decide_failback(
-            cluster,
-            bindings,
-            self.cache.policies(),
-            self.settings,
-            now,
-            clusters,
-            works_of=self.cache.works_of,
-            watched=watched,
-        )
-        if decision.rebalancer is not None:
-            try:
-                await self.client.create(WORKLOAD_REBALANCERS.kind, decision.rebalancer)
-                self.metrics.failbacks.inc()
-            except ApiException as error:
-                if not conflict(error):  # AlreadyExists: created by an earlier attempt for this recovery
-                    raise
-        await self._write(decision)
-        if decision.cluster_patch:
-            cluster = with_identity(
-                await self.client.patch(
-                    ObjectRef.from_key(CLUSTERS.kind, key), conditional(decision.cluster_patch, cluster)
-                ),
-                CLUSTERS,
-            )
-        await self.recorder.record(cluster, (*handoffs.events, *drain.events, *decision.events))
-        return earliest(handoffs.requeue_after, drain.requeue_after, decision.requeue_after)
-
-    async def _stored(
-        self, key: str, bindings: Iterable[Mapping[str, Any]]
-    ) -> dict[tuple[str, str], StoredFence | None]:
-        """What the storage holds for the record of every handoff of `key` that is stopping its old copy."""
-        stopping = [h for _, h in handoffs_of(key, bindings) if h.phase == STOPPING]
-        if self.fence is None:
-            return {}
-        found: dict[tuple[str, str], StoredFence | None] = {}
-        for source in sorted({handoff.source for handoff in stopping}):
-            stored = await self.fence.stored(source)
-            for handoff in stopping:
-                if handoff.source == source:
-                    held = None if stored is None else stored.get(handoff.fence_id, StoredFence(False))
-                    found[(source, handoff.fence_id)] = held
-        return found
-
-    async def _write(self, decision: HandoffsDecision | FailbackDecision) -> None:
-        """Write `decision`'s fence records and binding patches, count its moves, forget the records of copies
-        gone."""
-        if isinstance(decision, HandoffsDecision) and self.fence is not None:
-            for record in decision.records:
-                await self.fence.write_record(record)
-        for binding_patch in decision.binding_patches:
-            await self.client.patch(binding_patch.binding, binding_patch.patch)
-        for move in decision.moves:
-            self._count(move)
-        if isinstance(decision, HandoffsDecision) and self.fence is not None and decision.forget:
-            await self.fence.forget(decision.forget)
-
-    def _count(self, move: Handoff) -> None:
-        self.metrics.planned_moves.labels(move.source, move.reason, move.way).inc()
-        fields: dict[str, Any] = {"target_cluster": move.target} if move.target else {}
-        log.info(
-            "planned_move_evicted",
-            member_cluster=move.source,
-            reason=move.reason,
-            handoff=move.way,
-            why=move.why,
-            savepoint=move.savepoint,
-            stopping_seconds=_seconds(move.started_at, move.stopped_at),
-            **fields,
-        )
-
-
-def _seconds(start: datetime, end: datetime | None) -> float | None:
-    return None if end is None else round((end - start).total_seconds(), 3)
+        now, clusters = parts.clock(), parts.cache.clusters()
+        fence = parts.storage_fence
+        watched = await fence.watched(clusters, now) if fence is not None else None
+        run = ClusterPass(parts, self.brake_report, key, cluster, now, parts.cache.bindings(), clusters, watched)
+        return earliest(*[await step(run) for step in PASSES])

@@ -1,5 +1,6 @@
 """WorkloadRebalancer: stamp the bindings it names, write its status, delete it after its TTL (the decisions:
-failover/moves/rebalancer.py)."""
+failover/moves/rebalancer.py). A stamp is written through the write service on the binding's version it was decided
+on; a binding gone or written since is read again and decided again, in the same reconcile."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from typing import Any, Literal
 import structlog
 from kubernetes.client.exceptions import ApiException
 
-from controllers.access.binding_writes import conditional
-from controllers.access.kube import not_found, with_identity
+from controllers.access.binding_writes import conditional, write_binding
+from controllers.access.kube import conflict, not_found, with_identity
 from controllers.reconcilers.loop_parts import LoopParts
 from failover.core.api import WORKLOAD_REBALANCERS
 from failover.core.names import ObjectRef
-from failover.moves.rebalancer import decide_rebalance, referenced_bindings
+from failover.moves.rebalancer import RebalanceDecision, decide_rebalance, referenced_bindings
 
 log = structlog.get_logger("failover_relay.reconcile")
 
@@ -56,12 +57,13 @@ class RebalancerReconciler:
         )
         decision = decide(bindings)
         for _ in range(len(decision.stamps) + 1):
-            vanished = await self._stamp_all(decision)
-            if vanished is None:
+            stale = await self._stamp_all(decision)
+            if stale is None:
                 return self.settings.rebalancer_retry
-            if not vanished:
+            if not stale:
                 break
-            bindings.update(dict.fromkeys(vanished))
+            # Gone, or written by someone else since it was read: decided again on what the apiserver holds now.
+            bindings.update({ref: binding for ref in stale if (binding := await self._read(ref)) is not False})
             decision = decide(bindings)
         if decision.status_patch:
             rebalancer = with_identity(
@@ -89,17 +91,19 @@ class RebalancerReconciler:
             log.warning("binding_read_failed", binding=str(ref), status=error.status)
             return False
 
-    async def _stamp_all(self, decision: Any) -> list[ObjectRef] | None:
-        """Apply the stamps; the refs that turned out not to exist, or None when a stamp failed otherwise."""
-        vanished = []
+    async def _stamp_all(self, decision: RebalanceDecision) -> list[ObjectRef] | None:
+        """Write the stamps, each on the version of its binding it was decided on
+        (controllers/access/binding_writes.py): the refs whose binding turned out not to exist or to have moved on, or
+        None when a stamp failed otherwise."""
+        stale = []
         for stamp in decision.stamps:
             try:
-                await self.client.patch(stamp.binding, stamp.patch)
+                await write_binding(self.client, stamp)
             except ApiException as error:
-                if not_found(error):
-                    vanished.append(stamp.binding)
+                if not_found(error) or conflict(error):
+                    stale.append(stamp.binding)
                     continue
                 log.warning("binding_stamp_failed", binding=str(stamp.binding), status=error.status)
                 return None
             self.metrics.rebalances.inc()
-        return vanished
+        return stale

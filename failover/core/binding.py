@@ -22,6 +22,7 @@ from failover.core.api import (
     PurgeMode,
 )
 from failover.core.fields import is_int
+from failover.core.decision import BindingPatch
 from failover.core.names import ObjectRef
 
 HEALTHY = "Healthy"
@@ -64,6 +65,18 @@ def object_ref(obj: Mapping[str, Any]) -> ObjectRef:
         name=name if isinstance(name, str) else "",
         namespace=namespace if isinstance(namespace, str) else "",
     )
+
+
+def resource_version(obj: Mapping[str, Any]) -> str:
+    """The resourceVersion the object was read at ("" when it has none)."""
+    version = metadata(obj).get("resourceVersion")
+    return version if isinstance(version, str) else ""
+
+
+def patch_on(binding: Mapping[str, Any], patch: Mapping[str, Any]) -> BindingPatch:
+    """`patch` for `binding`, decided on the version of it that was read: the write service sends that version as
+    the patch's precondition."""
+    return BindingPatch(object_ref(binding), patch, resource_version(binding))
 
 
 def is_deleting(obj: Mapping[str, Any]) -> bool:

@@ -25,10 +25,14 @@ MAX_MESSAGE_LENGTH = 1024
 
 @dataclass(frozen=True)
 class BindingPatch:
-    """A merge patch for one (Cluster)ResourceBinding, written by a decision about another object."""
+    """A merge patch for one (Cluster)ResourceBinding, written by a decision about another object, and the
+    resourceVersion of the binding it was decided on. The decision says what to change and on what it decided; the
+    write service (controllers/access/binding_writes.py) sends the precondition, so the apiserver refuses the patch
+    (409) when the binding moved on since: no decision writes `metadata.resourceVersion` itself."""
 
     binding: ObjectRef
     patch: Mapping[str, Any]
+    version: str
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from failover.core import binding as b
 from failover.core import cluster as c
 from failover.core.annotations import format_time, parse_time
 from failover.core.api import DRAIN_TAINT_KEY, REASON_DRAIN
-from failover.core.decision import NORMAL, BindingPatch, Event, clip_message
+from failover.core.decision import NORMAL, Event, clip_message
 from failover.core.loop_settings import DecisionSettings
 from failover.core.names import object_key
 from failover.core.placement import placement_is_single_cluster
@@ -36,7 +36,7 @@ from failover.fence.control_plane import DEFAULT_POLL
 from failover.moves.handoff import (
     HANDOFF_ANNOTATION,
     Handoff,
-    HandoffsDecision,
+    MovesBegun,
     handoff_in_flight,
     move_eviction,
     moved_without_handoff,
@@ -134,12 +134,13 @@ def decide_drain(
     watched: frozenset[str] | None,
     settings: DecisionSettings,
     now: datetime,
-) -> HandoffsDecision:
+) -> MovesBegun:
     """Begin the next moves of a drained `cluster`: a handoff annotation for each workload a member relay can hand
-    over (`decide_handoffs` carries it on), else its eviction at once, as many as the moves in flight allow."""
+    over (the binding's pipeline carries it on: `handoff.decide_handoff`), else its eviction at once, as many as the
+    moves in flight allow."""
     name = b.metadata(cluster).get("name")
     if not isinstance(name, str) or not is_drained(cluster):
-        return HandoffsDecision()
+        return MovesBegun()
     bindings = [binding for binding in bindings if isinstance(binding, dict)]
     room = settings.failback_max_in_flight - sum(1 for binding in bindings if planned_move_in_flight(binding))
     patches, events, moves = [], [], []
@@ -152,7 +153,7 @@ def decide_drain(
             continue
         room -= 1
         binding = item.binding
-        patch: dict[str, Any] = {"metadata": {"resourceVersion": b.metadata(binding).get("resourceVersion")}}
+        patch: dict[str, Any] = {"metadata": {}}
         if item.handoff is not None:
             patch["metadata"]["annotations"] = {HANDOFF_ANNOTATION: item.handoff.annotation()}
             message = f"cluster {name} is drained: stopping the copy there with a savepoint, then it moves"
@@ -166,12 +167,12 @@ def decide_drain(
                 f"cluster {name} is drained: evicted the workload, which restores from the newest completed"
                 f" checkpoint, not a savepoint: {item.why}"
             )
-        patches.append(BindingPatch(b.object_ref(binding), patch))
+        patches.append(b.patch_on(binding, patch))
         events.append(Event(NORMAL, EVENT_DRAIN, clip_message(message), b.object_ref(binding)))
     delays = [DEFAULT_POLL] if begun else []
     if held_back:
         delays.append(DRAIN_RETRY)
-    return HandoffsDecision(
+    return MovesBegun(
         binding_patches=tuple(patches),
         events=tuple(events),
         requeue_after=min(delays, default=None),

@@ -5,8 +5,9 @@ path a failover takes (the eviction, the scheduler's choice, the restore lookup,
 state) on one workload, when its team chooses, without breaking anything else.
 
 The command writes the start of each leg (`start_leg`: the handoff annotation, or the fallback's annotation with its
-eviction, conditional on the binding's resourceVersion); the relay's Cluster controller of the cluster left carries
-the handoff on (`handoff.carried_by`). `leg_view` says where a leg stands, for the command to follow and report.
+eviction) through the write service, on the binding's resourceVersion; the binding's own pipeline in the relay
+carries the handoff on (`handoff.decide_handoff`). `leg_view` says where a leg stands, for the command to follow and
+report.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from failover.core import binding as b
 from failover.core.annotations import format_time
 from failover.core.api import REASON_DRILL
 from failover.core.cluster import is_ready
+from failover.core.decision import BindingPatch
 from failover.core.loop_settings import DecisionSettings
 from failover.moves.handoff import (
     DONE,
@@ -38,9 +40,9 @@ HEALTHY = "Healthy"
 
 @dataclass(frozen=True)
 class LegStart:
-    """The binding patch that starts a leg (with the resourceVersion it was decided on), and the handoff it writes."""
+    """The binding patch that starts a leg (on the resourceVersion it was decided on), and the handoff it writes."""
 
-    patch: dict[str, Any]
+    change: BindingPatch
     handoff: Handoff
 
 
@@ -75,16 +77,16 @@ def start_leg(
     if b.health_of(b.aggregated_status(binding).get(source)) != HEALTHY:
         return f"the workload is not Healthy on {source}: a drill starts from a running job"
     started = start_handoff(binding, works, source, "", REASON_DRILL, watched, now)
-    annotation_patch: dict[str, Any] = {
-        "metadata": {"resourceVersion": b.metadata(binding).get("resourceVersion"), "annotations": {}}
-    }
     if isinstance(started, Handoff):
-        annotation_patch["metadata"]["annotations"][HANDOFF_ANNOTATION] = started.annotation()
-        return LegStart(annotation_patch, started)
+        return LegStart(
+            b.patch_on(binding, {"metadata": {"annotations": {HANDOFF_ANNOTATION: started.annotation()}}}), started
+        )
     fallback = moved_without_handoff(REASON_DRILL, source, "", started, now)
-    annotation_patch["metadata"]["annotations"][HANDOFF_ANNOTATION] = fallback.annotation()
-    annotation_patch["spec"] = move_eviction(binding, source, REASON_DRILL, settings, now)
-    return LegStart(annotation_patch, fallback)
+    patch = {
+        "metadata": {"annotations": {HANDOFF_ANNOTATION: fallback.annotation()}},
+        "spec": move_eviction(binding, source, REASON_DRILL, settings, now),
+    }
+    return LegStart(b.patch_on(binding, patch), fallback)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ At most `DecisionSettings.failback_max_in_flight` such evictions are under way a
 the others wait for a later pass.
 
 The caller creates `rebalancer` (AlreadyExists counts as done), then applies `binding_patches` (they clear the
-evicted-from records the failback handles; an eviction patch carries the binding's resourceVersion), then
+evicted-from records the failback handles; each written on the binding's version it was decided on), then
 `cluster_patch`.
 """
 
@@ -181,7 +181,6 @@ def decide_failback(
         patch: dict[str, Any] = {"metadata": {"annotations": _forget_eviction(binding, name)}}
         if route == EVICT:
             room -= 1
-            patch["metadata"]["resourceVersion"] = b.metadata(binding).get("resourceVersion")
             works = works_of(binding) if works_of is not None else ()
             is_watched = None if watched is None else detail in watched
             started = start_handoff(binding, works, detail, name, REASON_FAILBACK, is_watched, now)
@@ -211,7 +210,7 @@ def decide_failback(
                     b.object_ref(binding),
                 )
             )
-        binding_patches.append(BindingPatch(b.object_ref(binding), patch))
+        binding_patches.append(b.patch_on(binding, patch))
 
     rebalancer = None
     if rebalanced:
@@ -221,11 +220,8 @@ def decide_failback(
             rebalancer = _rebalancer(name, rebalancer_name, [workload for _, workload in rebalanced], settings)
             for binding, _ in rebalanced:
                 if name in evicted_from(binding):
-                    binding_patches.append(
-                        BindingPatch(
-                            b.object_ref(binding), {"metadata": {"annotations": _forget_eviction(binding, name)}}
-                        )
-                    )
+                    forget = {"metadata": {"annotations": _forget_eviction(binding, name)}}
+                    binding_patches.append(b.patch_on(binding, forget))
             events.append(
                 Event(
                     NORMAL,
@@ -240,7 +236,8 @@ def decide_failback(
         binding_patches=tuple(binding_patches),
         cluster_patch=_record_patch(record, new_record),
         events=tuple(events),
-        # A handoff just begun goes on from the next pass (decide_handoffs): its fence record, its acknowledgement.
+        # A handoff just begun goes on in its binding's pipeline (decide_handoff): its fence record, its
+        # acknowledgement.
         requeue_after=earliest(IN_FLIGHT_RETRY if held_back else None, DEFAULT_POLL if handed_off else None),
         moves=tuple(moves),
     )

@@ -9,8 +9,10 @@ the member relay suspends the copy (the Flink operator stops it with a savepoint
 stops the JobManager the operator leaves, and acknowledges with the savepoint's path. The savepoint is the newest
 restorable state of the job, so the restore lookup gives it to the new copy.
 
-The handoff is kept on the binding in `HANDOFF_ANNOTATION` (one JSON object), so a restarted relay carries it on; the
-Cluster controller of `carried_by` does (the cluster a failback or rebalance goes to, the cluster a drain empties):
+The handoff is kept on the binding in `HANDOFF_ANNOTATION` (one JSON object), so a restarted relay carries it on. What
+begins it (a Cluster's drain or failback, a WorkloadRebalancer, the `drill` command) writes the annotation; the
+binding's own pipeline advances it (`decide_handoff`, the `handoff` step of
+controllers/reconcilers/binding_reconciler.py), each phase written on the binding's resourceVersion:
 
 - `stopping`: the record is written (again, if the storage lost it) and the acknowledgement awaited;
 - `restoring`: the eviction is written, with `way` SAVEPOINT (the acknowledgement named a savepoint) or
@@ -27,7 +29,7 @@ trusted to take a savepoint.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -305,93 +307,67 @@ def handoff_view(binding: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True)
-class HandoffsDecision:
-    """What the handoffs (or the moves that begin them) of one Cluster's pass write: fence records, binding patches
-    (the handoff annotation; with an eviction, conditional on the binding's resourceVersion), the records to remove
-    ((cluster, Work) of old copies gone), the moves whose eviction is written (for the metrics), Events."""
+class MovesBegun:
+    """What a Cluster's pass (a drain, a failback) writes to begin planned moves: binding patches (the handoff
+    annotation; for a move without a handoff, its eviction too), each on the version of the binding it was decided on;
+    the moves whose eviction is written at once (for the metrics); Events; when to look again."""
 
     binding_patches: tuple[BindingPatch, ...] = ()
     events: tuple[Event, ...] = ()
     requeue_after: timedelta | None = None
-    records: tuple[FenceRecord, ...] = ()
-    forget: tuple[tuple[str, str], ...] = ()
     moves: tuple[Handoff, ...] = ()
 
 
-def handoffs_of(cluster: str, bindings: Iterable[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Handoff]]:
-    """The handoffs a pass of `cluster` carries on (stopping or restoring): the failbacks and rebalances to it, the
-    drains from it."""
-    found = []
-    for binding in bindings:
-        handoff = read_handoff(binding) if isinstance(binding, dict) else None
-        if handoff is None or handoff.phase == DONE:
-            continue
-        if carried_by(handoff) == cluster:
-            found.append((binding, handoff))
-    return found
+@dataclass(frozen=True)
+class HandoffDecision:
+    """What the binding pipeline's `handoff` step writes for the binding's handoff in flight: the binding's merge
+    patch (the annotation of its next phase; with the eviction when the old copy has stopped), written on the version
+    it was decided on; the fence record to write (the storage has none); the records to remove ((cluster, Work) of an
+    old copy gone); the move whose eviction `patch` writes (for the metrics); Events; when to look again."""
+
+    patch: dict[str, Any] | None = None
+    record: FenceRecord | None = None
+    forget: tuple[tuple[str, str], ...] = ()
+    move: Handoff | None = None
+    events: tuple[Event, ...] = ()
+    requeue_after: timedelta | None = None
 
 
-def carried_by(handoff: Handoff) -> str:
-    """The Cluster whose controller carries the handoff on: a drain's is the drained cluster and a drill's the cluster
-    it leaves (the scheduler picks where they go), a failback's or a rebalance's the cluster the workload goes to."""
-    return handoff.source if handoff.reason in SCHEDULER_PICKS else handoff.target
-
-
-def planned_move_cluster(binding: Mapping[str, Any]) -> str | None:
-    """The Cluster whose controller carries on the binding's handoff in flight (a change of the binding wakes it)."""
-    handoff = read_handoff(binding)
-    return carried_by(handoff) if handoff is not None and handoff.phase != DONE else None
-
-
-def decide_handoffs(
-    cluster: str,
-    bindings: Iterable[Mapping[str, Any]],
-    works_of: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]],
+def decide_handoff(
+    binding: Mapping[str, Any],
+    works: Iterable[Mapping[str, Any]],
     stored: Mapping[tuple[str, str], StoredFence | None],
     settings: DecisionSettings,
     now: datetime,
     watched: frozenset[str] | None = None,
-) -> HandoffsDecision:
-    """The next step of every handoff of `cluster` (`handoffs_of`), whatever the cluster's state now: once an old copy
-    is stopping, its move always completes. `stored`: what the storage holds for each stopping handoff's record, by
-    (source cluster, fence id); a key absent or None: it could not be read. `watched`: the clusters a member relay
-    watches (None: unknown)."""
-    patches, records, forget, moves, events = [], [], [], [], []
-    delays: list[timedelta] = []
-    for binding, handoff in handoffs_of(cluster, bindings):
-        step = advance_handoff(
-            binding,
-            handoff,
-            works_of(binding),
-            stored.get((handoff.source, handoff.fence_id)),
-            settings,
-            now,
-            None if watched is None else handoff.source in watched,
-        )
-        if step.requeue_after is not None:
-            delays.append(step.requeue_after)
-        if step.record is not None:
-            records.append(step.record)
-        if step.forget and handoff.fence_id:
-            forget.append((handoff.source, handoff.work))
-        if step.handoff is None:
-            continue
-        patch: dict[str, Any] = {"metadata": {"annotations": {HANDOFF_ANNOTATION: step.handoff.annotation()}}}
-        if step.evict:
-            patch["metadata"]["resourceVersion"] = b.metadata(binding).get("resourceVersion")
-            own = step.handoff.way == SAVEPOINT
-            patch["spec"] = move_eviction(binding, handoff.source, handoff.reason, settings, now, own_savepoint=own)
-            moves.append(step.handoff)
-            events.append(Event(NORMAL, EVENT_HANDOFF, handoff_message(step.handoff), b.object_ref(binding)))
-        patches.append(BindingPatch(b.object_ref(binding), patch))
-    return HandoffsDecision(
-        binding_patches=tuple(patches),
-        events=tuple(events),
-        requeue_after=min(delays, default=None),
-        records=tuple(records),
-        forget=tuple(forget),
-        moves=tuple(moves),
+) -> HandoffDecision:
+    """The next step of `binding`'s handoff in flight, whatever its clusters' state now: once an old copy is stopping,
+    its move always completes. The handoff is advanced where it is kept, by the binding's own pipeline (as
+    cert-manager advances a Certificate's phases from the Certificate). `stored`: what the storage holds for the
+    record of a stopping handoff, by (source cluster, fence id); a key absent or None: it could not be read.
+    `watched`: the clusters a member relay watches (None: unknown)."""
+    handoff = read_handoff(binding)
+    if handoff is None or handoff.phase == DONE:
+        return HandoffDecision()
+    step = advance_handoff(
+        binding,
+        handoff,
+        works,
+        stored.get((handoff.source, handoff.fence_id)),
+        settings,
+        now,
+        None if watched is None else handoff.source in watched,
     )
+    forget = ((handoff.source, handoff.work),) if step.forget and handoff.fence_id else ()
+    if step.handoff is None:
+        return HandoffDecision(record=step.record, forget=forget, requeue_after=step.requeue_after)
+    patch: dict[str, Any] = {"metadata": {"annotations": {HANDOFF_ANNOTATION: step.handoff.annotation()}}}
+    if not step.evict:
+        return HandoffDecision(patch, step.record, forget, requeue_after=step.requeue_after)
+    own = step.handoff.way == SAVEPOINT
+    patch["spec"] = move_eviction(binding, handoff.source, handoff.reason, settings, now, own_savepoint=own)
+    event = Event(NORMAL, EVENT_HANDOFF, handoff_message(step.handoff), b.object_ref(binding))
+    return HandoffDecision(patch, step.record, forget, step.handoff, (event,), step.requeue_after)
 
 
 def handoff_message(handoff: Handoff) -> str:

@@ -58,10 +58,11 @@ EVENT_BINDING_NOT_FOUND = REBALANCE_REFERENCED_BINDING_NOT_FOUND
 class RebalanceDecision:
     """What to write for one WorkloadRebalancer.
 
-    `stamps`: merge patches for bindings (apply first). `status_patch`: merge patch for the rebalancer's status
-    subresource (`{"status": {...}}`), None when the status is unchanged. `delete`: delete the rebalancer now (with
-    its resourceVersion as precondition), its TTL after finishTime has passed. `pending`: bindings that were not
-    passed in (a read failed for another reason than NotFound) and are retried after `requeue_after`.
+    `stamps`: merge patches for bindings, each on the binding's version it was decided on (apply first). `status_patch`:
+    merge patch for the rebalancer's status subresource (`{"status": {...}}`), None when the status is unchanged.
+    `delete`: delete the rebalancer now (with its resourceVersion as precondition), its TTL after finishTime has passed.
+    `pending`: bindings that were not passed in (a read failed for another reason than NotFound) and are retried after
+    `requeue_after`.
     """
 
     stamps: tuple[BindingPatch, ...] = ()
@@ -160,14 +161,17 @@ def decide_rebalance(
             handoff = _handoff(binding, clusters, works_of, watched, now)
             if isinstance(handoff, Handoff):
                 annotations = {HANDOFF_ANNOTATION: handoff.annotation()}
-                rv = b.metadata(binding).get("resourceVersion")
-                stamps.append(BindingPatch(ref, {"metadata": {"resourceVersion": rv, "annotations": annotations}}))
+                stamps.append(
+                    BindingPatch(ref, {"metadata": {"annotations": annotations}}, b.resource_version(binding))
+                )
                 message = (
                     f"WorkloadRebalancer {name} moves the workload from {handoff.source} to {handoff.target}: its copy"
                     " stops with a savepoint first, and the new one restores from it"
                 )
             else:
-                stamps.append(BindingPatch(ref, {"spec": {"rescheduleTriggeredAt": created_raw}}))
+                stamps.append(
+                    BindingPatch(ref, {"spec": {"rescheduleTriggeredAt": created_raw}}, b.resource_version(binding))
+                )
                 message = f"WorkloadRebalancer {name} asked the scheduler to place the workload afresh" + (
                     f" (a move, not by savepoint: {handoff})" if handoff else ""
                 )

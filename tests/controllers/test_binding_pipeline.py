@@ -106,6 +106,7 @@ def test_the_steps_run_in_the_order_of_a_move() -> None:
         "cluster_eviction",
         "cluster_failover_state",
         "graceful_eviction",
+        "handoff",
         "restoration",
         "stateless_restart",
         "old_copy",

@@ -1,4 +1,4 @@
-"""The `failover-relay status` views and phase rows of the status tests (tests/failover/reconcile/test_status_view.py,
+"""The `failover-relay status` views and phase rows of the status tests (tests/failover/views/test_status_view.py,
 test_storm.py, tests/failover/fence/test_pull_clusters.py), built once for them and for the tables that print them
 (tests/relay/test_status_tables.py)."""
 

@@ -13,7 +13,7 @@ from failover.state.empty_start import decide_state_losses
 from failover.views.status_view import workload_view
 from relay.commands.status_tables import render_cluster_table, render_table
 from tests.failover.binding_builders import JOB_ID, at, set_health
-from tests.failover.reconcile.test_handoff import ack, begun, carry_on
+from tests.failover.moves.test_handoff import ack, begun, carry_on
 from tests.failover.restoration_builders import deployed_status, moved_without_checkpoint
 from tests.failover.view_builders import (
     CLUSTERS,
@@ -145,12 +145,12 @@ def test_a_planned_move_reads_as_its_phase_and_which_way_it_went() -> None:
     assert "planned move (Failback) member2 -> member1: stopping with savepoint since 2025-03-01T12:06:40Z" in (
         render_table([workload_view(stopping, CLUSTERS, at(402))])
     )
-    moved = merge_patch(stopping, carry_on(stopping, StoredFence(True, ack()), 408).binding_patches[0].patch)
+    moved = merge_patch(stopping, carry_on(stopping, StoredFence(True, ack()), 408).patch)
     assert (
         "planned move (Failback) member2 -> member1: savepoint taken, new copy restoring; by savepoint"
         " s3://state/default/savepoints/savepoint-9a27d3-0123456789ab"
     ) in render_table([workload_view(moved, CLUSTERS, at(410))])
-    late = carry_on(stopping, StoredFence(True), 1000).binding_patches[0].patch
+    late = carry_on(stopping, StoredFence(True), 1000).patch
     assert "new copy restoring; from the newest completed checkpoint: no savepoint within 300 s" in render_table(
         [workload_view(merge_patch(stopping, late), CLUSTERS, at(1000))]
     )

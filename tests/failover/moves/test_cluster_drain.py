@@ -21,11 +21,11 @@ from failover.moves.cluster_drain import (
     without_drain_taint,
 )
 from failover.moves.failback import RECOVERY_ANNOTATION, decide_failback
-from failover.moves.handoff import CHECKPOINT_FALLBACK, SAVEPOINT, STOPPING, decide_handoffs, read_handoff
+from failover.moves.handoff import CHECKPOINT_FALLBACK, SAVEPOINT, STOPPING, decide_handoff, read_handoff
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
 from tests.failover.binding_builders import at, stamp
-from tests.failover.reconcile.test_failback import FLAT, flink_on, member1, policy
-from tests.failover.reconcile.test_handoff import FENCE_ID, ack, works_of
+from tests.failover.moves.test_failback import FLAT, flink_on, member1, policy
+from tests.failover.moves.test_handoff import FENCE_ID, ack, works_of
 from tests.patches import merge_patch
 
 SETTINGS = DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300))
@@ -71,10 +71,10 @@ def test_the_handoff_of_a_drain_is_carried_on_from_the_drained_cluster_and_evict
     moving = merge_patch(
         job(), decide_drain(member2(), [job()], works_of, WATCHED, SETTINGS, at(400)).binding_patches[0].patch
     )
-    step = decide_handoffs(
-        "member2", [moving], works_of, {("member2", FENCE_ID): StoredFence(True, ack())}, SETTINGS, at(408), WATCHED
+    step = decide_handoff(
+        moving, works_of(moving), {("member2", FENCE_ID): StoredFence(True, ack())}, SETTINGS, at(408), WATCHED
     )
-    moved = merge_patch(moving, step.binding_patches[0].patch)
+    moved = merge_patch(moving, step.patch)
     [task] = moved["spec"]["gracefulEvictionTasks"]
     assert (task["reason"], task["producer"], task["purgeMode"], task["clustersBeforeFailover"]) == (
         "Drain",
@@ -84,8 +84,8 @@ def test_the_handoff_of_a_drain_is_carried_on_from_the_drained_cluster_and_evict
     )
     assert moved["spec"]["clusters"] == [] and "rescheduleTriggeredAt" not in moved["spec"]
     assert read_handoff(moved).way == SAVEPOINT and "the cluster the scheduler picks" in step.events[0].message
-    # A failback pass of another cluster does not carry a drain on.
-    assert decide_handoffs("member1", [moving], works_of, {}, SETTINGS, at(408), WATCHED).binding_patches == ()
+    # Decided again on the moved binding (its eviction task not yet over): no second eviction.
+    assert decide_handoff(moved, works_of(moved), {}, SETTINGS, at(410), WATCHED).patch is None
 
 
 def test_at_most_the_planned_moves_in_flight_begin_and_the_rest_wait():

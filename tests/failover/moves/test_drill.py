@@ -14,15 +14,13 @@ from failover.moves.handoff import (
     DONE,
     HANDOFF_ANNOTATION,
     STOPPING,
-    carried_by,
-    decide_handoffs,
-    planned_move_cluster,
+    decide_handoff,
     read_handoff,
 )
 from failover.state.restoration import RESTORING_ANNOTATION
 from tests.failover.binding_builders import at, stamp
-from tests.failover.reconcile.test_failback import ORDERED, flink_on
-from tests.failover.reconcile.test_handoff import FENCE_ID, WORK, ack
+from tests.failover.moves.test_failback import ORDERED, flink_on
+from tests.failover.moves.test_handoff import FENCE_ID, WORK, ack
 from tests.failover.work_builders import cluster
 from tests.patches import merge_patch
 
@@ -34,25 +32,25 @@ def on_member2():
     return flink_on("member2", ORDERED)
 
 
-def test_a_leg_off_a_watched_cluster_is_a_handoff_carried_by_the_cluster_left() -> None:
+def test_a_leg_off_a_watched_cluster_is_a_handoff_that_stops_the_copy_on_the_cluster_left() -> None:
     start = start_leg(on_member2(), CLUSTERS, [WORK], True, SETTINGS, at(400))
     assert not isinstance(start, str)
-    assert start.patch["metadata"]["resourceVersion"] == "42" and "spec" not in start.patch
-    moved = merge_patch(on_member2(), start.patch)
+    assert start.change.version == "42" and "spec" not in start.change.patch
+    assert "resourceVersion" not in start.change.patch["metadata"]  # the write service sends it
+    moved = merge_patch(on_member2(), start.change.patch)
     handoff = read_handoff(moved)
     assert handoff is not None and handoff.phase == STOPPING and handoff.reason == "Drill" and handoff.target == ""
-    assert carried_by(handoff) == planned_move_cluster(moved) == "member2"
+    # The binding's own pipeline carries it on: the fence record stops the copy on the cluster left.
+    step = decide_handoff(moved, [WORK], {("member2", FENCE_ID): StoredFence(False)}, SETTINGS, at(402))
+    assert step.record is not None and step.record.cluster == "member2"
 
 
 def test_the_acknowledged_savepoint_writes_the_drill_eviction_restarting_the_scheduler() -> None:
     start = start_leg(on_member2(), CLUSTERS, [WORK], True, SETTINGS, at(400))
     assert not isinstance(start, str)
-    moved = merge_patch(on_member2(), start.patch)
-    decision = decide_handoffs(
-        "member2", [moved], lambda _b: [WORK], {("member2", FENCE_ID): StoredFence(True, ack())}, SETTINGS, at(410)
-    )
-    [patch] = decision.binding_patches
-    evicted = merge_patch(moved, patch.patch)
+    moved = merge_patch(on_member2(), start.change.patch)
+    decision = decide_handoff(moved, [WORK], {("member2", FENCE_ID): StoredFence(True, ack())}, SETTINGS, at(410))
+    evicted = merge_patch(moved, decision.patch)
     [task] = b.eviction_tasks(evicted)
     assert (task["reason"], task["producer"], task["purgeMode"]) == ("Drill", "failover-relay-drill", "Directly")
     assert b.target_clusters(evicted) == [] and b.spec(evicted)["rescheduleTriggeredAt"] == "2025-03-01T12:06:50Z"
@@ -62,7 +60,7 @@ def test_without_a_member_relay_the_leg_is_the_checkpoint_move_at_once_and_says_
     start = start_leg(on_member2(), CLUSTERS, [WORK], False, SETTINGS, at(400))
     assert not isinstance(start, str)
     assert start.handoff.way == CHECKPOINT_FALLBACK and "no member relay watches member2" in (start.handoff.why or "")
-    [task] = start.patch["spec"]["gracefulEvictionTasks"]
+    [task] = start.change.patch["spec"]["gracefulEvictionTasks"]
     assert task["fromCluster"] == "member2" and task["preservedLabelState"]
 
 
@@ -96,7 +94,7 @@ def test_a_leg_has_landed_once_its_handoff_is_done_and_the_new_copy_is_healthy_e
     # The command's clock has microseconds; the annotation keeps seconds.
     start = start_leg(on_member2(), CLUSTERS, [WORK], True, SETTINGS, at(400.25))
     assert not isinstance(start, str)
-    moved = merge_patch(on_member2(), start.patch)
+    moved = merge_patch(on_member2(), start.change.patch)
     assert leg_view(moved, start.handoff).landed is None  # still stopping, still on member2
     landed = flink_on("member1", ORDERED)
     done = replace(start.handoff, phase=DONE, done_at=at(420))

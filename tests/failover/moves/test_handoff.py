@@ -1,5 +1,6 @@
 """A planned move by savepoint handoff (failover/moves/handoff.py), driven as the failback reconciler drives it:
-`decide_failback` begins it, `decide_handoffs` carries it on from what the storage holds, with an injected clock."""
+`decide_failback` begins it, the binding's own `decide_handoff` carries it on from what the storage holds, with an
+injected clock."""
 
 from __future__ import annotations
 
@@ -20,14 +21,15 @@ from failover.moves.handoff import (
     RESTORING,
     SAVEPOINT,
     STOPPING,
-    decide_handoffs,
+    HandoffDecision,
+    decide_handoff,
     read_handoff,
 )
 from failover.moves.rebalancer import decide_rebalance, rebalance_move
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, decide_graceful_eviction
 from failover.state.restoration import RESTORING_ANNOTATION
 from tests.failover.binding_builders import at, stamp
-from tests.failover.reconcile.test_failback import FLAT, flink_on, member1, policy
+from tests.failover.moves.test_failback import FLAT, flink_on, member1, policy
 from tests.failover.work_builders import cluster, deployment_manifest, work
 from tests.patches import merge_patch
 
@@ -58,7 +60,7 @@ def ack(savepoint=SAVEPOINT_PATH, seconds=406):
 
 
 def carry_on(binding, stored, now, settings=ON, watched=WATCHED):
-    return decide_handoffs("member1", [binding], works_of, {("member2", FENCE_ID): stored}, settings, at(now), watched)
+    return decide_handoff(binding, works_of(binding), {("member2", FENCE_ID): stored}, settings, at(now), watched)
 
 
 def test_a_failback_from_a_watched_cluster_first_stops_the_copy_and_evicts_nothing():
@@ -86,24 +88,25 @@ def test_a_failback_from_a_watched_cluster_first_stops_the_copy_and_evicts_nothi
 def test_the_fence_record_names_the_old_copy_and_the_move_waits_for_its_acknowledgement():
     binding, _ = begun()
     step = carry_on(binding, StoredFence(False), 402)
-    [record] = step.records
+    record = step.record
+    assert record is not None
     assert (record.fence_id, record.cluster, record.work, record.copies) == (
         FENCE_ID,
         "member2",
         "nginx-687f7fb96f",
         (COPY,),
     )
-    assert step.binding_patches == () and step.requeue_after == timedelta(seconds=2)
+    assert step.patch is None and step.requeue_after == timedelta(seconds=2)
     waiting = carry_on(binding, StoredFence(True), 404)
-    assert waiting.records == () and waiting.binding_patches == () and waiting.requeue_after == timedelta(seconds=2)
+    assert waiting.record is None and waiting.patch is None and waiting.requeue_after == timedelta(seconds=2)
 
 
 def test_the_acknowledged_savepoint_lets_the_move_go_on_by_the_failback_eviction():
     binding, _ = begun()
     step = carry_on(binding, StoredFence(True, ack()), 408)
-    [patch] = step.binding_patches
-    assert patch.patch["metadata"]["resourceVersion"] == "42"
-    moved = merge_patch(binding, patch.patch)
+    # The decision says what to change; the write service sends the version it was decided on.
+    assert step.patch is not None and "resourceVersion" not in step.patch["metadata"]
+    moved = merge_patch(binding, step.patch)
     [task] = moved["spec"]["gracefulEvictionTasks"]
     assert task["fromCluster"] == "member2" and task["purgeMode"] == "Directly" and task["reason"] == "Failback"
     assert task["preservedLabelState"] == {"application.karmada.io/failover-jobid": "9a27d37ad0e5486283a527060f190710"}
@@ -114,15 +117,13 @@ def test_the_acknowledged_savepoint_lets_the_move_go_on_by_the_failback_eviction
         SAVEPOINT_PATH,
         at(406),
     )
-    assert [move.way for move in step.moves] == [SAVEPOINT]
+    assert step.move is not None and step.move.way == SAVEPOINT
     assert SAVEPOINT_PATH in step.events[0].message and step.events[0].reason == "PlannedMoveHandoff"
 
 
 def test_a_copy_stopped_without_a_savepoint_moves_from_the_newest_checkpoint_and_says_why():
     binding, _ = begun()
-    moved = merge_patch(
-        binding, carry_on(binding, StoredFence(True, ack(savepoint=None)), 408).binding_patches[0].patch
-    )
+    moved = merge_patch(binding, carry_on(binding, StoredFence(True, ack(savepoint=None)), 408).patch)
     handoff = read_handoff(moved)
     assert (handoff.way, handoff.why) == (CHECKPOINT_FALLBACK, NO_SAVEPOINT)
     assert moved["spec"]["gracefulEvictionTasks"][0]["fromCluster"] == "member2"
@@ -133,28 +134,26 @@ def test_no_acknowledgement_within_the_timeout_falls_back_to_the_checkpoint_move
     settings = DecisionSettings(failback_enabled=True, handoff_timeout=timedelta(seconds=30))
     assert carry_on(binding, StoredFence(True), 429, settings).requeue_after == timedelta(seconds=1)
     late = carry_on(binding, StoredFence(True), 430, settings)
-    handoff = read_handoff(merge_patch(binding, late.binding_patches[0].patch))
+    handoff = read_handoff(merge_patch(binding, late.patch))
     assert (handoff.way, handoff.why) == (CHECKPOINT_FALLBACK, "no savepoint within 30 s")
     unreadable = carry_on(binding, None, 430, settings)
-    assert "could not be read" in read_handoff(merge_patch(binding, unreadable.binding_patches[0].patch)).why
+    assert "could not be read" in read_handoff(merge_patch(binding, unreadable.patch)).why
     # An unreadable storage writes no record meanwhile.
-    assert carry_on(binding, None, 410, settings).records == ()
+    assert carry_on(binding, None, 410, settings).record is None
 
 
 def test_the_move_is_done_once_karmada_took_the_workload_off_the_old_cluster_and_its_record_goes():
     binding, _ = begun()
-    moved = merge_patch(binding, carry_on(binding, StoredFence(True, ack()), 408).binding_patches[0].patch)
-    assert carry_on(moved, None, 410).binding_patches == ()  # the task is still there
+    moved = merge_patch(binding, carry_on(binding, StoredFence(True, ack()), 408).patch)
+    assert carry_on(moved, None, 410).patch is None  # the task is still there
     placed = json.loads(json.dumps(moved))
     placed["spec"]["gracefulEvictionTasks"] = []
     placed["spec"]["clusters"] = [{"name": "member1", "replicas": 2}]
     step = carry_on(placed, None, 420)
     assert step.forget == (("member2", "nginx-687f7fb96f"),)
-    done = read_handoff(merge_patch(placed, step.binding_patches[0].patch))
+    done = read_handoff(merge_patch(placed, step.patch))
     assert (done.phase, done.way, done.done_at) == (DONE, SAVEPOINT, at(420))
-    assert carry_on(merge_patch(placed, step.binding_patches[0].patch), None, 430) == decide_handoffs(
-        "member1", [], works_of, {}, ON, at(430)
-    )
+    assert carry_on(merge_patch(placed, step.patch), None, 430) == HandoffDecision()
 
 
 def test_a_workload_moved_otherwise_while_stopping_ends_the_handoff_without_an_eviction():
@@ -162,8 +161,8 @@ def test_a_workload_moved_otherwise_while_stopping_ends_the_handoff_without_an_e
     elsewhere = json.loads(json.dumps(binding))
     elsewhere["spec"]["clusters"] = [{"name": "member3", "replicas": 2}]
     step = carry_on(elsewhere, StoredFence(True), 404)
-    assert "spec" not in step.binding_patches[0].patch and step.forget == (("member2", "nginx-687f7fb96f"),)
-    assert read_handoff(merge_patch(elsewhere, step.binding_patches[0].patch)).phase == DONE
+    assert "spec" not in step.patch and step.forget == (("member2", "nginx-687f7fb96f"),)
+    assert read_handoff(merge_patch(elsewhere, step.patch)).phase == DONE
 
 
 def test_without_a_member_relay_the_failback_moves_at_once_from_the_checkpoint_and_says_why():
@@ -217,21 +216,19 @@ def test_a_handoff_annotation_that_does_not_read_is_not_acted_on():
         broken = json.loads(json.dumps(binding))
         broken["metadata"]["annotations"][HANDOFF_ANNOTATION] = hostile
         assert read_handoff(broken) is None
-        assert carry_on(broken, StoredFence(True, ack()), 408).binding_patches == ()
+        assert carry_on(broken, StoredFence(True, ack()), 408).patch is None
 
 
 def test_a_member_relay_gone_while_stopping_ends_the_wait_at_once_but_an_unreadable_storage_does_not():
     binding, _ = begun()
     gone = carry_on(binding, StoredFence(True), 404, watched=frozenset())
-    handoff = read_handoff(merge_patch(binding, gone.binding_patches[0].patch))
+    handoff = read_handoff(merge_patch(binding, gone.patch))
     assert handoff.way == CHECKPOINT_FALLBACK and "member relay of member2 stopped answering" in handoff.why
-    assert carry_on(binding, StoredFence(True), 404, watched=None).binding_patches == ()
+    assert carry_on(binding, StoredFence(True), 404, watched=None).patch is None
     # An acknowledgement written before the relay went still counts.
     assert (
         read_handoff(
-            merge_patch(
-                binding, carry_on(binding, StoredFence(True, ack()), 408, watched=frozenset()).binding_patches[0].patch
-            )
+            merge_patch(binding, carry_on(binding, StoredFence(True, ack()), 408, watched=frozenset()).patch)
         ).way
         == SAVEPOINT
     )
@@ -285,7 +282,8 @@ def test_a_rebalance_that_moves_a_stateful_job_hands_it_over_instead_of_stamping
     decision = decide_rebalance(rebalancer, {ref: binding}, ON, at(400), CLUSTERS, works_of=works_of, watched=WATCHED)
     [patch] = decision.stamps
     moving = merge_patch(binding, patch.patch)
-    assert "rescheduleTriggeredAt" not in moving["spec"] and patch.patch["metadata"]["resourceVersion"] == "42"
+    assert "rescheduleTriggeredAt" not in moving["spec"] and patch.version == "42"
+    assert "resourceVersion" not in patch.patch["metadata"]  # the write service sends it
     handoff = read_handoff(moving)
     assert (handoff.reason, handoff.source, handoff.target, handoff.phase) == (
         "Rebalance",
@@ -294,15 +292,13 @@ def test_a_rebalance_that_moves_a_stateful_job_hands_it_over_instead_of_stamping
         STOPPING,
     )
     assert decision.status_patch["status"]["observedWorkloads"][0]["result"] == "Successful"
-    # Decided again on the annotated binding: nothing more; the Cluster controller of member1 carries it on.
+    # Decided again on the annotated binding: nothing more; the binding's own pipeline carries it on.
     assert (
         decide_rebalance(rebalancer, {ref: moving}, ON, at(402), CLUSTERS, works_of=works_of, watched=WATCHED).stamps
         == ()
     )
-    step = decide_handoffs(
-        "member1", [moving], works_of, {("member2", FENCE_ID): StoredFence(True, ack())}, ON, at(408), WATCHED
-    )
-    moved = merge_patch(moving, step.binding_patches[0].patch)
+    step = carry_on(moving, StoredFence(True, ack()), 408)
+    moved = merge_patch(moving, step.patch)
     [task] = moved["spec"]["gracefulEvictionTasks"]
     assert (task["reason"], task["producer"], task["fromCluster"]) == (
         "Rebalance",
@@ -362,10 +358,10 @@ def test_a_copy_still_restoring_that_stopped_with_a_savepoint_hands_over_its_own
             }
         }
     )
-    [patch] = carry_on(binding, StoredFence(True, ack()), 408).binding_patches
-    [task] = b.eviction_tasks(merge_patch(binding, patch.patch))
+    [task] = b.eviction_tasks(merge_patch(binding, carry_on(binding, StoredFence(True, ack()), 408).patch))
     assert task["preservedLabelState"] == {"application.karmada.io/failover-jobid": own}
     # Stopped without a savepoint, the newest state is still the one the move brought.
-    [patch] = carry_on(binding, StoredFence(True, ack(savepoint=None)), 408).binding_patches
-    [task] = b.eviction_tasks(merge_patch(binding, patch.patch))
+    [task] = b.eviction_tasks(
+        merge_patch(binding, carry_on(binding, StoredFence(True, ack(savepoint=None)), 408).patch)
+    )
     assert task["preservedLabelState"] == {"application.karmada.io/failover-jobid": carried}
