@@ -28,7 +28,7 @@ preserved state, clustersBeforeFailover). Where this differs from Karmada:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -50,6 +50,7 @@ from failover.core.loop_settings import DecisionSettings
 from failover.reconcile.failover_budget import (
     EVENT_HELD_BACK,
     FAILOVERS_ANNOTATION,
+    Hold,
     failover_history,
     held_back_message,
     hold,
@@ -114,101 +115,23 @@ def decide_application_failover(
         return FailoverDecision()
     old_timers_raw = b.annotations(binding).get(UNHEALTHY_SINCE_ANNOTATION)
     application = b.application_failover(binding)
-    is_cluster_binding = binding.get("kind") == CLUSTER_RESOURCE_BINDING.kind
     if application is None:
         return _forget_timers(old_timers_raw, ())
-    if not is_cluster_binding and b.spec(binding).get("propagateDeps") is not True:
-        unhealthy = [name for name, item in b.aggregated_status(binding).items() if b.health_of(item) == b.UNHEALTHY]
-        warnings: tuple[Event, ...] = ()
-        if unhealthy:
-            warnings = (
-                Event(
-                    WARNING,
-                    EVENT_NEEDS_PROPAGATE_DEPS,
-                    clip_message(
-                        "spec.failover.application is set but propagateDeps is not true, so the workload is not failed"
-                        f" over from {', '.join(sorted(unhealthy))}; set propagateDeps: true in the PropagationPolicy"
-                    ),
-                ),
-            )
-        return _forget_timers(old_timers_raw, warnings)
+    if not _is_cluster_binding(binding) and b.spec(binding).get("propagateDeps") is not True:
+        return _forget_timers(old_timers_raw, _needs_propagate_deps(binding))
 
     toleration = timedelta(seconds=toleration_seconds(application))
-    timers = read_time_annotation(old_timers_raw)
-    health = b.aggregated_status(binding)
-    targets = b.target_clusters(binding)
-    tasks = b.eviction_tasks(binding)
-    evicting = {task["fromCluster"] for task in tasks}
-
+    timers = _count_unhealthy_time(binding, read_time_annotation(old_timers_raw), toleration, settings, now)
     history = failover_history(binding, settings, now)
-    new_timers: dict[str, datetime] = {}
-    due: list[tuple[b.TargetCluster, datetime]] = []
-    delays: list[timedelta | None] = []
-    for target in targets:
-        if target.name in evicting:
-            continue  # already on its way out; Karmada's controller skips these too
-        cluster_health = b.health_of(health.get(target.name))
-        since = timers.get(target.name)
-        if cluster_health == b.HEALTHY:
-            continue  # healthy resets the timer
-        if cluster_health == b.UNKNOWN:
-            if since is not None:
-                new_timers[target.name] = since  # karmada#7431: Unknown keeps the timer, it does not reset it
-            continue
-        restoring = restoring_until(binding, target.name, settings) if since is None else None
-        if restoring is not None and now < restoring:
-            delays.append(restoring - now)  # karmada#6233: a copy still restoring its state is not counted yet
-            continue
-        since = since or now
-        new_timers[target.name] = since
-        deadline = since + toleration
-        if now >= deadline:
-            due.append((target, deadline))
-        else:
-            delays.append(deadline - now)
-
-    events: list[Event] = []
-    new_tasks: list[dict[str, Any]] = []
-    clusters_before = [target.name for target in targets]
-    rule = hold(history, settings, now) if due else None
+    rule = hold(history, settings, now) if timers.due else None
     if rule is not None:
-        events.extend(
-            Event(WARNING, EVENT_HELD_BACK, clip_message(held_back_message(target.name, rule))) for target, _ in due
-        )
-        delays.append(rule.until - now)
-        due = []
-    kept: list[str] = []
-    for target, deadline in due:
-        reasons = why_not_takers(binding, clusters, {*(task["fromCluster"] for task in new_tasks), target.name})
-        if reasons is not None:
-            kept.append(target.name)
-            seconds = int(toleration.total_seconds())
-            events.append(Event(WARNING, EVENT_KEPT, clip_message(kept_message(target.name, reasons, seconds))))
-            delays.append(RECHECK)
-            continue
-        outcome = _preserved_state(binding, application, tasks, target.name, deadline, settings, now)
-        events.extend(outcome.events)
-        if outcome.state is None:
-            delays.append(outcome.wait)
-            continue
-        new_tasks.append(
-            _eviction_task(application, target, outcome.state, clusters_before, is_cluster_binding, settings, now)
-        )
-        events.append(
-            Event(
-                NORMAL,
-                EVENT_FAILED_OVER,
-                clip_message(
-                    f"workload was Unhealthy on {target.name} for {int(toleration.total_seconds())}s"
-                    f" (tolerationSeconds); evicted it with purgeMode {new_tasks[-1]['purgeMode']}"
-                ),
-            )
-        )
+        acted = _held_back(timers.due, rule, now)
+    else:
+        acted = _evict_due(binding, application, timers.due, toleration, clusters, settings, now)
 
-    evicted = tuple(task["fromCluster"] for task in new_tasks)
-    for name in evicted:
-        new_timers.pop(name, None)
-    patch = _patch(binding, old_timers_raw, new_timers, evicted, new_tasks)
+    evicted = tuple(task["fromCluster"] for task in acted.new_tasks)
+    still_counting = {name: since for name, since in timers.since.items() if name not in evicted}
+    patch = _patch(binding, old_timers_raw, still_counting, evicted, acted.new_tasks)
     if evicted:
         patch = patch or {}
         patch.setdefault("metadata", {}).setdefault("annotations", {})[FAILOVERS_ANNOTATION] = write_history(
@@ -217,11 +140,148 @@ def decide_application_failover(
     return FailoverDecision(
         patch=patch,
         evicted=evicted,
-        new_tasks=tuple(new_tasks),
-        events=tuple(events),
-        requeue_after=earliest(*delays),
-        kept=tuple(kept),
+        new_tasks=tuple(acted.new_tasks),
+        events=tuple(acted.events),
+        requeue_after=earliest(*timers.delays, *acted.delays),
+        kept=tuple(acted.kept),
     )
+
+
+@dataclass
+class _Timers:
+    """The unhealthy timers after one look at the binding: the first-unhealthy time of each target that still counts,
+    the targets whose toleration has run out (with when it ran out), and how long until the next may run out."""
+
+    since: dict[str, datetime] = field(default_factory=dict)
+    due: list[tuple[b.TargetCluster, datetime]] = field(default_factory=list)
+    delays: list[timedelta | None] = field(default_factory=list)
+
+
+@dataclass
+class _Evictions:
+    """What was decided for the due targets: the eviction tasks to append, the targets kept where they are, the
+    events, and how long until the decision may change."""
+
+    new_tasks: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    delays: list[timedelta | None] = field(default_factory=list)
+
+
+def _is_cluster_binding(binding: Mapping[str, Any]) -> bool:
+    return binding.get("kind") == CLUSTER_RESOURCE_BINDING.kind
+
+
+def _needs_propagate_deps(binding: Mapping[str, Any]) -> tuple[Event, ...]:
+    """A ResourceBinding without propagateDeps is not failed over (Karmada's controller does nothing for it): a
+    Warning names the Unhealthy clusters it stays on instead of silence (karmada#3738)."""
+    unhealthy = [name for name, item in b.aggregated_status(binding).items() if b.health_of(item) == b.UNHEALTHY]
+    if not unhealthy:
+        return ()
+    return (
+        Event(
+            WARNING,
+            EVENT_NEEDS_PROPAGATE_DEPS,
+            clip_message(
+                "spec.failover.application is set but propagateDeps is not true, so the workload is not failed"
+                f" over from {', '.join(sorted(unhealthy))}; set propagateDeps: true in the PropagationPolicy"
+            ),
+        ),
+    )
+
+
+def _count_unhealthy_time(
+    binding: Mapping[str, Any],
+    timers: Mapping[str, datetime],
+    toleration: timedelta,
+    settings: DecisionSettings,
+    now: datetime,
+) -> _Timers:
+    """Start, keep or reset each target's first-unhealthy time (`timers`, as the annotation holds them) and find the
+    targets Unhealthy for `toleration`: Healthy resets a timer, Unknown keeps it without starting it (karmada#7431),
+    and a new copy still restoring its state is not counted yet (karmada#6233)."""
+    counted = _Timers()
+    health = b.aggregated_status(binding)
+    evicting = {task["fromCluster"] for task in b.eviction_tasks(binding)}
+    for target in b.target_clusters(binding):
+        if target.name in evicting:
+            continue  # already on its way out; Karmada's controller skips these too
+        cluster_health = b.health_of(health.get(target.name))
+        since = timers.get(target.name)
+        if cluster_health == b.HEALTHY:
+            continue  # healthy resets the timer
+        if cluster_health == b.UNKNOWN:
+            if since is not None:
+                counted.since[target.name] = since  # karmada#7431: Unknown keeps the timer, it does not reset it
+            continue
+        restoring = restoring_until(binding, target.name, settings) if since is None else None
+        if restoring is not None and now < restoring:
+            counted.delays.append(restoring - now)  # karmada#6233: a copy still restoring its state is not counted yet
+            continue
+        since = since or now
+        counted.since[target.name] = since
+        deadline = since + toleration
+        if now >= deadline:
+            counted.due.append((target, deadline))
+        else:
+            counted.delays.append(deadline - now)
+    return counted
+
+
+def _held_back(due: list[tuple[b.TargetCluster, datetime]], rule: Hold, now: datetime) -> _Evictions:
+    """No due target is evicted while the failover budget or its backoff holds failovers back
+    (`failover.reconcile.failover_budget`, karmada#4480): a Warning for each, and a look again when the hold ends."""
+    return _Evictions(
+        events=[
+            Event(WARNING, EVENT_HELD_BACK, clip_message(held_back_message(target.name, rule))) for target, _ in due
+        ],
+        delays=[rule.until - now],
+    )
+
+
+def _evict_due(
+    binding: Mapping[str, Any],
+    application: Mapping[str, Any],
+    due: list[tuple[b.TargetCluster, datetime]],
+    toleration: timedelta,
+    clusters: Mapping[str, Mapping[str, Any]] | None,
+    settings: DecisionSettings,
+    now: datetime,
+) -> _Evictions:
+    """An eviction task for each due target, except where no other cluster can take the workload (kept on its last
+    cluster: `failover.reconcile.last_cluster`, karmada#7455) and where the state to preserve is not found yet (the
+    eviction waits for it: `_preserved_state`)."""
+    acted = _Evictions()
+    tasks = b.eviction_tasks(binding)
+    clusters_before = [target.name for target in b.target_clusters(binding)]
+    seconds = int(toleration.total_seconds())
+    for target, deadline in due:
+        reasons = why_not_takers(binding, clusters, {*(task["fromCluster"] for task in acted.new_tasks), target.name})
+        if reasons is not None:
+            acted.kept.append(target.name)
+            acted.events.append(Event(WARNING, EVENT_KEPT, clip_message(kept_message(target.name, reasons, seconds))))
+            acted.delays.append(RECHECK)
+            continue
+        outcome = _preserved_state(binding, application, tasks, target.name, deadline, settings, now)
+        acted.events.extend(outcome.events)
+        if outcome.state is None:
+            acted.delays.append(outcome.wait)
+            continue
+        task = _eviction_task(
+            application, target, outcome.state, clusters_before, _is_cluster_binding(binding), settings, now
+        )
+        acted.new_tasks.append(task)
+        acted.events.append(
+            Event(
+                NORMAL,
+                EVENT_FAILED_OVER,
+                clip_message(
+                    f"workload was Unhealthy on {target.name} for {seconds}s"
+                    f" (tolerationSeconds); evicted it with purgeMode {task['purgeMode']}"
+                ),
+            )
+        )
+    return acted
 
 
 def toleration_seconds(application: Mapping[str, Any]) -> int:
