@@ -14,15 +14,11 @@ from typing import Any
 from controllers.access.kube import with_identity
 from controllers.loop.informer import Informer
 from failover.core import binding as b
-from failover.core.api import (
-    CLUSTER_PROPAGATION_POLICIES,
-    CLUSTER_RESOURCE_BINDINGS,
-    CLUSTERS,
-    PROPAGATION_POLICIES,
-    RESOURCE_BINDINGS,
-    WORKS,
-    Resource,
-)
+
+# `as`: re-exported for controllers/manager.py, which imports them from here.
+from failover.core.api import BINDING_RESOURCES as BINDING_RESOURCES
+from failover.core.api import CLUSTERS, WORKS, Resource
+from failover.core.api import POLICY_RESOURCES as POLICY_RESOURCES
 from failover.core.cluster import has_taint
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.core.names import object_key
@@ -34,8 +30,6 @@ from failover.state.history import JOB_STATUS
 from failover.state.last_state import preservation_rules
 from failover.state.preserved_state import owning_binding
 
-BINDING_RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
-POLICY_RESOURCES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)
 BindingKey = tuple[str, str]  # (kind, key)
 RECONCILIATION = "reconciliationStatus"
 # A copy's lifecycle: FAILED ends its restore grace at once (failover/state/restoration.py `terminally_failed`).

@@ -83,6 +83,9 @@ FLINK_BLUE_GREEN_DEPLOYMENTS = Resource(
     FLINK_GROUP, "v1beta1", "FlinkBlueGreenDeployment", "flinkbluegreendeployments", True
 )
 FLINK_RESOURCES = (FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS, FLINK_BLUE_GREEN_DEPLOYMENTS)
+# Karmada's two bindings (namespaced, and cluster-scoped for a cluster-scoped workload) and its two placement policies.
+BINDING_RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
+POLICY_RESOURCES = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES)
 
 RESOURCES = (
     PROPAGATION_POLICIES,
@@ -109,7 +112,13 @@ FLINK_DEPLOYMENT = FLINK_DEPLOYMENTS.group_kind
 FLINK_SESSION_JOB = FLINK_SESSION_JOBS.group_kind
 FLINK_BLUE_GREEN_DEPLOYMENT = FLINK_BLUE_GREEN_DEPLOYMENTS.group_kind
 
-POLICY_KINDS = frozenset({PROPAGATION_POLICY, CLUSTER_PROPAGATION_POLICY})
+POLICY_KINDS = frozenset(resource.group_kind for resource in POLICY_RESOURCES)
+
+
+def group_kind_of(api_version: str, kind: str) -> GroupKind:
+    """The group and kind of an object's `apiVersion` and `kind`: `flink.apache.org/v1beta1` is in the group
+    `flink.apache.org`, `v1` in the core group ""."""
+    return GroupKind(api_version.rpartition("/")[0], kind)
 
 
 class PurgeMode(str, Enum):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from controllers.loop.cache import POLICY_RESOURCES, Cache
+from controllers.loop.cache import Cache
 from controllers.loop.informer import Informer
 from controllers.loop.queue import WorkQueue
 from controllers.manager import CACHED_ONLY, CONTROLLERS, queue_every_key, queue_keys
@@ -13,6 +13,7 @@ from failover.core.api import (
     CLUSTER_RESOURCE_BINDING_NAME_ANNOTATION,
     CLUSTER_RESOURCE_BINDINGS,
     CLUSTERS,
+    POLICY_RESOURCES,
     RESOURCE_BINDING_NAME_ANNOTATION,
     RESOURCE_BINDING_NAMESPACE_ANNOTATION,
     RESOURCE_BINDINGS,
