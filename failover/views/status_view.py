@@ -123,6 +123,37 @@ def workload_view(
     resource = resource if isinstance(resource, dict) else {}
     application = b.application_failover(binding) or {}
     toleration = toleration_seconds(application) if application else None
+    moves = [move.as_json() for move in read_history(binding).moves[-SHOWN_MOVES:]]
+    return {
+        "workload": workload_name(binding),
+        "kind": resource.get("kind"),
+        "binding": b.object_ref(binding).name,
+        "placement": [target.name for target in b.target_clusters(binding)],
+        "tolerationSeconds": toleration,
+        "purgeMode": application.get("purgeMode"),
+        "targets": _targets(binding, clusters, toleration, decisions, now),
+        "evictions": [_eviction(binding, task) for task in b.eviction_tasks(binding)],
+        "fences": _fences(binding, clusters, decisions, now, fence_records or {}, member_relays),
+        # The last planned move (failback) and its savepoint handoff (failover/moves/handoff.py).
+        "plannedMove": handoff_view(binding),
+        "restore": _restore(subject, restore, storage, restore_problem),
+        "history": list(reversed(moves)),
+        "at": format_time(now),
+    }
+
+
+def _targets(
+    binding: Mapping[str, Any],
+    clusters: Mapping[str, Mapping[str, Any]],
+    toleration: int | None,
+    decisions: DecisionSettings,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """Each target as the loop sees it: its health (`status.aggregatedStatus`), since when it is Unhealthy and when
+    application failover evicts it (`failover-relay.io/unhealthy-since` + tolerationSeconds, None without
+    application failover), until when a new copy is left to restore (`failover.reconcile.failover_budget`), whether a
+    due eviction is held because no other cluster can take the workload (`failover.reconcile.last_cluster`), and the
+    state it runs with."""
     since = read_time_annotation(b.annotations(binding).get(UNHEALTHY_SINCE_ANNOTATION))
     health = b.aggregated_status(binding)
     moved_in = restoration.restoring(binding)
@@ -138,15 +169,14 @@ def workload_view(
         )
         reflected = (item or {}).get("status")
         job_status = reflected.get(JOB_STATUS) if isinstance(reflected, dict) else None
-        ready = reachability(clusters.get(target.name)).ready
-        restoring = restoring_until(binding, target.name, decisions) if application else None
+        restoring = restoring_until(binding, target.name, decisions) if toleration is not None else None
         if restoring is not None and (now >= restoring or b.health_of(item) == b.HEALTHY):
             restoring = None
         kept = eviction is not None and now >= eviction and why_not_takers(binding, clusters, {target.name}) is not None
         targets.append(
             {
                 "cluster": target.name,
-                "clusterReady": ready,
+                "clusterReady": reachability(clusters.get(target.name)).ready,
                 "health": b.health_of(item),
                 "jobId": reflected_run(item)[0] or None,
                 "jobState": job_status.get("state") if isinstance(job_status, dict) else None,
@@ -161,37 +191,19 @@ def workload_view(
                 "withoutState": _loss(losses.get(target.name)),
             }
         )
-    evictions = []
-    for task in b.eviction_tasks(binding):
-        evictions.append(
-            {
-                "fromCluster": task["fromCluster"],
-                "reason": task.get("reason"),
-                "purgeMode": task.get("purgeMode"),
-                "preservedState": task_state(binding, task) or None,
-                "created": task.get("creationTimestamp"),
-                "producer": task.get("producer"),
-            }
-        )
-    moves = [move.as_json() for move in read_history(binding).moves[-SHOWN_MOVES:]]
-    fences = _fences(binding, clusters, decisions, now, fence_records or {}, member_relays)
-    view: dict[str, Any] = {
-        "workload": workload_name(binding),
-        "kind": resource.get("kind"),
-        "binding": b.object_ref(binding).name,
-        "placement": [target.name for target in b.target_clusters(binding)],
-        "tolerationSeconds": toleration,
-        "purgeMode": application.get("purgeMode"),
-        "targets": targets,
-        "evictions": evictions,
-        "fences": fences,
-        # The last planned move (failback) and its savepoint handoff (failover/moves/handoff.py).
-        "plannedMove": handoff_view(binding),
-        "restore": _restore(subject, restore, storage, restore_problem),
-        "history": list(reversed(moves)),
-        "at": format_time(now),
+    return targets
+
+
+def _eviction(binding: Mapping[str, Any], task: Mapping[str, Any]) -> dict[str, Any]:
+    """An eviction task in flight: from where, why, how the old copy goes, and the state the new copy is given."""
+    return {
+        "fromCluster": task["fromCluster"],
+        "reason": task.get("reason"),
+        "purgeMode": task.get("purgeMode"),
+        "preservedState": task_state(binding, task) or None,
+        "created": task.get("creationTimestamp"),
+        "producer": task.get("producer"),
     }
-    return view
 
 
 def _loss(loss: StateLoss | None) -> dict[str, Any] | None:
