@@ -12,13 +12,15 @@ profile (docs/benchmarks.md).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 from failover.core.names import object_key
 from failover.core.verdict import WRONG_TYPE, Findings
 
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
+
+T = TypeVar("T")
 
 
 def is_int(value: Any) -> TypeGuard[int]:
@@ -41,34 +43,30 @@ def _type_name(value: Any) -> str:
 
 
 def mapping_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any] | None:
-    value = parent.get(key)
-    if value is None or isinstance(value, dict):
-        return value
-    findings.deny(path, f"must be an object, got {_type_name(value)}", WRONG_TYPE)
-    return None
+    return _typed_at(findings, parent, key, path, dict, "an object")
 
 
 def list_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) -> list[Any] | None:
-    value = parent.get(key)
-    if value is None or isinstance(value, list):
-        return value
-    findings.deny(path, f"must be a list, got {_type_name(value)}", WRONG_TYPE)
-    return None
+    return _typed_at(findings, parent, key, path, list, "a list")
 
 
 def str_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) -> str | None:
-    value = parent.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    findings.deny(path, f"must be a string, got {_type_name(value)}", WRONG_TYPE)
-    return None
+    return _typed_at(findings, parent, key, path, str, "a string")
 
 
 def bool_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) -> bool | None:
+    return _typed_at(findings, parent, key, path, bool, "true or false")
+
+
+def _typed_at(
+    findings: Findings, parent: Mapping[str, Any], key: str, path: str, expected: type[T], must_be: str
+) -> T | None:
+    """The value at `key` when it is an `expected` (None when absent or null); of another type, None and a denial at
+    `path` saying what it must be and what it is."""
     value = parent.get(key)
-    if value is None or isinstance(value, bool):
+    if value is None or isinstance(value, expected):
         return value
-    findings.deny(path, f"must be true or false, got {_type_name(value)}", WRONG_TYPE)
+    findings.deny(path, f"must be {must_be}, got {_type_name(value)}", WRONG_TYPE)
     return None
 
 
