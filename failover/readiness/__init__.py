@@ -4,4 +4,10 @@ failover is a plain function of what the command read (Karmada's objects, karmad
 relay's Lease, the answers of two dry-run probes, the member relays' heartbeats, the restore lookup) and the current
 time, returning a `Finding`: ok, warning or problem, the evidence, and the section of the docs that says how to fix
 it. Nothing here reads a server.
+
+- `findings`: what the check says of one condition (`Finding`), and the sections of the docs a fix points to;
+- `shared_conditions`: the conditions every workload shares: Karmada's controllers, the relay's Lease, the
+  ClusterTaintPolicy, the webhooks as the apiserver calls them, the checkpoint storage, the member relays;
+- `workload`: one workload's conditions (its policy, health interpretation, Flink configuration, newest state,
+  targets), and the RPO and RTO it would get.
 """
