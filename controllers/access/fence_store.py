@@ -1,6 +1,6 @@
 """The storage fence's records in the checkpoint storage: list, read, write and remove them over the checkpoint root's
-fsspec filesystem (the formats and every decision: failover/state/fence_records.py). Blocking; callers run it on a
-thread. Imports no Kubernetes client: the member relay's fence watcher and the control plane share it.
+fsspec filesystem (the formats: failover/fence/fence_files.py; every decision: failover/fence/). Blocking; callers run
+it on a thread. Imports no Kubernetes client: the member relay's fence watcher and the control plane share it.
 
 Whatever is found under a cluster's directory that is not exactly a record or an acknowledgement of ours (a foreign
 file, a half-written one, a link out of the root) is skipped with one `fence_file_ignored` line per file and reason,

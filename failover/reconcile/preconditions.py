@@ -37,7 +37,7 @@ _ABSENT = object()
 DELETION = ("metadata", "deletionTimestamp")
 TASKS = ("spec", "gracefulEvictionTasks")
 TARGETS = ("spec", "clusters")
-# What `decide_fencing` reads of the binding (failover/reconcile/fencing.py): whether it is deleting, its tasks, its
+# What `decide_fencing` reads of the binding (failover/fence/old_copy.py): whether it is deleting, its tasks, its
 # record of fenced copies and its targets.
 READS_FENCING: tuple[Path, ...] = (DELETION, TASKS, ("metadata", "annotations", FENCED_ANNOTATION), TARGETS)
 

@@ -117,7 +117,7 @@ def workload_view(
 ) -> dict[str, Any]:
     """Everything the status command shows for one workload, as plain JSON-able data. `decisions` are the relay's
     settings (its restore grace); None takes the defaults. `fence_records`: the storage fence's records (and their
-    acknowledgements) by cluster, as the checkpoint storage holds them (failover/state/fence_records.py)."""
+    acknowledgements) by cluster, as the checkpoint storage holds them (failover/fence/fence_files.py)."""
     decisions = decisions or DecisionSettings()
     resource = b.spec(binding).get("resource")
     resource = resource if isinstance(resource, dict) else {}

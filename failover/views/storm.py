@@ -1,7 +1,7 @@
 """Where each workload of a member cluster stands in its move away from it: the phases a storm is watched by.
 
 A cluster that dies takes all of its workloads with it; each then goes through the same phases, and an operator
-needs to see how many are in which (the metrics of `controllers/storm.py`) and which ones
+needs to see how many are in which (the metrics of `controllers/loop/loop_metrics.py`) and which ones
 (`failover-relay status --cluster NAME`; docs/operations.md, "A storm: a cluster's workloads at once"). For one
 binding and one cluster the phase is read from the binding and from whether a Work for that cluster still exists:
 

@@ -235,7 +235,7 @@ def check_settings(settings: Settings) -> None:
             value = getattr(value, attribute)
         _check_bounds(entry, value)
     for key, name in (("server.serviceName", settings.service_name), ("server.namespace", settings.namespace)):
-        # certs/names.py spells the certificate's Service names from these as they are.
+        # certs/serving_names.py spells the certificate's Service names from these as they are.
         if name is not None and not is_dns_label(name):
             raise SettingsError(f"{key} {name!r} is not a valid Kubernetes name (RFC 1123 label)")
     if bool(settings.service_name) != bool(settings.namespace):
