@@ -121,7 +121,7 @@ command -v go >/dev/null || { log "go is not on PATH; install Go $(cat "$cache_d
 mod_flag="-mod=mod"
 [[ -d "$cache_dir/src/vendor" ]] && mod_flag="-mod=vendor"
 export GOWORK=off CGO_ENABLED=0 GOFLAGS="$mod_flag"
-# Karmada's own version stamp, so the binaries report what they are (pkg/version, as hack/util.sh sets it).
+# Karmada's own version stamp, so the binaries report what they are (pkg/version, as Karmada's hack/util.sh sets it).
 ldflags="-s -w -X github.com/karmada-io/karmada/pkg/version.gitVersion=$key"
 cd "$cache_dir/src"
 # One binary at a time: on two cores parallel links run out of memory sooner than they save time.

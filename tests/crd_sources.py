@@ -114,8 +114,8 @@ def karmada_crds(tree: KarmadaTree, target: Path, *, conversion: ConversionWebho
     """Write Karmada's CRD kustomization into ``target`` (created) and return it, ready for ``kubectl apply -k``.
 
     With ``conversion``, the kustomization's two patches point (Cluster)ResourceBinding conversion at that URL, as
-    ``hack/deploy-karmada.sh`` does with the karmada-webhook Service. Without, the patches are left out: on a bare
-    kube-apiserver no karmada-webhook runs, and a CRD whose conversion webhook is unreachable fails every read in a
+    Karmada's ``hack/deploy-karmada.sh`` does with the karmada-webhook Service. Without, the patches are left out: on a
+    bare kube-apiserver no karmada-webhook runs, and a CRD whose conversion webhook is unreachable fails every read in a
     version other than the stored one. Only v1alpha2 (Karmada's storage version, the one failover-relay reads and
     writes) is then usable, which is all such a control plane needs.
     """

@@ -41,7 +41,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Import:
-    file: str  # e.g. "certs/names.py"
+    file: str  # e.g. "certs/serving_names.py"
     line: int
     target: str  # the module imported, dotted: "failover.core.names"
 

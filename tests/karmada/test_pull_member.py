@@ -2,7 +2,7 @@
 state, and when the member and its agent return, the stale copy is gone within seconds while the new one is never
 touched. The control plane cannot reach the member's apiserver (its Cluster names an address no host answers), so
 Karmada's cluster proxy cannot delete anything there: the relay hands the old Work to the agent instead
-(failover/reconcile/pull_clusters.py), and the returning agent deletes the copy itself. The second test partitions the
+(failover/fence/old_copy.py), and the returning agent deletes the copy itself. The second test partitions the
 agent from karmada-apiserver instead, with the storage fence on: the old copy is suspended before the new one starts,
 the target for a partitioned Pull member whose storage stays reachable.
 

@@ -1,5 +1,5 @@
 """`failover-relay drain` and `undrain` on bad input: one line, exit 2, no traceback, nothing written (the moves
-themselves: tests/failover/reconcile/test_drain.py; against real Karmada with a real Flink job:
+themselves: tests/failover/moves/test_cluster_drain.py; against real Karmada with a real Flink job:
 tests/karmada/test_planned_move.py)."""
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ def test_bad_settings_name_the_key(tmp_path: Path, text: str, message: str) -> N
 
 @pytest.mark.parametrize("service", ["Relay", "relay.evil", "-relay", "a" * 64, "", "relay/../x"])
 def test_service_name_that_is_not_a_dns_label_is_refused(service: str) -> None:
-    # The certificate's Service names are spelled from it as it is (certs/names.py).
+    # The certificate's Service names are spelled from it as it is (certs/serving_names.py).
     with pytest.raises(SettingsError, match="server.serviceName .* is not a valid Kubernetes name"):
         check_settings(Settings(service_name=service, namespace="karmada-system"))
 

@@ -51,8 +51,9 @@ MIN_SUCCESS = 0.9
 # a second, and on a loaded two-core machine (six CPU burners and a compile beside, load 16, the test at nice 4)
 # reviews kept moving throughout.
 HANG_SECONDS = 60.0
-# The longest TLS handshake the setting allows (relay/settings.py): a handshake starved of CPU is then never cut off
-# by the server and mistaken for a refusal. The handshake timeout itself is tests/webhook/test_listener.py's.
+# The longest TLS handshake the setting allows (relay/settings/declarations.py): a handshake starved of CPU is then
+# never cut off by the server and mistaken for a refusal. The handshake timeout itself is
+# tests/webhook/test_listener.py's.
 HANDSHAKE_SECONDS = 60.0
 
 SERVED, REFUSED, HUNG, WRONG = "served", "refused", "hung", "wrong answer"

@@ -1,4 +1,4 @@
-"""The control plane's side of the storage fence (failover/reconcile/storage_fence.py): which records a binding
+"""The control plane's side of the storage fence (failover/fence/control_plane.py): which records a binding
 needs, that each is written once, and that an acknowledgement makes `decide_fencing` release the old Work at once."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The old copy on a Pull cluster (failover/reconcile/pull_clusters.py and its part in fencing.py): never through
+"""The old copy on a Pull cluster (its part in failover/fence/old_copy.py): never through
 the proxy; the fenced Work is handed to the agent (binding label off, finalizer kept), its copies forgotten once the
 agent has deleted them and the Work is gone."""
 

@@ -1,5 +1,5 @@
-"""The records in the eviction's own write (failover/reconcile/records.py): one write per eviction, the same binding
-as the two writes it replaces, idempotent, and restart-safe (no duplicate or lost history move)."""
+"""The records in the eviction's own write (failover/reconcile/record_keeping.py): one write per eviction, the same
+binding as the two writes it replaces, idempotent, and restart-safe (no duplicate or lost history move)."""
 
 from __future__ import annotations
 
