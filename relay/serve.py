@@ -14,8 +14,9 @@ from aiohttp import web
 from certs.reload import ReloadingSSLContext
 from certs.serving import ensure_certificates
 from failover.admission.registry import defaulters_for
-from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS, GroupKind
+from failover.core.api import GroupKind
 from failover.core.version import package_version, python_version
+from failover.fence.member_relay import SUSPENDABLE
 from relay.settings import Settings, SettingsError, open_injection
 from webhook.blocking import BlockingPool
 from webhook.drain import Connection, sweep
@@ -35,8 +36,6 @@ CERTIFICATE_CHECK_SECONDS = 60.0
 CLEANUP_SECONDS = 0.05
 
 log = structlog.get_logger("failover_relay")
-# The kinds whose copies the storage fence suspends (failover/state/fence_records.py SUSPENDABLE).
-SUSPENDABLE_KINDS = (FLINK_DEPLOYMENTS.group_kind, FLINK_SESSION_JOBS.group_kind)
 
 
 def now_utc() -> datetime:
@@ -62,10 +61,14 @@ class RelayServer:
         if handlers is None:
             savepoints = self._savepoint_mutators()
             if settings.member and settings.fence.member_cluster:
-                # Fenced copies stay suspended through Karmada's drift correction (webhook/fence_mutator.py).
+                # Fenced copies of the kinds the fence suspends stay suspended through Karmada's drift correction
+                # (webhook/fence_mutator.py).
                 savepoints = {
                     **savepoints,
-                    **{kind: keeping_suspended(savepoints.get(kind), self.fenced) for kind in SUSPENDABLE_KINDS},
+                    **{
+                        resource.group_kind: keeping_suspended(savepoints.get(resource.group_kind), self.fenced)
+                        for resource in SUSPENDABLE
+                    },
                 }
             works: dict[GroupKind, Mutator] = {}
             if not settings.member:

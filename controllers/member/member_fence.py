@@ -26,16 +26,21 @@ from urllib3.exceptions import HTTPError
 from controllers.access.fence_store import ClusterFences, FenceStorageError, FenceStore, on_storage
 from controllers.access.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from controllers.access.outage import Outage
-from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS
 from failover.core.work import MemberCopy
 from failover.fence.control_plane import HEARTBEAT_SECONDS
 from failover.fence.fence_files import SUSPENDED, FenceRecord, Heartbeat
-from failover.fence.member_relay import decide_member_fence, has_jobmanager, operator_suspended, suspendable
+from failover.fence.member_relay import (
+    SUSPENDABLE,
+    decide_member_fence,
+    has_jobmanager,
+    operator_suspended,
+    suspendable,
+)
 from failover.state.jobmanager import JobManager, jobmanager_selector, owned_by
 
 log = structlog.get_logger("failover_relay.member_fence")
 
-PLURALS = {resource.kind: resource.plural for resource in (FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS)}
+PLURALS = {resource.kind: resource.plural for resource in SUSPENDABLE}
 EVENT_JOBMANAGER_STOPPED = "JobManagerStopped"
 
 

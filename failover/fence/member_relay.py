@@ -21,27 +21,28 @@ from datetime import datetime
 from typing import Any
 
 from failover.core import work as w
-from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS
+from failover.core.api import FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS, group_kind_of
 from failover.core.work import MemberCopy
 from failover.fence.fence_files import ABSENT, SUSPENDED, AckedCopy, FenceAck, FenceRecord
 from failover.state.flink_config import is_state_path
 from failover.state.jobmanager import JobManager
 
 OPERATOR_SUSPENDED = "SUSPENDED"  # status.lifecycleState once the operator has stopped it (operator 1.16 CRD)
-# The Flink operator resources whose spec.job.state suspends a job (operator 1.16 CRDs); `spec.job.state: suspended`
-# stops the job, with a savepoint where upgradeMode allows.
-SUSPENDABLE = frozenset(resource.group_kind for resource in (FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS))
+# The kinds the storage fence suspends, declared once: the Flink operator resources whose spec.job.state suspends a
+# job (operator 1.16 CRDs); `spec.job.state: suspended` stops the job, with a savepoint where upgradeMode allows. The
+# member relay reads and patches them (controllers/member/member_fence.py), its `/mutate` keeps them suspended
+# (relay/serve.py).
+SUSPENDABLE = (FLINK_DEPLOYMENTS, FLINK_SESSION_JOBS)
 
 
 def suspendable(copy: MemberCopy) -> bool:
     """A suspension can stop this copy: a Flink job the operator runs."""
-    return any(copy.api_version.partition("/")[0] == gk.group and copy.kind == gk.kind for gk in SUSPENDABLE)
+    return group_kind_of(copy.api_version, copy.kind) in {resource.group_kind for resource in SUSPENDABLE}
 
 
 def has_jobmanager(copy: MemberCopy) -> bool:
     """The copy runs a JobManager of its own: a FlinkDeployment (an application or session cluster)."""
-    gk = FLINK_DEPLOYMENTS.group_kind
-    return copy.api_version.partition("/")[0] == gk.group and copy.kind == gk.kind
+    return group_kind_of(copy.api_version, copy.kind) == FLINK_DEPLOYMENTS.group_kind
 
 
 def names_copy(record: FenceRecord, member_object: Mapping[str, Any]) -> bool:
