@@ -47,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -130,13 +130,55 @@ def decide_failback(
     if not isinstance(name, str) or not name:
         return FailbackDecision()
     record = _read_record(b.annotations(cluster).get(RECOVERY_ANNOTATION))
+    recovery = _recovery(cluster, record, settings, now)
+    if isinstance(recovery, FailbackDecision):
+        return recovery
+    new_record, recovered = recovery
+    bindings = [binding for binding in bindings if isinstance(binding, dict)]
+    affected = _affected_workloads(bindings, name, recovered, policies, settings)
+    if not affected:
+        return FailbackDecision(cluster_patch=_record_patch(record, new_record))
+    plan = _FailbackPlan(name, recovered, settings, now)
+    room = settings.failback_max_in_flight - sum(1 for binding in bindings if planned_move_in_flight(binding))
+    for binding, workload in affected:
+        if handoff_in_flight(binding):
+            plan.held_back += 1  # another planned move of it (a drain) is under way: one move at a time
+            continue
+        route, detail = failback_route(binding, name, _schedulable(clusters, name))
+        if route == REBALANCE:
+            plan.rebalanced.append((binding, workload))
+        elif route == EVICT and room <= 0:
+            plan.held_back += 1
+        elif route == EVICT:
+            room -= 1
+            works = works_of(binding) if works_of is not None else ()
+            plan.move_back(binding, detail, works, None if watched is None else detail in watched)
+        else:
+            plan.refuse(binding, detail)
+    rebalancer = plan.rebalance(new_record)
+    return FailbackDecision(
+        rebalancer=rebalancer,
+        binding_patches=tuple(plan.patches),
+        cluster_patch=_record_patch(record, new_record),
+        events=tuple(plan.events),
+        # A handoff just begun goes on in its binding's pipeline (decide_handoff): its fence record, its
+        # acknowledgement.
+        requeue_after=earliest(IN_FLIGHT_RETRY if plan.held_back else None, DEFAULT_POLL if plan.handed_off else None),
+        moves=tuple(plan.moves),
+    )
+
+
+def _recovery(
+    cluster: Mapping[str, Any], record: Mapping[str, Any], settings: DecisionSettings, now: datetime
+) -> tuple[dict[str, Any], datetime] | FailbackDecision:
+    """When `cluster` recovered and the record that keeps it, once it has settled; else the decision that records
+    it down, or not yet settled."""
     ready_since = _ready_since(cluster)
     # A drained cluster (failover/moves/cluster_drain.py) is down for failback: its workloads come home when
     # undrained.
     if ready_since is None or c.has_taint(cluster) or is_drained(cluster):
         down = {"downSeenAt": record.get("downSeenAt") or format_time(now)}
         return FailbackDecision(cluster_patch=_record_patch(record, down))
-
     new_record = dict(record)
     if "downSeenAt" in record and "recoveredSince" not in record:
         new_record["recoveredSince"] = format_time(now)  # the taint (or readiness) loss we saw is over
@@ -144,103 +186,102 @@ def decide_failback(
     settled_at = recovered + settings.failback_settle
     if now < settled_at:
         return FailbackDecision(cluster_patch=_record_patch(record, new_record), requeue_after=settled_at - now)
+    return new_record, recovered
 
+
+def _affected_workloads(
+    bindings: Iterable[Mapping[str, Any]],
+    name: str,
+    recovered: datetime,
+    policies: Iterable[Mapping[str, Any]],
+    settings: DecisionSettings,
+) -> list[tuple[Mapping[str, Any], dict[str, str]]]:
+    """The bindings evicted from `name` before it recovered whose policy opted in to failback, with their workload."""
     policy_index = _index_policies(policies)
-    bindings = [binding for binding in bindings if isinstance(binding, dict)]
-    affected: list[tuple[Mapping[str, Any], dict[str, str]]] = []
+    affected = []
     for binding in bindings:
         if _affected(binding, name, recovered) and _opted_in(binding, policy_index, settings):
             workload = b.workload_reference(binding)
             if workload is not None:
                 affected.append((binding, workload))
-    if not affected:
-        return FailbackDecision(cluster_patch=_record_patch(record, new_record))
+    return affected
 
-    schedulable = (
-        None
-        if clusters is None
-        else {cluster_name for cluster_name, obj in clusters.items() if c.is_schedulable(obj)} | {name}
-    )
-    room = settings.failback_max_in_flight - sum(1 for binding in bindings if planned_move_in_flight(binding))
-    rebalanced: list[tuple[Mapping[str, Any], dict[str, str]]] = []
-    binding_patches: list[BindingPatch] = []
-    events: list[Event] = []
-    moves: list[Handoff] = []
-    held_back = handed_off = 0
-    for binding, workload in affected:
-        if handoff_in_flight(binding):
-            held_back += 1  # another planned move of it (a drain) is under way: one move at a time
-            continue
-        route, detail = failback_route(binding, name, schedulable)
-        if route == REBALANCE:
-            rebalanced.append((binding, workload))
-            continue
-        if route == EVICT and room <= 0:
-            held_back += 1
-            continue
+
+def _schedulable(clusters: Mapping[str, Mapping[str, Any]] | None, name: str) -> set[str] | None:
+    if clusters is None:
+        return None
+    return {cluster_name for cluster_name, obj in clusters.items() if c.is_schedulable(obj)} | {name}
+
+
+@dataclass
+class _FailbackPlan:
+    """What one failback of cluster `name` writes, decided workload by workload."""
+
+    name: str
+    recovered: datetime
+    settings: DecisionSettings
+    now: datetime
+    patches: list[BindingPatch] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    moves: list[Handoff] = field(default_factory=list)
+    rebalanced: list[tuple[Mapping[str, Any], dict[str, str]]] = field(default_factory=list)
+    held_back: int = 0
+    handed_off: int = 0
+
+    def move_back(
+        self, binding: Mapping[str, Any], current: str, works: Iterable[Mapping[str, Any]], watched: bool | None
+    ) -> None:
+        """Move `binding`'s workload back off `current`: by savepoint handoff where a member relay can stop its copy,
+        else by the eviction at once, from the newest completed checkpoint."""
+        name, recovered, now = self.name, format_time(self.recovered), self.now
         patch: dict[str, Any] = {"metadata": {"annotations": _forget_eviction(binding, name)}}
-        if route == EVICT:
-            room -= 1
-            works = works_of(binding) if works_of is not None else ()
-            is_watched = None if watched is None else detail in watched
-            started = start_handoff(binding, works, detail, name, REASON_FAILBACK, is_watched, now)
-            if isinstance(started, Handoff):
-                patch["metadata"]["annotations"][HANDOFF_ANNOTATION] = started.annotation()
-                handed_off += 1
-                message = (
-                    f"cluster {name} recovered at {format_time(recovered)}; stopping the copy on {detail} with a"
-                    f" savepoint, then it moves back to {name} and restores from it"
-                )
-            else:
-                fallback = moved_without_handoff(REASON_FAILBACK, detail, name, started, now)
-                moves.append(fallback)
-                patch["metadata"]["annotations"][HANDOFF_ANNOTATION] = fallback.annotation()
-                patch["spec"] = move_eviction(binding, detail, REASON_FAILBACK, settings, now)
-                message = (
-                    f"cluster {name} recovered at {format_time(recovered)}; evicted the workload from {detail} so"
-                    f" that it moves back to {name} with its newest completed checkpoint, not a savepoint: {started}"
-                )
-            events.append(Event(NORMAL, EVENT_FAILBACK, clip_message(message), b.object_ref(binding)))
+        started = start_handoff(binding, works, current, name, REASON_FAILBACK, watched, now)
+        if isinstance(started, Handoff):
+            patch["metadata"]["annotations"][HANDOFF_ANNOTATION] = started.annotation()
+            self.handed_off += 1
+            message = (
+                f"cluster {name} recovered at {recovered}; stopping the copy on {current} with a"
+                f" savepoint, then it moves back to {name} and restores from it"
+            )
         else:
-            events.append(
-                Event(
-                    WARNING,
-                    EVENT_FAILBACK_NOT_POSSIBLE,
-                    clip_message(f"cluster {name} recovered, but this workload is not moved back: {detail}"),
-                    b.object_ref(binding),
-                )
+            fallback = moved_without_handoff(REASON_FAILBACK, current, name, started, now)
+            self.moves.append(fallback)
+            patch["metadata"]["annotations"][HANDOFF_ANNOTATION] = fallback.annotation()
+            patch["spec"] = move_eviction(binding, current, REASON_FAILBACK, self.settings, now)
+            message = (
+                f"cluster {name} recovered at {recovered}; evicted the workload from {current} so"
+                f" that it moves back to {name} with its newest completed checkpoint, not a savepoint: {started}"
             )
-        binding_patches.append(b.patch_on(binding, patch))
+        self.events.append(Event(NORMAL, EVENT_FAILBACK, clip_message(message), b.object_ref(binding)))
+        self.patches.append(b.patch_on(binding, patch))
 
-    rebalancer = None
-    if rebalanced:
-        rebalancer_name = _rebalancer_name(name, recovered, [b.object_ref(binding) for binding, _ in rebalanced])
-        if new_record.get("rebalancer") != rebalancer_name:
-            new_record["rebalancer"] = rebalancer_name
-            rebalancer = _rebalancer(name, rebalancer_name, [workload for _, workload in rebalanced], settings)
-            for binding, _ in rebalanced:
-                if name in evicted_from(binding):
-                    forget = {"metadata": {"annotations": _forget_eviction(binding, name)}}
-                    binding_patches.append(b.patch_on(binding, forget))
-            events.append(
-                Event(
-                    NORMAL,
-                    EVENT_FAILBACK,
-                    f"cluster {name} recovered at {format_time(recovered)};"
-                    f" WorkloadRebalancer {rebalancer_name} spreads"
-                    f" {len(rebalancer['spec']['workloads'])} workload(s) back",
-                )
-            )
-    return FailbackDecision(
-        rebalancer=rebalancer,
-        binding_patches=tuple(binding_patches),
-        cluster_patch=_record_patch(record, new_record),
-        events=tuple(events),
-        # A handoff just begun goes on in its binding's pipeline (decide_handoff): its fence record, its
-        # acknowledgement.
-        requeue_after=earliest(IN_FLIGHT_RETRY if held_back else None, DEFAULT_POLL if handed_off else None),
-        moves=tuple(moves),
-    )
+    def refuse(self, binding: Mapping[str, Any], why: str) -> None:
+        """Say why `binding`'s workload is not moved back, and forget the eviction the failback handled."""
+        message = clip_message(f"cluster {self.name} recovered, but this workload is not moved back: {why}")
+        self.events.append(Event(WARNING, EVENT_FAILBACK_NOT_POSSIBLE, message, b.object_ref(binding)))
+        self.patches.append(b.patch_on(binding, {"metadata": {"annotations": _forget_eviction(binding, self.name)}}))
+
+    def rebalance(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        """The WorkloadRebalancer that spreads the rebalanced workloads back, once per recovery (`record` keeps its
+        name), and the evicted-from records it handles forgotten."""
+        if not self.rebalanced:
+            return None
+        name = self.name
+        rebalancer_name = _rebalancer_name(name, self.recovered, [b.object_ref(one) for one, _ in self.rebalanced])
+        if record.get("rebalancer") == rebalancer_name:
+            return None
+        record["rebalancer"] = rebalancer_name
+        rebalancer = _rebalancer(name, rebalancer_name, [workload for _, workload in self.rebalanced], self.settings)
+        for binding, _ in self.rebalanced:
+            if name in evicted_from(binding):
+                forget = {"metadata": {"annotations": _forget_eviction(binding, name)}}
+                self.patches.append(b.patch_on(binding, forget))
+        message = (
+            f"cluster {name} recovered at {format_time(self.recovered)}; WorkloadRebalancer {rebalancer_name} spreads"
+            f" {len(rebalancer['spec']['workloads'])} workload(s) back"
+        )
+        self.events.append(Event(NORMAL, EVENT_FAILBACK, message))
+        return rebalancer
 
 
 EVICT = "evict"
