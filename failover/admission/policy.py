@@ -24,7 +24,15 @@ from failover.core.api import (
     PURGE_MODE_NAMES,
     PurgeMode,
 )
-from failover.core.fields import bool_at, int32_at, list_at, mapping_at, str_at
+from failover.core.fields import (
+    bool_at,
+    int32_at,
+    list_at,
+    mapping_at,
+    non_negative_int32_at,
+    required_spec,
+    str_at,
+)
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.core.labels import label_key_problems, shown_label_key
 from failover.core.placement import placement_is_single_cluster
@@ -41,13 +49,10 @@ FLINK_JOB_ID_TYPO = "jobID"
 def validate_policy(policy: Mapping[str, Any]) -> Verdict:
     """Every deny and warning of docs/design.md "Policy admission" for one (Cluster)PropagationPolicy."""
     findings = Findings()
-    if not isinstance(policy, dict):
-        findings.deny("(object)", "must be a PropagationPolicy or ClusterPropagationPolicy object", Rule.POLICY_SPEC)
-        return findings.verdict()
-    spec = mapping_at(findings, policy, "spec", "spec")
+    spec = required_spec(
+        findings, policy, "a PropagationPolicy or ClusterPropagationPolicy", "is required", Rule.POLICY_SPEC
+    )
     if spec is None:
-        if not findings.denied:
-            findings.deny("spec", "is required", Rule.POLICY_SPEC)
         return findings.verdict()
     failover = mapping_at(findings, spec, "failover", "spec.failover")
     if failover is None:
@@ -230,14 +235,15 @@ def _validate_application(
     conditions = mapping_at(findings, application, "decisionConditions", f"{APPLICATION}.decisionConditions")
     if conditions is not None:
         toleration_path = f"{APPLICATION}.decisionConditions.tolerationSeconds"
-        toleration = int32_at(findings, conditions, "tolerationSeconds", toleration_path)
-        if toleration is not None and toleration < 0:
-            findings.deny(
-                toleration_path,
-                f"must be 0 or more, got {toleration}; omit it for the default {DEFAULT_TOLERATION_SECONDS}",
-                Rule.NEGATIVE_TOLERATION,
-            )
-        elif toleration == 0:
+        toleration = non_negative_int32_at(
+            findings,
+            conditions,
+            "tolerationSeconds",
+            toleration_path,
+            f"for the default {DEFAULT_TOLERATION_SECONDS}",
+            Rule.NEGATIVE_TOLERATION,
+        )
+        if toleration == 0:
             findings.warn(f"{toleration_path}: 0 fails over on the first unhealthy report", Rule.ZERO_TOLERATION)
 
     purge_mode = _read_purge_mode(findings, application, APPLICATION)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from failover.admission.rules import Rule
-from failover.core.fields import int32_at, list_at, mapping_at, str_at
+from failover.core.fields import list_at, non_negative_int32_at, required_spec, str_at
 from failover.core.verdict import Findings, Verdict
 
 REQUIRED_WORKLOAD_FIELDS = ("apiVersion", "kind", "name")
@@ -21,13 +21,14 @@ WORKLOAD_FIELD_EXAMPLES = {"apiVersion": "apps/v1", "kind": "Deployment", "name"
 
 def validate_rebalancer(rebalancer: Mapping[str, Any]) -> Verdict:
     findings = Findings()
-    if not isinstance(rebalancer, dict):
-        findings.deny("(object)", "must be a WorkloadRebalancer object", Rule.REBALANCER_SPEC)
-        return findings.verdict()
-    spec = mapping_at(findings, rebalancer, "spec", "spec")
+    spec = required_spec(
+        findings,
+        rebalancer,
+        "a WorkloadRebalancer",
+        "is required, with at least one entry in spec.workloads",
+        Rule.REBALANCER_SPEC,
+    )
     if spec is None:
-        if not findings.denied:
-            findings.deny("spec", "is required, with at least one entry in spec.workloads", Rule.REBALANCER_SPEC)
         return findings.verdict()
     workloads = list_at(findings, spec, "workloads", "spec.workloads")
     if not workloads and not (workloads is None and spec.get("workloads") is not None):
@@ -49,14 +50,14 @@ def validate_rebalancer(rebalancer: Mapping[str, Any]) -> Verdict:
             )
         else:
             seen[key] = index
-    ttl_path = "spec.ttlSecondsAfterFinished"
-    ttl = int32_at(findings, spec, "ttlSecondsAfterFinished", ttl_path)
-    if ttl is not None and ttl < 0:
-        findings.deny(
-            ttl_path,
-            f"must be 0 or more, got {ttl}; omit it to keep the rebalancer after it finishes",
-            Rule.NEGATIVE_TTL,
-        )
+    non_negative_int32_at(
+        findings,
+        spec,
+        "ttlSecondsAfterFinished",
+        "spec.ttlSecondsAfterFinished",
+        "to keep the rebalancer after it finishes",
+        Rule.NEGATIVE_TTL,
+    )
     return findings.verdict()
 
 

@@ -58,6 +58,18 @@ def bool_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str) 
     return _typed_at(findings, parent, key, path, bool, "true or false")
 
 
+def required_spec(findings: Findings, obj: Any, kind: str, missing: str, rule: str) -> Mapping[str, Any] | None:
+    """The `spec` of an object under review, or None with a denial under `rule` when there is none to check: the object
+    is not one (it must be `kind`), its spec is not an object, or it has no spec (`missing` says what is required)."""
+    if not isinstance(obj, dict):
+        findings.deny("(object)", f"must be {kind} object", rule)
+        return None
+    spec = mapping_at(findings, obj, "spec", "spec")
+    if spec is None and obj.get("spec") is None:
+        findings.deny("spec", missing, rule)
+    return spec
+
+
 def _typed_at(
     findings: Findings, parent: Mapping[str, Any], key: str, path: str, expected: type[T], must_be: str
 ) -> T | None:
@@ -85,6 +97,17 @@ def int32_at(findings: Findings, parent: Mapping[str, Any], key: str, path: str)
         # The value itself is not echoed: a Python int of more than 4300 digits cannot even be formatted.
         findings.deny(path, f"must be between {INT32_MIN} and {INT32_MAX} (a 32-bit integer)", WRONG_TYPE)
         return None
+    return value
+
+
+def non_negative_int32_at(
+    findings: Findings, parent: Mapping[str, Any], key: str, path: str, if_omitted: str, rule: str
+) -> int | None:
+    """An int32 count of seconds that must be 0 or more (`int32_at`); a negative one is denied under `rule`, saying
+    what omitting the field does (`if_omitted`). The value is returned as read, negative or not."""
+    value = int32_at(findings, parent, key, path)
+    if value is not None and value < 0:
+        findings.deny(path, f"must be 0 or more, got {value}; omit it {if_omitted}", rule)
     return value
 
 
