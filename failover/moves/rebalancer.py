@@ -116,9 +116,10 @@ def decide_rebalance(
 
     `bindings` maps each ref of `referenced_bindings(rebalancer)` to the binding as read, or to None when the read
     answered NotFound; a ref left out could not be read and is retried. The caller then: applies `stamps` (a stamp
-    answered with NotFound: decide again with that binding None; another failure: requeue without writing the
-    status), writes `status_patch` through the status subresource, and deletes the rebalancer when `delete`.
-    Deciding again after the stamps succeeded yields the same status and no stamps, so a crash in between is safe.
+    answered with NotFound: decide again with that binding None, or Conflict: decide again on it read afresh; another
+    failure: requeue without writing the status), writes `status_patch` through the status subresource, and deletes the
+    rebalancer when `delete`. Deciding again after the stamps succeeded yields the same status and no stamps, so a crash
+    in between is safe.
     """
     if not isinstance(rebalancer, dict) or b.is_deleting(rebalancer):
         return RebalanceDecision()
@@ -137,7 +138,8 @@ def decide_rebalance(
     stamps: list[BindingPatch] = []
     pending: list[ObjectRef] = []
     events: list[Event] = []
-    name = meta.get("name") if isinstance(meta.get("name"), str) else ""
+    name = meta.get("name")
+    name = name if isinstance(name, str) else ""
     for entry in observed:
         if entry.get("result") in (REBALANCE_SUCCESSFUL, REBALANCE_FAILED):
             continue
@@ -158,28 +160,62 @@ def decide_rebalance(
         binding = bindings[ref] or {}  # read: a binding that was not found is Failed above
         triggered = parse_time(b.spec(binding).get("rescheduleTriggeredAt"))
         if (triggered is None or created > triggered) and not handoff_in_flight(binding):
-            handoff = _handoff(binding, clusters, works_of, watched, now)
-            if isinstance(handoff, Handoff):
-                annotations = {HANDOFF_ANNOTATION: handoff.annotation()}
-                stamps.append(
-                    BindingPatch(ref, {"metadata": {"annotations": annotations}}, b.resource_version(binding))
-                )
-                message = (
-                    f"WorkloadRebalancer {name} moves the workload from {handoff.source} to {handoff.target}: its copy"
-                    " stops with a savepoint first, and the new one restores from it"
-                )
-            else:
-                stamps.append(
-                    BindingPatch(ref, {"spec": {"rescheduleTriggeredAt": created_raw}}, b.resource_version(binding))
-                )
-                message = f"WorkloadRebalancer {name} asked the scheduler to place the workload afresh" + (
-                    f" (a move, not by savepoint: {handoff})" if handoff else ""
-                )
-            events.append(Event(NORMAL, EVENT_RESCHEDULE_TRIGGERED, clip_message(message), regarding=ref))
+            stamp, event = _stamp(ref, binding, name, str(created_raw), clusters, works_of, watched, now)
+            stamps.append(stamp)
+            events.append(event)
         entry["result"] = REBALANCE_SUCCESSFUL
 
+    status_patch, delete, requeue_after = _status_and_expiry(rebalancer, observed, pending, settings, now)
+    return RebalanceDecision(
+        stamps=tuple(stamps),
+        status_patch=status_patch,
+        delete=delete,
+        pending=tuple(pending),
+        events=tuple(events),
+        requeue_after=requeue_after,
+    )
+
+
+def _stamp(
+    ref: ObjectRef,
+    binding: Mapping[str, Any],
+    name: str,
+    created: str,
+    clusters: Mapping[str, Mapping[str, Any]] | None,
+    works_of: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]] | None,
+    watched: frozenset[str] | None,
+    now: datetime,
+) -> tuple[BindingPatch, Event]:
+    """What rebalancer `name` (created at `created`) writes to one binding it names, on the version read: the
+    handoff annotation where the fresh reschedule would move a stateful workload a member relay can stop, else
+    Karmada's stamp, `rescheduleTriggeredAt`; and the Event that says which."""
+    handoff = _handoff(binding, clusters, works_of, watched, now)
+    if isinstance(handoff, Handoff):
+        patch: dict[str, Any] = {"metadata": {"annotations": {HANDOFF_ANNOTATION: handoff.annotation()}}}
+        message = (
+            f"WorkloadRebalancer {name} moves the workload from {handoff.source} to {handoff.target}: its copy"
+            " stops with a savepoint first, and the new one restores from it"
+        )
+    else:
+        patch = {"spec": {"rescheduleTriggeredAt": created}}
+        message = f"WorkloadRebalancer {name} asked the scheduler to place the workload afresh" + (
+            f" (a move, not by savepoint: {handoff})" if handoff else ""
+        )
+    event = Event(NORMAL, EVENT_RESCHEDULE_TRIGGERED, clip_message(message), regarding=ref)
+    return BindingPatch(ref, patch, b.resource_version(binding)), event
+
+
+def _status_and_expiry(
+    rebalancer: Mapping[str, Any],
+    observed: list[dict[str, Any]],
+    pending: list[ObjectRef],
+    settings: DecisionSettings,
+    now: datetime,
+) -> tuple[dict[str, Any] | None, bool, timedelta | None]:
+    """The status patch (None: unchanged; `finishTime` set when nothing is left to retry), whether the TTL after
+    `finishTime` has passed, and when to look again."""
     old_status = b.status(rebalancer)
-    generation = meta.get("generation")
+    generation = b.metadata(rebalancer).get("generation")
     new_core = {"observedWorkloads": observed, "observedGeneration": generation}
     old_core = {
         "observedWorkloads": [_normalized(item) for item in b.as_list(old_status.get("observedWorkloads"))],
@@ -195,7 +231,6 @@ def decide_rebalance(
             status["observedGeneration"] = generation
         status["finishTime"] = finish_raw if finish_raw else None
         status_patch = {"status": status}
-
     delete, delays = False, [settings.rebalancer_retry if pending else None]
     ttl = b.spec(rebalancer).get("ttlSecondsAfterFinished")
     finished = parse_time(finish_raw)
@@ -205,14 +240,7 @@ def decide_rebalance(
             delete = True
         else:
             delays.append(expiry - now)
-    return RebalanceDecision(
-        stamps=tuple(stamps),
-        status_patch=status_patch,
-        delete=delete,
-        pending=tuple(pending),
-        events=tuple(events),
-        requeue_after=earliest(*delays),
-    )
+    return status_patch, delete, earliest(*delays)
 
 
 def _observed_after_spec_change(rebalancer: Mapping[str, Any]) -> list[dict[str, Any]]:
