@@ -87,28 +87,7 @@ def generate_ca(common_name: str, now: datetime, valid_for: timedelta, key: Sign
     key = key or ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(_serial_number())
-        .not_valid_before(now - CLOCK_SKEW)
-        .not_valid_after(now + valid_for)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=False,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        _certificate_builder(name, name, key, now, now + valid_for, ca=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, _signature_hash(key))
     )
@@ -135,29 +114,9 @@ def generate_serving_certificate(
     key = ec.generate_private_key(ec.SECP256R1())
     ca_certificate = ca.certificate
     subject_name = dns_names[0] if dns_names else str(addresses[0])
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject_name)])
     certificate = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject_name)]))
-        .issuer_name(ca_certificate.subject)
-        .public_key(key.public_key())
-        .serial_number(_serial_number())
-        .not_valid_before(now - CLOCK_SKEW)
-        .not_valid_after(min(now + valid_for, ca.not_after))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        _certificate_builder(subject, ca_certificate.subject, key, now, min(now + valid_for, ca.not_after), ca=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(
             x509.SubjectAlternativeName(
@@ -173,6 +132,38 @@ def generate_serving_certificate(
         .sign(ca.private_key, _signature_hash(ca.private_key))
     )
     return _key_pair(certificate, key)
+
+
+def _certificate_builder(
+    subject: x509.Name, issuer: x509.Name, key: SigningKey, now: datetime, not_after: datetime, ca: bool
+) -> x509.CertificateBuilder:
+    """What our CA and serving certificates share: a fresh serial, validity from ``now - CLOCK_SKEW`` to
+    ``not_after``, and the critical constraints of their role. A CA (``path_length=0``) may sign certificates and
+    CRLs and nothing else; a leaf is no CA and may only sign (its side of a TLS handshake)."""
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(_serial_number())
+        .not_valid_before(now - CLOCK_SKEW)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=not ca,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=ca,
+                crl_sign=ca,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    )
 
 
 def _signature_hash(key: SigningKey) -> hashes.SHA256 | None:
