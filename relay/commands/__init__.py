@@ -15,15 +15,19 @@ client). In the order `--help` lists them:
 - `status_command`: `status`, where each workload stands in its failover lifecycle; the work is `status`, which prints
   with `status_tables`;
 - `readiness_command`: `readiness`, whether each workload would survive a failover now; the work is
-  `readiness_check`;
+  `readiness_check`, which prints the report `readiness_report` builds;
 - `drill_command`: `drill`, one workload moved on purpose and back, reported; the work is `drill_run`;
 - `drain_command`: `drain` and `undrain`, the Cluster taint the loop drains a member cluster by, and the moves
   followed to their end; the work is `drain_cluster`;
 - `manifests_command`: `manifests webhook`, the webhook configurations; the work, with the chart's webhook template
   and the PrometheusRule rendered from the same sources, is the `manifests` package.
 
-What the commands share: `conventions` (their --help, and a refusal in one line with exit 2), `documents` (objects
-from YAML files, read as kubectl reads them, within bounds a hostile file cannot pass; `check`, `test`, `inject`) and
-`karmada_reads` (that a server is Karmada's, and every stored object of a kind; `status`, `legacy-purge-modes`).
-`reference` renders them all as docs/cli.md.
+No command's module imports another command's (tests/relay/test_command_modules.py). What the commands share:
+`conventions` (their --help, a refusal in one line with exit 2, and the online commands' flags), `documents` (objects
+from YAML files, read as kubectl reads them, within bounds a hostile file cannot pass; `check`, `test`, `inject`),
+`online` (what the online commands work with, as kubectl's Factory: the Karmada client, the checkpoint storage, the
+reads of Karmada, the one line a failure is said in; `status`, `readiness`, `drill`, `drain`, `legacy-purge-modes`),
+`restore_lookup` (the restore a new copy would get now; `status`, `readiness`, `drill`) and `readiness_report` (the
+readiness check's report; `readiness`, and `drill`, which runs it first). `reference` renders them all as
+docs/cli.md.
 """

@@ -8,8 +8,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from relay.commands.conventions import Subcommands, add_command, refuse
-from relay.commands.serve_command import LOGGING_FLAGS, LOOP_FLAGS
+from relay.commands.conventions import LOGGING_FLAGS, LOOP_FLAGS, Subcommands, add_command, refuse
 from relay.settings import ControllerMode, add_setting_flags, settings_of
 
 FLAGS = (*LOOP_FLAGS, *LOGGING_FLAGS, "fence.storage")

@@ -8,18 +8,13 @@ what would move and how, and changes nothing. Exit 0 when drained (or undrained)
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any, TextIO
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
 
-from controllers.access.kube import NoClusterConfig, load_api_client
 from failover.core import binding as b
 from failover.core import work as w
 from failover.core.annotations import parse_time
@@ -39,23 +34,23 @@ from failover.moves.cluster_drain import (
 )
 from failover.moves.handoff import handoff_view
 from failover.state.preserved_state import owning_binding
-from relay.commands.karmada_reads import NotKarmada, require_karmada
-from relay.commands.status import StatusError, Storage, listed, member_relays, open_storage
-from relay.connection_errors import connection_problem
-from relay.kube_requests import Unreachable
-from relay.settings import SavepointSettings
+from relay.commands.conventions import refuse
+from relay.commands.online import (
+    BAD_INPUT,
+    REQUEST_TIMEOUT_SECONDS,
+    Online,
+    OnlineError,
+    connect,
+    heartbeats,
+    requesting,
+)
+from relay.settings import Settings
 
-EXIT_OK, EXIT_TIMED_OUT, EXIT_BAD_INPUT = 0, 1, 2
-REQUEST_TIMEOUT_SECONDS = 10
-
-
-class DrainError(Exception):
-    """Bad input or an unreachable server: the one line the command prints before exiting 2."""
+EXIT_OK, EXIT_TIMED_OUT = 0, 1
 
 
 def run_drain(
-    kubeconfig: Path | None,
-    settings: SavepointSettings,
+    settings: Settings,
     cluster: str,
     undo: bool,
     dry_run: bool,
@@ -65,25 +60,21 @@ def run_drain(
     out: TextIO,
     err: TextIO,
 ) -> int:
-    logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings; the failure is said in one line
     try:
         if not is_dns_label(cluster):
-            raise DrainError(f"cluster name {cluster!r} is not a DNS label")
-        storage = open_storage(settings)
-        api_client = load_api_client(kubeconfig)
-        require_karmada(api_client, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS, WORKS)
-        target = _cluster(api_client, cluster)
+            raise OnlineError(f"cluster name {cluster!r} is not a DNS label")
+        online = connect(settings, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS, WORKS)
+        target = _cluster(online, cluster)
         if dry_run:
-            _print_plan(api_client, storage, cluster, undo, out)
+            _print_plan(online, cluster, undo, out)
             return EXIT_OK
-        _taint(api_client, target, undo, out)
+        _taint(online.api_client, target, undo, out)
         if undo or not wait:
             return EXIT_OK
-        since = drained_since(_cluster(api_client, cluster))
-        return _follow(api_client, cluster, since, timeout, interval, out)
-    except (DrainError, StatusError, NoClusterConfig, NotKarmada, Unreachable) as error:
-        print(f"failover-relay: {error}", file=err)
-        return EXIT_BAD_INPUT
+        since = drained_since(_cluster(online, cluster))
+        return _follow(online, cluster, since, timeout, interval, out)
+    except BAD_INPUT as error:
+        return refuse(error, err)
     except KeyboardInterrupt:
         return EXIT_OK
 
@@ -101,16 +92,11 @@ def _taint(api_client: client.ApiClient, cluster: Mapping[str, Any], undo: bool,
             return
         taints = [*(dict(t) for t in (b.spec(cluster).get("taints") or [])), drain_taint(datetime.now(UTC))]
     patch = {"metadata": {"resourceVersion": b.metadata(cluster).get("resourceVersion")}, "spec": {"taints": taints}}
-    try:
+    changed = f"cluster {name} changed while the taint was written: run the command again"
+    with requesting(api_client, f"patch cluster {name}", {409: changed}):
         client.CustomObjectsApi(api_client).patch_cluster_custom_object(
             CLUSTERS.group, CLUSTERS.version, CLUSTERS.plural, name, patch, _request_timeout=REQUEST_TIMEOUT_SECONDS
         )
-    except ApiException as error:
-        if error.status == 409:
-            raise DrainError(f"cluster {name} changed while the taint was written: run the command again") from None
-        raise DrainError(f"cannot patch cluster {name}: HTTP {error.status} {error.reason}") from None
-    except (HTTPError, OSError) as error:
-        raise DrainError(f"cannot reach {api_client.configuration.host}: {connection_problem(error)}") from None
     if undo:
         print(
             f"cluster {name} undrained: Karmada may place workloads there again; those whose policy opts in to"
@@ -124,29 +110,27 @@ def _taint(api_client: client.ApiClient, cluster: Mapping[str, Any], undo: bool,
         )
 
 
-def _print_plan(api_client: client.ApiClient, storage: Storage | None, cluster: str, undo: bool, out: TextIO) -> None:
+def _print_plan(online: Online, cluster: str, undo: bool, out: TextIO) -> None:
     if undo:
         print(f"would take the drain taint off cluster {cluster}; nothing else changes", file=out)
         return
-    items = _plan(api_client, storage, cluster)
+    items = _plan(online, cluster)
     print(f"would drain cluster {cluster}: {len(items)} stateful workload(s) there", file=out)
     for item in items:
         why = f": {item.why}" if item.why else ""
-        if item.how == CHECKPOINT and storage is None:
+        if item.how == CHECKPOINT and online.storage is None:
             why = ": unless a member relay watches it (give --checkpoint-root or --config to tell)"
         print(f"  {item.name}: {item.how}{why}", file=out)
 
 
-def _follow(
-    api_client: client.ApiClient, cluster: str, since: datetime | None, timeout: float, interval: float, out: TextIO
-) -> int:
+def _follow(online: Online, cluster: str, since: datetime | None, timeout: float, interval: float, out: TextIO) -> int:
     """Print each workload's move as it changes, until no stateful workload of the cluster is left there. Moves
     begun before the drain (`since`, the taint's timeAdded) are an earlier drain's, and not this one's."""
     deadline = time.monotonic() + timeout
     said: dict[str, str] = {}
     watched_moves: set[str] = set()
     while True:
-        bindings = _bindings(api_client)
+        bindings = online.bindings()
         items = drain_plan(cluster, bindings, lambda _: (), frozenset(), datetime.now(UTC))
         for item in items:
             watched_moves.add(item.name)
@@ -202,12 +186,12 @@ def _progress(view: Mapping[str, Any]) -> str:
     return f"{'moved' if view['phase'] == 'done' else view['phaseText']}, {how}"
 
 
-def _plan(api_client: client.ApiClient, storage: Storage | None, cluster: str) -> list[DrainItem]:
+def _plan(online: Online, cluster: str) -> list[DrainItem]:
     now = datetime.now(UTC)
-    heartbeats = member_relays(storage)  # None: no storage given, or it cannot be read ("unknown")
-    watched = None if heartbeats is None else watched_by_relay([cluster], heartbeats, now)
+    beats = heartbeats(online.storage)[0]  # None: no storage given, or it cannot be read ("unknown")
+    watched = None if beats is None else watched_by_relay([cluster], beats, now)
     by_binding: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
-    for work in listed(api_client, WORKS, w.execution_namespace(cluster)):
+    for work in online.listed(WORKS, w.execution_namespace(cluster)):
         ref = owning_binding(work)[0]
         if ref is not None:
             by_binding.setdefault((ref.kind.kind, ref.namespace, ref.name), []).append(work)
@@ -216,26 +200,8 @@ def _plan(api_client: client.ApiClient, storage: Storage | None, cluster: str) -
         ref = b.object_ref(binding)
         return by_binding.get((ref.kind, ref.namespace, ref.name), [])
 
-    return drain_plan(cluster, _bindings(api_client), works_of, watched, now)
+    return drain_plan(cluster, online.bindings(), works_of, watched, now)
 
 
-def _bindings(api_client: client.ApiClient) -> list[Mapping[str, Any]]:
-    return [
-        binding
-        for resource in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS)
-        for binding in listed(api_client, resource)
-    ]
-
-
-def _cluster(api_client: client.ApiClient, name: str) -> Mapping[str, Any]:
-    try:
-        found = client.CustomObjectsApi(api_client).get_cluster_custom_object(
-            CLUSTERS.group, CLUSTERS.version, CLUSTERS.plural, name, _request_timeout=REQUEST_TIMEOUT_SECONDS
-        )
-    except ApiException as error:
-        if error.status == 404:
-            raise DrainError(f"no cluster {name} in Karmada") from None
-        raise DrainError(f"cannot read cluster {name}: HTTP {error.status} {error.reason}") from None
-    except (HTTPError, OSError) as error:
-        raise DrainError(f"cannot reach {api_client.configuration.host}: {connection_problem(error)}") from None
-    return cast(Mapping[str, Any], found)
+def _cluster(online: Online, name: str) -> Mapping[str, Any]:
+    return online.get(CLUSTERS, name, said={404: f"no cluster {name} in Karmada"})

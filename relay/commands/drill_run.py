@@ -3,8 +3,9 @@ failover, and back, each way by the planned-move handoff where a member relay ca
 (else from the newest completed checkpoint, as a failover would), and report what happened: where it ran, the state
 each new copy restored, the downtime and its parts (failover/moves/drill.py).
 
-It refuses when the readiness check (relay/commands/readiness_check.py) finds a problem, and touches no other
-workload. The command writes only the start of each leg, on the resourceVersion it read; the relay's leader carries
+It refuses when the readiness check (relay/commands/readiness_report.py) finds a problem, and touches no other
+workload. The command writes only the start of each leg, through the one way to write a binding
+(controllers/access/binding_writes.py `write_binding_now`), on the resourceVersion it read; the relay's leader carries
 the handoff on. Without `--yes` it says what it would do. Exit 0 when both legs ended with the job running, 1 when the
 check or the workload's state refused it (one line says why) or a leg did not end within `--timeout`, 2 with one
 line for bad input.
@@ -13,37 +14,38 @@ line for bad input.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TextIO, cast
 
-from kubernetes import client
-
-from controllers.access.kube import NoClusterConfig, load_api_client
+from controllers.access.binding_writes import write_binding_now
 from failover.core import binding as b
 from failover.core import work as w
 from failover.core.api import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKS
+from failover.core.decision import BindingPatch
 from failover.fence.control_plane import watched_by_relay
 from failover.moves.drill import LegStart, LegView, leg_view, start_leg
 from failover.moves.handoff import SAVEPOINT, Handoff
 from failover.readiness.findings import Status
 from failover.state.preserved_state import belongs_to
 from failover.views.status_view import workload_name
-from relay.commands.karmada_reads import NotKarmada, require_karmada
-from relay.commands.readiness_check import protected_bindings, readiness_report
-from relay.commands.status import StatusError, Storage, listed, member_relays, open_storage
-from relay.kube_requests import Unreachable, raw_request
+from relay.commands.conventions import refuse
+from relay.commands.online import (
+    BAD_INPUT,
+    Online,
+    OnlineError,
+    connect,
+    heartbeats,
+    requesting,
+    status_message,
+)
+from relay.commands.readiness_report import protected_bindings, readiness_report
+from relay.kube_requests import raw_request
 from relay.settings import Settings
 
-EXIT_OK, EXIT_NOT_DONE, EXIT_BAD_INPUT = 0, 1, 2
-
-
-class DrillError(Exception):
-    """Bad input or an unreachable server: the one line the command prints before exiting 2."""
+EXIT_OK, EXIT_NOT_DONE = 0, 1
 
 
 class DrillRefused(Exception):
@@ -86,7 +88,6 @@ class Leg:
 
 
 def run_drill(
-    kubeconfig: Path | None,
     settings: Settings,
     workload: str,
     namespace: str | None,
@@ -97,15 +98,12 @@ def run_drill(
     out: TextIO,
     err: TextIO,
 ) -> int:
-    logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings; the failure is said in one line
     try:
-        storage = open_storage(settings.savepoint)
-        api_client = load_api_client(kubeconfig)
-        require_karmada(api_client, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS, WORKS)
-        bindings = protected_bindings(api_client, workload, namespace)
+        online = connect(settings, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, CLUSTERS, WORKS)
+        bindings = protected_bindings(online, workload, namespace)
         if len(bindings) != 1:
-            raise DrillError(f"{workload} names {len(bindings)} workloads: give NAMESPACE/NAME or KIND/NAME")
-        report = readiness_report(api_client, settings, storage, workload, namespace, metrics_url, bindings=bindings)
+            raise OnlineError(f"{workload} names {len(bindings)} workloads: give NAMESPACE/NAME or KIND/NAME")
+        report = readiness_report(online, workload, namespace, metrics_url, bindings=bindings)
         problems = [
             finding
             for finding in [*report["controlPlane"], *report["workloads"][0]["checks"]]
@@ -120,7 +118,7 @@ def run_drill(
                 file=err,
             )
             return EXIT_NOT_DONE
-        drill = Drill(api_client, settings, storage, bindings[0], interval, timeout, out)
+        drill = Drill(online, bindings[0], interval, timeout, out)
         if not confirmed:
             drill.describe()
             return EXIT_OK
@@ -131,27 +129,17 @@ def run_drill(
     except KeyboardInterrupt:
         print(f"failover-relay: interrupted; a move already begun goes on (failover-relay status {workload})", file=err)
         return EXIT_NOT_DONE
-    except (DrillError, StatusError, NoClusterConfig, NotKarmada, Unreachable) as error:
-        print(f"failover-relay: {error}", file=err)
-        return EXIT_BAD_INPUT
+    except BAD_INPUT as error:
+        return refuse(error, err)
 
 
 class Drill:
     """One drill of one workload: each leg started, followed and reported to `out`."""
 
     def __init__(
-        self,
-        api_client: client.ApiClient,
-        settings: Settings,
-        storage: Storage | None,
-        binding: Mapping[str, Any],
-        interval: float,
-        timeout: float,
-        out: TextIO,
+        self, online: Online, binding: Mapping[str, Any], interval: float, timeout: float, out: TextIO
     ) -> None:
-        self.api = api_client
-        self.settings = settings
-        self.storage = storage
+        self.online = online
         self.binding = binding  # as first read: its identity; each look reads it again
         self.ref = b.object_ref(binding)
         resource = RESOURCE_BINDINGS if self.ref.kind == RESOURCE_BINDINGS.kind else CLUSTER_RESOURCE_BINDINGS
@@ -203,7 +191,7 @@ class Drill:
 
     def _leg(self) -> Leg | None:
         start = self._start(self._binding())
-        self._patch(start.patch)
+        self._write(start.change)
         print(f"moving {self.name} off {start.handoff.source}", file=self.out)
         placed_at: datetime | None = None
         view: LegView | None = None
@@ -242,23 +230,23 @@ class Drill:
 
     def _start(self, binding: Mapping[str, Any]) -> LegStart:
         now = datetime.now(UTC)
-        clusters = {str(b.metadata(c).get("name")): c for c in listed(self.api, CLUSTERS)}
+        settings, clusters = self.online.settings, self.online.clusters()
         targets = b.target_clusters(binding)
         source = targets[0].name if len(targets) == 1 else ""
         works = [
             work
-            for work in (listed(self.api, WORKS, w.execution_namespace(source)) if source else ())
+            for work in (self.online.listed(WORKS, w.execution_namespace(source)) if source else ())
             if belongs_to(work, binding)
         ]
-        heartbeats = member_relays(self.storage) if self.settings.storage_fence_on() else None
-        watched = None if heartbeats is None or not source else source in watched_by_relay([source], heartbeats, now)
-        start = start_leg(binding, clusters, works, watched, self.settings.controllers.decisions, now)
+        beats = heartbeats(self.online.storage)[0] if settings.storage_fence_on() else None
+        watched = None if beats is None or not source else source in watched_by_relay([source], beats, now)
+        start = start_leg(binding, clusters, works, watched, settings.controllers.decisions, now)
         if isinstance(start, str):
             raise DrillRefused(f"cannot drill {self.name} now: {start}")
         return start
 
     def _restore_path(self, cluster: str) -> str | None:
-        for work in listed(self.api, WORKS, w.execution_namespace(cluster)):
+        for work in self.online.listed(WORKS, w.execution_namespace(cluster)):
             if not belongs_to(work, self.binding):
                 continue
             for manifest in w.manifests(work):
@@ -268,27 +256,13 @@ class Drill:
         return None
 
     def _binding(self) -> Mapping[str, Any]:
-        status, _, body = raw_request(self.api, "GET", self._path)
+        status, _, body = raw_request(self.online.api_client, "GET", self._path)
         if status != 200:
-            raise DrillError(f"cannot read {self.ref}: HTTP {status} {_message(body)}")
+            raise OnlineError(f"cannot read {self.ref}: HTTP {status} {status_message(body)}")
         return cast(Mapping[str, Any], json.loads(body))
 
-    def _patch(self, patch: dict[str, Any]) -> None:
-        status, _, body = raw_request(
-            self.api, "PATCH", self._path, body=patch, content_type="application/merge-patch+json"
-        )
-        if status == 409:
-            raise DrillError(f"{self.name} changed while the move was written: run the command again")
-        if status >= 300:
-            raise DrillError(f"cannot patch {self.ref}: HTTP {status} {_message(body)}")
-
-
-def _message(body: bytes) -> str:
-    """The apiserver's own words for a failed request (a Status object's message), else the start of its body."""
-    try:
-        decoded = json.loads(body)
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, dict) and isinstance(decoded.get("message"), str):
-        return decoded["message"]
-    return body[:200].decode("utf-8", "replace")
+    def _write(self, change: BindingPatch) -> None:
+        """A leg's start, through the one way to write a binding: on the resourceVersion it was decided on."""
+        changed = f"{self.name} changed while the move was written: run the command again"
+        with requesting(self.online.api_client, f"patch {self.ref}", {409: changed}, in_its_words=True):
+            write_binding_now(self.online.api_client, change)

@@ -26,7 +26,7 @@ from failover.core.api import (
     RESOURCE_BINDINGS,
 )
 from failover.core.fields import object_name
-from relay.commands.karmada_reads import NotKarmada, require_karmada, stored_objects
+from relay.commands.online import NotKarmada, require_karmada, stored_objects
 from relay.connection_errors import connection_problem
 from relay.kube_requests import Unreachable
 

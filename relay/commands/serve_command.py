@@ -11,13 +11,11 @@ import asyncio
 import os
 from pathlib import Path
 
-from relay.commands.conventions import Subcommands, add_command, refuse
+from relay.commands.conventions import LOGGING_FLAGS, LOOP_FLAGS, Subcommands, add_command, refuse
 from relay.settings import add_setting_flags, settings_of
 
 # The settings serve takes as flags, in the order --help lists them (relay/settings/declarations.py declares each
 # flag with its setting). The loop's and logging's are the standalone `controllers` command's too.
-LOOP_FLAGS = ("controllers.kubeconfig", "controllers.leaseNamespace", "controllers.failback")
-LOGGING_FLAGS = ("logging.format", "logging.level")
 FLAGS = (
     "server.host",
     "server.port",

@@ -17,7 +17,7 @@ from failover.fence.old_copy import decide_fencing
 from failover.reconcile.application_failover import UNHEALTHY_SINCE_ANNOTATION
 from failover.views.status_view import RestoreSubject, restore_subject, workload_view
 from failover.views.storm import workload_phase_rows
-from relay.commands.status import open_storage
+from relay.commands.online import open_storage
 from relay.settings import SavepointSettings
 from tests.failover.binding_builders import (
     JOB_ID,

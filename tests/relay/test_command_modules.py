@@ -1,5 +1,6 @@
 """How relay/ is laid out: each command owns its parser and its run, building every parser loads none of what the
-commands do, and each package of relay/ names its modules in its docstring."""
+commands do, no command's module imports another command's, and each package of relay/ names its modules in its
+docstring."""
 
 from __future__ import annotations
 
@@ -12,9 +13,14 @@ from pathlib import Path
 import pytest
 
 from relay.cli import build_parser
+from tests.test_layers import imports_of
 
 REPO = Path(__file__).resolve().parents[2]
 RELAY = REPO / "relay"
+COMMANDS = RELAY / "commands"
+# The modules of relay/commands/ that are no command's: what the commands share (relay/commands/__init__.py), and
+# `reference`, which renders docs/cli.md. They import none of a command's modules.
+SHARED = frozenset({"conventions", "documents", "online", "restore_lookup", "readiness_report", "reference"})
 
 
 def leaves(parser: argparse.ArgumentParser, words: str = "") -> dict[str, argparse.ArgumentParser]:
@@ -62,3 +68,46 @@ def test_each_package_names_its_modules(package: Path) -> None:
     modules = [path.stem for path in package.glob("*.py") if path.name != "__init__.py"]
     modules += [path.parent.name for path in package.glob("*/__init__.py")]
     assert modules and [name for name in modules if f"`{name}`" not in docstring] == []
+
+
+def command_units() -> dict[str, set[str]]:
+    """Each module of relay/commands/ (a package, `check`, counts as one) and those of relay/commands/ it imports,
+    wherever the import stands (a `*_command` imports its work inside `run`)."""
+    units: dict[str, set[str]] = {}
+    for path in sorted(COMMANDS.rglob("*.py")):
+        relative = path.relative_to(COMMANDS)
+        if relative == Path("__init__.py"):
+            continue
+        unit = relative.parts[0].removesuffix(".py")
+        prefix = "relay.commands."
+        imported = {
+            found.target.removeprefix(prefix).split(".")[0]
+            for found in imports_of(path.relative_to(REPO), path.read_text())
+            if found.target.startswith(prefix)
+        }
+        units.setdefault(unit, set()).update(imported - {unit})
+    return units
+
+
+def test_no_command_module_imports_another_commands() -> None:
+    # A command is its `*_command` module and every module of relay/commands/ it reaches without passing through a
+    # shared one. A module two commands reach is one command's module imported by another: what they share goes
+    # into a module of its own, listed in SHARED (as kubectl's commands share cmd/util, not each other).
+    units = command_units()
+    assert {"status", "readiness_check", "drill_run", "drain_cluster", "online"} <= set(units)
+    owners: dict[str, list[str]] = {}
+    for command in sorted(unit for unit in units if unit.endswith("_command")):
+        reached, todo = {command}, [command]
+        while todo:
+            for imported in units[todo.pop()] - SHARED - reached:
+                reached.add(imported)
+                todo.append(imported)
+        for unit in reached - {command}:
+            owners.setdefault(unit, []).append(command)
+    assert {unit: found for unit, found in owners.items() if len(found) > 1 or unit.endswith("_command")} == {}
+    assert sorted(set(units) - SHARED - set(owners) - {u for u in units if u.endswith("_command")}) == [], (
+        "a module no command imports: a command's, or shared (SHARED)"
+    )
+    assert {unit: sorted(units[unit] - SHARED) for unit in SHARED if units.get(unit, set()) - SHARED} == {}, (
+        "a shared module imports a command's module"
+    )
