@@ -16,6 +16,12 @@ from relay.commands.conventions import Subcommands, add_command
 def add_parser(commands: Subcommands) -> None:
     manifests = add_command(commands, "manifests", help="render Kubernetes manifests for the relay")
     manifest_kinds = manifests.add_subparsers(dest="manifest", required=True, metavar="MANIFEST")
+    add_webhook_parser(manifest_kinds)
+    add_admission_policies_parser(manifest_kinds)
+
+
+def add_webhook_parser(manifest_kinds: Subcommands) -> None:
+    """`manifests webhook`: where the apiserver reaches the relay, the CA it trusts, and what the webhooks do."""
     webhook = add_command(
         manifest_kinds,
         "webhook",
@@ -70,6 +76,11 @@ def add_parser(commands: Subcommands) -> None:
     # is hidden, and it says so when used.
     webhook.add_argument("-o", "--output", dest="deprecated_output", type=Path, help=argparse.SUPPRESS)
     webhook.set_defaults(run=run)
+
+
+def add_admission_policies_parser(manifest_kinds: Subcommands) -> None:
+    """`manifests admission-policies`: the policy rules as CEL admission policies, for Karmada's or a member's
+    apiserver."""
     policies = add_command(
         manifest_kinds,
         "admission-policies",

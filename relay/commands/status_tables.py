@@ -18,129 +18,162 @@ def render_table(views: Sequence[Mapping[str, Any]]) -> str:
     """The views as a person reads them: one block per workload, aligned columns, newest moves first."""
     if not views:
         return "no workload under a stateful failover policy\n"
-    blocks = []
-    for view in views:
-        lines = [
-            f"{view['workload']} ({view.get('kind') or '?'})  placed on: "
-            f"{', '.join(view['placement']) or 'nothing (being rescheduled)'}"
-            f"  toleration: {_or(view.get('tolerationSeconds'))}s  purge: {_or(view.get('purgeMode'))}"
-        ]
-        rows: list[tuple[str, ...]] = [
-            ("TARGET", "CLUSTER", "HEALTH", "JOB", "JOB STATE", "UNHEALTHY SINCE", "EVICTION AT")
-        ]
-        for target in view["targets"]:
-            eviction = target["evictionAt"]
-            if eviction and target["evictionIn"] is not None:
-                eviction += f" (in {target['evictionIn']}s)" if target["evictionIn"] > 0 else " (due)"
-            if target.get("keptOnLastCluster"):
-                eviction = f"{eviction}, kept: no other cluster can take it"
-            elif target.get("restoringUntil"):
-                eviction = f"not before {target['restoringUntil']} (restoring)"
-            rows.append(
-                (
-                    target["cluster"],
-                    "Ready" if target["clusterReady"] else "NotReady",
-                    target["health"],
-                    _short(target["jobId"]),
-                    _or(target["jobState"]),
-                    _or(target["unhealthySince"]),
-                    _or(eviction),
-                )
+    return "\n\n".join("\n".join(_workload_block(view)) for view in views) + "\n"
+
+
+def _workload_block(view: Mapping[str, Any]) -> list[str]:
+    """One workload: where it is placed, its targets, what is in flight, the restore it would get, its history."""
+    lines = [
+        f"{view['workload']} ({view.get('kind') or '?'})  placed on: "
+        f"{', '.join(view['placement']) or 'nothing (being rescheduled)'}"
+        f"  toleration: {_or(view.get('tolerationSeconds'))}s  purge: {_or(view.get('purgeMode'))}"
+    ]
+    lines += _targets(view["targets"])
+    lines += _evictions(view["evictions"])
+    lines += [_fence_line(fence) for fence in view.get("fences") or ()]
+    move = view.get("plannedMove")
+    if move:
+        lines.append(f"  {planned_move_line(move)}")
+    lines += _restore(view["restore"])
+    lines += _history(view["history"])
+    return lines
+
+
+def _targets(targets: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The table of the clusters the workload is placed on, then what a copy restoring or without state says."""
+    rows: list[tuple[str, ...]] = [
+        ("TARGET", "CLUSTER", "HEALTH", "JOB", "JOB STATE", "UNHEALTHY SINCE", "EVICTION AT")
+    ]
+    for target in targets:
+        rows.append(
+            (
+                target["cluster"],
+                "Ready" if target["clusterReady"] else "NotReady",
+                target["health"],
+                _short(target["jobId"]),
+                _or(target["jobState"]),
+                _or(target["unhealthySince"]),
+                _or(_eviction_at(target)),
             )
-        lines += _columns(rows)
-        for target in view["targets"]:
-            awaiting = target.get("awaitingCheckpoint")
-            if awaiting:
-                carried = ", ".join(
-                    f"{key.rpartition('/')[2]}={_short(value)}" for key, value in sorted(awaiting["carried"].items())
-                )
-                lines.append(
-                    f"  restoring: {target['cluster']} has no checkpoint of its own since its move from"
-                    f" {awaiting['from']} at {_or(awaiting['since'])}; a failover now carries {carried}"
-                )
-            loss = target.get("withoutState")
-            if loss:
-                what = "PARKED (not running)" if loss["outcome"] == "parked" else "STARTED WITHOUT STATE"
-                lines.append(
-                    f"  {what}: {target['cluster']} since {loss['since']}, job {loss['jobId']}: {loss['reason']};"
-                    f" restore by hand or accept: annotate the workload {loss['accept']}"
-                )
-        if view["evictions"]:
-            rows = [("EVICTION FROM", "REASON", "PURGE", "PRESERVED STATE", "SINCE")]
-            for task in view["evictions"]:
-                state = ", ".join(
-                    f"{key.rpartition('/')[2]}={_short(value)}"
-                    for key, value in sorted((task["preservedState"] or {}).items())
-                )
-                rows.append(
-                    (
-                        task["fromCluster"],
-                        _or(task["reason"]),
-                        _or(task["purgeMode"]),
-                        state or NONE,
-                        _or(task["created"]),
-                    )
-                )
-            lines += _columns(rows)
-        else:
-            lines.append("  no eviction in flight")
-        for fence in view.get("fences") or ():
-            if fence["state"] == "fenced":
-                copies = ", ".join(fence["copies"])
-                when = "its agent reconnects (Pull)" if fence.get("pull") else "it answers"
-                lines.append(f"  fence: {fence['cluster']} fenced; its old copy {copies} is deleted when {when}")
-            elif fence["state"] == "acknowledged":
-                savepoint = f", savepoint {fence['savepoint']}" if fence.get("savepoint") else ""
-                lines.append(
-                    f"  fence: {fence['cluster']} acknowledged at {_or(fence['acknowledgedAt'])}: its member relay"
-                    f" suspended the old copy{savepoint}; released now"
-                )
-            else:
-                asked = (
-                    f"; fence record written {fence['recordWrittenAt']}, waiting for the member relay's acknowledgement"
-                    if fence["state"] == "fencing"
-                    else ""
-                )
-                unwatched = (
-                    "; no member relay watches it: fenced by time only, its copy runs on through a partition"
-                    if fence.get("memberRelay") is False
-                    else ""
-                )
-                lines.append(
-                    f"  fence: {fence['cluster']} not Ready since {_or(fence['since'])}{asked}; the old copy is fenced"
-                    f" at {_or(fence['fenceAt'])} unless the cluster answers first{unwatched}"
-                )
-        move = view.get("plannedMove")
-        if move:
-            lines.append(f"  {planned_move_line(move)}")
-        restore = view["restore"]
-        if restore.get("path"):
-            fallback = f", fallback {restore['fallback']}" if restore.get("fallback") else ""
-            lines.append(f"  restore now: {restore['source']} {restore['path']}")
-            lines.append(
-                f"    job {_short(restore.get('jobId'))} ({restore.get('jobIdFrom')}), storage "
-                f"{restore.get('storage') or NONE}{fallback}"
+        )
+    lines = _columns(rows)
+    for target in targets:
+        lines += _target_state(target)
+    return lines
+
+
+def _eviction_at(target: Mapping[str, Any]) -> str:
+    """When the target is evicted, with how long until then, or why it is not."""
+    eviction = target["evictionAt"]
+    if eviction and target["evictionIn"] is not None:
+        eviction += f" (in {target['evictionIn']}s)" if target["evictionIn"] > 0 else " (due)"
+    if target.get("keptOnLastCluster"):
+        return f"{eviction}, kept: no other cluster can take it"
+    if target.get("restoringUntil"):
+        return f"not before {target['restoringUntil']} (restoring)"
+    return eviction
+
+
+def _target_state(target: Mapping[str, Any]) -> list[str]:
+    """A copy still restoring (no checkpoint of its own yet), and a copy parked or started without its state."""
+    lines = []
+    awaiting = target.get("awaitingCheckpoint")
+    if awaiting:
+        carried = ", ".join(
+            f"{key.rpartition('/')[2]}={_short(value)}" for key, value in sorted(awaiting["carried"].items())
+        )
+        lines.append(
+            f"  restoring: {target['cluster']} has no checkpoint of its own since its move from"
+            f" {awaiting['from']} at {_or(awaiting['since'])}; a failover now carries {carried}"
+        )
+    loss = target.get("withoutState")
+    if loss:
+        what = "PARKED (not running)" if loss["outcome"] == "parked" else "STARTED WITHOUT STATE"
+        lines.append(
+            f"  {what}: {target['cluster']} since {loss['since']}, job {loss['jobId']}: {loss['reason']};"
+            f" restore by hand or accept: annotate the workload {loss['accept']}"
+        )
+    return lines
+
+
+def _evictions(evictions: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The table of the eviction tasks in flight, each with the state it preserves."""
+    if not evictions:
+        return ["  no eviction in flight"]
+    rows = [("EVICTION FROM", "REASON", "PURGE", "PRESERVED STATE", "SINCE")]
+    for task in evictions:
+        state = ", ".join(
+            f"{key.rpartition('/')[2]}={_short(value)}" for key, value in sorted((task["preservedState"] or {}).items())
+        )
+        rows.append(
+            (
+                task["fromCluster"],
+                _or(task["reason"]),
+                _or(task["purgeMode"]),
+                state or NONE,
+                _or(task["created"]),
             )
-        else:
-            lines.append(f"  restore now: nothing ({restore.get('reason') or 'no job id known'})")
-        if view["history"]:
-            rows = [("HISTORY AT", "MOVE", "FROM", "TO", "JOB", "RESTORED FROM")]
-            for move in view["history"]:
-                rows.append(
-                    (
-                        move["at"],
-                        move["kind"],
-                        move["from"],
-                        ",".join(move.get("to") or ()) or NONE,
-                        _short(move.get("jobId")),
-                        move.get("restore") or NONE,
-                    )
-                )
-            lines += _columns(rows)
-        else:
-            lines.append("  no failover recorded")
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks) + "\n"
+        )
+    return _columns(rows)
+
+
+def _fence_line(fence: Mapping[str, Any]) -> str:
+    """Where the old copy on a cluster that is not Ready stands: fenced, acknowledged, or waiting to be."""
+    if fence["state"] == "fenced":
+        copies = ", ".join(fence["copies"])
+        when = "its agent reconnects (Pull)" if fence.get("pull") else "it answers"
+        return f"  fence: {fence['cluster']} fenced; its old copy {copies} is deleted when {when}"
+    if fence["state"] == "acknowledged":
+        savepoint = f", savepoint {fence['savepoint']}" if fence.get("savepoint") else ""
+        return (
+            f"  fence: {fence['cluster']} acknowledged at {_or(fence['acknowledgedAt'])}: its member relay"
+            f" suspended the old copy{savepoint}; released now"
+        )
+    asked = (
+        f"; fence record written {fence['recordWrittenAt']}, waiting for the member relay's acknowledgement"
+        if fence["state"] == "fencing"
+        else ""
+    )
+    unwatched = (
+        "; no member relay watches it: fenced by time only, its copy runs on through a partition"
+        if fence.get("memberRelay") is False
+        else ""
+    )
+    return (
+        f"  fence: {fence['cluster']} not Ready since {_or(fence['since'])}{asked}; the old copy is fenced"
+        f" at {_or(fence['fenceAt'])} unless the cluster answers first{unwatched}"
+    )
+
+
+def _restore(restore: Mapping[str, Any]) -> list[str]:
+    """The state a new copy would restore now, and where it was found."""
+    if not restore.get("path"):
+        return [f"  restore now: nothing ({restore.get('reason') or 'no job id known'})"]
+    fallback = f", fallback {restore['fallback']}" if restore.get("fallback") else ""
+    return [
+        f"  restore now: {restore['source']} {restore['path']}",
+        f"    job {_short(restore.get('jobId'))} ({restore.get('jobIdFrom')}), storage "
+        f"{restore.get('storage') or NONE}{fallback}",
+    ]
+
+
+def _history(history: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The table of the failovers recorded, newest first."""
+    if not history:
+        return ["  no failover recorded"]
+    rows = [("HISTORY AT", "MOVE", "FROM", "TO", "JOB", "RESTORED FROM")]
+    for move in history:
+        rows.append(
+            (
+                move["at"],
+                move["kind"],
+                move["from"],
+                ",".join(move.get("to") or ()) or NONE,
+                _short(move.get("jobId")),
+                move.get("restore") or NONE,
+            )
+        )
+    return _columns(rows)
 
 
 def planned_move_line(move: Mapping[str, Any]) -> str:
