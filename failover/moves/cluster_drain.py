@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from failover.core import binding as b
@@ -46,8 +46,10 @@ from failover.moves.handoff import (
 from failover.state.last_state import preservation_rules
 
 EVENT_DRAIN = "DrainMove"
-# How often a drain held back by the moves in flight looks again.
-DRAIN_RETRY = timedelta(seconds=10)
+# How often a drain held back by the moves in flight (or waiting for another move of one of its workloads) looks
+# again. A move ends in its binding's pipeline, which does not queue the Cluster: the drain looks as often as a handoff
+# looks at its fence record, so the next move begins within about as long as the last one took to be seen ending.
+DRAIN_RETRY = DEFAULT_POLL
 # What `drain_plan` says of each workload on the cluster.
 HANDOFF, CHECKPOINT, IN_FLIGHT, STAYS = "savepoint handoff", "from the newest checkpoint", "moving", "stays"
 
@@ -146,6 +148,9 @@ def decide_drain(
     patches, events, moves = [], [], []
     held_back = begun = 0
     for item in drain_plan(name, bindings, works_of, watched, now):
+        if item.how == IN_FLIGHT:
+            held_back += 1  # another move of it (a failback, a drill) is under way: one move at a time
+            continue
         if item.how not in (HANDOFF, CHECKPOINT):
             continue
         if room <= 0:

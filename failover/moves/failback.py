@@ -84,8 +84,9 @@ from failover.moves.handoff import (
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION, evicted_from
 
 EVENT_FAILBACK_NOT_POSSIBLE = "FailbackNotPossible"
-# How often to look again when failback evictions were held back by failback_max_in_flight.
-IN_FLIGHT_RETRY = timedelta(seconds=10)
+# How often to look again when failback evictions were held back by failback_max_in_flight or another move of the
+# workload: a move ends in its binding's pipeline, which does not queue the Cluster (as DRAIN_RETRY).
+IN_FLIGHT_RETRY = DEFAULT_POLL
 RECOVERY_ANNOTATION = "failover-relay.io/recovery"
 FAILBACK_CLUSTER_LABEL = "failover-relay.io/failback-cluster"
 EVENT_FAILBACK = "FailbackTriggered"

@@ -11,6 +11,7 @@ from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import StoredFence
 from failover.moves.cluster_drain import (
     CHECKPOINT,
+    DRAIN_RETRY,
     HANDOFF,
     IN_FLIGHT,
     STAYS,
@@ -21,7 +22,15 @@ from failover.moves.cluster_drain import (
     without_drain_taint,
 )
 from failover.moves.failback import RECOVERY_ANNOTATION, decide_failback
-from failover.moves.handoff import CHECKPOINT_FALLBACK, SAVEPOINT, STOPPING, decide_handoff, read_handoff
+from failover.moves.handoff import (
+    CHECKPOINT_FALLBACK,
+    HANDOFF_ANNOTATION,
+    SAVEPOINT,
+    STOPPING,
+    decide_handoff,
+    moved_without_handoff,
+    read_handoff,
+)
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
 from tests.failover.binding_builders import at, stamp
 from tests.failover.moves.test_failback import FLAT, flink_on, member1, policy
@@ -96,7 +105,7 @@ def test_at_most_the_planned_moves_in_flight_begin_and_the_rest_wait():
     assert decision.requeue_after == timedelta(seconds=2)  # the begun ones go on; the third waits
     begun = [merge_patch(bindings[i], decision.binding_patches[i].patch) for i in range(2)] + bindings[2:]
     later = decide_drain(member2(), begun, works_of, WATCHED, settings, at(402))
-    assert later.binding_patches == () and later.requeue_after == timedelta(seconds=10)
+    assert later.binding_patches == () and later.requeue_after == DRAIN_RETRY
 
 
 def test_without_a_member_relay_a_drain_evicts_at_once_from_the_newest_checkpoint_and_says_why():
@@ -165,4 +174,18 @@ def test_a_failback_waits_while_a_drain_hands_the_same_workload_over():
     )
     assert EVICTED_FROM_ANNOTATION in moving["metadata"]["annotations"]
     decision = decide_failback(member1(), [moving], [policy()], SETTINGS, at(402), works_of=works_of, watched=WATCHED)
-    assert decision.binding_patches == () and decision.requeue_after == timedelta(seconds=10)
+    assert decision.binding_patches == () and decision.requeue_after == DRAIN_RETRY
+
+
+def test_a_drain_waits_and_looks_again_while_another_move_of_its_workload_ends():
+    # The workload came home by a failback whose handoff is still restoring when its cluster is drained again: the
+    # drain begins nothing, and looks again soon (the failback ends in the binding's pipeline, which does not queue
+    # the Cluster).
+    coming_home = job()
+    coming_home["metadata"]["annotations"][HANDOFF_ANNOTATION] = moved_without_handoff(
+        "Failback", "member1", "member2", "no member relay", at(390)
+    ).annotation()
+    decision = decide_drain(member2(), [coming_home], works_of, WATCHED, SETTINGS, at(400))
+    assert decision.binding_patches == () and decision.requeue_after == DRAIN_RETRY
+    done = merge_patch(coming_home, {"metadata": {"annotations": {HANDOFF_ANNOTATION: None}}})
+    assert len(decide_drain(member2(), [done], works_of, WATCHED, SETTINGS, at(402)).binding_patches) == 1

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from failover.core.api import FAILBACK_ANNOTATION
 from failover.core.loop_settings import DecisionSettings
-from failover.moves.failback import RECOVERY_ANNOTATION, decide_failback
+from failover.moves.failback import IN_FLIGHT_RETRY, RECOVERY_ANNOTATION, decide_failback
 from failover.reconcile.graceful_eviction import EVICTED_FROM_ANNOTATION
 from tests.failover.binding_builders import at, nginx_binding, stamp
 from tests.failover.work_builders import cluster
@@ -303,7 +303,7 @@ def test_at_most_the_configured_number_of_failback_evictions_at_once():
         DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300), failback_max_in_flight=2),
         at(400),
     )
-    assert len(decision.binding_patches) == 2 and decision.requeue_after == timedelta(seconds=10)
+    assert len(decision.binding_patches) == 2 and decision.requeue_after == IN_FLIGHT_RETRY
     in_flight = [
         merge_patch(b, p.patch) for b, p in zip(bindings[:2], decision.binding_patches, strict=True)
     ] + bindings[2:]
@@ -314,7 +314,7 @@ def test_at_most_the_configured_number_of_failback_evictions_at_once():
         DecisionSettings(failback_enabled=True, failback_settle=timedelta(seconds=300), failback_max_in_flight=2),
         at(410),
     )
-    assert later.binding_patches == () and later.requeue_after == timedelta(seconds=10)
+    assert later.binding_patches == () and later.requeue_after == IN_FLIGHT_RETRY
 
 
 def test_a_spread_workload_still_gets_the_rebalancer():

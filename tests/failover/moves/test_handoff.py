@@ -12,7 +12,7 @@ from failover.core.loop_settings import DecisionSettings
 from failover.core.work import PERMANENT_ID_LABEL, MemberCopy
 from failover.fence.control_plane import StoredFence
 from failover.fence.fence_files import SUSPENDED, AckedCopy, FenceAck
-from failover.moves.failback import decide_failback
+from failover.moves.failback import IN_FLIGHT_RETRY, decide_failback
 from failover.moves.handoff import (
     CHECKPOINT_FALLBACK,
     DONE,
@@ -202,7 +202,7 @@ def test_stopping_handoffs_count_against_the_failbacks_in_flight():
     decision = decide_failback(
         member1(), [*bindings, waiting], [policy()], settings, at(404), works_of=works_of, watched=WATCHED
     )
-    assert decision.binding_patches == () and decision.requeue_after == timedelta(seconds=10)
+    assert decision.binding_patches == () and decision.requeue_after == IN_FLIGHT_RETRY
 
 
 def test_a_handoff_annotation_that_does_not_read_is_not_acted_on():
