@@ -67,10 +67,36 @@ def ensure_managed(
     cert_valid_for: timedelta,
     renew_before: timedelta,
 ) -> CertificateFiles:
-    """`ensure_certificates` for a cert dir of ours, under the directory's lock (writers are serialised)."""
+    """`ensure_certificates` for a cert dir of ours, under the directory's lock (writers are serialised): the CA to
+    sign with (`_signing_ca`), then the served leaf, kept while it is reusable and otherwise issued by that CA."""
     _create(directory.root)
     with _locked(directory.root):
-        return _ensure_managed(directory, dns_names, ip_addresses, now, ca_valid_for, cert_valid_for, renew_before)
+        repairs: list[str] = []
+        ca, leaf, keep_leaf = _signing_ca(directory, now, ca_valid_for, renew_before, repairs)
+        # A leaf of an older CA of ours that ca.crt still holds is as trusted as one of the current CA: after a lost
+        # ca.key it is what keeps the clients with the old caBundle working (module docstring).
+        issuers = [ca.certificate, *(c for c in _read_own_ca_bundle(directory) if _is_our_ca(c))]
+        renewed = leaf is None or not _reusable(leaf, issuers, dns_names, ip_addresses, now, renew_before)
+        if renewed and keep_leaf:
+            repairs.append(
+                f"{directory.cert}: could not be kept, so it was issued by the new CA at once; clients that "
+                f"trust only the old CA fail until they get the new {CA_CERT_NAME} (the caBundle sync)"
+            )
+        if renewed:
+            leaf = generate_serving_certificate(ca, dns_names, ip_addresses, now, cert_valid_for)
+            # Key first: a reader that sees the new certificate must find its key already in place.
+            _write(directory.key, leaf.private_key_pem, _KEY_MODE)
+            _write(directory.cert, leaf.certificate_pem, _CERT_MODE)
+        assert leaf is not None
+        return CertificateFiles(
+            ca_file=directory.ca_cert,
+            cert_file=directory.cert,
+            key_file=directory.key,
+            not_after=leaf.not_after,
+            managed=True,
+            renewed=renewed,
+            repairs=tuple(repairs),
+        )
 
 
 def load_certificates(data: bytes, source: Path) -> list[x509.Certificate]:
@@ -126,16 +152,13 @@ def _locked(root: Path) -> Iterator[None]:
         os.close(descriptor)  # releases the lock
 
 
-def _ensure_managed(
-    directory: CertDir,
-    dns_names: Sequence[str],
-    ip_addresses: Sequence[str],
-    now: datetime,
-    ca_valid_for: timedelta,
-    cert_valid_for: timedelta,
-    renew_before: timedelta,
-) -> CertificateFiles:
-    repairs: list[str] = []
+def _signing_ca(
+    directory: CertDir, now: datetime, ca_valid_for: timedelta, renew_before: timedelta, repairs: list[str]
+) -> tuple[KeyPair, KeyPair | None, list[x509.Certificate]]:
+    """The CA to sign the serving certificate with, the served leaf (None: a new CA, so a new leaf), and the old CA
+    certificates whose leaf may still be served (`_recover_ca`). The CA is ours as ca.key and ca.crt hold it (repaired
+    if damaged); when it is missing or due for renewal, the staged successor promoted (or a fresh CA); otherwise the
+    CA as it is, with its successor staged one renewal window before it is needed."""
     ca_bundle = _read_own_ca_bundle(directory)
     ca, keep_leaf = _recover_ca(directory, ca_bundle, now, ca_valid_for, repairs)
     if ca is None or _renewal_due(ca, now, renew_before):
@@ -153,45 +176,19 @@ def _ensure_managed(
         _write(directory.ca_key, ca.private_key_pem, _KEY_MODE)
         _write_ca_bundle(directory, ca, ca_bundle, now)
         _remove(directory.next_ca_cert, directory.next_ca_key)
-        leaf = None
-    else:
-        if (
-            now >= ca.not_after - 2 * renew_before
-            and _read_own_key_pair(directory.next_ca_cert, directory.next_ca_key) is None
-        ):
-            # Stage the successor one renewal window before it is needed, trusted but not yet used to sign, so the
-            # caBundle sync has long published it when the serving certificate moves to it (gatekeeper#1045: x509
-            # errors while the bundle lags behind the certificate).
-            successor = generate_ca(CA_COMMON_NAME, now, ca_valid_for)
-            _write(directory.next_ca_key, successor.private_key_pem, _KEY_MODE)
-            _write(directory.next_ca_cert, successor.certificate_pem, _CERT_MODE)
-            _write_ca_bundle(directory, ca, [*ca_bundle, successor.certificate], now)
-        leaf = _read_own_key_pair(directory.cert, directory.key)
-
-    # A leaf of an older CA of ours that ca.crt still holds is as trusted as one of the current CA: after a lost
-    # ca.key it is what keeps the clients with the old caBundle working (module docstring).
-    issuers = [ca.certificate, *(c for c in _read_own_ca_bundle(directory) if _is_our_ca(c))]
-    renewed = leaf is None or not _reusable(leaf, issuers, dns_names, ip_addresses, now, renew_before)
-    if renewed and keep_leaf:
-        repairs.append(
-            f"{directory.cert}: could not be kept, so it was issued by the new CA at once; clients that "
-            f"trust only the old CA fail until they get the new {CA_CERT_NAME} (the caBundle sync)"
-        )
-    if renewed:
-        leaf = generate_serving_certificate(ca, dns_names, ip_addresses, now, cert_valid_for)
-        # Key first: a reader that sees the new certificate must find its key already in place.
-        _write(directory.key, leaf.private_key_pem, _KEY_MODE)
-        _write(directory.cert, leaf.certificate_pem, _CERT_MODE)
-    assert leaf is not None
-    return CertificateFiles(
-        ca_file=directory.ca_cert,
-        cert_file=directory.cert,
-        key_file=directory.key,
-        not_after=leaf.not_after,
-        managed=True,
-        renewed=renewed,
-        repairs=tuple(repairs),
-    )
+        return ca, None, keep_leaf
+    if (
+        now >= ca.not_after - 2 * renew_before
+        and _read_own_key_pair(directory.next_ca_cert, directory.next_ca_key) is None
+    ):
+        # Stage the successor one renewal window before it is needed, trusted but not yet used to sign, so the
+        # caBundle sync has long published it when the serving certificate moves to it (gatekeeper#1045: x509
+        # errors while the bundle lags behind the certificate).
+        successor = generate_ca(CA_COMMON_NAME, now, ca_valid_for)
+        _write(directory.next_ca_key, successor.private_key_pem, _KEY_MODE)
+        _write(directory.next_ca_cert, successor.certificate_pem, _CERT_MODE)
+        _write_ca_bundle(directory, ca, [*ca_bundle, successor.certificate], now)
+    return ca, _read_own_key_pair(directory.cert, directory.key), keep_leaf
 
 
 def _recover_ca(
