@@ -19,18 +19,9 @@ from prometheus_client import Histogram
 
 from controllers.access.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS, CustomObjects
 from controllers.access.members import MemberProxy
-from failover.core.api import (
-    CLUSTER_RESOURCE_BINDINGS,
-    CLUSTERS,
-    RESOURCE_BINDINGS,
-    WORKLOAD_REBALANCERS,
-    WORKS,
-    Resource,
-)
+from failover.core.api import RESOURCES_BY_KIND, Resource
 from failover.core.names import ObjectRef, object_key
 from failover.core.work import MemberCopy
-
-RESOURCES = (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS, CLUSTERS, WORKS)
 
 T = TypeVar("T")
 
@@ -66,7 +57,11 @@ class KarmadaClient:
     def __init__(
         self, api_client: client.ApiClient, calls: Calls, timeout: float = DEFAULT_REQUEST_TIMEOUT_SECONDS
     ) -> None:
-        self.objects = {resource.kind: CustomObjects(api_client, resource, timeout) for resource in RESOURCES}
+        # Every kind of the catalogue, by kind (as `ObjectRef` names an object), as the binding writes and the Events
+        # look a kind up: no second list of what the loop may reach.
+        self.objects = {
+            kind: CustomObjects(api_client, resource, timeout) for kind, resource in RESOURCES_BY_KIND.items()
+        }
         self.members = MemberProxy(api_client, timeout)
         self.calls = calls
 
