@@ -60,6 +60,7 @@ from failover.core.api import (
 )
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import DEFAULT_POLL
+from failover.moves.handoff import handoff_in_flight
 
 log = structlog.get_logger("failover_relay.controllers")
 
@@ -83,13 +84,14 @@ BINDING_KINDS = frozenset(resource.kind for resource in BINDING_RESOURCES)
 
 
 def may_act_on(binding: Mapping[str, Any] | None) -> bool:
-    """A binding the loop may have to write to: a copy not Healthy, an eviction task, or being deleted. Only the
+    """A binding the loop may have to write to: a copy not Healthy, an eviction task, a planned move's handoff in
+    flight (its pipeline carries it on), or being deleted. Only the
     order of the queue depends on it: with 50,000 bindings queued by a new leader, a toleration that ran out under
     the old one is acted on within seconds of winning the Lease instead of after every healthy binding
     (docs/benchmarks.md, "Reconcile loop at scale")."""
     if binding is None:
         return False
-    if b.is_deleting(binding) or b.eviction_tasks(binding):
+    if b.is_deleting(binding) or b.eviction_tasks(binding) or handoff_in_flight(binding):
         return True
     return any(b.health_of(item) != b.HEALTHY for item in b.aggregated_status(binding).values())
 

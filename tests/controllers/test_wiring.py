@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 from controllers.loop.cache import Cache
@@ -21,6 +22,7 @@ from failover.core.api import (
     WORKS,
     Resource,
 )
+from failover.moves.handoff import HANDOFF_ANNOTATION, moved_without_handoff
 from tests.controllers.loop_fakes import never_listed
 from tests.controllers.queues import drain
 
@@ -115,12 +117,17 @@ async def test_a_binding_the_loop_may_have_to_act_on_is_queued_before_the_health
 
     bindings = {"ns/a": health("Healthy"), "ns/b": health("Healthy"), "ns/sick": health("Unhealthy")}
     bindings["ns/evicting"] = evicting_from("member1")
+    # A planned move whose handoff its pipeline carries on (failover/moves/handoff.py), its copy still Healthy.
+    moving = health("Healthy")
+    handoff = moved_without_handoff("Drain", "m1", "", "no member relay", datetime(2026, 12, 1, tzinfo=UTC))
+    moving["metadata"]["annotations"] = {HANDOFF_ANNOTATION: handoff.annotation()}
+    bindings["ns/moving"] = moving
     cache = filled_cache({RESOURCE_BINDINGS: bindings})
     queues = {spec.resource.kind: WorkQueue() for spec in CONTROLLERS}
     changed = queue_keys(RESOURCE_BINDINGS, cache, queues)
     for key in bindings:
         changed(key)
-    assert (await queued(queues))[RESOURCE_BINDINGS.kind] == ["ns/sick", "ns/evicting", "ns/a", "ns/b"]
+    assert (await queued(queues))[RESOURCE_BINDINGS.kind] == ["ns/sick", "ns/evicting", "ns/moving", "ns/a", "ns/b"]
 
 
 def health(state: str) -> dict[str, Any]:
