@@ -1,9 +1,10 @@
-"""Kubernetes Events on the objects the loop changes, so `kubectl describe` tells an operator what happened.
+"""Kubernetes Events on the objects the relay changes, so `kubectl describe` tells an operator what happened: the
+loop's, and the member relay's on the copies it acts on (controllers/member/member_fence.py).
 
-An Event is written beside the reconcile that asked for it, not in its way: a reconcile queues it and goes on to
-its next write (in a storm, written in line, the Event of each released Work would be one of a release's four round
-trips). At most
-`EVENT_WRITERS` are written at once, in the order they were asked for.
+An Event of the loop is written beside the reconcile that asked for it, not in its way: a reconcile queues it
+(`record`) and goes on to its next write (in a storm, written in line, the Event of each released Work would be one
+of a release's four round trips). At most `EVENT_WRITERS` are written at once, in the order they were asked for. The
+member relay, which has no loop, writes its few in line (`write`), on asyncio's threads.
 """
 
 from __future__ import annotations
@@ -24,13 +25,12 @@ from urllib3.exceptions import HTTPError
 from controllers.access.client import Calls
 from controllers.access.kube import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from failover.core.api import RESOURCES_BY_KIND
-from failover.core.decision import Event
+from failover.core.decision import MAX_MESSAGE_LENGTH, Event
 from failover.core.names import ObjectRef, key_of
 
 COMPONENT = "failover-relay"
 # Events of cluster-scoped objects (ClusterResourceBinding, WorkloadRebalancer) go to "default", as kubectl expects.
 CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
-MAX_MESSAGE_LENGTH = 1024
 # A condition that lasts (a cluster unhealthy without propagateDeps) yields the same event on every reconcile;
 # one per object, reason and message within this window is enough for `kubectl describe`.
 EVENT_REPEAT_SECONDS = 600.0
@@ -42,10 +42,15 @@ log = structlog.get_logger("failover_relay.events")
 
 
 class EventRecorder:
-    """Writes the decisions' Events, each (object, reason, message) at most once within `EVENT_REPEAT_SECONDS`."""
+    """Writes the decisions' Events, each (object, reason, message) at most once within `EVENT_REPEAT_SECONDS`.
+    `host` names the writer (source.host, reportingInstance); `calls` are the loop's threads (None: asyncio's)."""
 
     def __init__(
-        self, api_client: client.ApiClient, host: str, calls: Calls, clock: Callable[[], float] = time.monotonic
+        self,
+        api_client: client.ApiClient,
+        host: str,
+        calls: Calls | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api = client.CoreV1Api(api_client)
         self.host = host
@@ -94,16 +99,14 @@ class EventRecorder:
     async def write(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
         """Best effort: an Event that cannot be written is logged, never a reason to fail a reconcile."""
         body = self.event_for(obj, event_type, reason, message, datetime.now(UTC))
+        create = partial(
+            self.api.create_namespaced_event,
+            event_namespace(obj),
+            body,
+            _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+        )
         try:
-            await self.calls.run(
-                "event",
-                partial(
-                    self.api.create_namespaced_event,
-                    event_namespace(obj),
-                    body,
-                    _request_timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
-                ),
-            )
+            await (self.calls.run("event", create) if self.calls is not None else asyncio.to_thread(create))
         except (ApiException, HTTPError, OSError) as error:
             log.warning("event_not_recorded", reason=reason, error=getattr(error, "reason", None) or repr(error))
 
