@@ -1,7 +1,8 @@
 """The member relay's `/mutate` keeps a fenced copy suspended: Karmada's execution controller re-applies the Work's
 manifest once the member is reachable (drift correction, karmada#7552; in Pull mode the agent does), which would set
-`spec.job.state` back to running. The decision is `failover.state.fence_records.suspension_patch`; the records are
-the ones the fence watcher (controllers/member/member_fence.py) last read from the checkpoint storage."""
+`spec.job.state` back to running. The decision is `failover.fence.member_relay.suspension_patch`, for the kinds the
+fence suspends (`member_relay.SUSPENDABLE`, for which relay/serve.py registers it); the records are the ones the fence
+watcher (controllers/member/member_fence.py) last read from the checkpoint storage."""
 
 from __future__ import annotations
 
