@@ -8,6 +8,7 @@ import aiohttp
 import jsonpatch
 import pytest
 
+from failover.core.api import FLINK_RESOURCES
 from failover.state.checkpoints import open_store
 from failover.state.flink_config import VALIDATOR_KEYS, validate_job_spec, validate_redeploy
 from failover.state.profiles import load_profiles
@@ -25,11 +26,7 @@ from webhook.review import complete, parse_review
 LABEL = "application.karmada.io/failover-jobid"
 JOB = "0123456789abcdef0123456789abcdef"
 ROTATED = "89abcdef0123456789abcdef01234567"
-PLURALS = {
-    "FlinkDeployment": "flinkdeployments",
-    "FlinkSessionJob": "flinksessionjobs",
-    "FlinkBlueGreenDeployment": "flinkbluegreendeployments",
-}
+PLURALS = {resource.kind: resource.plural for resource in FLINK_RESOURCES}
 
 
 @pytest.fixture
