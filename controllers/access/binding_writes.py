@@ -1,9 +1,10 @@
 """The one way to write a binding: with the precondition its decision read. Every writer goes through here: the binding
 pipeline (`BindingWrites`), the Cluster controller and the rebalancer (`write_binding`), the `drill` command
-(`write_binding_now`). A decision says what to change and on what it decided (`failover.core.decision.BindingPatch`:
-the resourceVersion it read; or the fields it read, `failover/reconcile/preconditions.py`); the precondition is put on
-the wire here, as controller-runtime's `client.MergeFromWithOptimisticLock` puts the resourceVersion into the patch it
-sends, and never by a decision.
+(`write_binding_now`); the `drain` command writes its Cluster taint the same way (`write_on_version_now`). A decision
+says what to change and on what it decided (`failover.core.decision.BindingPatch`: the resourceVersion it read; or the
+fields it read, `failover/reconcile/preconditions.py`); the precondition is put on the wire here, as
+controller-runtime's `client.MergeFromWithOptimisticLock` puts the resourceVersion into the patch it sends, and never by
+a decision.
 
 In the pipeline, each decision is made on the latest known binding (the cache's, then what the last write or read
 returned) and written with a precondition on the version it was decided on: the resourceVersion, or, for a decision that
@@ -26,7 +27,7 @@ from prometheus_client import Counter
 
 from controllers.access.client import KarmadaClient
 from controllers.access.kube import CustomObjects, conflict, precondition_failed, with_identity
-from failover.core.api import RESOURCES_BY_KIND
+from failover.core.api import RESOURCES_BY_KIND, Resource
 from failover.core.decision import BindingPatch
 from failover.core.names import ObjectRef, object_key
 from failover.reconcile.preconditions import Path, guarded_patch
@@ -88,9 +89,16 @@ async def write_binding(karmada: KarmadaClient, change: BindingPatch) -> dict[st
 
 def write_binding_now(api_client: client.ApiClient, change: BindingPatch) -> dict[str, Any]:
     """`write_binding` for a command, which blocks: the same precondition, on the command's own API client."""
-    resource = RESOURCES_BY_KIND[change.binding.kind]
     key = object_key(change.binding.namespace, change.binding.name)
-    written = CustomObjects(api_client, resource).patch(key, with_precondition(change.patch, change.version))
+    return write_on_version_now(api_client, RESOURCES_BY_KIND[change.binding.kind], key, change.patch, change.version)
+
+
+def write_on_version_now(
+    api_client: client.ApiClient, resource: Resource, key: str, patch: Mapping[str, Any], version: object
+) -> dict[str, Any]:
+    """A command's merge patch of any object of `resource` (`drain`'s taint on a Cluster), on the resourceVersion its
+    decision read: the object as written, or ApiException (409 when it moved on since)."""
+    written = CustomObjects(api_client, resource).patch(key, with_precondition(patch, version))
     return with_identity(written, resource)
 
 

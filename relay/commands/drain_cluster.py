@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from kubernetes import client
 
+from controllers.access.binding_writes import write_on_version_now
 from failover.core import binding as b
 from failover.core import work as w
 from failover.core.annotations import parse_time
@@ -37,7 +38,6 @@ from failover.state.preserved_state import owning_binding
 from relay.commands.conventions import refuse
 from relay.commands.online import (
     BAD_INPUT,
-    REQUEST_TIMEOUT_SECONDS,
     Online,
     OnlineError,
     connect,
@@ -91,12 +91,9 @@ def _taint(api_client: client.ApiClient, cluster: Mapping[str, Any], undo: bool,
             print(f"cluster {name} is drained already; following its moves", file=out)
             return
         taints = [*(dict(t) for t in (b.spec(cluster).get("taints") or [])), drain_taint(datetime.now(UTC))]
-    patch = {"metadata": {"resourceVersion": b.metadata(cluster).get("resourceVersion")}, "spec": {"taints": taints}}
     changed = f"cluster {name} changed while the taint was written: run the command again"
     with requesting(api_client, f"patch cluster {name}", {409: changed}):
-        client.CustomObjectsApi(api_client).patch_cluster_custom_object(
-            CLUSTERS.group, CLUSTERS.version, CLUSTERS.plural, name, patch, _request_timeout=REQUEST_TIMEOUT_SECONDS
-        )
+        write_on_version_now(api_client, CLUSTERS, name, {"spec": {"taints": taints}}, b.resource_version(cluster))
     if undo:
         print(
             f"cluster {name} undrained: Karmada may place workloads there again; those whose policy opts in to"
