@@ -7,8 +7,8 @@ new copy is left to restore (`failover.reconcile.failover_budget.restoring_until
 a due eviction is held because no other cluster can take the workload (`failover.reconcile.last_cluster`), the eviction
 tasks in flight with their preserved state and purge mode, the state a new copy would be given now, and the last
 moves of the failover history (failover/state/history.py). `restore_subject` says which object the restore lookup must
-be asked about; relay/commands/status.py fetches and looks up, relay/commands/status_tables.py prints the tables;
-neither changes anything.
+be asked about; relay/commands/status.py fetches (relay/commands/restore_lookup.py looks the state up),
+relay/commands/status_tables.py prints the tables; none of them changes anything.
 """
 
 from __future__ import annotations
