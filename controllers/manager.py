@@ -28,20 +28,14 @@ from prometheus_client import CollectorRegistry
 
 from controllers.access.client import Calls, KarmadaClient
 from controllers.access.events import EVENT_WRITERS, EventRecorder
+from controllers.access.fence_metrics import StorageFenceMetrics
 from controllers.access.fence_store import FenceStore
 from controllers.access.kube import CustomObjects, api_client_of
-from controllers.loop.cache import (
-    BINDING_RESOURCES,
-    POLICY_RESOURCES,
-    BindingKey,
-    Cache,
-    binding_cached_form,
-    work_cached_form,
-)
+from controllers.loop.cache import BindingKey, Cache, binding_cached_form, work_cached_form
 from controllers.loop.controller import Controller, Reconcile
 from controllers.loop.informer import RESYNC_SECONDS, ChangeHandler, Informer, freezes
 from controllers.loop.leader import LeaderElector
-from controllers.loop.loop_metrics import LoopMetrics, StorageFenceMetrics
+from controllers.loop.loop_metrics import LoopMetrics
 from controllers.loop.queue import WorkQueue
 from controllers.reconcilers.binding_reconciler import BindingReconciler
 from controllers.reconcilers.cluster_reconciler import ClusterReconciler
@@ -51,8 +45,10 @@ from controllers.reconcilers.restore_watch import RestoreWatch
 from controllers.reconcilers.storage_fence import StorageFence
 from failover.core import binding as b
 from failover.core.api import (
+    BINDING_RESOURCES,
     CLUSTER_RESOURCE_BINDINGS,
     CLUSTERS,
+    POLICY_RESOURCES,
     RESOURCE_BINDINGS,
     WORKLOAD_REBALANCERS,
     WORKS,

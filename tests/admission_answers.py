@@ -15,8 +15,8 @@ from typing import Any
 import jsonpatch
 
 from failover.admission.cel.restore_guard import RESTORE_GUARD_NAME
-from failover.admission.registry import DEFAULTERS, VALIDATORS, WEBHOOKS, Decider, group_kind_of
-from failover.core.api import RESOURCES_BY_GROUP_KIND
+from failover.admission.registry import DEFAULTERS, VALIDATORS, WEBHOOKS, Decider
+from failover.core.api import RESOURCES_BY_GROUP_KIND, group_kind_of
 from failover.core.verdict import Verdict
 from relay.commands.manifests.admission_policies import WARNING_PREFIX
 from tests.kube_api import Api

@@ -14,11 +14,7 @@ from typing import Any
 from controllers.access.kube import with_identity
 from controllers.loop.informer import Informer
 from failover.core import binding as b
-
-# `as`: re-exported for controllers/manager.py, which imports them from here.
-from failover.core.api import BINDING_RESOURCES as BINDING_RESOURCES
-from failover.core.api import CLUSTERS, WORKS, Resource
-from failover.core.api import POLICY_RESOURCES as POLICY_RESOURCES
+from failover.core.api import BINDING_RESOURCES, CLUSTERS, POLICY_RESOURCES, WORKS, Resource
 from failover.core.cluster import has_taint
 from failover.core.jsonpath import JSONPathSyntaxError, parse_template
 from failover.core.names import object_key

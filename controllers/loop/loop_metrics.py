@@ -27,9 +27,6 @@ from failover.views.storm import RESTORED, WAITING, ClusterPhase, phases
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 TOTAL = "total"
-# A fence record's acknowledgement: within two member polls (2 s each by default) when all is well, up to the timer
-# fence (60 s by default) and the five minutes of a slow operator.
-ACKNOWLEDGEMENT_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300)
 # From seconds (a healthy control plane) to an hour (Karmada's taint manager at its default eviction rate needs about
 # 55 minutes for 5,000 bindings).
 PHASE_BUCKETS = (1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600)
@@ -221,31 +218,6 @@ class LoopMetrics(ControllerMetrics, ChangeMetrics, HoldMetrics, RestoreMetrics)
             registry=registry,
         )
         self.storm = StormMetrics(registry)
-
-
-class StorageFenceMetrics:
-    """The storage fence's metrics (controllers/reconcilers/storage_fence.py), registered only where it is on."""
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.records = Counter(
-            "failover_relay_fence_records_written_total",
-            "Fence records written to the checkpoint storage for an old copy on an unreachable cluster.",
-            ("member_cluster", "result"),
-            registry=registry,
-        )
-        self.acknowledged = Histogram(
-            "failover_relay_fence_acknowledgement_seconds",
-            "From a fence record's writing to the member relay's acknowledgement, as the control plane saw it.",
-            ("member_cluster",),
-            buckets=ACKNOWLEDGEMENT_BUCKETS,
-            registry=registry,
-        )
-        self.reads = Counter(
-            "failover_relay_fence_storage_reads_total",
-            "Reads of a cluster's fence records by the control plane.",
-            ("member_cluster", "result"),
-            registry=registry,
-        )
 
 
 class KeySet:

@@ -251,7 +251,7 @@ class MemberFenceWatcher:
             "fence_acknowledgement_written",
             member_cluster=self.cluster,
             fence_id=record.fence_id,
-            copies=[f"{c.copy.namespace}/{c.copy.name}:{c.state}" for c in ack.copies],
+            copies=ack.copy_states(),
             savepoint=ack.savepoint,
             since_record_seconds=round((ack.acknowledged_at - record.written_at).total_seconds(), 1),
         )

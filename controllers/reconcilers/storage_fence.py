@@ -17,9 +17,9 @@ from typing import Any
 
 import structlog
 
+from controllers.access.fence_metrics import StorageFenceMetrics
 from controllers.access.fence_store import ClusterFences, FenceStorageError, FenceStore, on_storage
 from controllers.access.outage import Outage
-from controllers.loop.loop_metrics import StorageFenceMetrics
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import (
     DEFAULT_POLL,
@@ -90,7 +90,7 @@ class StorageFence:
                     "fence_acknowledged",
                     member_cluster=ack.cluster,
                     fence_id=ack.fence_id,
-                    copies=[f"{c.copy.namespace}/{c.copy.name}:{c.state}" for c in ack.copies],
+                    copies=ack.copy_states(),
                     savepoint=ack.savepoint,
                 )
                 if written is not None:

@@ -150,8 +150,3 @@ LEGACY_DEFAULTERS: Mapping[GroupKind, Defaulter] = {
 def defaulters_for(purge_mode_spelling: str) -> Mapping[GroupKind, Defaulter]:
     """The defaulters that write purge modes in `purge_mode_spelling` ("new" or "legacy")."""
     return LEGACY_DEFAULTERS if purge_mode_spelling == "legacy" else DEFAULTERS
-
-
-def group_kind_of(api_version: str, kind: str) -> GroupKind:
-    group = api_version.rpartition("/")[0] if "/" in api_version else ""
-    return GroupKind(group, kind)

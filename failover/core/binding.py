@@ -21,8 +21,8 @@ from failover.core.api import (
     REASON_TAINT_UNTOLERATED,
     PurgeMode,
 )
-from failover.core.fields import is_int
 from failover.core.decision import BindingPatch
+from failover.core.fields import is_int
 from failover.core.names import ObjectRef
 
 HEALTHY = "Healthy"

@@ -76,6 +76,10 @@ class FenceAck:
     acknowledged_at: datetime
     savepoint: str | None = None  # where the suspension's savepoint went, when the operator reported one
 
+    def copy_states(self) -> list[str]:
+        """Each acknowledged copy as the logs name it: `namespace/name:state`."""
+        return [f"{acked.copy.namespace}/{acked.copy.name}:{acked.state}" for acked in self.copies]
+
 
 def is_fence_id(value: Any) -> bool:
     return isinstance(value, str) and bool(_UUID.match(value))

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 import jsonpatch
 import yaml
 
-from failover.admission.registry import group_kind_of
+from failover.core.api import group_kind_of
 from failover.core.verdict import ALLOWED, Verdict
 from failover.state.checkpoints import LookupResult, Outcome
 from failover.state.flink_config import NO_CLAIM

@@ -9,9 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from failover.admission.registry import group_kind_of
 from failover.core import binding as b
-from failover.core.api import FLINK_RESOURCES
+from failover.core.api import FLINK_RESOURCES, group_kind_of
 from failover.state.checkpoints import LookupResult
 from failover.views.status_view import RestoreSubject, restore_subject
 from relay.commands.online import Online, RequestFailed

@@ -10,8 +10,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from controllers.access.fence_metrics import StorageFenceMetrics
 from controllers.access.fence_store import FenceStore
-from controllers.loop.loop_metrics import StorageFenceMetrics
 from controllers.reconcilers.binding_reconciler import STEPS
 from controllers.reconcilers.restore_watch import RestoreWatch
 from controllers.reconcilers.storage_fence import StorageFence

@@ -14,8 +14,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from controllers.access.fence_metrics import StorageFenceMetrics
 from controllers.access.fence_store import FenceStore
-from controllers.loop.loop_metrics import StorageFenceMetrics
 from controllers.reconcilers.cluster_reconciler import CONFLICT_RETRY, PASSES, ClusterReconciler
 from controllers.reconcilers.rebalancer_reconciler import RebalancerReconciler
 from controllers.reconcilers.storage_fence import StorageFence

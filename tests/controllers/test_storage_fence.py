@@ -11,8 +11,8 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry
 
+from controllers.access.fence_metrics import StorageFenceMetrics
 from controllers.access.fence_store import FenceStore
-from controllers.loop.loop_metrics import StorageFenceMetrics
 from controllers.reconcilers.storage_fence import StorageFence
 from failover.core.loop_settings import DecisionSettings
 from failover.fence.control_plane import ACK_MARGIN, StoredFence

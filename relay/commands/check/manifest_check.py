@@ -42,9 +42,9 @@ import jsonpatch
 
 from failover.admission.karmada_admission import karmada_findings, karmada_mutated
 from failover.admission.policy import default_policy, legacy_purge_modes_in
-from failover.admission.registry import VALIDATORS, group_kind_of
+from failover.admission.registry import VALIDATORS
 from failover.admission.schema import defaulted, schema_findings, unknown_fields
-from failover.core.api import CLUSTER_PROPAGATION_POLICY, FLINK_DEPLOYMENTS, PROPAGATION_POLICY
+from failover.core.api import CLUSTER_PROPAGATION_POLICY, FLINK_DEPLOYMENTS, PROPAGATION_POLICY, group_kind_of
 from failover.core.fields import object_name
 from failover.core.verdict import Finding, Findings, Verdict
 from failover.reconcile.stateless_restart import is_flink_deployment, keeps_state

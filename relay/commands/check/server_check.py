@@ -17,7 +17,8 @@ from typing import Any
 from urllib.parse import quote
 
 from controllers.access.kube import NoClusterConfig, load_api_client
-from failover.admission.registry import VALIDATORS, group_kind_of
+from failover.admission.registry import VALIDATORS
+from failover.core.api import group_kind_of
 from failover.core.verdict import Findings, Verdict
 from relay.kube_requests import raw_request
 

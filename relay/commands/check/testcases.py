@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from failover.admission.registry import DEFAULTERS, group_kind_of
+from failover.admission.registry import DEFAULTERS
+from failover.core.api import group_kind_of
 from relay.commands.check.manifest_check import Checker
 from relay.commands.documents import Unreadable, documents, documents_in, read_text
 

@@ -12,8 +12,9 @@ import jsonpatch
 import pytest
 
 from failover.admission.cel.forms import FORMS, Cel, Schema, WebhookOnly
-from failover.admission.registry import DEFAULTERS, VALIDATORS, WEBHOOKS, Decider, group_kind_of
+from failover.admission.registry import DEFAULTERS, VALIDATORS, WEBHOOKS, Decider
 from failover.admission.rules import Rule
+from failover.core.api import group_kind_of
 from relay.commands.manifests.admission_policies import WARNING_SLOTS, admission_policies
 from tests.admission_answers import webhook_verdict
 from tests.admission_cases import admission_cases, most_warnings

@@ -6,8 +6,14 @@ import pytest
 
 from failover.admission.policy import mutate_policy, validate_policy
 from failover.admission.rebalancer_rules import validate_rebalancer
-from failover.admission.registry import DEFAULTERS, VALIDATORS, defaulters_for, group_kind_of
-from failover.core.api import CLUSTER_PROPAGATION_POLICY, PROPAGATION_POLICY, WORKLOAD_REBALANCER, GroupKind
+from failover.admission.registry import DEFAULTERS, VALIDATORS, defaulters_for
+from failover.core.api import (
+    CLUSTER_PROPAGATION_POLICY,
+    PROPAGATION_POLICY,
+    WORKLOAD_REBALANCER,
+    GroupKind,
+    group_kind_of,
+)
 from failover.core.verdict import ALLOWED, MAX_WARNING_LENGTH, Finding, Findings, Verdict, clip
 
 
