@@ -82,8 +82,8 @@ async def test_the_brake_is_reported_on_the_clusters_it_is_about_while_engaged_a
     assert made.metrics.brake._value.get() == 1
     reasons = [event.reason for _, event in made.events.events]
     assert reasons.count("ClusterFailoverBraked") == 3  # an Event on each cluster it is about
-    # The reconciler's next passes, on the cache as its informers keep it: still engaged, the Event again on each
-    # cluster (the recorder counts repeats into one Event, as client-go's does).
+    # The reconciler's next passes, on the cache as its informers keep it: still engaged, the Event asked for again on
+    # each cluster (controllers/access/events.py writes a repeat at most once in EVENT_REPEAT_SECONDS).
     reconciler = ClusterReconciler(made.parts)
     for name in ("member1", "member2"):
         reconciler.parts = replace(made.parts, cache=filled_cache(fake))
