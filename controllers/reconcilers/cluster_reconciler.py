@@ -32,7 +32,7 @@ from failover.core.decision import BindingPatch, Event, earliest
 from failover.core.names import ObjectRef
 from failover.moves.cluster_drain import decide_drain
 from failover.moves.failback import decide_failback
-from failover.moves.handoff import read_handoff
+from failover.moves.handoff import evicted_by
 
 log = structlog.get_logger("failover_relay.planned_moves")
 
@@ -73,8 +73,8 @@ class ClusterPass:
                 elif failed is None:
                     failed = error
                 continue
-            move = read_handoff(written)
-            if "spec" in change.patch and move is not None and move.evicted_at is not None:
+            move = evicted_by(change.patch, written)
+            if move is not None:
                 report_move(self.parts.metrics, move)
         if failed is not None:
             raise failed

@@ -145,7 +145,7 @@ def decide_drain(
         return MovesBegun()
     bindings = [binding for binding in bindings if isinstance(binding, dict)]
     room = settings.failback_max_in_flight - sum(1 for binding in bindings if planned_move_in_flight(binding))
-    patches, events, moves = [], [], []
+    patches, events = [], []
     held_back = begun = 0
     for item in drain_plan(name, bindings, works_of, watched, now):
         if item.how == IN_FLIGHT:
@@ -165,7 +165,6 @@ def decide_drain(
             begun += 1
         else:
             fallback = moved_without_handoff(REASON_DRAIN, name, "", item.why, now)
-            moves.append(fallback)
             patch["metadata"]["annotations"] = {HANDOFF_ANNOTATION: fallback.annotation()}
             patch["spec"] = move_eviction(binding, name, REASON_DRAIN, settings, now)
             message = (
@@ -181,5 +180,4 @@ def decide_drain(
         binding_patches=tuple(patches),
         events=tuple(events),
         requeue_after=min(delays, default=None),
-        moves=tuple(moves),
     )

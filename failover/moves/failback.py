@@ -106,8 +106,6 @@ class FailbackDecision:
     cluster_patch: Mapping[str, Any] | None = None
     events: tuple[Event, ...] = ()
     requeue_after: timedelta | None = None
-    # The moves whose eviction the binding patches write at once, without a handoff (for the metrics).
-    moves: tuple[Handoff, ...] = ()
 
 
 def decide_failback(
@@ -165,7 +163,6 @@ def decide_failback(
         # A handoff just begun goes on in its binding's pipeline (decide_handoff): its fence record, its
         # acknowledgement.
         requeue_after=earliest(IN_FLIGHT_RETRY if plan.held_back else None, DEFAULT_POLL if plan.handed_off else None),
-        moves=tuple(plan.moves),
     )
 
 
@@ -224,7 +221,6 @@ class _FailbackPlan:
     now: datetime
     patches: list[BindingPatch] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
-    moves: list[Handoff] = field(default_factory=list)
     rebalanced: list[tuple[Mapping[str, Any], dict[str, str]]] = field(default_factory=list)
     held_back: int = 0
     handed_off: int = 0
@@ -246,7 +242,6 @@ class _FailbackPlan:
             )
         else:
             fallback = moved_without_handoff(REASON_FAILBACK, current, name, started, now)
-            self.moves.append(fallback)
             patch["metadata"]["annotations"][HANDOFF_ANNOTATION] = fallback.annotation()
             patch["spec"] = move_eviction(binding, current, REASON_FAILBACK, self.settings, now)
             message = (

@@ -310,12 +310,11 @@ def handoff_view(binding: Mapping[str, Any]) -> dict[str, Any] | None:
 class MovesBegun:
     """What a Cluster's pass (a drain, a failback) writes to begin planned moves: binding patches (the handoff
     annotation; for a move without a handoff, its eviction too), each on the version of the binding it was decided on;
-    the moves whose eviction is written at once (for the metrics); Events; when to look again."""
+    Events; when to look again."""
 
     binding_patches: tuple[BindingPatch, ...] = ()
     events: tuple[Event, ...] = ()
     requeue_after: timedelta | None = None
-    moves: tuple[Handoff, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -368,6 +367,15 @@ def decide_handoff(
     patch["spec"] = move_eviction(binding, handoff.source, handoff.reason, settings, now, own_savepoint=own)
     event = Event(NORMAL, EVENT_HANDOFF, handoff_message(step.handoff), b.object_ref(binding))
     return HandoffDecision(patch, step.record, forget, step.handoff, (event,), step.requeue_after)
+
+
+def evicted_by(patch: Mapping[str, Any], written: Mapping[str, Any]) -> Handoff | None:
+    """The planned move whose eviction `patch` wrote, read from the binding as written (`written`): what the metrics
+    count once the write landed. None for a patch that only begins a handoff, or forgets an eviction record."""
+    handoff = read_handoff(written)
+    if "spec" not in patch or handoff is None or handoff.evicted_at is None:
+        return None
+    return handoff
 
 
 def handoff_message(handoff: Handoff) -> str:

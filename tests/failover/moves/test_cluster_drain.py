@@ -28,6 +28,7 @@ from failover.moves.handoff import (
     SAVEPOINT,
     STOPPING,
     decide_handoff,
+    evicted_by,
     moved_without_handoff,
     read_handoff,
 )
@@ -64,7 +65,8 @@ def test_a_cluster_that_is_not_drained_moves_nothing():
 
 def test_a_drained_cluster_watched_by_a_member_relay_begins_a_handoff_per_workload():
     decision = decide_drain(member2(), [job("a"), job("b")], works_of, WATCHED, SETTINGS, at(400))
-    assert len(decision.binding_patches) == 2 and decision.moves == ()
+    assert len(decision.binding_patches) == 2
+    assert [evicted_by(patch.patch, job()) for patch in decision.binding_patches] == [None, None]
     moving = merge_patch(job("a"), decision.binding_patches[0].patch)
     assert "gracefulEvictionTasks" not in moving["spec"]  # the copy stops first
     handoff = read_handoff(moving)
@@ -114,7 +116,7 @@ def test_without_a_member_relay_a_drain_evicts_at_once_from_the_newest_checkpoin
     assert moved["spec"]["gracefulEvictionTasks"][0]["reason"] == "Drain"
     handoff = read_handoff(moved)
     assert handoff.way == CHECKPOINT_FALLBACK and "no member relay watches member2" in handoff.why
-    assert [move.way for move in decision.moves] == [CHECKPOINT_FALLBACK]
+    assert evicted_by(decision.binding_patches[0].patch, moved) == handoff  # counted as moved at once
 
 
 def test_the_plan_says_what_moves_how_and_what_stays():

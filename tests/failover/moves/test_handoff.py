@@ -23,6 +23,7 @@ from failover.moves.handoff import (
     STOPPING,
     HandoffDecision,
     decide_handoff,
+    evicted_by,
     read_handoff,
 )
 from failover.moves.rebalancer import decide_rebalance, rebalance_move
@@ -74,7 +75,8 @@ def test_a_failback_from_a_watched_cluster_first_stops_the_copy_and_evicts_nothi
         "nginx-687f7fb96f",
         FENCE_ID,
     )
-    assert decision.moves == () and decision.requeue_after == timedelta(seconds=2)
+    assert evicted_by(decision.binding_patches[0].patch, binding) is None
+    assert decision.requeue_after == timedelta(seconds=2)
     assert "savepoint" in decision.events[0].message
     # The recovery is handled: the next pass begins nothing again.
     assert (
@@ -173,7 +175,7 @@ def test_without_a_member_relay_the_failback_moves_at_once_from_the_checkpoint_a
     handoff = read_handoff(moved)
     assert (handoff.phase, handoff.way) == (RESTORING, CHECKPOINT_FALLBACK)
     assert "no member relay watches member2" in handoff.why and handoff.why in decision.events[0].message
-    assert [move.way for move in decision.moves] == [CHECKPOINT_FALLBACK]
+    assert evicted_by(decision.binding_patches[0].patch, moved) == handoff  # counted as moved at once
 
 
 def test_a_workload_that_is_not_a_flink_job_is_not_handed_off():
