@@ -28,6 +28,7 @@ from prometheus_client import Counter
 from controllers.access.client import KarmadaClient
 from controllers.access.kube import CustomObjects, conflict, precondition_failed, with_identity
 from failover.core.api import RESOURCES_BY_KIND, Resource
+from failover.core.binding import resource_version
 from failover.core.decision import BindingPatch
 from failover.core.names import ObjectRef, object_key
 from failover.reconcile.preconditions import Path, guarded_patch
@@ -35,10 +36,6 @@ from failover.reconcile.preconditions import Path, guarded_patch
 log = structlog.get_logger("failover_relay.reconcile")
 
 D = TypeVar("D")
-
-
-def _version(obj: Mapping[str, Any] | None) -> object:
-    return (obj or {}).get("metadata", {}).get("resourceVersion")
 
 
 class OwnWrites:
@@ -52,14 +49,14 @@ class OwnWrites:
         self._latest: dict[str, dict[str, Any]] = {}
 
     def record(self, key: str, before: Mapping[str, Any], after: dict[str, Any]) -> None:
-        self._replaced.setdefault(key, set()).add(_version(before))
+        self._replaced.setdefault(key, set()).add(resource_version(before))
         self._latest[key] = after
 
     def latest(self, key: str, cached: dict[str, Any] | None) -> dict[str, Any] | None:
         """`cached`, or our newer write while the cache still holds a version one of our writes replaced."""
         if key not in self._latest:
             return cached
-        if cached is not None and _version(cached) in self._replaced[key]:
+        if cached is not None and resource_version(cached) in self._replaced[key]:
             return self._latest[key]
         del self._latest[key], self._replaced[key]  # caught up, gone, or written since by someone else
         return cached
@@ -77,7 +74,7 @@ def with_precondition(patch: Mapping[str, Any], version: object) -> dict[str, An
 
 def conditional(patch: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
     """`patch` on the resourceVersion of `obj`, the object it was decided on."""
-    return with_precondition(patch, _version(obj))
+    return with_precondition(patch, resource_version(obj))
 
 
 async def write_binding(karmada: KarmadaClient, change: BindingPatch) -> dict[str, Any]:
