@@ -1,4 +1,4 @@
-"""The map is executable: what tells a reader where things are is held to the code (issue 51, "The map is executable").
+"""The map is executable: what tells a reader where things are is held to the code.
 
 - **Paths.** Every path of this repository named in the comments and docstrings of the Python sources (the production
   packages, tests/, bench/, hack/), in the comments of hack/'s scripts, and anywhere in README.md and docs/*.md,
