@@ -184,9 +184,12 @@ async def handoff(run: BindingRun) -> timedelta | None:
         return None
     parts, now = run.parts, run.now
     fence = parts.storage_fence
-    watched = await fence.watched(clusters, now) if fence is not None else None
+    # What the storage says (the record, its acknowledgement, the member relays' heartbeats) matters only while the
+    # old copy is stopping.
+    watched: frozenset[str] | None = None
     stored: dict[tuple[str, str], StoredFence | None] = {}
     if fence is not None and moving.phase == STOPPING:
+        watched = await fence.watched(clusters, now)
         held = await fence.stored(moving.source)
         stored[(moving.source, moving.fence_id)] = (
             None if held is None else held.get(moving.fence_id, StoredFence(False))
